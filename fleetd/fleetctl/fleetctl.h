@@ -1,0 +1,25 @@
+/*
+ * fleetctl.h: the operator's tool. Each command group lives in cmd_<group>.c.
+ *
+ * Exit codes, the same for every command:
+ *   0  success (for a check: it passed)
+ *   1  the input was refused or malformed (the reason is on stderr, or in
+ *      the JSON on stdout with --json)
+ *   2  usage error, or a file could not be read
+ */
+#ifndef FLEETCTL_H
+#define FLEETCTL_H
+
+#define FLEETCTL_EXIT_OK 0
+#define FLEETCTL_EXIT_REFUSED 1
+#define FLEETCTL_EXIT_USAGE 2
+
+/* Each gets argv with argv[0] = the group name ("eventlog"). */
+int cmd_eventlog(int argc, char **argv);
+int cmd_policy(int argc, char **argv);
+int cmd_ek(int argc, char **argv);
+int cmd_ca(int argc, char **argv);
+int cmd_quote(int argc, char **argv);
+int cmd_certify(int argc, char **argv);
+
+#endif

@@ -1,0 +1,53 @@
+/*
+ * ca.h: fleetd's identity CA. It signs two certificates per admitted machine:
+ *   LAK    for the attestation key (proven by credential activation);
+ *   LDevID for a non-restricted TPM signing key certified by that AK
+ *          (SPIRE's tpm_devid attestor; agent IDs end in its SHA-1).
+ * The CA key is ECDSA P-256, written mode 0600; the directory holds
+ * ca.key and ca.crt.
+ */
+#ifndef FLEET_CA_H
+#define FLEET_CA_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include <openssl/x509.h>
+#include <tss2/tss2_tpm2_types.h>
+
+#include "lib/fleet_err.h"
+
+struct fleet_ca;
+
+/* Create DIR (0700) with a fresh key (0600) and a self-signed CA
+ * certificate. Refuses to overwrite an existing key. */
+fleet_err fleet_ca_init(const char *dir, const char *common_name, unsigned validity_days,
+			struct fleet_errctx *ec);
+fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_errctx *ec);
+void fleet_ca_free(struct fleet_ca *ca);
+X509 *fleet_ca_cert(const struct fleet_ca *ca); /* borrowed */
+
+enum fleet_cert_kind {
+	FLEET_CERT_LAK = 1,
+	FLEET_CERT_LDEVID = 2,
+};
+
+struct fleet_issue_request {
+	enum fleet_cert_kind kind;
+	const TPMT_PUBLIC *key;  /* the TPM-held key being certified */
+	const char *device_name; /* subject CN */
+	const char *serial;      /* SMBIOS serial, in the subject serialNumber */
+	time_t not_before;       /* 0: now */
+	unsigned validity_days;
+};
+
+/* Issue; *out is owned by the caller. */
+fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_request *req,
+			 X509 **out, struct fleet_errctx *ec);
+
+/* 40 lowercase hex digits of SHA-1 over the DER certificate (SPIRE's
+ * tpm_devid agent ID suffix). */
+fleet_err fleet_cert_sha1_fingerprint(X509 *cert, char out[41]);
+
+#endif

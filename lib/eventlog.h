@@ -1,0 +1,182 @@
+/*
+ * eventlog.h: TCG PC Client firmware event logs (TCG PC Client Platform
+ * Firmware Profile, section 10): parse, replay to PCR values, decode events.
+ *
+ * Two formats:
+ *  - crypto-agile: a SHA-1-format header event (EV_NO_ACTION, PCR 0) whose
+ *    data is the "Spec ID Event03" structure listing each bank's algorithm
+ *    and digest size, then TCG_PCR_EVENT2 records. Digest sizes come from
+ *    that table, never from a built-in one: an algorithm not in the table is
+ *    malformed input.
+ *  - sha1 (legacy): TCG_PCClientPCREvent records with one SHA-1 digest each.
+ *
+ * The whole input is untrusted. Parsing goes through lib/reader.h only, and
+ * every error names the byte offset where the log went wrong.
+ */
+#ifndef FLEET_EVENTLOG_H
+#define FLEET_EVENTLOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "lib/fleet_err.h"
+#include "lib/tpm_alg.h"
+
+/* Caps. Real logs run 2 KB to 100 KB; a log of 16 MiB is an attack. */
+#define FLEET_EVLOG_MAX_SIZE (16u * 1024 * 1024)
+#define FLEET_EVLOG_MAX_EVENTS 65536
+#define FLEET_EVLOG_MAX_BANKS 8 /* entries in the Spec ID algorithm table */
+
+/* Event types (PC Client PFP, Table 9/10). */
+#define FLEET_EV_PREBOOT_CERT 0x00000000
+#define FLEET_EV_POST_CODE 0x00000001
+#define FLEET_EV_NO_ACTION 0x00000003
+#define FLEET_EV_SEPARATOR 0x00000004
+#define FLEET_EV_ACTION 0x00000005
+#define FLEET_EV_EVENT_TAG 0x00000006
+#define FLEET_EV_S_CRTM_CONTENTS 0x00000007
+#define FLEET_EV_S_CRTM_VERSION 0x00000008
+#define FLEET_EV_CPU_MICROCODE 0x00000009
+#define FLEET_EV_PLATFORM_CONFIG_FLAGS 0x0000000A
+#define FLEET_EV_TABLE_OF_DEVICES 0x0000000B
+#define FLEET_EV_COMPACT_HASH 0x0000000C
+#define FLEET_EV_IPL 0x0000000D
+#define FLEET_EV_IPL_PARTITION_DATA 0x0000000E
+#define FLEET_EV_NONHOST_CODE 0x0000000F
+#define FLEET_EV_NONHOST_CONFIG 0x00000010
+#define FLEET_EV_NONHOST_INFO 0x00000011
+#define FLEET_EV_OMIT_BOOT_DEVICE_EVENTS 0x00000012
+#define FLEET_EV_EFI_EVENT_BASE 0x80000000
+#define FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG 0x80000001
+#define FLEET_EV_EFI_VARIABLE_BOOT 0x80000002
+#define FLEET_EV_EFI_BOOT_SERVICES_APPLICATION 0x80000003
+#define FLEET_EV_EFI_BOOT_SERVICES_DRIVER 0x80000004
+#define FLEET_EV_EFI_RUNTIME_SERVICES_DRIVER 0x80000005
+#define FLEET_EV_EFI_GPT_EVENT 0x80000006
+#define FLEET_EV_EFI_ACTION 0x80000007
+#define FLEET_EV_EFI_PLATFORM_FIRMWARE_BLOB 0x80000008
+#define FLEET_EV_EFI_HANDOFF_TABLES 0x80000009
+#define FLEET_EV_EFI_PLATFORM_FIRMWARE_BLOB2 0x8000000A
+#define FLEET_EV_EFI_HANDOFF_TABLES2 0x8000000B
+#define FLEET_EV_EFI_VARIABLE_BOOT2 0x8000000C
+#define FLEET_EV_EFI_HCRTM_EVENT 0x80000010
+#define FLEET_EV_EFI_VARIABLE_AUTHORITY 0x800000E0
+#define FLEET_EV_EFI_SPDM_FIRMWARE_BLOB 0x800000E1
+#define FLEET_EV_EFI_SPDM_FIRMWARE_CONFIG 0x800000E2
+
+enum fleet_evlog_format {
+	FLEET_EVLOG_SHA1 = 1,         /* printed "sha1" */
+	FLEET_EVLOG_CRYPTO_AGILE = 2, /* printed "crypto-agile" */
+};
+
+struct fleet_evlog_alg {
+	uint16_t alg;  /* TPM_ALG_ID */
+	uint16_t size; /* digest size from the Spec ID table */
+};
+
+struct fleet_evlog_digest {
+	uint16_t alg;
+	uint16_t size;
+	uint8_t bytes[FLEET_DIGEST_MAX];
+};
+
+struct fleet_evlog_event {
+	size_t offset;   /* byte offset of this event's header in the log */
+	uint32_t pcr;    /* 0..23; larger is refused at parse time */
+	uint32_t type;
+	uint32_t n_digests;
+	struct fleet_evlog_digest digests[FLEET_EVLOG_MAX_BANKS];
+	const uint8_t *data; /* points into the log's own copy of the input */
+	uint32_t data_len;
+};
+
+struct fleet_evlog {
+	enum fleet_evlog_format format;
+	uint8_t *raw; /* the log's private copy of the input bytes */
+	size_t raw_len;
+	uint32_t n_algs; /* crypto-agile: the Spec ID table; sha1: {sha1, 20} */
+	struct fleet_evlog_alg algs[FLEET_EVLOG_MAX_BANKS];
+	/* Every record in file order, the header event (index 0) included, so
+	 * `fleetctl eventlog show` can list it. */
+	size_t n_events;
+	struct fleet_evlog_event *events;
+	/* From an EV_NO_ACTION "StartupLocality" event on PCR 0, or -1. Locality
+	 * 3 or 4 starts PCR 0 at 0x00..03 / 0x00..04 instead of zeros. */
+	int startup_locality;
+	/* True when the log has EV_NO_ACTION "SP800-155 Event"/H-CRTM events
+	 * (EV_EFI_HCRTM_EVENT), which start PCR 0 from the H-CRTM value. */
+	bool hcrtm;
+};
+
+/*
+ * Parse a whole log. The input is copied; the caller may free buf afterwards.
+ * Trailing zero bytes after the last event (the kernel's securityfs file and
+ * some firmware tables are padded) end the log; any other trailing garbage is
+ * malformed. On error *out is NULL and ec names the offset.
+ */
+fleet_err fleet_evlog_parse(const uint8_t *buf, size_t len, struct fleet_evlog **out,
+			    struct fleet_errctx *ec);
+void fleet_evlog_free(struct fleet_evlog *log);
+
+const char *fleet_evlog_format_name(enum fleet_evlog_format f);
+
+/* PCR values per bank after replay. */
+struct fleet_pcr_bank {
+	uint16_t alg;
+	uint16_t size;
+	/* False when some event that extends a PCR lacks this bank's digest: the
+	 * bank's values would be a guess, so none are given. */
+	bool replayable;
+	uint32_t extended; /* bit i: some event extended PCR i */
+	uint8_t pcr[FLEET_PCR_COUNT][FLEET_DIGEST_MAX];
+};
+
+struct fleet_pcr_replay {
+	uint32_t n_banks; /* one per algorithm in the log's table, in its order */
+	struct fleet_pcr_bank banks[FLEET_EVLOG_MAX_BANKS];
+};
+
+/*
+ * Replay: every event except EV_NO_ACTION extends its PCR in every bank
+ * (PCR := H(PCR || digest)), starting from zeros, or for PCR 0 from the
+ * locality / H-CRTM initial value. A bank whose algorithm OpenSSL cannot
+ * compute is marked not replayable rather than failing the whole replay.
+ */
+fleet_err fleet_evlog_replay(const struct fleet_evlog *log, struct fleet_pcr_replay *out,
+			     struct fleet_errctx *ec);
+/* The bank for alg, or NULL. */
+const struct fleet_pcr_bank *fleet_pcr_replay_bank(const struct fleet_pcr_replay *r,
+						   uint16_t alg);
+
+/* "EV_EFI_VARIABLE_AUTHORITY"; "EV_UNKNOWN" for types not in the table. */
+const char *fleet_evlog_type_name(uint32_t type);
+
+/* The digest of this event in bank alg, or NULL. */
+const struct fleet_evlog_digest *fleet_evlog_event_digest(const struct fleet_evlog_event *ev,
+							  uint16_t alg);
+
+/*
+ * UEFI_VARIABLE_DATA (EV_EFI_VARIABLE_*): VariableName GUID, the UTF-16LE
+ * name (converted to UTF-8, non-ASCII replaced by '?'), and the data bytes.
+ * FLEET_E_MALFORMED when the event's data does not hold one.
+ */
+struct fleet_efi_var {
+	uint8_t guid[16]; /* as stored (little-endian fields) */
+	char name[128];   /* names longer than 127 are refused as malformed */
+	const uint8_t *data;
+	uint64_t data_len;
+};
+fleet_err fleet_evlog_efi_variable(const struct fleet_evlog_event *ev, struct fleet_efi_var *out);
+/* "8be4df61-93ca-11d2-aa0d-00e098032b8c"; out holds 37 bytes. */
+void fleet_efi_guid_str(const uint8_t guid[16], char out[37]);
+
+/*
+ * One line of human-readable decoded data for `fleetctl eventlog show`
+ * (EFI variable GUID and name, EFI action text, separator value, boot
+ * application device path, firmware blob base/length, S-CRTM version).
+ * Control characters are escaped. Writes "" when the type has no decoder.
+ */
+void fleet_evlog_describe(const struct fleet_evlog_event *ev, char *out, size_t outlen);
+
+#endif

@@ -1,0 +1,113 @@
+/*
+ * tpm.h: TPM 2.0 structures fleetd receives from machines, and the checks
+ * on them: public areas, names, quotes, certifications, attribute rules.
+ *
+ * Wire bytes are unmarshaled with libtss2-mu (Tss2_MU_*), which bounds-checks
+ * every field; fleetd then requires that the whole buffer was consumed, so a
+ * structure with trailing bytes is malformed rather than silently accepted.
+ *
+ * Refusals come back as FLEET_E_VERIFY with a stable reason string (static
+ * storage; never NULL on failure). The reasons:
+ *   "ak-not-restricted", "ak-not-sign", "ak-decrypt-set", "ak-not-fixedtpm",
+ *   "ak-not-fixedparent", "ak-not-sensitivedataorigin",
+ *   "attest-magic", "attest-type", "attest-extradata", "quote-selection",
+ *   "quote-pcr-digest", "signature-invalid", "signature-scheme",
+ *   "certify-name", "key-not-fixedtpm", "key-not-fixedparent",
+ *   "key-not-sensitivedataorigin", "key-not-sign", "key-decrypt-set"
+ */
+#ifndef FLEET_TPM_H
+#define FLEET_TPM_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <openssl/evp.h>
+#include <tss2/tss2_tpm2_types.h>
+
+#include "lib/fleet_err.h"
+#include "lib/tpm_alg.h"
+
+/* A marshaled TPM2B_PUBLIC (the 2-byte size included), whole buffer. */
+fleet_err fleet_tpm_public_parse(const uint8_t *buf, size_t len, TPM2B_PUBLIC *out,
+				 struct fleet_errctx *ec);
+/* Name = nameAlg (2 bytes, big-endian) || H_nameAlg(marshaled TPMT_PUBLIC). */
+fleet_err fleet_tpm_name(const TPMT_PUBLIC *pub, uint8_t *name, size_t cap, size_t *name_len);
+/* RSA (any size OpenSSL takes) or ECC P-256/P-384 to an OpenSSL key. */
+fleet_err fleet_tpm_public_to_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out);
+/* SHA-256 of the key's SubjectPublicKeyInfo DER: for an EK this is ek_hash;
+ * for a certified key, what a CSR's public key must hash to. */
+fleet_err fleet_tpm_public_spki_sha256(const TPMT_PUBLIC *pub, uint8_t out[32]);
+
+/* The attestation key rules: restricted, sign, fixedTPM, fixedParent,
+ * sensitiveDataOrigin, and no decrypt. */
+fleet_err fleet_tpm_ak_check(const TPMT_PUBLIC *ak, const char **reason);
+
+/* One PCR value as the machine reports it. */
+struct fleet_pcr_value {
+	uint16_t alg;
+	uint8_t index;
+	uint8_t size;
+	uint8_t digest[FLEET_DIGEST_MAX];
+};
+
+/* The clock fields of a TPMS_ATTEST, for callers that track resets. */
+struct fleet_tpm_clock {
+	uint64_t clock;
+	uint32_t reset_count;
+	uint32_t restart_count;
+	bool safe;
+	uint64_t firmware_version;
+};
+
+/*
+ * A quote to check. attest is the marshaled TPMS_ATTEST (the bytes inside the
+ * TPM2B_ATTEST, which is what the TPM signs); sig is a marshaled
+ * TPMT_SIGNATURE (RSASSA, RSAPSS or ECDSA). values are the PCR values the
+ * machine claims, in selection order (banks as listed in the selection, PCRs
+ * ascending within each bank); their count must match the selection.
+ */
+struct fleet_quote_check {
+	const TPMT_PUBLIC *ak;
+	const uint8_t *attest;
+	size_t attest_len;
+	const uint8_t *sig;
+	size_t sig_len;
+	const uint8_t *extra_data; /* the expected qualifying data */
+	size_t extra_data_len;
+	const TPML_PCR_SELECTION *selection; /* the selection fleetd asked for */
+	const struct fleet_pcr_value *values;
+	size_t n_values;
+};
+
+/* Magic, type TPM_ST_ATTEST_QUOTE, extraData, selection, pcrDigest (hash of
+ * the values in selection order with the AK's signing hash), signature. */
+fleet_err fleet_quote_verify(const struct fleet_quote_check *q, struct fleet_tpm_clock *clock,
+			     const char **reason);
+
+/*
+ * A TPM2_Certify to check: the AK signed that the TPM holds object. The
+ * object must be a non-restricted signing key bound to the TPM: fixedTPM,
+ * fixedParent, sensitiveDataOrigin, sign, and decrypt clear.
+ */
+struct fleet_certify_check {
+	const TPMT_PUBLIC *ak;
+	const uint8_t *attest;
+	size_t attest_len;
+	const uint8_t *sig;
+	size_t sig_len;
+	const uint8_t *extra_data;
+	size_t extra_data_len;
+	const TPMT_PUBLIC *object;
+};
+
+/* On success spki_sha256 (if not NULL) gets the SHA-256 of the object's
+ * SubjectPublicKeyInfo, for matching against a CSR. */
+fleet_err fleet_certify_verify(const struct fleet_certify_check *c, uint8_t spki_sha256[32],
+			       const char **reason);
+
+/* Parse a selection string like "sha256:0,1,2,7+sha1:0" (tpm2-tools syntax)
+ * into a TPML_PCR_SELECTION (sizeofSelect 3). */
+fleet_err fleet_pcr_selection_parse(const char *s, TPML_PCR_SELECTION *out);
+
+#endif

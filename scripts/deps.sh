@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# Install everything fleetd's build, tests and demo need, from Debian 12's
+# packages. Idempotent: installs only what is missing, and runs apt-get update
+# only when something is.
+set -euo pipefail
+
+packages=(
+  build-essential cmake pkg-config clang libclang-rt-14-dev
+  libssl-dev openssl
+  libtss2-dev libtss2-tcti-swtpm0 tpm2-tools swtpm swtpm-tools
+  libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev
+  libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
+  jq python3 curl ca-certificates
+)
+
+missing=()
+for p in "${packages[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+  exit 0
+fi
+
+echo "deps: installing ${missing[*]}"
+SUDO=""
+[ "$(id -u)" -eq 0 ] || SUDO="sudo"
+export DEBIAN_FRONTEND=noninteractive
+$SUDO apt-get update -qq
+$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,83 @@
+#include "tests/testutil.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+const char *shared_data_dir(void)
+{
+	static int checked;
+	static const char *dir;
+	if (!checked) {
+		struct stat st;
+		checked = 1;
+		if (stat(FLEET_SHARED_DATA, &st) == 0 && S_ISDIR(st.st_mode))
+			dir = FLEET_SHARED_DATA;
+		else
+			printf("SKIP: %s not found (the shared real-world data is not "
+			       "beside this checkout)\n", FLEET_SHARED_DATA);
+	}
+	return dir;
+}
+
+void require_shared_data_or_skip(void)
+{
+	if (!shared_data_dir())
+		exit(TEST_SKIP_EXIT);
+}
+
+void read_file_or_fail(const char *path, struct fleet_buf *out)
+{
+	fb_init(out);
+	if (fb_read_file(out, path, 64u << 20) != FLEET_OK)
+		fail_msg("cannot read %s: %s", path, strerror(errno));
+}
+
+char *make_temp_dir(const char *tag)
+{
+	char tmpl[256];
+	const char *base = getenv("TMPDIR");
+	snprintf(tmpl, sizeof(tmpl), "%s/fleet-%s-XXXXXX", base ? base : "/tmp", tag);
+	char *d = mkdtemp(tmpl);
+	if (!d)
+		return NULL;
+	return strdup(d);
+}
+
+void rm_rf(const char *path)
+{
+	if (!path || !*path || strcmp(path, "/") == 0)
+		return;
+	char cmd[600];
+	snprintf(cmd, sizeof(cmd), "rm -rf '%s'", path);
+	if (system(cmd) != 0)
+		fprintf(stderr, "warning: could not remove %s\n", path);
+}
+
+int run_capture(const char *cmd, struct fleet_buf *out)
+{
+	FILE *p = popen(cmd, "r");
+	if (!p)
+		return -1;
+	char chunk[4096];
+	size_t n;
+	while ((n = fread(chunk, 1, sizeof(chunk), p)) > 0)
+		if (out)
+			fb_put(out, chunk, n);
+	if (out)
+		fb_put_u8(out, 0), out->len--; /* NUL-terminate, not counted */
+	int st = pclose(p);
+	if (st == -1 || !WIFEXITED(st))
+		return -1;
+	return WEXITSTATUS(st);
+}
+
+const char *fleetctl_path(void)
+{
+	const char *p = getenv("FLEETCTL");
+	return p ? p : FLEET_BINARY_DIR "/fleetd/fleetctl";
+}

@@ -1,0 +1,32 @@
+/* testutil.h: small helpers shared by the cmocka tests. */
+#ifndef FLEET_TESTUTIL_H
+#define FLEET_TESTUTIL_H
+
+#include <setjmp.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cmocka.h>
+
+#include "lib/buf.h"
+
+#define TEST_SKIP_EXIT 77
+
+/* Path under ../shared/data, or NULL (with a SKIP line printed once) when the
+ * shared data is not there. */
+const char *shared_data_dir(void);
+/* Exit 77 with a message when ../shared/data is missing. */
+void require_shared_data_or_skip(void);
+/* Read a file fully; fails the test when it cannot. */
+void read_file_or_fail(const char *path, struct fleet_buf *out);
+/* A fresh private temp dir (mkdtemp); removed by rm_rf. */
+char *make_temp_dir(const char *tag);
+void rm_rf(const char *path);
+/* Run a shell command, capture stdout into out (if not NULL); returns the
+ * exit status (or -1). */
+int run_capture(const char *cmd, struct fleet_buf *out);
+/* Path of the fleetctl binary under test. */
+const char *fleetctl_path(void);
+
+#endif
