@@ -83,7 +83,10 @@ struct fleet_evlog_digest {
 
 struct fleet_evlog_event {
 	size_t offset;   /* byte offset of this event's header in the log */
-	uint32_t pcr;    /* 0..23; larger is refused at parse time */
+	/* 0..23; larger is refused at parse time, except on EV_NO_ACTION,
+	 * which extends nothing (Windows logs its WBCL trailer on PCR
+	 * 0xFFFFFFFF). Check the type before indexing by pcr. */
+	uint32_t pcr;
 	uint32_t type;
 	uint32_t n_digests;
 	struct fleet_evlog_digest digests[FLEET_EVLOG_MAX_BANKS];
@@ -104,8 +107,10 @@ struct fleet_evlog {
 	/* From an EV_NO_ACTION "StartupLocality" event on PCR 0, or -1. Locality
 	 * 3 or 4 starts PCR 0 at 0x00..03 / 0x00..04 instead of zeros. */
 	int startup_locality;
-	/* True when the log has EV_NO_ACTION "SP800-155 Event"/H-CRTM events
-	 * (EV_EFI_HCRTM_EVENT), which start PCR 0 from the H-CRTM value. */
+	/* True when the log has an EV_EFI_HCRTM_EVENT (on PCR 0, before
+	 * anything else extends it): PCR 0 then starts at 0x00..04, the value
+	 * _TPM_Hash_End resets it to. EV_NO_ACTION "SP800-155 Event" records
+	 * describe reference measurements and change no initial value. */
 	bool hcrtm;
 };
 
@@ -145,9 +150,59 @@ struct fleet_pcr_replay {
  */
 fleet_err fleet_evlog_replay(const struct fleet_evlog *log, struct fleet_pcr_replay *out,
 			     struct fleet_errctx *ec);
+/* The value PCR `pcr` holds when nothing has extended it since
+ * TPM2_Startup, for this log's startup: zeros; PCR 0 with the startup
+ * locality (3) or H-CRTM (4) in its last byte; PCRs 17..22 all ones. Replay
+ * starts from it, and a policy compares an unlogged quoted PCR against it.
+ * out holds size bytes. */
+void fleet_evlog_pcr_initial(const struct fleet_evlog *log, unsigned pcr, size_t size,
+			     uint8_t *out);
+
+/* Replay one bank only (n_banks is 0 or 1): what a verifier needs when the
+ * quote covers one bank, at a third of the cost of replaying a log's three.
+ * A log without that bank gives FLEET_OK and n_banks 0. */
+fleet_err fleet_evlog_replay_one(const struct fleet_evlog *log, uint16_t alg,
+				 struct fleet_pcr_replay *out, struct fleet_errctx *ec);
 /* The bank for alg, or NULL. */
 const struct fleet_pcr_bank *fleet_pcr_replay_bank(const struct fleet_pcr_replay *r,
 						   uint16_t alg);
+
+/*
+ * The replay as JSON, the shape of the shared *.expected.json files:
+ *   {"format":"crypto-agile"|"sha1","pcrs":{"<bank>":{"<pcr>":"<hex>"}}}
+ * Banks by name (sha1, sha256, sha384, sha512, sm3_256), only replayable
+ * ones, in the log's table order; PCRs in numeric order, only those some
+ * event extended (a replayable bank with none is an empty object); digests
+ * in lowercase hex. A bank fleetd has no name for is left out.
+ * fleet_evlog_replay_json returns a new jansson reference (json_decref it);
+ * fleet_evlog_replay_json_str a compact string to free(). NULL on no memory.
+ */
+struct json_t;
+struct json_t *fleet_evlog_replay_json(const struct fleet_pcr_replay *r,
+				       enum fleet_evlog_format format);
+char *fleet_evlog_replay_json_str(const struct fleet_pcr_replay *r,
+				  enum fleet_evlog_format format);
+
+/*
+ * Whether an event's data is what its digests measured. Replay proves the
+ * digests are what the TPM saw; it proves nothing about the data beside
+ * them. A log can pair the digest of "SecureBoot = 0" with data saying 1 and
+ * still replay to the quoted PCRs, so a policy must not read decoded data
+ * (EFI variables, actions, the GPT) unless this returns FLEET_OK.
+ *
+ * FLEET_OK: every digest in a bank fleetd can compute equals H(data); for
+ * EV_EFI_VARIABLE_BOOT, H(data) or H(VariableData), since firmware measures
+ * either (both occur in the shared real logs). FLEET_E_VERIFY: some digest
+ * differs. FLEET_E_UNSUPPORTED: no digest could be checked. Only types for
+ * which fleet_evlog_type_binds_data is true are meant to match; boot
+ * applications, firmware blobs and the like measure other bytes.
+ */
+fleet_err fleet_evlog_event_data_matches(const struct fleet_evlog_event *ev);
+/* True for types whose digest the PFP defines as the hash of the event
+ * data: EV_SEPARATOR, EV_ACTION, EV_S_CRTM_VERSION, EV_EFI_ACTION,
+ * EV_EFI_GPT_EVENT, EV_EFI_VARIABLE_DRIVER_CONFIG, EV_EFI_VARIABLE_BOOT,
+ * EV_EFI_VARIABLE_BOOT2. */
+bool fleet_evlog_type_binds_data(uint32_t type);
 
 /* "EV_EFI_VARIABLE_AUTHORITY"; "EV_UNKNOWN" for types not in the table. */
 const char *fleet_evlog_type_name(uint32_t type);

@@ -25,6 +25,7 @@ const char *fleet_err_str(fleet_err e)
 	return err_names[e];
 }
 
+__attribute__((format(printf, 2, 0)))
 static void set_detail(struct fleet_errctx *ec, const char *fmt, va_list ap)
 {
 	vsnprintf(ec->detail, sizeof(ec->detail), fmt, ap);

@@ -14,6 +14,13 @@
  *   "quote-pcr-digest", "signature-invalid", "signature-scheme",
  *   "certify-name", "key-not-fixedtpm", "key-not-fixedparent",
  *   "key-not-sensitivedataorigin", "key-not-sign", "key-decrypt-set"
+ * and, for evidence that is not even well formed (the error code is then
+ * FLEET_E_MALFORMED or FLEET_E_UNSUPPORTED, not FLEET_E_VERIFY):
+ *   "ak-unsupported", "attest-malformed", "signature-malformed",
+ *   "quote-pcr-values", "key-unsupported"
+ * (fleetctl adds "ak-malformed" and "key-malformed" for public-area files
+ * that fleet_tpm_public_parse refuses.)
+ * docs/attestation-checks.md says what each one enforces.
  */
 #ifndef FLEET_TPM_H
 #define FLEET_TPM_H
@@ -33,11 +40,17 @@ fleet_err fleet_tpm_public_parse(const uint8_t *buf, size_t len, TPM2B_PUBLIC *o
 				 struct fleet_errctx *ec);
 /* Name = nameAlg (2 bytes, big-endian) || H_nameAlg(marshaled TPMT_PUBLIC). */
 fleet_err fleet_tpm_name(const TPMT_PUBLIC *pub, uint8_t *name, size_t cap, size_t *name_len);
-/* RSA (any size OpenSSL takes) or ECC P-256/P-384 to an OpenSSL key. */
+/* RSA (2048 to 4096 bits; smaller keys are FLEET_E_UNSUPPORTED) or ECC
+ * P-256/P-384 to an OpenSSL key. A modulus that disagrees with keyBits, an
+ * even modulus or exponent, or a point off the curve is FLEET_E_MALFORMED. */
 fleet_err fleet_tpm_public_to_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out);
 /* SHA-256 of the key's SubjectPublicKeyInfo DER: for an EK this is ek_hash;
  * for a certified key, what a CSR's public key must hash to. */
 fleet_err fleet_tpm_public_spki_sha256(const TPMT_PUBLIC *pub, uint8_t out[32]);
+/* The SubjectPublicKeyInfo DER itself (RFC 3279 / 5480 encoding, as
+ * OpenSSL's i2d_PUBKEY writes it), appended to out. */
+struct fleet_buf;
+fleet_err fleet_tpm_public_spki_der(const TPMT_PUBLIC *pub, struct fleet_buf *out);
 
 /* The attestation key rules: restricted, sign, fixedTPM, fixedParent,
  * sensitiveDataOrigin, and no decrypt. */
@@ -81,7 +94,12 @@ struct fleet_quote_check {
 };
 
 /* Magic, type TPM_ST_ATTEST_QUOTE, extraData, selection, pcrDigest (hash of
- * the values in selection order with the AK's signing hash), signature. */
+ * the values in selection order with the AK's signing hash), signature.
+ * The signature binds the AK's key, not its attributes: the caller must
+ * already have bound this AK public area to the TPM by its name (credential
+ * activation). clock is filled on success only; resetCount, restartCount and
+ * firmwareVersion are obfuscated by the TPM unless the AK is in the
+ * endorsement (or platform) hierarchy, as AKs made under the EK are. */
 fleet_err fleet_quote_verify(const struct fleet_quote_check *q, struct fleet_tpm_clock *clock,
 			     const char **reason);
 
@@ -105,6 +123,21 @@ struct fleet_certify_check {
  * SubjectPublicKeyInfo, for matching against a CSR. */
 fleet_err fleet_certify_verify(const struct fleet_certify_check *c, uint8_t spki_sha256[32],
 			       const char **reason);
+
+/* A marshaled TPMS_ATTEST (the TPM2B_ATTEST's contents, what tpm2_quote -m
+ * and tpm2_certify -o write), whole buffer; the magic is not checked here. */
+fleet_err fleet_tpm_attest_parse(const uint8_t *buf, size_t len, TPMS_ATTEST *out,
+				 struct fleet_errctx *ec);
+/* A marshaled TPMT_SIGNATURE (tpm2-tools' default "tss" format), whole
+ * buffer; only RSASSA, RSAPSS and ECDSA are accepted. */
+fleet_err fleet_tpm_signature_parse(const uint8_t *buf, size_t len, TPMT_SIGNATURE *out,
+				    struct fleet_errctx *ec);
+/* Check that key signed msg with sig: the scheme must suit the key's type
+ * and equal the key's own scheme when it has one; the hash must be SHA-256,
+ * SHA-384 or SHA-512. Reasons: "signature-scheme", "signature-invalid",
+ * "ak-unsupported" (the key cannot be used at all). */
+fleet_err fleet_tpm_signature_verify(const TPMT_PUBLIC *key, const uint8_t *msg, size_t msg_len,
+				     const TPMT_SIGNATURE *sig, const char **reason);
 
 /* Parse a selection string like "sha256:0,1,2,7+sha1:0" (tpm2-tools syntax)
  * into a TPML_PCR_SELECTION (sizeofSelect 3). */

@@ -1,5 +1,6 @@
 /* fleetctl: run fleetd's checks on files, and (later) inspect its state. */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "fleetd/fleetctl/fleetctl.h"
@@ -13,9 +14,10 @@ struct command {
 static const struct command commands[] = {
 	{"eventlog", cmd_eventlog, "eventlog replay [--json] FILE | eventlog show FILE"},
 	{"policy", cmd_policy,
-	 "policy check --profile P --log FILE [--pcrs JSON] [--bios VERSION] [--json]"},
-	{"ek", cmd_ek, "ek hash CERT | ek verify --roots DIR CERT"},
-	{"ca", cmd_ca, "ca init DIR [--cn NAME] [--days N]"},
+	 "policy check --profile P --log FILE [--pcrs JSON] [--bios VERSION] [--renewal] "
+	 "[--json]"},
+	{"ek", cmd_ek, "ek hash CERT | ek show CERT | ek verify --roots DIR [--at T] CERT"},
+	{"ca", cmd_ca, "ca init DIR [--cn NAME] [--days N] | ca issue DIR --kind lak|ldevid ..."},
 	{"quote", cmd_quote, "quote verify --ak PUB --attest MSG --sig SIG --nonce HEX ..."},
 	{"certify", cmd_certify, "certify verify --ak PUB --key PUB --attest MSG --sig SIG ..."},
 };
@@ -23,12 +25,18 @@ static const struct command commands[] = {
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fleetctl COMMAND ...\n\ncommands:\n");
+	/* `fleetctl GROUP` alone prints that group's full usage. */
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  fleetctl %s\n", commands[i].usage);
 }
 
 int main(int argc, char **argv)
 {
+	/* libtss2-mu writes an ERROR line to stderr for every malformed
+	 * structure it is handed. The input is the machine's, not ours: fleetctl
+	 * reports the refusal itself, once, with the offset. An operator who
+	 * wants the library's view sets TSS2_LOG explicitly. */
+	setenv("TSS2_LOG", "all+NONE", 0);
 	if (argc < 2) {
 		usage(stderr);
 		return FLEETCTL_EXIT_USAGE;

@@ -1,0 +1,44 @@
+/* util.h: what every fleetctl command does the same way. */
+#ifndef FLEETCTL_UTIL_H
+#define FLEETCTL_UTIL_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lib/buf.h"
+
+/* Read path (at most max bytes) into b. On failure says
+ * "fleetctl: GROUP: cannot read WHAT PATH: REASON" and returns -1. */
+int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
+		  struct fleet_buf *b);
+
+/* Print o as one compact JSON line on stdout; takes the reference. */
+void fleetctl_print_json(json_t *o);
+
+/* A refused check: with json, {"result":"refused","reason":..,"detail":..}
+ * on stdout; else "GROUP: refused: REASON" on stdout and the detail on
+ * stderr. Returns FLEETCTL_EXIT_REFUSED. */
+int fleetctl_refuse(const char *group, int json, const char *reason, const char *detail);
+
+/* --nonce HEX: 1..cap bytes. An empty nonce would accept a replayed
+ * quote, so there is none. Says what is wrong and returns -1. */
+int fleetctl_nonce(const char *group, const char *hex, uint8_t *out, size_t cap, size_t *len);
+
+/* The detail line for a refused quote or certification: for a malformed
+ * structure, parse it again only to say at which byte it went wrong. */
+void fleetctl_attest_detail(const char *reason, fleet_err e, const struct fleet_buf *attest,
+			    const struct fleet_buf *sig, char *detail, size_t len);
+
+/* Options of the form --name VALUE, each at most once, and --json. */
+struct fleetctl_opt {
+	const char *name; /* "--ak" */
+	const char **slot;
+};
+/* Parse argv[first..]; 0 on success, -1 (after saying which argument) on an
+ * unknown, repeated or valueless option. */
+int fleetctl_parse_opts(const char *group, int argc, char **argv, int first,
+			const struct fleetctl_opt *opts, size_t n_opts, int *json);
+
+#endif

@@ -1,0 +1,776 @@
+/*
+ * x509_ek.c: EK certificates as real TPMs carry them, and their chains.
+ *
+ * The loader finds the certificate inside whatever an NV read or a vendor
+ * download wrapped it in, using the DER's own outer length to find its end:
+ * never a length from the TCG header alone, never "whatever d2i consumed".
+ * The chain check uses OpenSSL's path building with two local rules on top
+ * (see docs/ek-validity.md): notAfter is not enforced anywhere in the chain,
+ * notBefore is; and critical extensions OpenSSL does not know are accepted
+ * only when they are the TCG ones on our list.
+ */
+#include "lib/x509_ek.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#include <openssl/bio.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/pem.h>
+#include <openssl/x509v3.h>
+
+#include "lib/buf.h"
+#include "lib/hex.h"
+#include "lib/reader.h"
+#include "lib/tpm.h"
+
+/* TCG PC Client NV header: tag 0x1001, 2-byte length, tag 0x1002. */
+#define NV_TAG_2 0x1002
+#define NV_HEADER_LEN 6 /* the two tags and the length; the DER follows */
+
+/* A PEM EK certificate is base64 of at most FLEET_EK_CERT_MAX bytes plus
+ * armour; anything larger is not an EK certificate. */
+#define EK_INPUT_MAX (2 * FLEET_EK_CERT_MAX)
+/* One file in a roots directory: a bundle of a few dozen CA certificates. */
+#define ROOTS_FILE_MAX (1u << 20)
+/* Manufacturer chains are root, one or two intermediates, leaf. */
+#define EK_CHAIN_DEPTH 6
+
+/*
+ * A DER tag and length. Only single-byte tags and definite lengths of up to
+ * four bytes: a certificate uses nothing else, and DER forbids the
+ * indefinite form. On failure r has not moved past the bad field.
+ */
+static fleet_err der_header(struct fleet_reader *r, uint8_t *tag, size_t *len)
+{
+	struct fleet_reader save = *r;
+	uint8_t t, l0;
+
+	if (fr_u8(r, &t) != FLEET_OK || fr_u8(r, &l0) != FLEET_OK) {
+		*r = save;
+		return FLEET_E_TRUNCATED;
+	}
+	if ((t & 0x1f) == 0x1f) {
+		*r = save;
+		return FLEET_E_MALFORMED;
+	}
+	if (l0 < 0x80) {
+		*len = l0;
+	} else {
+		unsigned n = l0 & 0x7f;
+		size_t v = 0;
+		if (n == 0 || n > 4) {
+			*r = save;
+			return FLEET_E_MALFORMED;
+		}
+		for (unsigned i = 0; i < n; i++) {
+			uint8_t b;
+			if (fr_u8(r, &b) != FLEET_OK) {
+				*r = save;
+				return FLEET_E_TRUNCATED;
+			}
+			v = (v << 8) | b;
+		}
+		*len = v;
+	}
+	*tag = t;
+	return FLEET_OK;
+}
+
+/* The DER element at r: tag checked, r moved past it, *sub over its body. */
+static fleet_err der_expect(struct fleet_reader *r, uint8_t want, struct fleet_reader *sub)
+{
+	uint8_t tag;
+	size_t len;
+	fleet_err e = der_header(r, &tag, &len);
+	if (e != FLEET_OK)
+		return e;
+	if (tag != want)
+		return FLEET_E_MALFORMED;
+	return fr_sub(r, len, sub);
+}
+
+/* The rest of r is padding from a fixed-size NV read: unwritten bytes read
+ * as 0xFF on most parts, 0x00 on some. Else *bad is the first other byte's
+ * offset. Consumes r. */
+static int rest_is_padding(struct fleet_reader *r, size_t *bad)
+{
+	uint8_t b;
+	while (!fr_at_end(r)) {
+		*bad = fr_offset(r);
+		if (fr_u8(r, &b) != FLEET_OK || (b != 0x00 && b != 0xFF))
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * PEM, possibly after text (keylime's root files start with the output of
+ * `openssl x509 -text`). A binary certificate starts with 0x30 and an NV
+ * read with 0x10 0x01; those are never taken for PEM, so armour-like bytes
+ * inside a DER string cannot change how the input is read.
+ */
+static int looks_pem(const uint8_t *buf, size_t len)
+{
+	static const char armour[] = "-----BEGIN CERTIFICATE-----";
+	if (len == 0 || buf[0] == 0x30 || buf[0] == 0x10)
+		return 0;
+	return memmem(buf, len, armour, sizeof(armour) - 1) != NULL;
+}
+
+static fleet_err load_pem(const uint8_t *buf, size_t len, X509 **out, struct fleet_errctx *ec)
+{
+	BIO *bio = BIO_new_mem_buf(buf, (int)len);
+	if (!bio)
+		return FLEET_E_NOMEM;
+	X509 *x = PEM_read_bio_X509(bio, NULL, NULL, NULL);
+	BIO_free(bio);
+	ERR_clear_error();
+	if (!x)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"PEM input holds no parseable CERTIFICATE block");
+	int der_len = i2d_X509(x, NULL);
+	if (der_len <= 0 || der_len > FLEET_EK_CERT_MAX) {
+		X509_free(x);
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+					"certificate of %d bytes is beyond the %d-byte cap",
+					der_len, FLEET_EK_CERT_MAX);
+	}
+	*out = x;
+	return FLEET_OK;
+}
+
+fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct fleet_errctx *ec)
+{
+	struct fleet_reader r, body, der_r, at_der;
+	uint16_t tag1, nv_len, tag2;
+	uint8_t tag;
+	size_t der_len, der_start, bad;
+	const uint8_t *der;
+
+	if (!buf || !out)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no input or output");
+	*out = NULL;
+	if (len > EK_INPUT_MAX)
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+					"%zu bytes is beyond the %d-byte cap for an EK certificate",
+					len, EK_INPUT_MAX);
+	if (looks_pem(buf, len))
+		return load_pem(buf, len, out, ec);
+
+	fr_init(&r, buf, len);
+	if (len == 0)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, 0, "empty input");
+	/* The TCG header is recognisable because a DER certificate starts with
+	 * 0x30: a leading 0x10 0x01 cannot be the start of one. */
+	if (len >= 2 && buf[0] == 0x10 && buf[1] == 0x01) {
+		size_t hdr_off = fr_offset(&r);
+		if (fr_u16be(&r, &tag1) != FLEET_OK || fr_u16be(&r, &nv_len) != FLEET_OK ||
+		    fr_u16be(&r, &tag2) != FLEET_OK)
+			return fleet_errctx_set(ec, FLEET_E_TRUNCATED, hdr_off,
+						"input ends inside the %d-byte TCG NV header",
+						NV_HEADER_LEN);
+		if (tag2 != NV_TAG_2)
+			return fleet_errctx_set(ec, FLEET_E_MALFORMED, hdr_off + 4,
+						"TCG NV header second tag is 0x%04x, not 0x%04x",
+						(unsigned)tag2, NV_TAG_2);
+		if (fr_sub(&r, nv_len, &body) != FLEET_OK)
+			return fleet_errctx_set(ec, FLEET_E_TRUNCATED, hdr_off + 2,
+						"TCG NV header length %u is past the end of the input "
+						"(%zu bytes follow)",
+						(unsigned)nv_len, fr_left(&r));
+		/* What follows the header's span is padding from the NV read. */
+		if (!rest_is_padding(&r, &bad))
+			return fleet_errctx_set(ec, FLEET_E_MALFORMED, bad,
+						"byte after the certificate is neither 0x00 nor 0xFF "
+						"padding");
+	} else {
+		fr_rest(&r, &body);
+	}
+
+	der_start = fr_offset(&body);
+	at_der = body; /* to borrow the whole DER, header included, below */
+	if (der_header(&body, &tag, &der_len) != FLEET_OK || tag != 0x30)
+		return fleet_errctx_set(ec, fr_left(&body) < 2 ? FLEET_E_TRUNCATED : FLEET_E_MALFORMED,
+					der_start, "input is not a DER certificate (no SEQUENCE "
+					"header) nor PEM");
+	size_t hdr_len = fr_offset(&body) - der_start;
+	if (der_len > FLEET_EK_CERT_MAX)
+		return fleet_errctx_set(ec, FLEET_E_TOO_LARGE, der_start,
+					"DER certificate length %zu is beyond the %d-byte cap",
+					der_len, FLEET_EK_CERT_MAX);
+	size_t content_off = fr_offset(&body);
+	if (fr_sub(&body, der_len, &der_r) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, content_off,
+					"DER length %zu is past the end of the input (%zu bytes "
+					"follow)",
+					der_len, fr_left(&body));
+	if (!rest_is_padding(&body, &bad))
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, bad,
+					"byte after the certificate is neither 0x00 nor 0xFF "
+					"padding");
+
+	long total = (long)(hdr_len + der_len);
+	if (fr_ptr(&at_der, (size_t)total, &der) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, der_start,
+					"DER certificate runs past the end of the input");
+	const unsigned char *p = der;
+	X509 *x = d2i_X509(NULL, &p, total);
+	ERR_clear_error();
+	if (!x)
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, der_start,
+					"DER certificate does not parse");
+	if (p != der + total) {
+		X509_free(x);
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, der_start + (size_t)(p - der),
+					"DER certificate ends before its outer length says");
+	}
+	*out = x;
+	return FLEET_OK;
+}
+
+/*
+ * The SubjectPublicKeyInfo bytes exactly as the certificate encodes them:
+ * walk Certificate -> TBSCertificate -> the seventh field. Not
+ * i2d_X509_PUBKEY, which re-encodes what OpenSSL understood; for an OAEP
+ * SPKI that may not be the bytes the manufacturer signed.
+ */
+static fleet_err spki_der(const uint8_t *cert, size_t len, const uint8_t **spki, size_t *spki_len)
+{
+	static const uint8_t before_spki[] = {0x02, 0x30, 0x30, 0x30, 0x30};
+	struct fleet_reader r, c, tbs, skip, at_spki;
+	uint8_t tag, first;
+	size_t l;
+
+	fr_init(&r, cert, len);
+	if (der_expect(&r, 0x30, &c) != FLEET_OK || der_expect(&c, 0x30, &tbs) != FLEET_OK)
+		return FLEET_E_MALFORMED;
+	/* version [0] EXPLICIT is optional (absent means v1). */
+	if (fr_peek(&tbs, &first, 1) == FLEET_OK && first == 0xA0 &&
+	    der_expect(&tbs, 0xA0, &skip) != FLEET_OK)
+		return FLEET_E_MALFORMED;
+	/* serialNumber, signature, issuer, validity, subject */
+	for (size_t i = 0; i < sizeof(before_spki); i++)
+		if (der_expect(&tbs, before_spki[i], &skip) != FLEET_OK)
+			return FLEET_E_MALFORMED;
+	at_spki = tbs;
+	size_t start = fr_offset(&tbs);
+	if (der_header(&tbs, &tag, &l) != FLEET_OK || tag != 0x30 ||
+	    fr_skip(&tbs, l) != FLEET_OK)
+		return FLEET_E_MALFORMED;
+	*spki_len = fr_offset(&tbs) - start;
+	return fr_ptr(&at_spki, *spki_len, spki);
+}
+
+fleet_err fleet_ek_hash(X509 *cert, char out[65])
+{
+	unsigned char *der = NULL;
+	const uint8_t *spki;
+	size_t spki_len;
+	unsigned char md[32];
+	unsigned int md_len = 0;
+	fleet_err e;
+
+	if (!cert || !out)
+		return FLEET_E_INVALID_ARG;
+	int n = i2d_X509(cert, &der);
+	if (n <= 0)
+		return FLEET_E_CRYPTO;
+	e = spki_der(der, (size_t)n, &spki, &spki_len);
+	if (e == FLEET_OK) {
+		if (EVP_Digest(spki, spki_len, md, &md_len, EVP_sha256(), NULL) != 1 ||
+		    md_len != sizeof(md))
+			e = FLEET_E_CRYPTO;
+		else
+			fleet_hex_encode(md, sizeof(md), out);
+	}
+	OPENSSL_free(der);
+	return e;
+}
+
+/* A positive DER INTEGER's magnitude, without the leading zero bytes. */
+static fleet_err der_uint(struct fleet_reader *r, const uint8_t **p, size_t *n)
+{
+	struct fleet_reader v;
+	uint8_t first;
+	if (der_expect(r, 0x02, &v) != FLEET_OK || fr_peek(&v, &first, 1) != FLEET_OK)
+		return FLEET_E_MALFORMED;
+	if (first & 0x80)
+		return FLEET_E_MALFORMED; /* negative: no RSA parameter is */
+	/* Leading zero bytes are sign padding, not magnitude. */
+	while (fr_left(&v) > 1 && fr_peek(&v, &first, 1) == FLEET_OK && first == 0)
+		(void)fr_skip(&v, 1);
+	*n = fr_left(&v);
+	return fr_ptr(&v, *n, p);
+}
+
+/*
+ * The RSA key from the SPKI BIT STRING contents (RSAPublicKey: SEQUENCE {
+ * modulus, publicExponent }), parsed here because OpenSSL 3 refuses to
+ * decode it when the algorithm is id-RSAES-OAEP, and compared with the TPM's
+ * modulus and exponent (0 in the TPM means the default, 65537).
+ */
+static int rsa_matches(const uint8_t *bits, size_t bits_len, const TPMT_PUBLIC *pub)
+{
+	struct fleet_reader r, seq;
+	const uint8_t *n, *e, *tn;
+	size_t n_len, e_len, tn_len;
+	uint64_t exp = 0, texp;
+
+	if (pub->type != TPM2_ALG_RSA)
+		return 0;
+	fr_init(&r, bits, bits_len);
+	if (der_expect(&r, 0x30, &seq) != FLEET_OK || !fr_at_end(&r) ||
+	    der_uint(&seq, &n, &n_len) != FLEET_OK || der_uint(&seq, &e, &e_len) != FLEET_OK ||
+	    !fr_at_end(&seq) || e_len > 8)
+		return 0;
+	for (size_t i = 0; i < e_len; i++)
+		exp = (exp << 8) | e[i];
+	texp = pub->parameters.rsaDetail.exponent ? pub->parameters.rsaDetail.exponent : 65537;
+	tn = pub->unique.rsa.buffer;
+	tn_len = pub->unique.rsa.size;
+	if (tn_len > sizeof(pub->unique.rsa.buffer))
+		return 0;
+	while (tn_len > 0 && *tn == 0)
+		tn++, tn_len--;
+	return exp == texp && n_len == tn_len && n_len > 0 && !memcmp(n, tn, n_len);
+}
+
+static int ecc_matches(X509 *cert, const TPMT_PUBLIC *pub)
+{
+	EVP_PKEY *tk = NULL;
+	EVP_PKEY *ck = X509_get0_pubkey(cert);
+	int ok;
+
+	if (!ck || pub->type != TPM2_ALG_ECC || fleet_tpm_public_to_pkey(pub, &tk) != FLEET_OK) {
+		ERR_clear_error();
+		return 0;
+	}
+	ok = EVP_PKEY_eq(ck, tk) == 1;
+	EVP_PKEY_free(tk);
+	ERR_clear_error();
+	return ok;
+}
+
+fleet_err fleet_ek_cert_matches_public(X509 *cert, const TPMT_PUBLIC *pub, const char **reason)
+{
+	const char *dummy;
+	ASN1_OBJECT *aobj = NULL;
+	const unsigned char *bits = NULL;
+	int bits_len = 0;
+	int ok = 0;
+
+	if (!reason)
+		reason = &dummy;
+	*reason = NULL;
+	if (!cert || !pub)
+		return FLEET_E_INVALID_ARG;
+	X509_PUBKEY *xp = X509_get_X509_PUBKEY(cert);
+	if (!xp || X509_PUBKEY_get0_param(&aobj, &bits, &bits_len, NULL, xp) != 1 ||
+	    bits_len < 0) {
+		*reason = "ek-cert-unparseable";
+		return FLEET_E_MALFORMED;
+	}
+	switch (OBJ_obj2nid(aobj)) {
+	case NID_rsaEncryption:
+	case NID_rsaesOaep:
+		ok = rsa_matches(bits, (size_t)bits_len, pub);
+		break;
+	case NID_X9_62_id_ecPublicKey:
+		ok = ecc_matches(cert, pub);
+		break;
+	default:
+		ok = 0; /* a key type no TPM EK has cannot be this EK */
+		break;
+	}
+	if (!ok) {
+		*reason = "ek-key-mismatch";
+		return FLEET_E_VERIFY;
+	}
+	return FLEET_OK;
+}
+
+struct fleet_ek_roots {
+	STACK_OF(X509) *roots; /* self-signed: trust anchors */
+	STACK_OF(X509) *inter; /* the rest: path-building material only */
+};
+
+void fleet_ek_roots_free(struct fleet_ek_roots *roots)
+{
+	if (!roots)
+		return;
+	sk_X509_pop_free(roots->roots, X509_free);
+	sk_X509_pop_free(roots->inter, X509_free);
+	free(roots);
+}
+
+size_t fleet_ek_roots_count(const struct fleet_ek_roots *roots)
+{
+	if (!roots)
+		return 0;
+	return (size_t)sk_X509_num(roots->roots) + (size_t)sk_X509_num(roots->inter);
+}
+
+static int already_have(STACK_OF(X509) *sk, X509 *x)
+{
+	for (int i = 0; i < sk_X509_num(sk); i++)
+		if (X509_cmp(sk_X509_value(sk, i), x) == 0)
+			return 1;
+	return 0;
+}
+
+/* Sort one certificate into roots or intermediates; duplicates (a bundle
+ * plus the single file, c_rehash links) are dropped. Takes ownership. */
+static fleet_err add_ca(struct fleet_ek_roots *rt, X509 *x)
+{
+	STACK_OF(X509) *sk = X509_self_signed(x, 0) == 1 ? rt->roots : rt->inter;
+	if (already_have(rt->roots, x) || already_have(rt->inter, x)) {
+		X509_free(x);
+		return FLEET_OK;
+	}
+	if (!sk_X509_push(sk, x)) {
+		X509_free(x);
+		return FLEET_E_NOMEM;
+	}
+	return FLEET_OK;
+}
+
+/* A file holds one DER certificate, or one or more PEM certificates. */
+static fleet_err load_ca_file(struct fleet_ek_roots *rt, const char *path, const char *name,
+			      struct fleet_errctx *ec)
+{
+	struct fleet_buf b;
+	fleet_err e;
+	int n = 0;
+
+	fb_init(&b);
+	e = fb_read_file(&b, path, ROOTS_FILE_MAX);
+	if (e != FLEET_OK) {
+		fb_free(&b);
+		return fleet_errctx_msg(ec, e, "cannot read roots file %s", name);
+	}
+	if (looks_pem(b.data, b.len)) {
+		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
+		X509 *x;
+		if (!bio) {
+			fb_free(&b);
+			return FLEET_E_NOMEM;
+		}
+		while (e == FLEET_OK && (x = PEM_read_bio_X509(bio, NULL, NULL, NULL)) != NULL) {
+			e = add_ca(rt, x);
+			n++;
+		}
+		BIO_free(bio);
+	} else if (b.len > 0) {
+		const unsigned char *p = b.data;
+		X509 *x = d2i_X509(NULL, &p, (long)b.len);
+		if (x && p == b.data + b.len) {
+			e = add_ca(rt, x);
+			n++;
+		} else {
+			X509_free(x);
+		}
+	}
+	ERR_clear_error();
+	fb_free(&b);
+	if (e != FLEET_OK)
+		return e;
+	/* An unreadable file in the trust directory is an operator's mistake
+	 * worth stopping for: silently skipping it would hide a missing root. */
+	if (n == 0)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"roots file %s holds no certificate", name);
+	return FLEET_OK;
+}
+
+fleet_err fleet_ek_roots_load(const char *dir, struct fleet_ek_roots **out,
+			      struct fleet_errctx *ec)
+{
+	struct fleet_ek_roots *rt;
+	struct dirent *de;
+	fleet_err e = FLEET_OK;
+	DIR *d;
+
+	if (!dir || !out)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no directory or output");
+	*out = NULL;
+	rt = calloc(1, sizeof(*rt));
+	if (!rt)
+		return FLEET_E_NOMEM;
+	rt->roots = sk_X509_new_null();
+	rt->inter = sk_X509_new_null();
+	if (!rt->roots || !rt->inter) {
+		fleet_ek_roots_free(rt);
+		return FLEET_E_NOMEM;
+	}
+	d = opendir(dir);
+	if (!d) {
+		int err = errno;
+		fleet_ek_roots_free(rt);
+		return fleet_errctx_msg(ec, err == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
+					"cannot open roots directory: %s", strerror(err));
+	}
+	while (e == FLEET_OK && (de = readdir(d)) != NULL) {
+		char path[4096];
+		struct stat st;
+		if (de->d_name[0] == '.')
+			continue;
+		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path)) {
+			e = fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "roots path too long");
+			break;
+		}
+		/* stat, not lstat: c_rehash-style links to certificates are fine. */
+		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+			continue;
+		e = load_ca_file(rt, path, de->d_name, ec);
+	}
+	closedir(d);
+	if (e == FLEET_OK && sk_X509_num(rt->roots) == 0)
+		e = fleet_errctx_msg(ec, FLEET_E_NOT_FOUND,
+				     "ek-roots-empty: no self-signed root certificate in the "
+				     "directory (%d other certificates)",
+				     sk_X509_num(rt->inter));
+	if (e != FLEET_OK) {
+		fleet_ek_roots_free(rt);
+		return e;
+	}
+	*out = rt;
+	return FLEET_OK;
+}
+
+/* OpenSSL's verdict, in our stable reasons. */
+static const char *reason_for(int verr)
+{
+	switch (verr) {
+	case X509_V_ERR_CERT_SIGNATURE_FAILURE:
+	case X509_V_ERR_UNABLE_TO_DECRYPT_CERT_SIGNATURE:
+	case X509_V_ERR_UNABLE_TO_DECODE_ISSUER_PUBLIC_KEY:
+	case X509_V_ERR_CA_MD_TOO_WEAK:
+	case X509_V_ERR_CA_KEY_TOO_SMALL:
+	case X509_V_ERR_EE_KEY_TOO_SMALL:
+		return "ek-chain-signature";
+	case X509_V_ERR_INVALID_CA:
+	case X509_V_ERR_PATH_LENGTH_EXCEEDED:
+	case X509_V_ERR_KEYUSAGE_NO_CERTSIGN:
+	case X509_V_ERR_INVALID_PURPOSE:
+	case X509_V_ERR_INVALID_NON_CA:
+	case X509_V_ERR_PATHLEN_INVALID_FOR_NON_CA:
+		return "ek-chain-ca-constraint";
+	default:
+		/* no issuer found, a self-signed leaf, a chain too long, ... */
+		return "ek-chain-untrusted";
+	}
+}
+
+/*
+ * Critical extensions OpenSSL does not process, accepted on an EK chain
+ * because the TCG EK Credential Profile puts them there and they restrict
+ * nothing a verifier must enforce: subjectDirectoryAttributes (2.5.29.9)
+ * carries the TPM specification and security assertions.
+ */
+static int critical_ok(X509 *x)
+{
+	for (int i = 0; i < X509_get_ext_count(x); i++) {
+		X509_EXTENSION *ext = X509_get_ext(x, i);
+		if (!X509_EXTENSION_get_critical(ext) || X509_supported_extension(ext))
+			continue;
+		if (OBJ_obj2nid(X509_EXTENSION_get_object(ext)) != NID_subject_directory_attributes)
+			return 0;
+	}
+	return 1;
+}
+
+/*
+ * Signatures we rely on: SHA-1 or SHA-2 (SHA-1 because manufacturers signed
+ * EK chains with it for a decade, see docs/ek-validity.md), RSA keys of 2048
+ * bits or more, EC keys of 256 bits or more. MD5 and short keys are refused.
+ */
+static int signature_ok(X509 *subject, X509 *issuer)
+{
+	int mdnid = NID_undef, pknid = NID_undef, secbits = 0;
+	uint32_t flags = 0;
+	EVP_PKEY *k = X509_get0_pubkey(issuer);
+
+	if (X509_get_signature_info(subject, &mdnid, &pknid, &secbits, &flags) != 1)
+		return 0;
+	switch (mdnid) {
+	case NID_sha1:
+	case NID_sha256:
+	case NID_sha384:
+	case NID_sha512:
+		break;
+	default:
+		return 0;
+	}
+	if (!k)
+		return 0;
+	if (EVP_PKEY_is_a(k, "RSA") || EVP_PKEY_is_a(k, "RSA-PSS"))
+		return EVP_PKEY_get_bits(k) >= 2048;
+	if (EVP_PKEY_is_a(k, "EC"))
+		return EVP_PKEY_get_bits(k) >= 256;
+	return 0;
+}
+
+/*
+ * OpenSSL's path building from target up to a root of ours. NULL and the
+ * chain (a reference the caller frees) when a path exists, else a reason.
+ */
+static const char *openssl_chain(const struct fleet_ek_roots *roots, X509 *target,
+				 STACK_OF(X509) **chain)
+{
+	X509_STORE *store = X509_STORE_new();
+	X509_STORE_CTX *ctx = X509_STORE_CTX_new();
+	const char *reason = "ek-chain-untrusted";
+
+	*chain = NULL;
+	if (!store || !ctx)
+		goto out;
+	for (int i = 0; i < sk_X509_num(roots->roots); i++)
+		if (X509_STORE_add_cert(store, sk_X509_value(roots->roots, i)) != 1)
+			goto out;
+	if (X509_STORE_CTX_init(ctx, store, target, roots->inter) != 1)
+		goto out;
+	X509_VERIFY_PARAM *param = X509_STORE_CTX_get0_param(ctx);
+	/*
+	 * NO_CHECK_TIME: OpenSSL would refuse an expired intermediate; our
+	 * own notBefore check follows. IGNORE_CRITICAL: OpenSSL would refuse
+	 * a TCG extension it does not know; critical_ok() follows, on every
+	 * certificate of the chain. auth_level 0: SHA-1 signatures are judged
+	 * by signature_ok(), not by a system-wide security level.
+	 */
+	X509_VERIFY_PARAM_set_flags(param, X509_V_FLAG_NO_CHECK_TIME |
+					   X509_V_FLAG_IGNORE_CRITICAL);
+	X509_VERIFY_PARAM_set_auth_level(param, 0);
+	X509_VERIFY_PARAM_set_depth(param, EK_CHAIN_DEPTH);
+	if (X509_verify_cert(ctx) != 1) {
+		reason = reason_for(X509_STORE_CTX_get_error(ctx));
+		goto out;
+	}
+	*chain = X509_STORE_CTX_get1_chain(ctx);
+	reason = *chain ? NULL : "ek-chain-untrusted";
+out:
+	X509_STORE_CTX_free(ctx);
+	X509_STORE_free(store);
+	return reason;
+}
+
+/* Our rules on a chain OpenSSL (or we) built: leaf first, root last. */
+static const char *chain_rules(STACK_OF(X509) *chain, time_t now)
+{
+	int n = sk_X509_num(chain);
+	for (int i = 0; i < n; i++) {
+		X509 *c = sk_X509_value(chain, i);
+		/* A certificate dated after `now` was not issued when the TPM
+		 * is claimed to have been made: not-yet-valid, at any depth. */
+		int cmp = ASN1_TIME_cmp_time_t(X509_get0_notBefore(c), now);
+		if (cmp == -2)
+			return "ek-cert-unparseable";
+		if (cmp > 0)
+			return "ek-chain-not-yet-valid";
+		if (!critical_ok(c))
+			return "ek-chain-untrusted";
+		/* The trust anchor's self-signature is not relied upon. */
+		if (i + 1 < n && !signature_ok(c, sk_X509_value(chain, i + 1)))
+			return "ek-chain-signature";
+	}
+	return NULL;
+}
+
+/*
+ * A leaf whose key OpenSSL cannot decode (id-RSAES-OAEP) makes
+ * X509_verify_cert fail before it looks at the chain, although the leaf's
+ * own key plays no part in verifying it. So: find the leaf's issuer among
+ * ours and check the leaf's signature here, let OpenSSL verify the issuer's
+ * path, and apply our rules to the whole chain.
+ */
+static const char *chain_via_issuer(const struct fleet_ek_roots *roots, X509 *leaf, time_t now)
+{
+	STACK_OF(X509) *const sets[] = {roots->inter, roots->roots};
+	const char *reason = "ek-chain-untrusted";
+
+	for (size_t s = 0; s < 2; s++) {
+		for (int i = 0; i < sk_X509_num(sets[s]); i++) {
+			X509 *cand = sk_X509_value(sets[s], i);
+			STACK_OF(X509) *chain = NULL;
+			EVP_PKEY *ik = X509_get0_pubkey(cand);
+			if (X509_check_issued(cand, leaf) != X509_V_OK)
+				continue;
+			if (!ik || X509_verify(leaf, ik) != 1) {
+				reason = "ek-chain-signature";
+				continue;
+			}
+			if (X509_check_ca(cand) < 1) {
+				reason = "ek-chain-ca-constraint";
+				continue;
+			}
+			reason = openssl_chain(roots, cand, &chain);
+			if (!reason) {
+				if (X509_up_ref(leaf) != 1) {
+					reason = "ek-chain-untrusted";
+				} else if (!sk_X509_unshift(chain, leaf)) {
+					X509_free(leaf);
+					reason = "ek-chain-untrusted";
+				} else {
+					reason = chain_rules(chain, now);
+				}
+			}
+			sk_X509_pop_free(chain, X509_free);
+			if (!reason)
+				return NULL;
+		}
+	}
+	return reason;
+}
+
+static int spki_nid(X509 *x)
+{
+	ASN1_OBJECT *aobj = NULL;
+	X509_PUBKEY *xp = X509_get_X509_PUBKEY(x);
+	if (!xp || X509_PUBKEY_get0_param(&aobj, NULL, NULL, NULL, xp) != 1)
+		return NID_undef;
+	return OBJ_obj2nid(aobj);
+}
+
+fleet_err fleet_ek_chain_verify(const struct fleet_ek_roots *roots, X509 *leaf, time_t now,
+				const char **reason)
+{
+	const char *dummy, *r;
+	STACK_OF(X509) *chain = NULL;
+
+	if (!reason)
+		reason = &dummy;
+	*reason = NULL;
+	if (!roots || !leaf)
+		return FLEET_E_INVALID_ARG;
+	if (sk_X509_num(roots->roots) == 0) {
+		*reason = "ek-roots-empty";
+		return FLEET_E_VERIFY;
+	}
+	if (now == 0)
+		now = time(NULL);
+	if (X509_get0_pubkey(leaf)) {
+		r = openssl_chain(roots, leaf, &chain);
+		if (!r)
+			r = chain_rules(chain, now);
+		sk_X509_pop_free(chain, X509_free);
+	} else if (spki_nid(leaf) == NID_rsaesOaep) {
+		r = chain_via_issuer(roots, leaf, now);
+	} else {
+		/* Only the known quirk takes the path around OpenSSL; a key
+		 * nobody can read is not an EK we could ever challenge. */
+		r = "ek-cert-unparseable";
+	}
+	ERR_clear_error();
+	if (r) {
+		*reason = r;
+		return FLEET_E_VERIFY;
+	}
+	return FLEET_OK;
+}

@@ -1,0 +1,112 @@
+# swtpm-env.sh: a private, throwaway TPM 2.0 (swtpm) for tpm2-tools, for
+# the tests and the demo. Source it, then:
+#
+#     swtpm_env_start [BANKS]   # BANKS like "sha256" (default) or "sha1,sha256"
+#     tpm2_createek ...         # TPM2TOOLS_TCTI points at the private TPM
+#     swtpm_env_stop            # also runs on EXIT (see below)
+#
+# The TPM is manufactured the way tests/tpm/swtpm_harness.c does it: state,
+# swtpm_setup config and the swtpm_localca "manufacturer" CA all live in a
+# private mktemp directory, never /var/lib or the user's ~/.config, with an
+# RSA-2048 EK and an ECC P-384 EK and their certificates in NV.
+#
+# swtpm_env_start returns 77 (the ctest "skipped" code) when swtpm,
+# swtpm_setup or swtpm_localca is missing, 1 when the TPM does not come up.
+# Safe under `set -e`. It installs an EXIT trap that stops the TPM and removes its directory; a
+# caller with its own EXIT trap should call swtpm_env_stop from it.
+# Set FLEET_KEEP_SWTPM=1 to keep the directory for a post-mortem.
+#
+# Exported after a successful start:
+#   TPM2TOOLS_TCTI    swtpm:host=127.0.0.1,port=N
+#   SWTPM_ENV_DIR     the private directory (state/, ca/, roots/)
+#   SWTPM_ENV_ROOTS   the manufacturer CA certificates (root.pem, issuer.pem)
+
+# Every command here may fail (the process is already gone) and must not
+# end the function early when the caller runs under `set -e`, or the
+# directory would be left behind: hence the `|| true`s.
+swtpm_env_stop() {
+	if [ -n "${SWTPM_ENV_PID:-}" ]; then
+		kill "$SWTPM_ENV_PID" 2>/dev/null || true
+		# Give it a moment to save state, then make sure.
+		for _ in 1 2 3 4 5 6 7 8 9 10; do
+			kill -0 "$SWTPM_ENV_PID" 2>/dev/null || break
+			sleep 0.1
+		done
+		kill -9 "$SWTPM_ENV_PID" 2>/dev/null || true
+		wait "$SWTPM_ENV_PID" 2>/dev/null || true
+		SWTPM_ENV_PID=
+	fi
+	if [ -n "${SWTPM_ENV_DIR:-}" ] && [ -z "${FLEET_KEEP_SWTPM:-}" ]; then
+		rm -rf -- "$SWTPM_ENV_DIR"
+		SWTPM_ENV_DIR=
+	fi
+}
+
+_swtpm_env_listening() {
+	# A connect to the control port; swtpm serves it once it is ready.
+	(exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null
+}
+
+swtpm_env_start() {
+	local banks="${1:-sha256}" d port attempt tool
+	for tool in swtpm swtpm_setup swtpm_localca; do
+		if ! command -v "$tool" >/dev/null 2>&1; then
+			echo "swtpm-env: $tool not found; skipping" >&2
+			return 77
+		fi
+	done
+	d=$(mktemp -d "${TMPDIR:-/tmp}/fleet-swtpm.XXXXXX") || return 1
+	SWTPM_ENV_DIR=$d
+	trap swtpm_env_stop EXIT
+	mkdir -m 0700 "$d/state" "$d/ca" "$d/roots" || return 1
+
+	cat >"$d/localca.conf" <<EOF
+statedir = $d/ca
+signingkey = $d/ca/signkey.pem
+issuercert = $d/ca/issuercert.pem
+certserial = $d/ca/certserial
+EOF
+	printf '%s\n' '--platform-manufacturer fleetd-test' '--platform-version 2.1' \
+		'--platform-model swtpm' >"$d/localca.options"
+	cat >"$d/swtpm_setup.conf" <<EOF
+create_certs_tool = $(command -v swtpm_localca)
+create_certs_tool_config = $d/localca.conf
+create_certs_tool_options = $d/localca.options
+active_pcr_banks = $banks
+EOF
+	if ! swtpm_setup --tpm2 --tpmstate "$d/state" --config "$d/swtpm_setup.conf" \
+		--overwrite --create-ek-cert --lock-nvram --pcr-banks "$banks" \
+		>"$d/setup.log" 2>&1; then
+		echo "swtpm-env: swtpm_setup failed; see $d/setup.log" >&2
+		return 1
+	fi
+	cp "$d/ca/swtpm-localca-rootca-cert.pem" "$d/roots/root.pem" &&
+		cp "$d/ca/issuercert.pem" "$d/roots/issuer.pem" || return 1
+
+	# A random port pair; on a clash swtpm exits and we try another.
+	for attempt in 1 2 3 4 5 6 7 8; do
+		port=$((20000 + (RANDOM % 20000) * 2))
+		_swtpm_env_listening "$port" && continue
+		_swtpm_env_listening "$((port + 1))" && continue
+		swtpm socket --tpm2 --tpmstate "dir=$d/state" \
+			--server "type=tcp,port=$port,bindaddr=127.0.0.1" \
+			--ctrl "type=tcp,port=$((port + 1)),bindaddr=127.0.0.1" \
+			--flags not-need-init,startup-clear >>"$d/swtpm.log" 2>&1 &
+		SWTPM_ENV_PID=$!
+		for _ in $(seq 1 50); do
+			kill -0 "$SWTPM_ENV_PID" 2>/dev/null || break
+			if _swtpm_env_listening "$((port + 1))"; then
+				export TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$port"
+				export SWTPM_ENV_DIR
+				export SWTPM_ENV_ROOTS="$d/roots"
+				return 0
+			fi
+			sleep 0.1
+		done
+		kill -9 "$SWTPM_ENV_PID" 2>/dev/null || true
+		wait "$SWTPM_ENV_PID" 2>/dev/null || true
+		SWTPM_ENV_PID=
+	done
+	echo "swtpm-env: swtpm did not start; see $d/swtpm.log" >&2
+	return 1
+}

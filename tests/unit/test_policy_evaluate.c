@@ -1,0 +1,600 @@
+/*
+ * test_policy_evaluate.c: each refusal reason of the boot policy, triggered
+ * on its own by one change to a synthetic log (lib/eventlog_build.h) or its
+ * quote, against a clean case that passes. The quote is the clean replay of
+ * the log unless a test says otherwise, which is what a TPM would sign.
+ */
+#include "tests/testutil.h"
+
+#include <jansson.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/eventlog.h"
+#include "lib/eventlog_build.h"
+#include "lib/hex.h"
+#include "lib/tpm.h"
+#include "policy/evaluate.h"
+#include "policy/profile.h"
+
+/* EFI_GLOBAL_VARIABLE 8be4df61-93ca-11d2-aa0d-00e098032b8c as stored. */
+static const uint8_t global_guid[16] = {0x61, 0xdf, 0xe4, 0x8b, 0xca, 0x93, 0xd2, 0x11,
+					0xaa, 0x0d, 0x00, 0xe0, 0x98, 0x03, 0x2b, 0x8c};
+/* EFI_IMAGE_SECURITY_DATABASE_GUID d719b2cb-3d3a-4596-a3bc-dad00e67656f. */
+static const uint8_t db_guid[16] = {0xcb, 0xb2, 0x19, 0xd7, 0x3a, 0x3d, 0x96, 0x45,
+				    0xa3, 0xbc, 0xda, 0xd0, 0x0e, 0x67, 0x65, 0x6f};
+static const char authority_cert[] = "db certificate that signed shim";
+static const char crtm_v1[] = "firmware v1";
+
+/* One change each from the clean boot. */
+struct boot {
+	const char *crtm;   /* S-CRTM version on PCR 0 */
+	int secure_boot;    /* byte measured; -1: no SecureBoot event */
+	int sb_lie;         /* SecureBoot data says 01, digests cover 00 */
+	uint8_t sep4[5];    /* PCR 4 separator data */
+	size_t sep4_len;
+	int sep4_bad_digest;
+	int authority;      /* the listed authority is measured */
+	int extra_authority;
+	int app_before;     /* a listed boot application before PCR 4's separator */
+	int apps_after;     /* listed boot applications after it (0..2) */
+	int unlisted_apps;  /* unlisted boot applications after it */
+	int sha256_gap;     /* an event without its sha256 digest */
+	int no_pcr0;        /* nothing on PCR 0 ... */
+	int locality;       /* ... and this StartupLocality (0: none) */
+	int no_pcr7;        /* no event at all on PCR 7 */
+};
+
+static struct boot clean(void)
+{
+	struct boot b = {.crtm = crtm_v1, .secure_boot = 1, .sep4_len = 4, .authority = 1,
+			 .apps_after = 2};
+	return b;
+}
+
+static void ok(fleet_err e)
+{
+	assert_int_equal(e, FLEET_OK);
+}
+
+static void add_var(struct fleet_evlog_builder *lb, uint32_t pcr, uint32_t type,
+		    const uint8_t *guid, const char *name, const void *data, size_t len)
+{
+	struct fleet_buf v;
+	fb_init(&v);
+	ok(fleet_evlog_efi_variable_data(guid, name, data, len, &v));
+	ok(fleet_evlog_builder_add(lb, pcr, type, v.data, v.len));
+	fb_free(&v);
+}
+
+static void add_app(struct fleet_evlog_builder *lb, const char *image)
+{
+	static const uint8_t devpath[4] = {0x7f, 0xff, 0x04, 0x00};
+	struct fleet_buf d;
+	fb_init(&d);
+	ok(fleet_evlog_efi_image_load_data(0x1000, 0x2000, 0, devpath, sizeof(devpath), &d));
+	ok(fleet_evlog_builder_add_measured(lb, 4, FLEET_EV_EFI_BOOT_SERVICES_APPLICATION,
+					    d.data, d.len, image, strlen(image)));
+	fb_free(&d);
+}
+
+static void build(const struct boot *b, struct fleet_buf *out)
+{
+	static const uint16_t algs[] = {FLEET_ALG_SHA1, FLEET_ALG_SHA256};
+	static const uint8_t sep[4] = {0, 0, 0, 0};
+	struct fleet_evlog_builder *lb;
+	ok(fleet_evlog_builder_new(algs, 2, &lb));
+	if (b->locality)
+		ok(fleet_evlog_builder_add_startup_locality(lb, (uint8_t)b->locality));
+	if (!b->no_pcr0)
+		ok(fleet_evlog_builder_add(lb, 0, FLEET_EV_S_CRTM_VERSION, b->crtm,
+					   strlen(b->crtm)));
+	if (b->secure_boot >= 0 && !b->no_pcr7) {
+		uint8_t v = (uint8_t)b->secure_boot;
+		if (b->sb_lie) {
+			/* Digests of SecureBoot=00, data claiming 01. */
+			struct fleet_buf real, fake;
+			fb_init(&real);
+			fb_init(&fake);
+			uint8_t off = 0, on = 1;
+			ok(fleet_evlog_efi_variable_data(global_guid, "SecureBoot", &off, 1, &real));
+			ok(fleet_evlog_efi_variable_data(global_guid, "SecureBoot", &on, 1, &fake));
+			struct fleet_evlog_digest d[2] = {{.alg = FLEET_ALG_SHA1, .size = 20},
+							  {.alg = FLEET_ALG_SHA256, .size = 32}};
+			ok(fleet_hash(FLEET_ALG_SHA1, real.data, real.len, d[0].bytes));
+			ok(fleet_hash(FLEET_ALG_SHA256, real.data, real.len, d[1].bytes));
+			ok(fleet_evlog_builder_add_digests(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG,
+							   fake.data, fake.len, d, 2));
+			fb_free(&real);
+			fb_free(&fake);
+		} else {
+			add_var(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG, global_guid,
+				"SecureBoot", &v, 1);
+		}
+	}
+	if (!b->no_pcr7)
+		ok(fleet_evlog_builder_add(lb, 7, FLEET_EV_SEPARATOR, sep, 4));
+	if (b->app_before)
+		add_app(lb, "shim image");
+	static const char action[] = "Calling EFI Application from Boot Option";
+	if (b->sha256_gap) {
+		struct fleet_evlog_digest d = {.alg = FLEET_ALG_SHA1, .size = 20};
+		ok(fleet_hash(FLEET_ALG_SHA1, action, strlen(action), d.bytes));
+		ok(fleet_evlog_builder_add_digests(lb, 4, FLEET_EV_EFI_ACTION, action,
+						   strlen(action), &d, 1));
+	} else {
+		ok(fleet_evlog_builder_add(lb, 4, FLEET_EV_EFI_ACTION, action, strlen(action)));
+	}
+	if (!b->no_pcr0)
+		ok(fleet_evlog_builder_add(lb, 0, FLEET_EV_SEPARATOR, sep, 4));
+	if (b->sep4_bad_digest) {
+		struct fleet_evlog_digest d[2] = {{.alg = FLEET_ALG_SHA1, .size = 20},
+						  {.alg = FLEET_ALG_SHA256, .size = 32}};
+		memset(d[0].bytes, 0x11, 20);
+		memset(d[1].bytes, 0x11, 32);
+		ok(fleet_evlog_builder_add_digests(lb, 4, FLEET_EV_SEPARATOR, b->sep4, b->sep4_len,
+						   d, 2));
+	} else {
+		ok(fleet_evlog_builder_add(lb, 4, FLEET_EV_SEPARATOR, b->sep4, b->sep4_len));
+	}
+	if (b->authority && !b->no_pcr7)
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_AUTHORITY, db_guid, "db", authority_cert,
+			sizeof(authority_cert));
+	if (b->extra_authority)
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_AUTHORITY, db_guid, "db", "other", 5);
+	if (b->apps_after >= 1)
+		add_app(lb, "shim image");
+	for (int i = 0; i < b->unlisted_apps; i++) {
+		char img[32];
+		snprintf(img, sizeof(img), "rootkit %d", i);
+		add_app(lb, img);
+	}
+	if (b->apps_after >= 2)
+		add_app(lb, "grub image");
+	fb_init(out);
+	ok(fleet_evlog_builder_finish(lb, out));
+	fleet_evlog_builder_free(lb);
+}
+
+/* A parsed log, its replay, and a quote of PCRs 0, 2, 4, 7 in sha256. */
+struct world {
+	struct fleet_evlog *log;
+	struct fleet_pcr_replay replay;
+	struct fleet_pcr_value q[4];
+	size_t nq;
+};
+
+static const unsigned quoted_pcrs[4] = {0, 2, 4, 7};
+
+static void world_from(struct world *w, const struct boot *b, const struct boot *quote_of)
+{
+	struct fleet_buf raw;
+	struct fleet_errctx ec = {0};
+	build(b, &raw);
+	ok(fleet_evlog_parse(raw.data, raw.len, &w->log, &ec));
+	fb_free(&raw);
+	ok(fleet_evlog_replay(w->log, &w->replay, &ec));
+	/* The quote: the replay of quote_of's log (normally the same log). */
+	struct fleet_evlog *ql = w->log;
+	struct fleet_pcr_replay qr = w->replay;
+	if (quote_of) {
+		build(quote_of, &raw);
+		ok(fleet_evlog_parse(raw.data, raw.len, &ql, &ec));
+		fb_free(&raw);
+		ok(fleet_evlog_replay(ql, &qr, &ec));
+	}
+	const struct fleet_pcr_bank *bank = fleet_pcr_replay_bank(&qr, FLEET_ALG_SHA256);
+	assert_non_null(bank);
+	assert_true(bank->replayable);
+	w->nq = 4;
+	for (size_t i = 0; i < 4; i++) {
+		w->q[i].alg = FLEET_ALG_SHA256;
+		w->q[i].index = (uint8_t)quoted_pcrs[i];
+		w->q[i].size = 32;
+		memcpy(w->q[i].digest, bank->pcr[quoted_pcrs[i]], 32);
+	}
+	if (ql != w->log)
+		fleet_evlog_free(ql);
+}
+
+static void world_free(struct world *w)
+{
+	fleet_evlog_free(w->log);
+}
+
+static void hex256(const void *data, size_t len, char out[65])
+{
+	uint8_t d[32];
+	ok(fleet_hash(FLEET_ALG_SHA256, data, len, d));
+	fleet_hex_encode(d, 32, out);
+}
+
+/* The profile for the clean boot; extra is appended (pins). */
+static struct fleet_profile *profile(const char *extra)
+{
+	struct boot b = clean();
+	struct world w;
+	world_from(&w, &b, NULL);
+	char pcr0[65], auth[65], shim[65], grub[65], y[2048];
+	fleet_hex_encode(fleet_pcr_replay_bank(&w.replay, FLEET_ALG_SHA256)->pcr[0], 32, pcr0);
+	world_free(&w);
+	struct fleet_buf v;
+	fb_init(&v);
+	ok(fleet_evlog_efi_variable_data(db_guid, "db", authority_cert, sizeof(authority_cert),
+					 &v));
+	hex256(v.data, v.len, auth);
+	fb_free(&v);
+	hex256("shim image", 10, shim);
+	hex256("grub image", 10, grub);
+	snprintf(y, sizeof(y),
+		 "version: 1\nclass: test\nquote: {bank: sha256, pcrs: [0, 2, 4, 7]}\n"
+		 "pcr0_by_bios: {\"v1\": %s}\nsecure_boot: true\n"
+		 "allowed_authorities: [%s]\nrenew_required_authorities: [%s]\n"
+		 "boot_applications: [%s, %s]\n%s",
+		 pcr0, auth, auth, shim, grub, extra ? extra : "");
+	struct fleet_profile *p;
+	struct fleet_profile_error err;
+	if (fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err))
+		fail_msg("profile: %u:%u: %s", err.line, err.column, err.msg);
+	return p;
+}
+
+/* Evaluate b (quoted as itself) under the default profile. */
+static void judge(const struct boot *b, const char *bios, bool renewal, struct fleet_verdict *v)
+{
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, b, NULL);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = bios,
+					.renewal = renewal};
+	ok(fleet_policy_evaluate(p, &in, v));
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+/* The verdict failed with exactly one reason, this one. */
+static void only(const struct fleet_verdict *v, const char *reason)
+{
+	if (v->pass || v->n_reasons != 1 || strcmp(v->reasons[0].reason, reason)) {
+		for (size_t i = 0; i < v->n_reasons; i++)
+			print_message("  got %s: %s\n", v->reasons[i].reason, v->reasons[i].detail);
+		fail_msg("want exactly '%s', got %zu reasons (pass=%d)", reason, v->n_reasons,
+			 v->pass);
+	}
+	assert_int_equal(v->n_dropped, 0);
+}
+
+static void test_clean_pass(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	judge(&b, "v1", true, &v);
+	for (size_t i = 0; i < v.n_reasons; i++)
+		print_message("  %s: %s\n", v.reasons[i].reason, v.reasons[i].detail);
+	assert_true(v.pass);
+	assert_true(v.quote_checked);
+	assert_int_equal(v.n_reasons, 0);
+}
+
+static void test_log_quote_mismatch(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, &b, NULL);
+	w.q[2].digest[5] ^= 1; /* PCR 4 */
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = "v1"};
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "log-quote-mismatch");
+	assert_non_null(strstr(v.reasons[0].detail, "PCR 4"));
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+/* PCR 2 has no event in any of these logs: zeros pass (clean), anything else
+ * is "pcr-unlogged-nonzero", since the log says nothing about it. */
+static void test_unlogged_pcr(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, &b, NULL);
+	w.q[1].digest[31] = 1; /* PCR 2 */
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = "v1"};
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "pcr-unlogged-nonzero");
+	assert_non_null(strstr(v.reasons[0].detail, "PCR 2"));
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+/* The attack this rule exists for: a log that drops every PCR 7 event
+ * replays nothing for PCR 7, so no replayed value can mismatch; the quote of
+ * the real boot still holds a measured PCR 7, and that must refuse. */
+static void test_log_omitting_a_quoted_pcr(void **state)
+{
+	(void)state;
+	struct fleet_profile *p = profile(NULL);
+	struct boot b = clean(), full = clean();
+	b.no_pcr7 = 1;
+	struct world w;
+	world_from(&w, &b, &full);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = "v1"};
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "pcr-unlogged-nonzero"));
+	assert_non_null(strstr(v.reasons[0].detail, "PCR 7"));
+	assert_false(fleet_verdict_has(&v, "log-quote-mismatch"));
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+static void test_quote_lacks_pcr(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, &b, NULL);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = 3, .bios_version = "v1"}; /* no PCR 7 */
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "pcr-not-quoted");
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+static void test_no_quote_checks_replay_only(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, &b, NULL);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .bios_version = "v1"};
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	assert_true(v.pass);
+	assert_false(v.quote_checked);
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+static void test_bank_not_replayable(void **state)
+{
+	(void)state;
+	struct boot b = clean(), good = clean();
+	b.sha256_gap = 1;
+	struct fleet_verdict v;
+	struct fleet_profile *p = profile(NULL);
+	struct world w;
+	world_from(&w, &b, &good);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = "v1"};
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "bank-not-replayable");
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+static void test_bios(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	judge(&b, NULL, false, &v);
+	only(&v, "bios-version-missing");
+	judge(&b, "v2", false, &v);
+	only(&v, "pcr0-unknown-bios");
+	assert_non_null(strstr(v.reasons[0].detail, "'v2'"));
+	b.crtm = "firmware v1 patched";
+	judge(&b, "v1", false, &v);
+	only(&v, "pcr0-mismatch");
+}
+
+static void test_pinned(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct world w;
+	world_from(&w, &b, NULL);
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq, .bios_version = "v1"};
+	struct fleet_verdict v;
+	struct fleet_profile *p = profile("pcrs: {\"2\": "
+					  "\"0000000000000000000000000000000000000000000000000000000000000000\"}\n");
+	ok(fleet_policy_evaluate(p, &in, &v));
+	assert_true(v.pass);
+	fleet_profile_free(p);
+	p = profile("pcrs: {\"2\": "
+		    "\"0000000000000000000000000000000000000000000000000000000000000001\"}\n");
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "pcr-pinned-mismatch");
+	fleet_profile_free(p);
+	world_free(&w);
+}
+
+static void test_separators(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	memset(b.sep4, 0xff, 4);
+	judge(&b, "v1", false, &v);
+	only(&v, "separator-error");
+	b = clean();
+	b.sep4[3] = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "separator-malformed");
+	b = clean();
+	b.sep4_len = 5;
+	judge(&b, "v1", false, &v);
+	only(&v, "separator-malformed");
+	b = clean();
+	b.sep4_bad_digest = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "separator-malformed");
+	assert_non_null(strstr(v.reasons[0].detail, "not the hash of its data"));
+}
+
+static void test_secure_boot(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	b.secure_boot = 0;
+	judge(&b, "v1", false, &v);
+	only(&v, "secure-boot-mismatch");
+	b.secure_boot = -1;
+	judge(&b, "v1", false, &v);
+	only(&v, "secure-boot-unmeasured");
+	b.secure_boot = 2;
+	judge(&b, "v1", false, &v);
+	only(&v, "secure-boot-unmeasured");
+	/* The data claims 01, the extended digest is of 00: believe neither. */
+	b = clean();
+	b.sb_lie = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "event-data-mismatch");
+}
+
+static void test_authorities(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	b.extra_authority = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "authority-not-allowed");
+	b = clean();
+	b.authority = 0;
+	judge(&b, "v1", false, &v);
+	assert_true(v.pass); /* required only at renewal */
+	judge(&b, "v1", true, &v);
+	only(&v, "renew-authority-missing");
+}
+
+static void test_boot_applications(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	b.unlisted_apps = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "boot-application-not-allowed");
+	b = clean();
+	b.apps_after = 0;
+	judge(&b, "v1", false, &v);
+	only(&v, "no-boot-application");
+	/* A listed application before the separator does not count. */
+	b.app_before = 1;
+	judge(&b, "v1", false, &v);
+	only(&v, "no-boot-application");
+	b.apps_after = 1;
+	judge(&b, "v1", false, &v);
+	assert_true(v.pass);
+}
+
+static void test_all_reasons_collected_and_capped(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	b.secure_boot = 0;
+	b.extra_authority = 1;
+	judge(&b, "v2", false, &v);
+	assert_int_equal(v.n_reasons, 3);
+	assert_true(fleet_verdict_has(&v, "pcr0-unknown-bios"));
+	assert_true(fleet_verdict_has(&v, "secure-boot-mismatch"));
+	assert_true(fleet_verdict_has(&v, "authority-not-allowed"));
+	b = clean();
+	b.unlisted_apps = FLEET_VERDICT_MAX_REASONS + 8;
+	judge(&b, "v1", false, &v);
+	assert_false(v.pass);
+	assert_int_equal(v.n_reasons, FLEET_VERDICT_MAX_REASONS);
+	assert_int_equal(v.n_dropped, 8);
+}
+
+static void test_startup_locality(void **state)
+{
+	(void)state;
+	static const char *y = "version: 1\nclass: t\nquote: {bank: sha256, pcrs: [0]}\n"
+			       "secure_boot: any\n";
+	struct fleet_profile *p;
+	struct fleet_profile_error err;
+	ok(fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err));
+	struct boot b = clean();
+	b.no_pcr0 = 1;
+	b.locality = 3;
+	struct world w;
+	world_from(&w, &b, NULL);
+	memset(w.q[0].digest, 0, 32);
+	w.q[0].digest[31] = 3;
+	struct fleet_policy_input in = {.log = w.log, .replay = &w.replay, .quoted = w.q,
+					.n_quoted = w.nq};
+	struct fleet_verdict v;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	assert_true(v.pass);
+	w.q[0].digest[31] = 0;
+	ok(fleet_policy_evaluate(p, &in, &v));
+	only(&v, "pcr-unlogged-nonzero");
+	world_free(&w);
+	fleet_profile_free(p);
+}
+
+static void test_json(void **state)
+{
+	(void)state;
+	struct boot b = clean();
+	struct fleet_verdict v;
+	b.secure_boot = 0;
+	judge(&b, "v1", false, &v);
+	struct fleet_profile *p = profile(NULL);
+	json_t *o = fleet_verdict_json(p, &v);
+	assert_non_null(o);
+	assert_string_equal(json_string_value(json_object_get(o, "verdict")), "fail");
+	assert_string_equal(json_string_value(json_object_get(o, "class")), "test");
+	assert_true(json_is_true(json_object_get(o, "quote_checked")));
+	json_t *r = json_object_get(o, "reasons");
+	assert_int_equal(json_array_size(r), 1);
+	assert_string_equal(json_string_value(json_object_get(json_array_get(r, 0), "reason")),
+			    "secure-boot-mismatch");
+	assert_int_equal(json_integer_value(json_object_get(o, "reasons_dropped")), 0);
+	json_decref(o);
+	fleet_profile_free(p);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_clean_pass),
+		cmocka_unit_test(test_log_quote_mismatch),
+		cmocka_unit_test(test_unlogged_pcr),
+		cmocka_unit_test(test_log_omitting_a_quoted_pcr),
+		cmocka_unit_test(test_quote_lacks_pcr),
+		cmocka_unit_test(test_no_quote_checks_replay_only),
+		cmocka_unit_test(test_bank_not_replayable),
+		cmocka_unit_test(test_bios),
+		cmocka_unit_test(test_pinned),
+		cmocka_unit_test(test_separators),
+		cmocka_unit_test(test_secure_boot),
+		cmocka_unit_test(test_authorities),
+		cmocka_unit_test(test_boot_applications),
+		cmocka_unit_test(test_all_reasons_collected_and_capped),
+		cmocka_unit_test(test_startup_locality),
+		cmocka_unit_test(test_json),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
