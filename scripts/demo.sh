@@ -26,7 +26,7 @@ fleetctl="$root/build/fleetd/fleetctl"
 fwsim="$root/build/tests/fleet-fwsim"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
-show() { printf '$ %s\n' "$*"; "$@"; }
+show() { printf '$ %s\n' "$*" >&2; "$@"; }
 
 # shellcheck source=swtpm-env.sh
 . "$root/scripts/swtpm-env.sh"
@@ -49,8 +49,9 @@ echo "ek_hash_ecc = $("$fleetctl" ek hash ek-ecc.der)"
 
 step "2. The firmware boots and measures itself into the TPM"
 show "$fwsim" --events "$root/demo/worker.events.yaml" --out boot.log
-"$fleetctl" eventlog show boot.log | head -n 12
-echo "   ... ($("$fleetctl" eventlog show boot.log | wc -l) lines)"
+"$fleetctl" eventlog show boot.log > boot.txt
+head -n 12 boot.txt
+echo "   ... ($(wc -l < boot.txt) lines; the whole list: fleetctl eventlog show)"
 show "$fleetctl" eventlog replay --json boot.log > replay.json
 cat replay.json; echo
 

@@ -64,8 +64,11 @@ __attribute__((format(printf, 4, 5))) static fleet_err fail(struct lctx *c, flee
 	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	seterr(c->err, c->errlen, "%s:%lu: %s", c->name,
-	       n ? (unsigned long)n->start_mark.line + 1 : 0ul, msg);
+	if (n)
+		seterr(c->err, c->errlen, "%s:%lu: %s", c->name,
+		       (unsigned long)n->start_mark.line + 1, msg);
+	else
+		seterr(c->err, c->errlen, "%s: %s", c->name, msg);
 	return e;
 }
 
@@ -83,8 +86,7 @@ static fleet_err node_get(struct lctx *c, int id, const yaml_node_t *parent, yam
 	const char *impl = n->type == YAML_SCALAR_NODE	  ? YAML_STR_TAG
 			   : n->type == YAML_SEQUENCE_NODE ? YAML_SEQ_TAG
 							   : YAML_MAP_TAG;
-	if (tag && strcmp(tag, impl) && strcmp(tag, YAML_DEFAULT_SCALAR_TAG) &&
-	    strcmp(tag, YAML_DEFAULT_SEQUENCE_TAG) && strcmp(tag, YAML_DEFAULT_MAPPING_TAG))
+	if (!tag || strcmp(tag, impl))
 		return fail(c, FLEET_E_MALFORMED, n, "explicit YAML tags are not accepted");
 	*out = n;
 	return FLEET_OK;
@@ -355,7 +357,7 @@ static fleet_err one_event(struct lctx *c, const yaml_node_t *item, struct fwsim
 	ev->kind = d->kind;
 	ev->line = (unsigned)kn->start_mark.line + 1;
 	ev->base = FWSIM_DEFAULT_IMAGE_BASE;
-	memcpy(ev->guid, "\x61\xdf\xe4\x8b\xca\x93\xd2\x11\xaa\x0d\x00\xe0\x98\x03\x2b\x8c", 16);
+	parse_uuid(guid_global, ev->guid); /* efi_variable_boot's default */
 
 	if (d->kind == FWSIM_SCRTM_VERSION) {
 		ev->pcr = 0;
@@ -523,6 +525,7 @@ fleet_err fwsim_load(const char *path, struct fwsim_events **out, char *err, siz
 	struct fleet_buf b;
 	fb_init(&b);
 	*out = NULL;
+	errno = 0;
 	fleet_err e = fb_read_file(&b, path, FWSIM_MAX_FILE);
 	if (e) {
 		seterr(err, errlen, "%s: cannot read (%s%s%s)", path, fleet_err_str(e),
@@ -532,5 +535,275 @@ fleet_err fwsim_load(const char *path, struct fwsim_events **out, char *err, siz
 	}
 	e = fwsim_parse(path, b.data ? b.data : (const uint8_t *)"", b.len, out, err, errlen);
 	fb_free(&b);
+	return e;
+}
+
+/* ---- the TPM ------------------------------------------------------------ */
+
+static void tpm_fail(char *err, size_t errlen, const char *what, TSS2_RC rc)
+{
+	seterr(err, errlen, "%s failed: %s (0x%08x)", what, Tss2_RC_Decode(rc), (unsigned)rc);
+}
+
+fleet_err fwsim_tpm_banks(ESYS_CONTEXT *esys, uint16_t *algs, size_t max, size_t *n,
+			  char *err, size_t errlen)
+{
+	TPMS_CAPABILITY_DATA *cap = NULL;
+	TPMI_YES_NO more = TPM2_NO;
+	*n = 0;
+	TSS2_RC rc = Esys_GetCapability(esys, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE,
+					TPM2_CAP_PCRS, 0, 1, &more, &cap);
+	if (rc != TSS2_RC_SUCCESS) {
+		tpm_fail(err, errlen, "TPM2_GetCapability(TPM2_CAP_PCRS)", rc);
+		return FLEET_E_IO;
+	}
+	fleet_err e = FLEET_OK;
+	const TPML_PCR_SELECTION *sel = &cap->data.assignedPCR;
+	for (UINT32 i = 0; i < sel->count && !e; i++) {
+		const TPMS_PCR_SELECTION *s = &sel->pcrSelections[i];
+		int active = 0;
+		for (unsigned j = 0; j < s->sizeofSelect && j < sizeof(s->pcrSelect); j++)
+			active |= s->pcrSelect[j] != 0;
+		if (!active)
+			continue;
+		if (!fleet_hash_alg_md(s->hash)) {
+			seterr(err, errlen, "the TPM has an active PCR bank (algorithm 0x%04x) "
+			       "fleetd cannot hash", (unsigned)s->hash);
+			e = FLEET_E_UNSUPPORTED;
+		} else if (*n == max) {
+			seterr(err, errlen, "the TPM has more than %zu active PCR banks", max);
+			e = FLEET_E_UNSUPPORTED;
+		} else {
+			algs[(*n)++] = s->hash;
+		}
+	}
+	if (!e && *n == 0) {
+		seterr(err, errlen, "the TPM has no active PCR bank");
+		e = FLEET_E_UNSUPPORTED;
+	}
+	Esys_Free(cap);
+	return e;
+}
+
+/* TPM2_PCR_Extend(pcr) with the digests of banks algs[0..n_algs) from d. */
+static fleet_err extend(ESYS_CONTEXT *esys, uint32_t pcr, const uint16_t *algs, size_t n_algs,
+			const struct fleet_evlog_digest *d, size_t n, char *err, size_t errlen)
+{
+	TPML_DIGEST_VALUES v;
+	memset(&v, 0, sizeof(v));
+	for (size_t i = 0; i < n_algs; i++) {
+		const struct fleet_evlog_digest *m = NULL;
+		for (size_t j = 0; j < n; j++)
+			if (d[j].alg == algs[i])
+				m = &d[j];
+		if (!m || m->size != fleet_hash_alg_size(algs[i]) ||
+		    m->size > sizeof(v.digests[0].digest)) {
+			seterr(err, errlen, "PCR %u: no %s digest to extend", (unsigned)pcr,
+			       fleet_hash_alg_name(algs[i]));
+			return FLEET_E_UNSUPPORTED;
+		}
+		v.digests[v.count].hashAlg = algs[i];
+		memcpy(&v.digests[v.count].digest, m->bytes, m->size);
+		v.count++;
+	}
+	TSS2_RC rc = Esys_PCR_Extend(esys, ESYS_TR_PCR0 + pcr, ESYS_TR_PASSWORD, ESYS_TR_NONE,
+				     ESYS_TR_NONE, &v);
+	if (rc != TSS2_RC_SUCCESS) {
+		char what[48];
+		snprintf(what, sizeof(what), "TPM2_PCR_Extend(PCR %u)", (unsigned)pcr);
+		tpm_fail(err, errlen, what, rc);
+		return FLEET_E_IO;
+	}
+	return FLEET_OK;
+}
+
+static fleet_err put_ucs2(struct fleet_buf *b, const char *s)
+{
+	for (; *s; s++)
+		fb_put_u16le(b, (uint8_t)*s);
+	return fb_put_u16le(b, 0);
+}
+
+/* The event's type, data and measured bytes (NULL: the data itself). */
+static fleet_err event_bytes(const struct fwsim_event *ev, uint32_t *type,
+			     struct fleet_buf *data, const uint8_t **measured, size_t *mlen)
+{
+	struct fleet_buf dp;
+	fleet_err e;
+	*measured = NULL;
+	*mlen = 0;
+	switch (ev->kind) {
+	case FWSIM_SCRTM_VERSION:
+		*type = FLEET_EV_S_CRTM_VERSION;
+		return put_ucs2(data, ev->text);
+	case FWSIM_FIRMWARE_BLOB:
+		*type = FLEET_EV_EFI_PLATFORM_FIRMWARE_BLOB;
+		fb_put_u32le(data, (uint32_t)ev->base);
+		fb_put_u32le(data, (uint32_t)(ev->base >> 32));
+		fb_put_u32le(data, (uint32_t)ev->length);
+		e = fb_put_u32le(data, (uint32_t)(ev->length >> 32));
+		*measured = ev->data;
+		*mlen = ev->data_len;
+		return e;
+	case FWSIM_EFI_VARIABLE:
+	case FWSIM_EFI_VARIABLE_BOOT:
+	case FWSIM_AUTHORITY:
+		*type = ev->kind == FWSIM_EFI_VARIABLE	       ? FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG
+			: ev->kind == FWSIM_EFI_VARIABLE_BOOT ? FLEET_EV_EFI_VARIABLE_BOOT
+							       : FLEET_EV_EFI_VARIABLE_AUTHORITY;
+		return fleet_evlog_efi_variable_data(ev->guid, ev->name, ev->data, ev->data_len,
+						     data);
+	case FWSIM_SEPARATOR:
+		*type = FLEET_EV_SEPARATOR;
+		return fb_put_u32le(data, 0);
+	case FWSIM_EFI_ACTION:
+		*type = FLEET_EV_EFI_ACTION;
+		return fb_put(data, ev->text, strlen(ev->text));
+	case FWSIM_BOOT_APPLICATION:
+		*type = FLEET_EV_EFI_BOOT_SERVICES_APPLICATION;
+		fb_init(&dp);
+		{
+			struct fleet_buf name;
+			fb_init(&name);
+			put_ucs2(&name, ev->text);
+			e = fb_err(&name);
+			/* MEDIA_DEVICE_PATH / MEDIA_FILEPATH_DP, then the end node. */
+			if (!e)
+				e = fleet_evlog_devpath_node(&dp, 0x04, 0x04, name.data, name.len);
+			fb_free(&name);
+		}
+		if (!e)
+			e = fleet_evlog_devpath_node(&dp, 0x7f, 0xff, NULL, 0);
+		if (!e)
+			e = fleet_evlog_efi_image_load_data(ev->base, ev->data_len, 0, dp.data,
+							    dp.len, data);
+		fb_free(&dp);
+		*measured = ev->data ? ev->data : (const uint8_t *)"";
+		*mlen = ev->data_len;
+		return e;
+	}
+	return FLEET_E_INVALID_ARG;
+}
+
+static fleet_err add_one(struct fleet_evlog_builder *b, const struct fwsim_event *ev,
+			 uint32_t pcr)
+{
+	struct fleet_buf data;
+	uint32_t type = 0;
+	const uint8_t *measured;
+	size_t mlen;
+	fb_init(&data);
+	fleet_err e = event_bytes(ev, &type, &data, &measured, &mlen);
+	if (!e)
+		e = fb_err(&data);
+	if (!e && measured)
+		e = fleet_evlog_builder_add_measured(b, pcr, type, data.data, data.len, measured,
+						     mlen);
+	else if (!e)
+		e = fleet_evlog_builder_add(b, pcr, type, data.data, data.len);
+	fb_free(&data);
+	return e;
+}
+
+fleet_err fwsim_apply(ESYS_CONTEXT *esys, const struct fwsim_events *evs,
+		      struct fleet_buf *log_out, char *err, size_t errlen)
+{
+	uint16_t algs[FLEET_EVLOG_MAX_BANKS];
+	size_t n_algs;
+	struct fleet_evlog_builder *b = NULL;
+	fleet_err e = fwsim_tpm_banks(esys, algs, FLEET_EVLOG_MAX_BANKS, &n_algs, err, errlen);
+	if (e)
+		return e;
+	e = fleet_evlog_builder_new(algs, n_algs, &b);
+	if (e) {
+		seterr(err, errlen, "cannot start a log for the TPM's banks: %s",
+		       fleet_err_str(e));
+		return e;
+	}
+	for (size_t i = 0; i < evs->n && !e; i++) {
+		const struct fwsim_event *ev = &evs->ev[i];
+		size_t n_pcrs = ev->kind == FWSIM_SEPARATOR ? ev->n_pcrs : 1;
+		for (size_t j = 0; j < n_pcrs && !e; j++) {
+			uint32_t pcr = ev->kind == FWSIM_SEPARATOR ? ev->pcrs[j] : ev->pcr;
+			const struct fleet_evlog_digest *d;
+			size_t nd;
+			e = add_one(b, ev, pcr);
+			if (e) {
+				seterr(err, errlen, "event at line %u: cannot write it: %s",
+				       ev->line, fleet_err_str(e));
+				break;
+			}
+			e = fleet_evlog_builder_last_digests(b, &d, &nd);
+			if (!e)
+				e = extend(esys, pcr, algs, n_algs, d, nd, err, errlen);
+		}
+	}
+	if (!e) {
+		e = fleet_evlog_builder_finish(b, log_out);
+		if (e)
+			seterr(err, errlen, "cannot write the log: %s", fleet_err_str(e));
+	}
+	fleet_evlog_builder_free(b);
+	return e;
+}
+
+fleet_err fwsim_replay_log(ESYS_CONTEXT *esys, const uint8_t *raw, size_t len, char *err,
+			   size_t errlen)
+{
+	struct fleet_evlog *log = NULL;
+	struct fleet_errctx ec = {0};
+	uint16_t algs[FLEET_EVLOG_MAX_BANKS];
+	size_t n_algs;
+	fleet_err e = fleet_evlog_parse(raw, len, &log, &ec);
+	if (e) {
+		char msg[300];
+		fleet_errctx_format(&ec, e, msg, sizeof(msg));
+		seterr(err, errlen, "the log does not parse: %s", msg);
+		return e;
+	}
+	if (log->startup_locality == 3 || log->startup_locality == 4 || log->hcrtm) {
+		seterr(err, errlen,
+		       "the log starts PCR 0 at %s, not zero; a TPM started at locality 0 "
+		       "cannot be brought there with extends",
+		       log->hcrtm ? "the H-CRTM value 00..04" :
+		       log->startup_locality == 3 ? "00..03 (StartupLocality 3)"
+						  : "00..04 (StartupLocality 4)");
+		fleet_evlog_free(log);
+		return FLEET_E_UNSUPPORTED;
+	}
+	e = fwsim_tpm_banks(esys, algs, FLEET_EVLOG_MAX_BANKS, &n_algs, err, errlen);
+	for (size_t i = 0; i < n_algs && !e; i++) {
+		int found = 0;
+		for (uint32_t j = 0; j < log->n_algs; j++)
+			found |= log->algs[j].alg == algs[i];
+		if (!found) {
+			seterr(err, errlen, "the TPM has a %s bank and the log has no %s digests",
+			       fleet_hash_alg_name(algs[i]), fleet_hash_alg_name(algs[i]));
+			e = FLEET_E_UNSUPPORTED;
+		}
+	}
+	/* Check every event before extending anything, so a refusal leaves the
+	 * TPM as it was. */
+	for (size_t i = 0; i < log->n_events && !e; i++) {
+		const struct fleet_evlog_event *ev = &log->events[i];
+		if (ev->type == FLEET_EV_NO_ACTION)
+			continue;
+		for (size_t k = 0; k < n_algs && !e; k++)
+			if (!fleet_evlog_event_digest(ev, algs[k])) {
+				seterr(err, errlen,
+				       "the event at byte %zu (PCR %u) has no %s digest for the "
+				       "TPM's %s bank",
+				       ev->offset, (unsigned)ev->pcr, fleet_hash_alg_name(algs[k]),
+				       fleet_hash_alg_name(algs[k]));
+				e = FLEET_E_UNSUPPORTED;
+			}
+	}
+	for (size_t i = 0; i < log->n_events && !e; i++) {
+		const struct fleet_evlog_event *ev = &log->events[i];
+		if (ev->type == FLEET_EV_NO_ACTION)
+			continue;
+		e = extend(esys, ev->pcr, algs, n_algs, ev->digests, ev->n_digests, err, errlen);
+	}
+	fleet_evlog_free(log);
 	return e;
 }

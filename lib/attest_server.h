@@ -1,0 +1,133 @@
+/*
+ * attest_server.h: fleetd's side of each protocol round, as functions the
+ * daemon calls (it adds the inventory, the store and the journal around
+ * them) and the tests call in-process.
+ *
+ * The order of checks is the spec's: EK certificates against the roots,
+ * credential activation (the proof), then the quote and the event log
+ * against the class profile; certificates are issued only after the caller
+ * has read the binding again.
+ *
+ * Trust rule 1: only TPM-authenticated evidence becomes a verdict.
+ * fleet_attest_answer() therefore has two kinds of failure:
+ *   FLEET_E_VERIFY + reason   the evidence is not proven to come from the
+ *                             TPM that was challenged (bad proof, bad quote
+ *                             signature, wrong nonce, replayed session):
+ *                             NO verdict may be written, nothing quarantined;
+ *   FLEET_OK + verdict.pass = false   the TPM proved what it booted and the
+ *                             profile refuses it: a failed verdict.
+ *
+ * Reasons (stable; the client only ever hears "refused"):
+ *   intake:  "ek-cert-unparseable", "ek-chain-*" (lib/x509_ek.h),
+ *            "ek-key-mismatch", "ek-rsa-missing", "ek-public-malformed",
+ *            "ak-*" (lib/tpm.h), "ldevid-*": "ldevid-public-malformed",
+ *            "ldevid-request-malformed", "ldevid-request-serial",
+ *            "ldevid-request-key", and the certify reasons of lib/tpm.h
+ *            ("certify-name", "key-decrypt-set", ...),
+ *            "network-report-malformed"
+ *   answer:  "session-unknown", "session-expired", "session-state",
+ *            "proof-invalid", "network-report-changed",
+ *            the quote reasons of lib/tpm.h, "event-log-malformed"
+ *   confirm: "session-unknown", "session-state", "confirm-signature"
+ */
+#ifndef FLEET_ATTEST_SERVER_H
+#define FLEET_ATTEST_SERVER_H
+
+#include <stdbool.h>
+#include <time.h>
+
+#include <openssl/x509.h>
+
+#include "lib/attest_wire.h"
+#include "lib/ca.h"
+#include "lib/x509_ek.h"
+#include "policy/evaluate.h"
+#include "policy/profile.h"
+
+enum fleet_session_state {
+	FLEET_SESSION_CHALLENGED = 1, /* intake checked, challenge sent */
+	FLEET_SESSION_VERIFIED,       /* answer proven and judged */
+	FLEET_SESSION_ISSUED,         /* certificates issued, awaiting confirm */
+	FLEET_SESSION_CONFIRMED,
+	FLEET_SESSION_CLOSED,         /* refused or expired; nothing more accepted */
+};
+
+/*
+ * One attestation session: what fleetd remembers between rounds. Holds
+ * secrets (the activation secrets): wipe with fleet_attest_session_wipe.
+ */
+struct fleet_attest_session {
+	enum fleet_session_state state;
+	uint8_t id[FLEET_WIRE_ID_LEN];
+	uint8_t nonce[FLEET_WIRE_ID_LEN];
+	uint8_t secret_rsa[FLEET_WIRE_ID_LEN];
+	uint8_t secret_ecc[FLEET_WIRE_ID_LEN];
+	bool has_ecc;
+	time_t created;
+	time_t deadline;
+	char serial[FLEET_WIRE_MAX_SERIAL + 1];
+	char bios_version[FLEET_WIRE_MAX_BIOS + 1];
+	TPM2B_PUBLIC ak;
+	TPM2B_PUBLIC ldevid;
+	char ek_hash[65];     /* RSA EK: lowercase hex SHA-256 of its SPKI */
+	char ek_hash_ecc[65]; /* "" when the machine has no ECC EK */
+	struct fleet_network_report report;
+	uint8_t report_hash[32]; /* SHA-256 of the intake's report bytes */
+	TPML_PCR_SELECTION selection;
+	uint8_t lak_cert_hash[32];
+	uint8_t ldevid_cert_hash[32];
+};
+
+void fleet_attest_session_wipe(struct fleet_attest_session *s);
+
+/* What the server side needs for a round. */
+struct fleet_attest_env {
+	const struct fleet_ek_roots *roots; /* manufacturer EK CAs */
+	const struct fleet_profile *profile; /* the machine's class profile */
+	const struct fleet_ca *ca;           /* issues LAK and LDevID */
+	time_t now;                          /* 0: time(NULL) */
+	unsigned challenge_ttl_s;            /* 0: 300 */
+	unsigned cert_validity_days;         /* 0: 365 */
+};
+
+/*
+ * Round 1, part 1: everything the intake proves on its own (EK certificates
+ * chain to the roots and match their public areas, the AK is an AK, the AK
+ * certified the LDevID key over the request, the request names this serial
+ * and this key). Fills s (state CHALLENGED is set by fleet_attest_challenge)
+ * with the EK hashes, so the caller can compare them with the binding
+ * before challenging.
+ */
+fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
+			      const struct fleet_wire_intake *in, struct fleet_attest_session *s,
+			      const char **reason);
+
+/*
+ * Round 1, part 2: a fresh session id, nonce and one secret per EK, each
+ * wrapped (MakeCredential) to its EK and bound to the AK's name; the PCR
+ * selection is the profile's. Sets state CHALLENGED and the deadline.
+ */
+fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
+				 const struct fleet_wire_intake *in, struct fleet_attest_session *s,
+				 struct fleet_wire_intake_reply *out);
+
+/* Round 2: see the comment at the top for the two kinds of failure. On
+ * FLEET_OK the session is VERIFIED and *verdict holds the policy's word. */
+fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_attest_session *s,
+			      const struct fleet_wire_answer *in, struct fleet_verdict *verdict,
+			      const char **reason);
+
+/* Issue the LAK (for the AK) and LDevID (for the certified key) certificates,
+ * subject CN = device_name. Only for a VERIFIED session whose verdict passed;
+ * the caller must have read the binding again first (trust rule 5). Fills
+ * *out with status ADMITTED and the certificates; state ISSUED. */
+fleet_err fleet_attest_issue(const struct fleet_attest_env *env, struct fleet_attest_session *s,
+			     const char *device_name, struct fleet_wire_verdict *out);
+
+/* Round 3: the LDevID key's signature over the confirm statement. On
+ * FLEET_OK the session is CONFIRMED (the caller reads the binding again
+ * before it admits the device). */
+fleet_err fleet_attest_confirm(const struct fleet_attest_env *env, struct fleet_attest_session *s,
+			       const struct fleet_wire_confirm *in, const char **reason);
+
+#endif
