@@ -19,11 +19,17 @@ set -euo pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 cd "$root"
 
-./scripts/deps.sh
-cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
-cmake --build build -j"$(nproc)" >/dev/null
-fleetctl="$root/build/fleetd/fleetctl"
-fwsim="$root/build/tests/fleet-fwsim"
+# FLEET_DEMO_BUILD_DIR: run against binaries already built there (the e2e
+# test does); otherwise install dependencies and build first.
+build="${FLEET_DEMO_BUILD_DIR:-}"
+if [ -z "$build" ]; then
+  ./scripts/deps.sh
+  cmake -S . -B build -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
+  cmake --build build -j"$(nproc)" >/dev/null
+  build="$root/build"
+fi
+fleetctl="$build/fleetd/fleetctl"
+fwsim="$build/tests/fleet-fwsim"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*" >&2; "$@"; }

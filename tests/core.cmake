@@ -1,3 +1,5 @@
 # The foundation: reader, buffers, hex, errors, and the swtpm harness.
 fleet_test(test_reader unit unit/test_reader.c)
 fleet_test(test_swtpm_harness tpm tpm/test_swtpm_harness.c LIBS fleet_swtpm)
+fleet_script_test(install_layout unit install_layout.sh)
+fleet_script_test(demo_walk e2e e2e/demo_walk.sh)
