@@ -105,8 +105,10 @@ fleet_err fleet_quote_verify(const struct fleet_quote_check *q, struct fleet_tpm
 
 /*
  * A TPM2_Certify to check: the AK signed that the TPM holds object. The
- * object must be a non-restricted signing key bound to the TPM: fixedTPM,
- * fixedParent, sensitiveDataOrigin, sign, and decrypt clear.
+ * object must be a signing key bound to the TPM: fixedTPM, fixedParent,
+ * sensitiveDataOrigin, sign, and decrypt clear. A restricted key passes here
+ * (an AK may certify another AK); the LDevID's "not restricted" rule is
+ * enforced where it matters, at intake and when its certificate is issued.
  */
 struct fleet_certify_check {
 	const TPMT_PUBLIC *ak;

@@ -430,7 +430,10 @@ static int already_have(STACK_OF(X509) *sk, X509 *x)
  * plus the single file, c_rehash links) are dropped. Takes ownership. */
 static fleet_err add_ca(struct fleet_ek_roots *rt, X509 *x)
 {
-	STACK_OF(X509) *sk = X509_self_signed(x, 0) == 1 ? rt->roots : rt->inter;
+	/* A root is one whose signature verifies with its own key, not merely
+	 * one whose issuer name equals its subject: OpenSSL never checks a
+	 * trust anchor's signature, so a look-alike would become one. */
+	STACK_OF(X509) *sk = X509_self_signed(x, 1) == 1 ? rt->roots : rt->inter;
 	if (already_have(rt->roots, x) || already_have(rt->inter, x)) {
 		X509_free(x);
 		return FLEET_OK;
@@ -683,6 +686,19 @@ static const char *chain_rules(STACK_OF(X509) *chain, time_t now)
 	return NULL;
 }
 
+/* OpenSSL verified the path from the issuer up, so it counted pathLen
+ * constraints one level short of the leaf: check them again over the whole
+ * chain (index 0 the leaf; a CA at index i has i - 1 CAs below it). */
+static const char *path_lengths(STACK_OF(X509) *chain)
+{
+	for (int i = 1; i < sk_X509_num(chain); i++) {
+		long pl = X509_get_pathlen(sk_X509_value(chain, i));
+		if (pl >= 0 && i - 1 > pl)
+			return "ek-chain-ca-constraint";
+	}
+	return NULL;
+}
+
 /*
  * A leaf whose key OpenSSL cannot decode (id-RSAES-OAEP) makes
  * X509_verify_cert fail before it looks at the chain, although the leaf's
@@ -719,6 +735,8 @@ static const char *chain_via_issuer(const struct fleet_ek_roots *roots, X509 *le
 					reason = "ek-chain-untrusted";
 				} else {
 					reason = chain_rules(chain, now);
+					if (!reason)
+						reason = path_lengths(chain);
 				}
 			}
 			sk_X509_pop_free(chain, X509_free);

@@ -184,96 +184,228 @@ static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
 		    ev->pcr, ev->offset);
 }
 
-/* SecureBoot in PCR 7: returns true when this event is the SecureBoot
- * variable, and records its value in *state: 0/1, -1 when the data is not
- * one such byte, -2 when the data is not what was measured (reported here,
- * since the value it claims means nothing). */
-static bool secure_boot_event(struct state *s, const struct fleet_evlog_event *ev, int *state)
+/*
+ * Why the event checks below never trust an event's type or name.
+ *
+ * The TPM binds only the digests, in order. An event's type is the machine's
+ * word, and so is its data unless fleet_evlog_event_data_matches() proves the
+ * digests were computed over it. A log that relabels an event (an unlisted
+ * boot application called a "driver", SecureBoot=00 called an "authority",
+ * an unlisted authority called a config variable) still replays to the
+ * quote. So every rule here decides from what the TPM bound:
+ *   - which events are code (PCR 4) or authorities (PCR 7 after its
+ *     separator): all of them, whatever their type, judged by digest;
+ *   - what an event says (SecureBoot's byte, an EFI action's text, a
+ *     separator's value): only from data proven to be what was measured;
+ *   - where an event stands: by the order the digests were extended in,
+ *     relative to a separator whose own data is proven. Firmware measures
+ *     PCR 7's configuration (SecureBoot, PK, KEK, db, dbx), then its
+ *     separator, then authorities; nothing a booted OS extends later can
+ *     land before that separator (tests/unit/test_policy_evaluate.c holds
+ *     the relabelling attacks found in review).
+ */
+
+/* A separator: type EV_SEPARATOR with proven data 00000000 or ffffffff. */
+static bool is_separator(const struct fleet_evlog_event *ev)
+{
+	static const uint8_t ok[4] = {0, 0, 0, 0}, err[4] = {0xff, 0xff, 0xff, 0xff};
+	return ev->type == FLEET_EV_SEPARATOR && ev->data_len == 4 &&
+	       (!memcmp(ev->data, ok, 4) || !memcmp(ev->data, err, 4)) && digest_covers_data(ev);
+}
+
+/* The SecureBoot variable, recognised by its proven data (GUID and name are
+ * inside it), never by the event's type. *value: 0/1, or -1 when the data
+ * is not a single byte 00 or 01. */
+static bool is_secure_boot(const struct fleet_evlog_event *ev, int *value)
 {
 	struct fleet_efi_var var;
 	char guid[37];
-	if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK)
+	if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK || !digest_covers_data(ev))
 		return false;
 	fleet_efi_guid_str(var.guid, guid);
 	if (strcmp(guid, efi_global_guid) || strcmp(var.name, "SecureBoot"))
 		return false;
-	if (!digest_covers_data(ev)) {
-		add(s->v, "event-data-mismatch",
-		    "PCR 7: SecureBoot at byte %zu: its data does not hash to its %s digest",
-		    ev->offset, fleet_hash_alg_name(s->p->bank));
-		*state = -2;
-	} else if (var.data_len != 1 || var.data[0] > 1) {
-		*state = -1;
-	} else {
-		*state = var.data[0];
-	}
+	*value = var.data_len == 1 && var.data[0] <= 1 ? var.data[0] : -1;
 	return true;
+}
+
+/* An EFI action whose proven data is short printable text. Code measured
+ * into PCR 4 is a PE image's Authenticode digest; no PE image is 128
+ * printable bytes, so this cannot hide a boot application. */
+static bool is_efi_action_text(const struct fleet_evlog_event *ev)
+{
+	if (ev->type != FLEET_EV_EFI_ACTION || ev->data_len == 0 || ev->data_len > 128 ||
+	    !digest_covers_data(ev))
+		return false;
+	for (uint32_t i = 0; i < ev->data_len; i++)
+		if (ev->data[i] < 0x20 || ev->data[i] > 0x7e)
+			return false;
+	return true;
+}
+
+static bool quoted(const struct state *s, unsigned pcr)
+{
+	return s->p->quote_mask & (1u << pcr);
+}
+
+/* The digest in the profile's bank; NULL when the event lacks it (then the
+ * bank is not replayable and that is reported already). */
+static const uint8_t *bank_digest(const struct state *s, const struct fleet_evlog_event *ev)
+{
+	const struct fleet_evlog_digest *d = fleet_evlog_event_digest(ev, s->p->bank);
+	return d && d->size == s->p->size ? d->bytes : NULL;
+}
+
+/* Every separator on a quoted PCR is well formed. */
+static void check_separators(struct state *s)
+{
+	const struct fleet_evlog *log = s->in->log;
+	for (size_t k = 0; k < log->n_events; k++) {
+		const struct fleet_evlog_event *ev = &log->events[k];
+		if (ev->type == FLEET_EV_SEPARATOR && ev->pcr < FLEET_PCR_COUNT &&
+		    quoted(s, ev->pcr))
+			check_separator(s, ev);
+	}
+}
+
+/* PCR 7: SecureBoot exactly once, before the separator, with the profile's
+ * value; everything after the separator an allowed authority. */
+static void check_pcr7(struct state *s, bool renew_seen[])
+{
+	const struct fleet_profile *p = s->p;
+	const struct fleet_evlog *log = s->in->log;
+	bool check_sb = p->secure_boot != FLEET_SECURE_BOOT_ANY;
+	bool check_auth = p->allowed_authorities.present || p->renew_required_authorities.n > 0;
+	char a[2 * FLEET_DIGEST_MAX + 1];
+	bool separated = false, any = false;
+	int sb_count = 0, sb_value = -2;
+
+	if (!quoted(s, 7) || (!check_sb && !check_auth))
+		return;
+	for (size_t k = 0; k < log->n_events; k++) {
+		const struct fleet_evlog_event *ev = &log->events[k];
+		int value;
+		if (ev->type == FLEET_EV_NO_ACTION || ev->pcr != 7)
+			continue;
+		any = true;
+		if (ev->type == FLEET_EV_SEPARATOR) {
+			/* The first proven one is the boundary; any other is
+			 * judged by check_separators (malformed fails there). */
+			if (!separated && is_separator(ev))
+				separated = true;
+			continue;
+		}
+		if (is_secure_boot(ev, &value)) {
+			/* Measured again after the separator can only be a later
+			 * extend by whatever booted: never the firmware's word. */
+			if (separated)
+				sb_count = 2;
+			else
+				sb_count++, sb_value = value;
+			continue;
+		}
+		if (!separated) {
+			/* Before the separator firmware measures configuration
+			 * variables, each over its own data. Anything else there
+			 * is an event we cannot read, so cannot judge. */
+			struct fleet_efi_var var;
+			if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK || !digest_covers_data(ev))
+				add(s->v, "event-data-mismatch",
+				    "PCR 7: event at byte %zu before the separator is not a "
+				    "configuration variable measured over its data",
+				    ev->offset);
+			continue;
+		}
+		/* After the separator: authorities, judged by digest alone. */
+		const uint8_t *d = bank_digest(s, ev);
+		if (!d)
+			continue;
+		if (p->allowed_authorities.present &&
+		    !fleet_digest_list_has(p, &p->allowed_authorities, d))
+			add(s->v, "authority-not-allowed",
+			    "PCR 7: %s at byte %zu (%s) is not in allowed_authorities",
+			    hx(d, p->size, a), ev->offset, fleet_evlog_type_name(ev->type));
+		for (size_t r = 0; r < p->renew_required_authorities.n; r++)
+			if (!memcmp(p->renew_required_authorities.d[r], d, p->size))
+				renew_seen[r] = true;
+	}
+	if (any && !separated)
+		add(s->v, "separator-missing",
+		    "PCR 7 has events but no separator: nothing tells firmware configuration "
+		    "from what came after");
+	if (!check_sb)
+		return;
+	if (sb_count == 0) {
+		add(s->v, "secure-boot-unmeasured",
+		    "PCR 7 has no SecureBoot variable (EFI global GUID) measured over its data "
+		    "before its separator");
+	} else if (sb_count > 1) {
+		add(s->v, "secure-boot-ambiguous",
+		    "PCR 7: SecureBoot measured more than once, or after the separator");
+	} else if (sb_value < 0) {
+		add(s->v, "secure-boot-unmeasured",
+		    "PCR 7: SecureBoot does not hold one byte 00 or 01");
+	} else {
+		int want = p->secure_boot == FLEET_SECURE_BOOT_ON;
+		if (sb_value != want)
+			add(s->v, "secure-boot-mismatch",
+			    "PCR 7: SecureBoot is %s, the profile requires %s",
+			    sb_value ? "on" : "off", want ? "on" : "off");
+	}
+}
+
+/* PCR 4: every event but proven separators and EFI action text is code,
+ * whatever its type, and must be a listed boot application; at least one
+ * listed application after the separator. */
+static void check_pcr4(struct state *s)
+{
+	const struct fleet_profile *p = s->p;
+	const struct fleet_evlog *log = s->in->log;
+	char a[2 * FLEET_DIGEST_MAX + 1];
+	bool separated = false;
+	size_t apps_after = 0;
+
+	if (!quoted(s, 4) || !p->boot_applications.present)
+		return;
+	for (size_t k = 0; k < log->n_events; k++) {
+		const struct fleet_evlog_event *ev = &log->events[k];
+		if (ev->type == FLEET_EV_NO_ACTION || ev->pcr != 4)
+			continue;
+		if (ev->type == FLEET_EV_SEPARATOR) {
+			/* An unproven separator fails in check_separators; it
+			 * does not mark the boundary here. */
+			if (is_separator(ev))
+				separated = true;
+			continue;
+		}
+		if (is_efi_action_text(ev))
+			continue;
+		const uint8_t *d = bank_digest(s, ev);
+		if (!d)
+			continue;
+		/* Unlisted code ran whether before or after the separator;
+		 * only listed code after it is the OS loader the rule wants. */
+		if (!fleet_digest_list_has(p, &p->boot_applications, d))
+			add(s->v, "boot-application-not-allowed",
+			    "PCR 4: %s at byte %zu (%s) is not in boot_applications",
+			    hx(d, p->size, a), ev->offset, fleet_evlog_type_name(ev->type));
+		else if (separated)
+			apps_after++;
+	}
+	if (apps_after == 0)
+		add(s->v, "no-boot-application",
+		    "PCR 4 has no listed boot application after its separator");
 }
 
 static void check_events(struct state *s)
 {
 	const struct fleet_profile *p = s->p;
-	const struct fleet_evlog *log = s->in->log;
 	char a[2 * FLEET_DIGEST_MAX + 1];
-	bool pcr4_separated = false, sb_seen = false;
-	size_t apps_after = 0;
 	bool renew_seen[FLEET_PROFILE_MAX_DIGESTS] = {false};
-	for (size_t k = 0; k < log->n_events; k++) {
-		const struct fleet_evlog_event *ev = &log->events[k];
-		if (ev->type == FLEET_EV_NO_ACTION || ev->pcr >= FLEET_PCR_COUNT)
-			continue;
-		/* Events on PCRs outside the quote are unauthenticated. */
-		if (!(p->quote_mask & (1u << ev->pcr)))
-			continue;
-		const struct fleet_evlog_digest *d = fleet_evlog_event_digest(ev, p->bank);
-		bool dig_ok = d && d->size == p->size;
-		if (ev->type == FLEET_EV_SEPARATOR) {
-			check_separator(s, ev);
-			if (ev->pcr == 4)
-				pcr4_separated = true;
-		} else if (ev->pcr == 7 && ev->type == FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG &&
-			   p->secure_boot != FLEET_SECURE_BOOT_ANY) {
-			int st;
-			if (!secure_boot_event(s, ev, &st))
-				continue;
-			sb_seen = true;
-			int want = p->secure_boot == FLEET_SECURE_BOOT_ON;
-			if (st == -1)
-				add(s->v, "secure-boot-unmeasured",
-				    "PCR 7: SecureBoot at byte %zu does not hold one byte 00 or 01",
-				    ev->offset);
-			else if (st >= 0 && st != want)
-				add(s->v, "secure-boot-mismatch",
-				    "PCR 7: SecureBoot is %s, the profile requires %s",
-				    st ? "on" : "off", want ? "on" : "off");
-		} else if (ev->pcr == 7 && ev->type == FLEET_EV_EFI_VARIABLE_AUTHORITY && dig_ok) {
-			if (p->allowed_authorities.present &&
-			    !fleet_digest_list_has(p, &p->allowed_authorities, d->bytes))
-				add(s->v, "authority-not-allowed",
-				    "PCR 7: authority %s at byte %zu is not in allowed_authorities",
-				    hx(d->bytes, p->size, a), ev->offset);
-			for (size_t r = 0; r < p->renew_required_authorities.n; r++)
-				if (!memcmp(p->renew_required_authorities.d[r], d->bytes, p->size))
-					renew_seen[r] = true;
-		} else if (ev->pcr == 4 && ev->type == FLEET_EV_EFI_BOOT_SERVICES_APPLICATION &&
-			   dig_ok && p->boot_applications.present) {
-			/* Every boot application must be listed, before the
-			 * separator too: unlisted code ran either way. Only those
-			 * after it count as the OS loader the rule asks for. */
-			if (!fleet_digest_list_has(p, &p->boot_applications, d->bytes))
-				add(s->v, "boot-application-not-allowed",
-				    "PCR 4: boot application %s at byte %zu is not in boot_applications",
-				    hx(d->bytes, p->size, a), ev->offset);
-			else if (pcr4_separated)
-				apps_after++;
-		}
-	}
-	if (p->secure_boot != FLEET_SECURE_BOOT_ANY && !sb_seen)
-		add(s->v, "secure-boot-unmeasured",
-		    "PCR 7 has no SecureBoot variable event (EFI global variable GUID)");
-	if (p->boot_applications.present && apps_after == 0)
-		add(s->v, "no-boot-application",
-		    "PCR 4 has no listed boot application after its separator");
+
+	check_separators(s);
+	check_pcr7(s, renew_seen);
+	check_pcr4(s);
 	if (s->in->renewal)
 		for (size_t r = 0; r < p->renew_required_authorities.n; r++)
 			if (!renew_seen[r])

@@ -12,7 +12,8 @@
  *   "pcr-unlogged-nonzero", "bios-version-missing", "pcr0-unknown-bios",
  *   "pcr0-mismatch", "pcr-pinned-mismatch", "separator-malformed",
  *   "separator-error", "event-data-mismatch", "secure-boot-unmeasured",
- *   "secure-boot-mismatch", "authority-not-allowed",
+ *   "secure-boot-mismatch", "secure-boot-ambiguous", "separator-missing",
+ *   "authority-not-allowed",
  *   "renew-authority-missing", "boot-application-not-allowed",
  *   "no-boot-application"
  */

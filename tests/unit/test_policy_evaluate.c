@@ -266,6 +266,17 @@ static void only(const struct fleet_verdict *v, const char *reason)
 	assert_int_equal(v->n_dropped, 0);
 }
 
+/* The verdict failed with exactly these two reasons. */
+static void exactly2(const struct fleet_verdict *v, const char *r1, const char *r2)
+{
+	if (v->pass || v->n_reasons != 2 || !fleet_verdict_has(v, r1) ||
+	    !fleet_verdict_has(v, r2)) {
+		for (size_t i = 0; i < v->n_reasons; i++)
+			print_message("  got %s: %s\n", v->reasons[i].reason, v->reasons[i].detail);
+		fail_msg("want exactly '%s' and '%s'", r1, r2);
+	}
+}
+
 static void test_clean_pass(void **state)
 {
 	(void)state;
@@ -434,18 +445,20 @@ static void test_separators(void **state)
 	memset(b.sep4, 0xff, 4);
 	judge(&b, "v1", false, &v);
 	only(&v, "separator-error");
+	/* A separator that is not proven marks no boundary either, so the
+	 * boot applications after it are not "after the separator". */
 	b = clean();
 	b.sep4[3] = 1;
 	judge(&b, "v1", false, &v);
-	only(&v, "separator-malformed");
+	exactly2(&v, "separator-malformed", "no-boot-application");
 	b = clean();
 	b.sep4_len = 5;
 	judge(&b, "v1", false, &v);
-	only(&v, "separator-malformed");
+	exactly2(&v, "separator-malformed", "no-boot-application");
 	b = clean();
 	b.sep4_bad_digest = 1;
 	judge(&b, "v1", false, &v);
-	only(&v, "separator-malformed");
+	exactly2(&v, "separator-malformed", "no-boot-application");
 	assert_non_null(strstr(v.reasons[0].detail, "not the hash of its data"));
 }
 
@@ -467,7 +480,132 @@ static void test_secure_boot(void **state)
 	b = clean();
 	b.sb_lie = 1;
 	judge(&b, "v1", false, &v);
-	only(&v, "event-data-mismatch");
+	exactly2(&v, "event-data-mismatch", "secure-boot-unmeasured");
+}
+
+/*
+ * The relabelling attacks found in review. The TPM binds digests, not event
+ * types or names: each log below replays to its own quote (the attacker's
+ * TPM really holds these values: firmware measured the honest events, the
+ * attacker's OS extended the rest after boot), and each must still fail.
+ */
+static void attack_log(int which, struct fleet_buf *out)
+{
+	static const uint16_t algs[] = {FLEET_ALG_SHA1, FLEET_ALG_SHA256};
+	static const uint8_t sep[4] = {0, 0, 0, 0};
+	static const char action[] = "Calling EFI Application from Boot Option";
+	uint8_t off = 0, on = 1;
+	struct fleet_evlog_builder *lb;
+	ok(fleet_evlog_builder_new(algs, 2, &lb));
+	ok(fleet_evlog_builder_add(lb, 0, FLEET_EV_S_CRTM_VERSION, crtm_v1, strlen(crtm_v1)));
+	if (which == 0) {
+		/* Firmware measured SecureBoot=00; the log calls it an authority. */
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_AUTHORITY, global_guid, "SecureBoot", &off, 1);
+	} else if (which == 1) {
+		/* The digests of SecureBoot=00 under data renamed SecureBooT. */
+		struct fleet_buf real, renamed;
+		fb_init(&real);
+		fb_init(&renamed);
+		ok(fleet_evlog_efi_variable_data(global_guid, "SecureBoot", &off, 1, &real));
+		ok(fleet_evlog_efi_variable_data(global_guid, "SecureBooT", &off, 1, &renamed));
+		struct fleet_evlog_digest d[2] = {{.alg = FLEET_ALG_SHA1, .size = 20},
+						  {.alg = FLEET_ALG_SHA256, .size = 32}};
+		ok(fleet_hash(FLEET_ALG_SHA1, real.data, real.len, d[0].bytes));
+		ok(fleet_hash(FLEET_ALG_SHA256, real.data, real.len, d[1].bytes));
+		ok(fleet_evlog_builder_add_digests(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG,
+						   renamed.data, renamed.len, d, 2));
+		fb_free(&real);
+		fb_free(&renamed);
+	} else {
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG, global_guid, "SecureBoot", &on, 1);
+	}
+	ok(fleet_evlog_builder_add(lb, 7, FLEET_EV_SEPARATOR, sep, 4));
+	ok(fleet_evlog_builder_add(lb, 4, FLEET_EV_EFI_ACTION, action, strlen(action)));
+	ok(fleet_evlog_builder_add(lb, 0, FLEET_EV_SEPARATOR, sep, 4));
+	ok(fleet_evlog_builder_add(lb, 4, FLEET_EV_SEPARATOR, sep, 4));
+	add_var(lb, 7, FLEET_EV_EFI_VARIABLE_AUTHORITY, db_guid, "db", authority_cert,
+		sizeof(authority_cert));
+	if (which == 3) {
+		/* An unlisted authority, called a configuration variable. */
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG, db_guid, "db", "attacker ca", 11);
+	}
+	add_app(lb, "shim image");
+	if (which == 2) {
+		/* An unlisted boot application, called a driver. */
+		static const uint8_t devpath[4] = {0x7f, 0xff, 0x04, 0x00};
+		struct fleet_buf dd;
+		fb_init(&dd);
+		ok(fleet_evlog_efi_image_load_data(0x1000, 0x2000, 0, devpath, 4, &dd));
+		ok(fleet_evlog_builder_add_measured(lb, 4, FLEET_EV_EFI_BOOT_SERVICES_DRIVER, dd.data,
+						    dd.len, "rootkit", 7));
+		fb_free(&dd);
+	}
+	if (which == 4) {
+		/* Unlisted code, called an EFI action whose data is the image. */
+		static const uint8_t image[] = {'M', 'Z', 0x90, 0x00, 0x03, 0x00};
+		ok(fleet_evlog_builder_add(lb, 4, FLEET_EV_EFI_ACTION, image, sizeof(image)));
+	}
+	add_app(lb, "grub image");
+	if (which == 0 || which == 1) {
+		/* The attacker's OS extends a SecureBoot=01 measurement later. */
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG, global_guid, "SecureBoot", &on, 1);
+	}
+	fb_init(out);
+	ok(fleet_evlog_builder_finish(lb, out));
+	fleet_evlog_builder_free(lb);
+}
+
+static void judge_attack(int which, struct fleet_verdict *v)
+{
+	struct fleet_buf raw;
+	struct fleet_errctx ec = {0};
+	struct fleet_evlog *log;
+	struct fleet_pcr_replay r;
+	struct fleet_pcr_value q[4];
+	attack_log(which, &raw);
+	ok(fleet_evlog_parse(raw.data, raw.len, &log, &ec));
+	fb_free(&raw);
+	ok(fleet_evlog_replay(log, &r, &ec));
+	const struct fleet_pcr_bank *bank = fleet_pcr_replay_bank(&r, FLEET_ALG_SHA256);
+	for (size_t i = 0; i < 4; i++) {
+		q[i].alg = FLEET_ALG_SHA256;
+		q[i].index = (uint8_t)quoted_pcrs[i];
+		q[i].size = 32;
+		memcpy(q[i].digest, bank->pcr[quoted_pcrs[i]], 32);
+	}
+	struct fleet_profile *p = profile(NULL);
+	struct fleet_policy_input in = {.log = log, .replay = &r, .quoted = q, .n_quoted = 4,
+					.bios_version = "v1"};
+	ok(fleet_policy_evaluate(p, &in, v));
+	for (size_t i = 0; i < v->n_reasons; i++)
+		print_message("  attack %d: %s: %s\n", which, v->reasons[i].reason,
+			      v->reasons[i].detail);
+	fleet_profile_free(p);
+	fleet_evlog_free(log);
+}
+
+static void test_relabelled_events_still_judged(void **state)
+{
+	(void)state;
+	struct fleet_verdict v;
+	/* The control: the same shape, honest, passes. */
+	judge_attack(5, &v);
+	assert_true(v.pass);
+	judge_attack(0, &v); /* SecureBoot=00 relabelled, 01 forged after boot */
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "secure-boot-ambiguous"));
+	judge_attack(1, &v); /* SecureBoot=00 renamed, 01 forged after boot */
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "event-data-mismatch"));
+	judge_attack(2, &v); /* unlisted boot application relabelled as a driver */
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "boot-application-not-allowed"));
+	judge_attack(3, &v); /* unlisted authority relabelled as a config variable */
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "authority-not-allowed"));
+	judge_attack(4, &v); /* code relabelled as an EFI action */
+	assert_false(v.pass);
+	assert_true(fleet_verdict_has(&v, "boot-application-not-allowed"));
 }
 
 static void test_authorities(void **state)
@@ -590,6 +728,7 @@ int main(void)
 		cmocka_unit_test(test_pinned),
 		cmocka_unit_test(test_separators),
 		cmocka_unit_test(test_secure_boot),
+		cmocka_unit_test(test_relabelled_events_still_judged),
 		cmocka_unit_test(test_authorities),
 		cmocka_unit_test(test_boot_applications),
 		cmocka_unit_test(test_all_reasons_collected_and_capped),

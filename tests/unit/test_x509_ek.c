@@ -509,6 +509,68 @@ static void test_chain_refusals(void **state)
 	maker_free(&other);
 }
 
+/* Found in review: the OAEP-leaf path let OpenSSL count pathLen from the
+ * issuer up, one level short; and a certificate merely named like its issuer
+ * became a trust anchor. */
+static void test_path_length_and_lookalike_root(void **state)
+{
+	(void)state;
+	EVP_PKEY *rk = mint_key_rsa(), *ik = mint_key_ec(), *lk = mint_key_rsa();
+	EVP_PKEY *other = mint_key_rsa();
+	struct mint r = {.key = rk, .cn = "PL0 Root", .ca = 1, .pathlen_set = 1, .pathlen = 0,
+			 .not_before = NOW - YEAR, .not_after = NOW + YEAR};
+	X509 *root = mint_cert(&r);
+	struct mint i = {.key = ik, .issuer = root, .issuer_key = rk, .cn = "PL0 Intermediate",
+			 .ca = 1, .not_before = NOW - YEAR, .not_after = NOW + YEAR};
+	X509 *inter = mint_cert(&i);
+	char *dir = make_temp_dir("ekpathlen");
+	struct fleet_ek_roots *roots = NULL;
+	const char *reason = NULL;
+	write_pem_file(dir, "root.pem", root);
+	write_pem_file(dir, "inter.pem", inter);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, NULL), FLEET_OK);
+	for (int oaep = 0; oaep <= 1; oaep++) {
+		struct mint l = {.key = lk, .issuer = inter, .issuer_key = ik, .tcg_san = 1,
+				 .oaep_spki = oaep, .not_before = NOW - DAY,
+				 .not_after = NOW + YEAR};
+		X509 *leaf = mint_cert(&l);
+		assert_int_equal(fleet_ek_chain_verify(roots, leaf, NOW, &reason), FLEET_E_VERIFY);
+		assert_string_equal(reason, "ek-chain-ca-constraint");
+		X509_free(leaf);
+	}
+	fleet_ek_roots_free(roots);
+	rm_rf(dir);
+	free(dir);
+
+	/* Issuer name = subject name, but signed by another key. */
+	struct mint f = {.key = rk, .issuer_key = other, .cn = "Not Really A Root", .ca = 1,
+			 .not_before = NOW - YEAR, .not_after = NOW + YEAR};
+	X509 *fake = mint_cert(&f);
+	dir = make_temp_dir("eklookalike");
+	write_pem_file(dir, "fake.pem", fake);
+	/* Alone it is no root at all ... */
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, NULL), FLEET_E_NOT_FOUND);
+	/* ... and beside a real (unrelated) root it anchors nothing. */
+	write_pem_file(dir, "root.pem", root);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, NULL), FLEET_OK);
+	struct mint l = {.key = lk, .issuer = fake, .issuer_key = rk, .tcg_san = 1,
+			 .not_before = NOW - DAY, .not_after = NOW + YEAR};
+	X509 *leaf = mint_cert(&l);
+	assert_int_equal(fleet_ek_chain_verify(roots, leaf, NOW, &reason), FLEET_E_VERIFY);
+	assert_string_equal(reason, "ek-chain-untrusted");
+	X509_free(leaf);
+	fleet_ek_roots_free(roots);
+	rm_rf(dir);
+	free(dir);
+	X509_free(fake);
+	X509_free(inter);
+	X509_free(root);
+	EVP_PKEY_free(rk);
+	EVP_PKEY_free(ik);
+	EVP_PKEY_free(lk);
+	EVP_PKEY_free(other);
+}
+
 static void test_roots_dir_rules(void **state)
 {
 	(void)state;
@@ -568,6 +630,7 @@ int main(void)
 		cmocka_unit_test(test_chain_sha1_accepted_md5_refused),
 		cmocka_unit_test(test_chain_critical_extensions),
 		cmocka_unit_test(test_chain_refusals),
+		cmocka_unit_test(test_path_length_and_lookalike_root),
 		cmocka_unit_test(test_roots_dir_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);

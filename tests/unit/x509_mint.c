@@ -124,7 +124,12 @@ X509 *mint_cert(const struct mint *m)
 	must(X509_set_pubkey(x, m->key), "pubkey");
 	X509V3_set_ctx(&v3, m->issuer ? m->issuer : x, x, NULL, NULL, 0);
 	if (m->ca) {
-		add_conf(x, &v3, NID_basic_constraints, "critical,CA:TRUE");
+		char bc[64];
+		snprintf(bc, sizeof(bc), "critical,CA:TRUE%s%d", m->pathlen_set ? ",pathlen:" : "",
+			 m->pathlen);
+		if (!m->pathlen_set)
+			snprintf(bc, sizeof(bc), "critical,CA:TRUE");
+		add_conf(x, &v3, NID_basic_constraints, bc);
 		add_conf(x, &v3, NID_key_usage, "critical,keyCertSign,cRLSign");
 	} else {
 		add_conf(x, &v3, NID_basic_constraints, "critical,CA:FALSE");

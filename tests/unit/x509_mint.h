@@ -23,6 +23,8 @@ struct mint {
 	EVP_PKEY *issuer_key; /* NULL: key (self-signed) */
 	const char *cn;       /* NULL: empty subject, as many EK certificates */
 	int ca;               /* basicConstraints CA:TRUE and keyCertSign */
+	int pathlen_set;      /* with ca: add pathlen:<pathlen> */
+	int pathlen;
 	time_t not_before, not_after;
 	const EVP_MD *md;       /* NULL: SHA-256 */
 	const char *extra_oid;  /* an extra extension (body: empty SEQUENCE) */
