@@ -20,6 +20,14 @@
  * Reasons (stable; the client only ever hears "refused"):
  *   intake:  "ek-cert-unparseable", "ek-chain-*" (lib/x509_ek.h),
  *            "ek-key-mismatch", "ek-rsa-missing", "ek-public-malformed",
+ *            "ek-wrong-type" (an ECC key in the RSA slot or back),
+ *            "ek-not-restricted", "ek-not-decrypt", "ek-sign-set",
+ *            "ek-not-fixedtpm", "ek-not-fixedparent" (an EK is a storage
+ *            key: only such a key runs ActivateCredential),
+ *            "ek-hash-mismatch" (the certificate's SPKI hash is not the
+ *            public area's: required unless the certificate labels its
+ *            key id-RSAES-OAEP, whose SPKI no public area reproduces),
+ *            "ak-malformed", "ak-unsupported",
  *            "ak-*" (lib/tpm.h), "ldevid-*": "ldevid-public-malformed",
  *            "ldevid-request-malformed", "ldevid-request-serial",
  *            "ldevid-request-key", and the certify reasons of lib/tpm.h
@@ -27,8 +35,16 @@
  *            "network-report-malformed"
  *   answer:  "session-unknown", "session-expired", "session-state",
  *            "proof-invalid", "network-report-changed",
- *            the quote reasons of lib/tpm.h, "event-log-malformed"
+ *            the quote reasons of lib/tpm.h; and as a failed verdict (not
+ *            an error), "event-log-malformed"
  *   confirm: "session-unknown", "session-state", "confirm-signature"
+ *
+ * Trust rule 4: a round that fails before its request is authenticated
+ * (answer: before the proof and the quote verify; confirm: before the
+ * LDevID signature verifies) leaves the session exactly as it was, state
+ * included, so a forged or replayed request cannot end a machine's open
+ * session. An expired session is reported, not closed: expiry is the
+ * clock's doing, and the daemon reaps expired sessions itself.
  */
 #ifndef FLEET_ATTEST_SERVER_H
 #define FLEET_ATTEST_SERVER_H
@@ -69,11 +85,14 @@ struct fleet_attest_session {
 	char bios_version[FLEET_WIRE_MAX_BIOS + 1];
 	TPM2B_PUBLIC ak;
 	TPM2B_PUBLIC ldevid;
+	TPM2B_PUBLIC ek_rsa;  /* the EK public areas intake verified; */
+	TPM2B_PUBLIC ek_ecc;  /* the challenge wraps its secrets to these */
 	char ek_hash[65];     /* RSA EK: lowercase hex SHA-256 of its SPKI */
 	char ek_hash_ecc[65]; /* "" when the machine has no ECC EK */
 	struct fleet_network_report report;
 	uint8_t report_hash[32]; /* SHA-256 of the intake's report bytes */
 	TPML_PCR_SELECTION selection;
+	bool verdict_pass;       /* the answer's verdict; issue needs true */
 	uint8_t lak_cert_hash[32];
 	uint8_t ldevid_cert_hash[32];
 };

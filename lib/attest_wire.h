@@ -37,7 +37,26 @@
 
 #define FLEET_WIRE_VERSION 1
 
-/* Caps (bytes after base64url decoding, or characters for strings). */
+/*
+ * Decoding rules beyond the caps (lib/attest_wire.c enforces them, so both
+ * sides hold the same reading):
+ *  - caps are bytes: after base64url decoding, or of UTF-8 for strings;
+ *  - a binary field is never empty; session, nonce and proof are exactly
+ *    FLEET_WIRE_ID_LEN bytes; base64url has exactly one spelling (no
+ *    padding, no '+' or '/', unused low bits zero);
+ *  - strings hold no C0 control, DEL or C1 control (U+0080..U+009F);
+ *    "serial" is at least one byte;
+ *  - "ek_rsa", "ek_ecc", "credential_ecc" and "provision" are required
+ *    keys whose value may be null ("ek_rsa": null decodes; fleetd then
+ *    refuses it as ek-rsa-missing);
+ *  - a "pending" or "refused" reply carries "v" and "status" only;
+ *  - "deadline" is UTC, "YYYY-MM-DDThh:mm:ssZ", a date that exists;
+ *  - "pcr_selection" must parse with fleet_pcr_selection_parse;
+ *  - PCR keys are "0".."23" without leading zeros, digests lowercase hex
+ *    of the bank's size, each bank a non-empty object.
+ */
+
+/* Caps (bytes after base64url decoding, or bytes of UTF-8 for strings). */
 #define FLEET_WIRE_MAX_BODY (2u * 1024 * 1024) /* whole request or reply */
 #define FLEET_WIRE_MAX_SERIAL 64
 #define FLEET_WIRE_MAX_UUID 64
@@ -179,7 +198,9 @@ struct fleet_wire_confirm {
 
 /*
  * {"v":1,"status":"confirmed","provision":null} or {"v":1,"status":"refused"}.
- * "provision" carries the configuration code wrapped to the TPM and the
+ * "provision", when not null, is {"id_object":"<b64u>","encrypted_secret":
+ * "<b64u>","proof":"<b64u>"} (proof at most FLEET_WIRE_MAX_CERT bytes) and
+ * carries the configuration code wrapped to the TPM and the
  * proof of a passing check once fleetd provisions (a later protocol
  * revision fills it; v1 clients accept null and an object they store).
  */
@@ -261,5 +282,11 @@ fleet_err fleet_wire_confirm_statement(const uint8_t session[FLEET_WIRE_ID_LEN],
 				       const struct fleet_wire_bytes *lak_cert,
 				       const struct fleet_wire_bytes *ldevid_cert,
 				       struct fleet_buf *out);
+/* The same statement from the two certificates' SHA-256 hashes (what
+ * fleetd keeps in its session instead of the DER). */
+fleet_err fleet_wire_confirm_statement_hashes(const uint8_t session[FLEET_WIRE_ID_LEN],
+					      const uint8_t lak_cert_sha256[32],
+					      const uint8_t ldevid_cert_sha256[32],
+					      struct fleet_buf *out);
 
 #endif

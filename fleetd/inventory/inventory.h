@@ -1,0 +1,90 @@
+/*
+ * inventory.h: where fleetd learns what a machine is meant to be. Two
+ * implementations: NetBox v4 (inventory/netbox.c) and the nodes file
+ * (inventory/nodes_file.c, the same YAML the Terraform module reads).
+ *
+ * Every call distinguishes "the inventory said no" (NOT_FOUND, AMBIGUOUS)
+ * from "the inventory did not answer" (UNAVAILABLE): a NetBox error or
+ * timeout during a pass must write no verdict and quarantine nothing, so a
+ * caller must never read UNAVAILABLE as an answer.
+ */
+#ifndef FLEET_INVENTORY_H
+#define FLEET_INVENTORY_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+enum fleet_inv_result {
+	FLEET_INV_OK = 0,
+	FLEET_INV_NOT_FOUND,   /* no device with that serial */
+	FLEET_INV_AMBIGUOUS,   /* more than one: a refusal, never a guess */
+	FLEET_INV_UNAVAILABLE, /* transport error, timeout, 5xx, auth failure */
+	FLEET_INV_INVALID,     /* the inventory answered with something malformed */
+};
+
+const char *fleet_inv_result_str(enum fleet_inv_result r);
+
+#define FLEET_INV_STR 128
+
+/* One device, as the inventory declares it. Empty string = not set. */
+struct fleet_inv_device {
+	long id; /* NetBox's device id; the nodes file numbers its entries */
+	char name[FLEET_INV_STR];
+	char serial[FLEET_INV_STR];
+	char status[32]; /* NetBox status value: planned, staged, active, failed,
+			    offline, decommissioning, inventory, quarantined... */
+	char primary_ip4[64];
+	/* The custom fields terraform/netbox/folly declares. */
+	char class_name[FLEET_INV_STR];
+	char install_disk[FLEET_INV_STR];
+	char install_disk_serial[FLEET_INV_STR];
+	char bmc_type[FLEET_INV_STR];
+	char tpm_version[32];
+	int amt;                  /* -1 unset, 0 false, 1 true */
+	int secure_boot_expected; /* -1 unset, 0 false, 1 true */
+	char expected_port[FLEET_INV_STR];
+	char desired_action[32];
+	/* The binding (Terraform writes these). */
+	char approved_ek_hash[65];
+	char approved_ek_hash_ecc[65];
+	/* What fleetd proved (fleetd alone writes these; they authorize nothing). */
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+};
+
+/* Who last changed the binding fields (approved_ek_hash[_ecc]) and when. */
+struct fleet_inv_binding_change {
+	bool found; /* false: the binding was never set through a recorded change */
+	char user[FLEET_INV_STR];
+	time_t when;
+	long change_id;
+};
+
+struct fleet_inventory;
+
+struct fleet_inventory_ops {
+	enum fleet_inv_result (*find_by_serial)(struct fleet_inventory *inv, const char *serial,
+						struct fleet_inv_device *out, char *err, size_t errlen);
+	enum fleet_inv_result (*get)(struct fleet_inventory *inv, long id,
+				     struct fleet_inv_device *out, char *err, size_t errlen);
+	enum fleet_inv_result (*binding_change)(struct fleet_inventory *inv, long id,
+						struct fleet_inv_binding_change *out, char *err,
+						size_t errlen);
+	/* fleetd writes only ek_hash, ek_hash_ecc ("" clears) and status. */
+	enum fleet_inv_result (*write_ek_hashes)(struct fleet_inventory *inv, long id,
+						 const char *ek_hash, const char *ek_hash_ecc,
+						 char *err, size_t errlen);
+	enum fleet_inv_result (*set_status)(struct fleet_inventory *inv, long id,
+					    const char *status, char *err, size_t errlen);
+	/* Every device (pagination followed to the end); *out malloc'd. */
+	enum fleet_inv_result (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
+				      size_t *n, char *err, size_t errlen);
+	void (*close)(struct fleet_inventory *inv);
+};
+
+struct fleet_inventory {
+	const struct fleet_inventory_ops *ops;
+};
+
+#endif

@@ -1,0 +1,62 @@
+/*
+ * attest_wire_json.h: the field readers and writers behind attest_wire.c
+ * (internal to libfleet; the protocol's format is lib/attest_wire.h).
+ *
+ * Every reader takes the field's path for error messages ("ek_rsa.public")
+ * and writes only that path and numbers into ec.detail: never bytes of the
+ * input, so the detail is safe to log.
+ */
+#ifndef FLEET_ATTEST_WIRE_JSON_H
+#define FLEET_ATTEST_WIRE_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <jansson.h>
+
+#include "lib/attest_wire.h"
+
+/* Parse body (capped at FLEET_WIRE_MAX_BODY) into a JSON object, check its
+ * keys against allowed (NULL-terminated) and "v" == 1. */
+fleet_err wj_load(const uint8_t *body, size_t len, const char *const *allowed, json_t **out,
+		  struct fleet_errctx *ec);
+/* Every key of obj is in allowed (NULL-terminated). */
+fleet_err wj_keys(const json_t *obj, const char *const *allowed, const char *path,
+		  struct fleet_errctx *ec);
+/* The member key of obj, or NULL with an error when it is missing. */
+json_t *wj_need(const json_t *obj, const char *key, const char *path, fleet_err *e,
+		struct fleet_errctx *ec);
+
+/* The readers below take the member (NULL when it is absent: then the
+ * error is "<path>: missing"). */
+
+/* A string of at most max bytes (UTF-8, no control characters) into dst
+ * (max + 1 bytes). min is the least length accepted. */
+fleet_err wj_string(const json_t *v, const char *path, size_t min, size_t max, char *dst,
+		    struct fleet_errctx *ec);
+/* base64url of 1..max bytes. */
+fleet_err wj_bytes(const json_t *v, const char *path, size_t max, struct fleet_wire_bytes *out,
+		   struct fleet_errctx *ec);
+/* base64url of exactly n bytes into dst. */
+fleet_err wj_fixed(const json_t *v, const char *path, uint8_t *dst, size_t n,
+		   struct fleet_errctx *ec);
+/* One of the status names in allowed (their enum values in vals). */
+fleet_err wj_status(const json_t *obj, const char *const *names, const enum fleet_wire_status *vals,
+		    size_t n, enum fleet_wire_status *out, struct fleet_errctx *ec);
+
+/* True when s (n bytes of valid UTF-8) holds no C0/C1 control and no DEL. */
+bool wj_text_ok(const char *s, size_t n);
+
+/* Writers: each returns 0 on success; -1 when out of memory or the value
+ * cannot be written (bad UTF-8). They build into obj. */
+int wj_put_string(json_t *obj, const char *key, const char *s);
+int wj_put_bytes(json_t *obj, const char *key, const uint8_t *p, size_t n);
+/* Finish: dump obj compactly and append to out; obj is released. */
+fleet_err wj_finish(json_t *obj, struct fleet_buf *out);
+
+/* "2026-11-30T06:00:00Z" <-> time_t (UTC, whole seconds only). */
+fleet_err wj_time_format(time_t t, char out[21]);
+fleet_err wj_time_parse(const char *s, time_t *out);
+
+#endif

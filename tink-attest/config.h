@@ -1,0 +1,41 @@
+/*
+ * config.h: tink-attest's command line and the environment it reads.
+ */
+#ifndef TINK_CONFIG_H
+#define TINK_CONFIG_H
+
+#include "lib/buf.h"
+#include "tink-attest/tink.h"
+#include "tink-attest/transport_curl.h"
+
+#define TINK_DEFAULT_TCTI "device:/dev/tpmrm0"
+#define TINK_DEFAULT_EVENTLOG "/sys/kernel/security/tpm0/binary_bios_measurements"
+#define TINK_DEFAULT_CMDLINE "/proc/cmdline"
+#define TINK_CMDLINE_CA_PARAM "fleet_ca"
+
+struct tink_options {
+	struct tink_config run;
+	struct tink_curl curl;
+	const char *url;
+	const char *cmdline; /* NULL unless --ca-cmdline */
+	int help;
+};
+
+/*
+ * Parse argv. 0 on success; TINK_EXIT_USAGE with msg set otherwise. The
+ * TCTI is --tcti, else $TPM2TOOLS_TCTI, else $TCTI, else device:/dev/tpmrm0.
+ */
+int tink_options_parse(int argc, char **argv, struct tink_options *o, char *msg, size_t msglen);
+void tink_options_free(struct tink_options *o);
+
+/*
+ * The pinned CA from a kernel command line: the parameter fleet_ca=<DER in
+ * base64 or base64url, padding optional> (the HookOS entrypoint's form),
+ * turned into PEM for libcurl. 0, or -1 with msg set.
+ */
+int tink_ca_from_cmdline(const char *cmdline_path, struct fleet_buf *pem, char *msg,
+			 size_t msglen);
+
+void tink_usage(FILE *f);
+
+#endif

@@ -1,0 +1,36 @@
+/*
+ * transport_curl.h: HTTPS to fleetd with libcurl.
+ *
+ * fleetd is pinned: the only trust anchor is fleetd's CA certificate (a PEM
+ * file, or the bytes from the kernel command line); the system store and
+ * any CA directory are not consulted, peer and host name verification are
+ * on, only https is spoken and redirects are not followed.
+ *
+ * Connection errors, timeouts and 5xx answers are retried with capped
+ * exponential backoff and full jitter: before attempt n+1 the client sleeps
+ * a uniformly random time in [0, min(cap, base * 2^(n-1))]. A 4xx is never
+ * retried (fleetd has read the request and will read it the same way
+ * again), and neither is a certificate that does not verify against the pin.
+ */
+#ifndef TINK_TRANSPORT_CURL_H
+#define TINK_TRANSPORT_CURL_H
+
+#include "lib/buf.h"
+#include "tink-attest/transport.h"
+
+struct tink_curl {
+	char base_url[1024];     /* "https://host:port", no trailing slash */
+	const char *ca_file;     /* PEM file; or */
+	struct fleet_buf ca_pem; /* PEM bytes (from the kernel command line) */
+	unsigned connect_timeout_s;
+	unsigned timeout_s;      /* per attempt */
+	unsigned attempts;       /* >= 1 */
+	double backoff_base_s;   /* 0.5 */
+	double backoff_cap_s;    /* 30 */
+};
+
+/* Global libcurl setup; once per process, before any thread. 0 or -1. */
+int tink_curl_global_init(void);
+struct tink_transport tink_curl_transport(struct tink_curl *c);
+
+#endif
