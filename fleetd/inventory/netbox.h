@@ -1,0 +1,54 @@
+/*
+ * netbox.h: the NetBox v4 inventory (REST API, HTTPS only).
+ *
+ * fleetd reads devices (/api/dcim/devices/), reads the device change log
+ * (/api/core/object-changes/) to learn who last changed the binding, and
+ * writes exactly three things back: the custom fields ek_hash and
+ * ek_hash_ecc, and the device status. docs/netbox.md says which fields are
+ * read, how they are checked and what each failure means.
+ *
+ * Every request verifies NetBox's certificate and host name, refuses any
+ * scheme but https, follows no redirect, is bounded in time and in size, and
+ * every value NetBox returns is checked before it reaches a caller: a wrong
+ * type, an overlong string or an EK hash that is not 64 lowercase hex digits
+ * is FLEET_INV_INVALID with the field named. The token is never logged and
+ * never part of an error message.
+ */
+#ifndef FLEET_NETBOX_H
+#define FLEET_NETBOX_H
+
+#include <stddef.h>
+
+#include "fleetd/inventory/inventory.h"
+
+struct fleet_netbox_config {
+	/* "https://netbox.example.org" or with a path prefix
+	 * ("https://example.org/netbox"); the API lives under <base_url>/api/. */
+	const char *base_url;
+	/* A v1 token (40 hex digits, sent as "Authorization: Token <t>") or a v2
+	 * token ("nbt_<key>.<secret>", sent as "Authorization: Bearer <t>"). */
+	const char *token;
+	/* PEM file of the CAs that may sign NetBox's certificate; NULL: the
+	 * system's trust store. */
+	const char *ca_file;
+	/* Bound on each whole request, connect included; 0: 10000 ms. */
+	long timeout_ms;
+	/* Objects asked for per page (limit=); 0: 100. NetBox may return fewer
+	 * (MAX_PAGE_SIZE); every "next" page is followed either way. */
+	unsigned page_size;
+};
+
+/* Caps that hold for every call. */
+#define FLEET_NETBOX_MAX_RESPONSE (8u << 20) /* bytes per HTTP response */
+#define FLEET_NETBOX_MAX_PAGES 10000u        /* pages per listing */
+#define FLEET_NETBOX_MAX_OBJECTS 100000u     /* objects per listing */
+
+/*
+ * Check the configuration and return the inventory, or NULL with the reason in
+ * err. The token is copied (and wiped on close); base_url must be https.
+ * Calls may run concurrently: each request uses its own curl handle.
+ */
+struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg, char *err,
+					  size_t errlen);
+
+#endif

@@ -1,0 +1,432 @@
+/*
+ * netbox_json.c: checked conversion of NetBox v4 JSON into inventory structs.
+ *
+ * The shapes follow NetBox's serializers: a device has "id", "name" (string
+ * or null), "serial", "status" {"value","label"}, "primary_ip4" (null or
+ * {"id","address":"a.b.c.d/n",...}) and "custom_fields" (every custom field
+ * of the model, null when unset). An object change has "id", "time",
+ * "user_name", "action" {"value"}, "changed_object_type" ("dcim.device"),
+ * "changed_object_id" and "prechange_data"/"postchange_data", which are the
+ * model serialized for the change log: there the custom fields sit under
+ * "custom_fields" and may simply be absent when never set.
+ */
+#include "fleetd/inventory/netbox_json.h"
+
+#include <arpa/inet.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+
+/* Printable ASCII or UTF-8 text without control characters. */
+static bool clean_text(const char *s, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		unsigned char c = (unsigned char)s[i];
+		if (c < 0x20 || c == 0x7f)
+			return false;
+	}
+	return true;
+}
+
+/*
+ * Copy the string member key of o into out[cap]. A missing member or null is
+ * "" when optional, else INVALID; any other type, an embedded NUL, a control
+ * character or a length of cap or more is INVALID. what names the object.
+ */
+static enum fleet_inv_result get_text_as(const json_t *o, const char *key, const char *label,
+					 bool optional, char *out, size_t cap, const char *what,
+					 char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, key);
+	out[0] = '\0';
+	if (!v || json_is_null(v)) {
+		if (optional)
+			return FLEET_INV_OK;
+		snprintf(err, errlen, "%s: %s is missing", what, label);
+		return FLEET_INV_INVALID;
+	}
+	if (!json_is_string(v)) {
+		snprintf(err, errlen, "%s: %s is not a string", what, label);
+		return FLEET_INV_INVALID;
+	}
+	const char *s = json_string_value(v);
+	size_t n = json_string_length(v);
+	if (strlen(s) != n || !clean_text(s, n)) {
+		snprintf(err, errlen, "%s: %s holds a control character", what, label);
+		return FLEET_INV_INVALID;
+	}
+	if (n >= cap) {
+		snprintf(err, errlen, "%s: %s is %zu bytes, over the cap of %zu", what, label, n,
+			 cap - 1);
+		return FLEET_INV_INVALID;
+	}
+	memcpy(out, s, n + 1);
+	return FLEET_INV_OK;
+}
+
+static enum fleet_inv_result get_text(const json_t *o, const char *key, bool optional,
+				      char *out, size_t cap, const char *what, char *err,
+				      size_t errlen)
+{
+	return get_text_as(o, key, key, optional, out, cap, what, err, errlen);
+}
+
+static enum fleet_inv_result get_custom_text(const json_t *cf, const char *key, char *out,
+					     size_t cap, const char *what, char *err,
+					     size_t errlen)
+{
+	char label[64];
+	snprintf(label, sizeof(label), "custom field %s", key);
+	return get_text_as(cf, key, label, true, out, cap, what, err, errlen);
+}
+
+static enum fleet_inv_result get_id(const json_t *o, const char *key, long *out,
+				    const char *what, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(o, key);
+	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
+	    json_integer_value(v) > (json_int_t)LONG_MAX) {
+		snprintf(err, errlen, "%s: %s is not a positive integer", what, key);
+		return FLEET_INV_INVALID;
+	}
+	*out = (long)json_integer_value(v);
+	return FLEET_INV_OK;
+}
+
+/* A boolean custom field: true, false, or null/absent (unset). */
+static enum fleet_inv_result get_tristate(const json_t *cf, const char *key, int *out,
+					  const char *what, char *err, size_t errlen)
+{
+	const json_t *v = json_object_get(cf, key);
+	if (!v || json_is_null(v))
+		*out = -1;
+	else if (json_is_boolean(v))
+		*out = json_is_true(v) ? 1 : 0;
+	else {
+		snprintf(err, errlen, "%s: custom field %s is not a boolean", what, key);
+		return FLEET_INV_INVALID;
+	}
+	return FLEET_INV_OK;
+}
+
+bool nb_is_ek_hash(const char *s)
+{
+	size_t i;
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= '0' && s[i] <= '9') || (s[i] >= 'a' && s[i] <= 'f')))
+			return false;
+	return i == 64;
+}
+
+bool nb_is_status_slug(const char *s)
+{
+	size_t i;
+	for (i = 0; s[i]; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') ||
+		      s[i] == '_' || s[i] == '-'))
+			return false;
+	return i >= 1 && i <= 31;
+}
+
+static enum fleet_inv_result get_ek_hash(const json_t *cf, const char *key, char out[65],
+					 const char *what, char *err, size_t errlen)
+{
+	char tmp[FLEET_INV_STR];
+	enum fleet_inv_result r = get_custom_text(cf, key, tmp, sizeof(tmp), what, err, errlen);
+	if (r != FLEET_INV_OK)
+		return r;
+	if (tmp[0] && !nb_is_ek_hash(tmp)) {
+		snprintf(err, errlen, "%s: custom field %s is not 64 lowercase hex digits", what,
+			 key);
+		return FLEET_INV_INVALID;
+	}
+	memcpy(out, tmp, strlen(tmp) + 1);
+	return FLEET_INV_OK;
+}
+
+/* "a.b.c.d/n" with a real IPv4 address and 0 <= n <= 32. */
+static bool is_ipv4_cidr(const char *s)
+{
+	const char *slash = strchr(s, '/');
+	char addr[16];
+	struct in_addr a;
+	if (!slash || (size_t)(slash - s) >= sizeof(addr))
+		return false;
+	memcpy(addr, s, (size_t)(slash - s));
+	addr[slash - s] = '\0';
+	if (inet_pton(AF_INET, addr, &a) != 1)
+		return false;
+	const char *p = slash + 1;
+	if (!p[0] || strlen(p) > 2 || (p[1] && p[0] == '0'))
+		return false;
+	int n = 0;
+	for (; *p; p++) {
+		if (*p < '0' || *p > '9')
+			return false;
+		n = n * 10 + (*p - '0');
+	}
+	return n <= 32;
+}
+
+struct text_field {
+	const char *key;
+	size_t off;
+	size_t cap;
+};
+
+#define TF(k, m) {k, offsetof(struct fleet_inv_device, m), sizeof(((struct fleet_inv_device *)0)->m)}
+static const struct text_field text_fields[] = {
+	TF("class", class_name),
+	TF("install_disk", install_disk),
+	TF("install_disk_serial", install_disk_serial),
+	TF("bmc_type", bmc_type),
+	TF("tpm_version", tpm_version),
+	TF("expected_port", expected_port),
+	TF("desired_action", desired_action),
+};
+#undef TF
+
+enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *err,
+				      size_t errlen)
+{
+	enum fleet_inv_result r;
+	char what[48] = "device";
+	memset(d, 0, sizeof(*d));
+	d->amt = d->secure_boot_expected = -1;
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "a device is not a JSON object");
+		return FLEET_INV_INVALID;
+	}
+	if ((r = get_id(o, "id", &d->id, what, err, errlen)) != FLEET_INV_OK)
+		return r;
+	snprintf(what, sizeof(what), "device %ld", d->id);
+	if ((r = get_text(o, "name", true, d->name, sizeof(d->name), what, err, errlen)) ||
+	    (r = get_text(o, "serial", false, d->serial, sizeof(d->serial), what, err, errlen)))
+		return r;
+
+	const json_t *st = json_object_get(o, "status");
+	if (!json_is_object(st)) {
+		snprintf(err, errlen, "%s: status is not an object with a value", what);
+		return FLEET_INV_INVALID;
+	}
+	if ((r = get_text(st, "value", false, d->status, sizeof(d->status), what, err, errlen)))
+		return r;
+	if (!nb_is_status_slug(d->status)) {
+		snprintf(err, errlen, "%s: status value is not a status slug", what);
+		return FLEET_INV_INVALID;
+	}
+
+	const json_t *ip = json_object_get(o, "primary_ip4");
+	if (ip && !json_is_null(ip)) {
+		if (!json_is_object(ip)) {
+			snprintf(err, errlen, "%s: primary_ip4 is not an object", what);
+			return FLEET_INV_INVALID;
+		}
+		if ((r = get_text(ip, "address", false, d->primary_ip4, sizeof(d->primary_ip4),
+				  what, err, errlen)))
+			return r;
+		if (!is_ipv4_cidr(d->primary_ip4)) {
+			snprintf(err, errlen, "%s: primary_ip4 address is not an IPv4 address/prefix",
+				 what);
+			return FLEET_INV_INVALID;
+		}
+	}
+
+	const json_t *cf = json_object_get(o, "custom_fields");
+	if (!json_is_object(cf)) {
+		snprintf(err, errlen, "%s: custom_fields is not an object", what);
+		return FLEET_INV_INVALID;
+	}
+	for (size_t i = 0; i < sizeof(text_fields) / sizeof(text_fields[0]); i++) {
+		const struct text_field *f = &text_fields[i];
+		if ((r = get_custom_text(cf, f->key, (char *)d + f->off, f->cap, what, err,
+					 errlen)))
+			return r;
+	}
+	if ((r = get_tristate(cf, "amt", &d->amt, what, err, errlen)) ||
+	    (r = get_tristate(cf, "secure_boot_expected", &d->secure_boot_expected, what, err,
+			      errlen)) ||
+	    (r = get_ek_hash(cf, "approved_ek_hash", d->approved_ek_hash, what, err, errlen)) ||
+	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", d->approved_ek_hash_ecc, what, err,
+			     errlen)) ||
+	    (r = get_ek_hash(cf, "ek_hash", d->ek_hash, what, err, errlen)) ||
+	    (r = get_ek_hash(cf, "ek_hash_ecc", d->ek_hash_ecc, what, err, errlen)))
+		return r;
+	return FLEET_INV_OK;
+}
+
+static int digits(const char *s, int n)
+{
+	int v = 0;
+	for (int i = 0; i < n; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (s[i] - '0');
+	}
+	return v;
+}
+
+bool nb_parse_time(const char *s, time_t *t, long *usec)
+{
+	/* YYYY-MM-DDTHH:MM:SS */
+	if (strlen(s) < 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
+	    s[16] != ':')
+		return false;
+	int Y = digits(s, 4), M = digits(s + 5, 2), D = digits(s + 8, 2);
+	int h = digits(s + 11, 2), m = digits(s + 14, 2), sec = digits(s + 17, 2);
+	if (Y < 1970 || M < 1 || M > 12 || D < 1 || D > 31 || h < 0 || h > 23 || m < 0 ||
+	    m > 59 || sec < 0 || sec > 60)
+		return false;
+	const char *p = s + 19;
+	long us = 0;
+	if (*p == '.') {
+		int n = 0;
+		for (p++; *p >= '0' && *p <= '9'; p++, n++)
+			if (n < 6)
+				us = us * 10 + (*p - '0');
+		if (n == 0 || n > 9)
+			return false;
+		for (; n < 6; n++)
+			us *= 10;
+	}
+	long off = 0;
+	if (p[0] == 'Z' && p[1] == '\0') {
+		off = 0;
+	} else if ((p[0] == '+' || p[0] == '-') && strlen(p) == 6 && p[3] == ':') {
+		int oh = digits(p + 1, 2), om = digits(p + 4, 2);
+		if (oh < 0 || oh > 23 || om < 0 || om > 59)
+			return false;
+		off = (oh * 3600L + om * 60L) * (p[0] == '+' ? 1 : -1);
+	} else {
+		return false;
+	}
+	struct tm tm = {.tm_year = Y - 1900, .tm_mon = M - 1, .tm_mday = D,
+			.tm_hour = h, .tm_min = m, .tm_sec = sec};
+	time_t base = timegm(&tm);
+	if (base == (time_t)-1)
+		return false;
+	*t = base - off;
+	*usec = us;
+	return true;
+}
+
+/*
+ * The binding value key from a change-log snapshot (prechange_data or
+ * postchange_data, either may be null): absent, null and "" all mean unset.
+ */
+static enum fleet_inv_result snapshot_value(const json_t *snap, const char *key, const char **out,
+					    const char *what, char *err, size_t errlen)
+{
+	*out = "";
+	if (!snap || json_is_null(snap))
+		return FLEET_INV_OK;
+	if (!json_is_object(snap)) {
+		snprintf(err, errlen, "%s: change data is not an object", what);
+		return FLEET_INV_INVALID;
+	}
+	const json_t *cf = json_object_get(snap, "custom_fields");
+	if (!cf || json_is_null(cf))
+		return FLEET_INV_OK;
+	if (!json_is_object(cf)) {
+		snprintf(err, errlen, "%s: custom_fields in change data is not an object", what);
+		return FLEET_INV_INVALID;
+	}
+	const json_t *v = json_object_get(cf, key);
+	if (!v || json_is_null(v))
+		return FLEET_INV_OK;
+	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+		snprintf(err, errlen, "%s: %s in change data is not a string", what, key);
+		return FLEET_INV_INVALID;
+	}
+	*out = json_string_value(v);
+	return FLEET_INV_OK;
+}
+
+enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
+				      char *err, size_t errlen)
+{
+	enum fleet_inv_result r;
+	char what[64] = "object change";
+	char buf[64];
+	long obj_id;
+	memset(c, 0, sizeof(*c));
+	if (!json_is_object(o)) {
+		snprintf(err, errlen, "an object change is not a JSON object");
+		return FLEET_INV_INVALID;
+	}
+	if ((r = get_id(o, "id", &c->id, what, err, errlen)))
+		return r;
+	snprintf(what, sizeof(what), "object change %ld", c->id);
+	if ((r = get_text(o, "changed_object_type", false, buf, sizeof(buf), what, err, errlen)) ||
+	    (r = get_id(o, "changed_object_id", &obj_id, what, err, errlen)))
+		return r;
+	if (strcmp(buf, "dcim.device") != 0 || obj_id != device_id) {
+		/* The filter was not applied: never read another object's history
+		 * as this device's. */
+		snprintf(err, errlen, "%s is about another object, not dcim.device %ld", what,
+			 device_id);
+		return FLEET_INV_INVALID;
+	}
+	if ((r = get_text(o, "time", false, buf, sizeof(buf), what, err, errlen)))
+		return r;
+	if (!nb_parse_time(buf, &c->when, &c->usec)) {
+		snprintf(err, errlen, "%s: time is not an ISO 8601 date and time", what);
+		return FLEET_INV_INVALID;
+	}
+	if ((r = get_text(o, "user_name", false, c->user, sizeof(c->user), what, err, errlen)))
+		return r;
+	const json_t *act = json_object_get(o, "action");
+	if (!json_is_object(act) ||
+	    (r = get_text(act, "value", false, buf, sizeof(buf), what, err, errlen)) ||
+	    (strcmp(buf, "create") && strcmp(buf, "update") && strcmp(buf, "delete"))) {
+		snprintf(err, errlen, "%s: action is not create, update or delete", what);
+		return FLEET_INV_INVALID;
+	}
+	static const char *const binding[] = {"approved_ek_hash", "approved_ek_hash_ecc"};
+	const json_t *pre = json_object_get(o, "prechange_data");
+	const json_t *post = json_object_get(o, "postchange_data");
+	for (size_t i = 0; i < 2; i++) {
+		const char *a, *b;
+		if ((r = snapshot_value(pre, binding[i], &a, what, err, errlen)) ||
+		    (r = snapshot_value(post, binding[i], &b, what, err, errlen)))
+			return r;
+		if (strcmp(a, b) != 0)
+			c->binding_changed = true;
+	}
+	return FLEET_INV_OK;
+}
+
+void nb_error_detail(const char *body, size_t len, char *out, size_t outlen)
+{
+	json_error_t je;
+	char raw[200] = "";
+	out[0] = '\0';
+	json_t *j = json_loadb(body, len, 0, &je);
+	if (!json_is_object(j)) {
+		json_decref(j);
+		return;
+	}
+	const json_t *v = json_object_get(j, "detail");
+	if (json_is_string(v)) {
+		snprintf(raw, sizeof(raw), "%s", json_string_value(v));
+	} else {
+		/* A validation error: {"field": ["message", ...]} */
+		const char *key;
+		json_t *val;
+		json_object_foreach(j, key, val) {
+			if (json_is_array(val))
+				val = json_array_get(val, 0);
+			if (json_is_string(val)) {
+				snprintf(raw, sizeof(raw), "%s: %s", key, json_string_value(val));
+				break;
+			}
+		}
+	}
+	json_decref(j);
+	size_t o = 0;
+	for (size_t i = 0; raw[i] && o + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)raw[i];
+		out[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	}
+	out[o] = '\0';
+}

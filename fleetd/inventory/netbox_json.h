@@ -1,0 +1,48 @@
+/*
+ * netbox_json.h: NetBox v4 JSON objects to checked C structs (internal to
+ * netbox.c). Nothing here does I/O; every function distrusts its input and
+ * names the offending field in err.
+ */
+#ifndef FLEET_NETBOX_JSON_H
+#define FLEET_NETBOX_JSON_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "fleetd/inventory/inventory.h"
+
+/* A device object (GET /api/dcim/devices/N/ or one list result). */
+enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *err,
+				      size_t errlen);
+
+/* One object change, reduced to what the binding rule needs. */
+struct nb_change {
+	long id;
+	time_t when;
+	long usec; /* sub-second part of the time, for ordering */
+	char user[FLEET_INV_STR];
+	bool binding_changed; /* approved_ek_hash or approved_ek_hash_ecc differ */
+};
+
+/* An entry of /api/core/object-changes/; it must be about dcim.device id. */
+enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
+				      char *err, size_t errlen);
+
+/* ISO 8601 as Django REST framework writes it: 2024-05-01T12:34:56[.ffffff]
+ * then Z or +HH:MM / -HH:MM. Returns false on anything else. */
+bool nb_parse_time(const char *s, time_t *t, long *usec);
+
+/* 64 lowercase hex digits. */
+bool nb_is_ek_hash(const char *s);
+
+/* A status value NetBox could hold: 1..31 of [a-z0-9_-]. */
+bool nb_is_status_slug(const char *s);
+
+/* The most useful sentence of a NetBox error body ({"detail": "..."} or
+ * {"field": ["..."]}), printable ASCII only, capped; "" when there is none. */
+void nb_error_detail(const char *body, size_t len, char *out, size_t outlen);
+
+#endif

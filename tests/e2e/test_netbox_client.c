@@ -1,0 +1,667 @@
+/*
+ * test_netbox_client.c: fleetd's NetBox client (fleetd/inventory/netbox.c)
+ * against the contract fake (tests/fakes/netbox_fake.py) over real TLS with
+ * certificates this test mints. Skips (77) without python3 or openssl.
+ */
+#include "tests/testutil.h"
+
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <jansson.h>
+
+#include "fleetd/inventory/netbox.h"
+#include "tests/e2e/netbox_harness.h"
+
+#define V1 "0123456789abcdef0123456789abcdef01234567"
+#define V1_RO "89abcdef0123456789abcdef0123456789abcdef"
+#define V2 "nbt_AbCdEf123456.s3cretS3cretS3cretS3cretS3cretS3cretS3c"
+#define H1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define H2 "2222222222222222222222222222222222222222222222222222222222222222"
+#define H3 "3333333333333333333333333333333333333333333333333333333333333333"
+#define H4 "4444444444444444444444444444444444444444444444444444444444444444"
+
+static struct fleet_inventory *open_with(const char *base, const char *token, const char *ca,
+					 long timeout_ms)
+{
+	char err[256];
+	struct fleet_netbox_config c = {.base_url = base, .token = token, .ca_file = ca,
+					.timeout_ms = timeout_ms, .page_size = 50};
+	struct fleet_inventory *inv = fleet_netbox_open(&c, err, sizeof(err));
+	if (!inv)
+		fail_msg("fleet_netbox_open: %s", err);
+	return inv;
+}
+
+static struct fleet_inventory *open_v1(void)
+{
+	return open_with(E.base, V1, E.ca, 5000);
+}
+
+#define DEV9 "{\"id\": 9, \"name\": \"w9\", \"serial\": \"SN-NOBIND\", \"status\": " \
+	     "{\"value\": \"planned\", \"label\": \"Planned\"}, \"primary_ip4\": null, " \
+	     "\"custom_fields\": {}}"
+
+static void expect_invalid_get(struct fleet_inventory *inv, long id, const char *needle)
+{
+	struct fleet_inv_device d;
+	char err[256] = "";
+	assert_int_equal(inv->ops->get(inv, id, &d, err, sizeof(err)), FLEET_INV_INVALID);
+	if (needle && !strstr(err, needle))
+		fail_msg("error \"%s\" does not name %s", err, needle);
+	print_message("refused: %s\n", err);
+	assert_int_equal(d.id, 0);
+}
+
+static void write_seed(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	assert_non_null(f);
+	fprintf(f,
+		"{\"paginate_count\": 2, \"max_page_size\": 2,\n"
+		" \"tokens\": {\"" V1 "\": {\"user\": \"fleetd\"}, \"" V2 "\": {\"user\": \"fleetd\"},\n"
+		"            \"" V1_RO "\": {\"user\": \"reader\", \"write\": false}},\n"
+		" \"custom_fields\": [\"class\", \"install_disk\", \"install_disk_serial\", \"bmc_type\",\n"
+		"   \"tpm_version\", \"amt\", \"secure_boot_expected\", \"expected_port\",\n"
+		"   \"approved_ek_hash\", \"approved_ek_hash_ecc\", \"ek_hash\", \"ek_hash_ecc\",\n"
+		"   \"desired_action\"],\n"
+		" \"devices\": [\n"
+		"  {\"id\": 1, \"name\": \"w1\", \"serial\": \"SN-Alpha-01\", \"status\": \"planned\",\n"
+		"   \"primary_ip4\": \"10.0.0.5/24\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"class\": \"worker\", \"install_disk\": \"/dev/nvme0n1\",\n"
+		"     \"install_disk_serial\": \"S5GXNF0R123456\", \"bmc_type\": \"ipmi\",\n"
+		"     \"tpm_version\": \"2.0\", \"amt\": true, \"secure_boot_expected\": false,\n"
+		"     \"expected_port\": \"sw1:Ethernet12\", \"approved_ek_hash\": \"" H1 "\",\n"
+		"     \"approved_ek_hash_ecc\": \"" H2 "\", \"ek_hash\": null,\n"
+		"     \"desired_action\": \"provision\"}},\n"
+		"  {\"id\": 2, \"name\": \"w2\", \"serial\": \"DUP-1\"},\n"
+		"  {\"id\": 3, \"name\": \"w3\", \"serial\": \"dup-1\"},\n"
+		"  {\"id\": 4, \"name\": \"w4\", \"serial\": \"SN-BIND\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}},\n"
+		"  {\"id\": 5, \"name\": \"w5\", \"serial\": \"SN-5\"},\n"
+		"  {\"id\": 6, \"name\": \"w6\", \"serial\": \"SN-6\"},\n"
+		"  {\"id\": 7, \"name\": \"w7\", \"serial\": \"SN-7\"},\n"
+		"  {\"id\": 8, \"name\": \"w8\", \"serial\": \"SN-WRITE\", \"status\": \"planned\",\n"
+		"   \"primary_ip4\": \"10.0.0.8/24\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"class\": \"worker\", \"approved_ek_hash\": \"" H1 "\",\n"
+		"     \"desired_action\": \"provision\"}},\n"
+		"  {\"id\": 9, \"name\": \"w9\", \"serial\": \"SN-NOBIND\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"class\": \"worker\"}},\n"
+		"  {\"id\": 10, \"name\": \"w10\", \"serial\": \"SN-ORDER\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}\n"
+		" ]}\n");
+	fclose(f);
+}
+
+static int setup(void **st)
+{
+	nbf_setup(write_seed);
+	return 0;
+}
+
+static int teardown(void **st)
+{
+	nbf_teardown();
+	return 0;
+}
+
+static void test_open_refuses_bad_config(void **st)
+{
+	char err[256];
+	struct fleet_netbox_config c = {.base_url = "http://127.0.0.1:1", .token = V1};
+	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+	assert_non_null(strstr(err, "https"));
+	c.base_url = "https://user:pw@netbox.example";
+	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+	c.base_url = "https://netbox.example";
+	c.token = "not-a-token-but-a-secret";
+	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+	assert_null(strstr(err, "not-a-token-but-a-secret"));
+	c.token = "nbt_key.sec ret";
+	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+}
+
+static void test_find_by_serial_case_insensitive_with_all_fields(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d;
+	char err[256] = "";
+	assert_int_equal(inv->ops->find_by_serial(inv, "sn-ALPHA-01", &d, err, sizeof(err)),
+			 FLEET_INV_OK);
+	assert_int_equal(d.id, 1);
+	assert_string_equal(d.name, "w1");
+	assert_string_equal(d.serial, "SN-Alpha-01");
+	assert_string_equal(d.status, "planned");
+	assert_string_equal(d.primary_ip4, "10.0.0.5/24");
+	assert_string_equal(d.class_name, "worker");
+	assert_string_equal(d.install_disk, "/dev/nvme0n1");
+	assert_string_equal(d.install_disk_serial, "S5GXNF0R123456");
+	assert_string_equal(d.bmc_type, "ipmi");
+	assert_string_equal(d.tpm_version, "2.0");
+	assert_int_equal(d.amt, 1);
+	assert_int_equal(d.secure_boot_expected, 0);
+	assert_string_equal(d.expected_port, "sw1:Ethernet12");
+	assert_string_equal(d.desired_action, "provision");
+	assert_string_equal(d.approved_ek_hash, H1);
+	assert_string_equal(d.approved_ek_hash_ecc, H2);
+	assert_string_equal(d.ek_hash, "");
+	assert_string_equal(d.ek_hash_ecc, "");
+	/* the lookup went out as NetBox's serial filter, with the v1 scheme */
+	json_t *s = nbf_state();
+	json_t *log = json_object_get(s, "log");
+	json_t *last = json_array_get(log, json_array_size(log) - 1);
+	assert_non_null(strstr(json_string_value(json_object_get(last, "query")),
+			       "serial=sn-ALPHA-01"));
+	assert_string_equal(json_string_value(json_object_get(last, "scheme")), "Token");
+	json_decref(s);
+	/* unset booleans read as -1 */
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NOBIND", &d, err, sizeof(err)),
+			 FLEET_INV_OK);
+	assert_int_equal(d.amt, -1);
+	assert_int_equal(d.secure_boot_expected, -1);
+	assert_string_equal(d.primary_ip4, "");
+	inv->ops->close(inv);
+}
+
+static void test_find_refuses_ambiguous_and_unknown(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d;
+	char err[256] = "";
+	assert_int_equal(inv->ops->find_by_serial(inv, "Dup-1", &d, err, sizeof(err)),
+			 FLEET_INV_AMBIGUOUS);
+	assert_int_equal(d.id, 0);
+	assert_non_null(strstr(err, "refusing to guess"));
+	print_message("refused: %s\n", err);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NONE", &d, err, sizeof(err)),
+			 FLEET_INV_NOT_FOUND);
+	/* an empty serial would be no filter at all: not even asked */
+	size_t before = nbf_log_len();
+	assert_int_equal(inv->ops->find_by_serial(inv, "", &d, err, sizeof(err)),
+			 FLEET_INV_NOT_FOUND);
+	assert_int_equal(nbf_log_len(), before);
+	assert_int_equal(inv->ops->get(inv, 999, &d, err, sizeof(err)), FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_string_equal(d.serial, "SN-WRITE");
+	inv->ops->close(inv);
+}
+
+static void test_binding_change_author(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_binding_change b;
+	char err[256] = "";
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_true(b.found);
+	assert_string_equal(b.user, "terraform");
+	/* a human editing another field does not become the binding's author */
+	nbf_ctl("/_fake/change", "{\"device\": 4, \"user\": \"alice\", "
+			     "\"custom_fields\": {\"class\": \"storage\"}}");
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_string_equal(b.user, "terraform");
+	/* a human changing the binding does */
+	nbf_ctl("/_fake/change", "{\"device\": 4, \"user\": \"alice\", "
+			     "\"custom_fields\": {\"approved_ek_hash_ecc\": \"" H3 "\"}}");
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_string_equal(b.user, "alice");
+	long alice_change = b.change_id;
+	json_t *s = nbf_state();
+	json_t *ch = json_object_get(s, "changes");
+	assert_int_equal(json_integer_value(json_object_get(
+				 json_array_get(ch, json_array_size(ch) - 1), "id")),
+			 alice_change);
+	json_decref(s);
+	/* fleetd writing ek_hash is not a binding change */
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 4, H2, "", err, sizeof(err)),
+			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_string_equal(b.user, "alice");
+	assert_int_equal(b.change_id, alice_change);
+	/* a device whose binding was never set */
+	assert_int_equal(inv->ops->binding_change(inv, 9, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_false(b.found);
+	assert_string_equal(b.user, "");
+	inv->ops->close(inv);
+}
+
+static void test_binding_change_newest_by_time_not_by_order(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_binding_change b;
+	char err[256] = "";
+	/* ids ascending: terraform (now), carol (2099), bob (2001) */
+	nbf_ctl("/_fake/change", "{\"device\": 10, \"user\": \"carol\", \"time\": "
+			     "\"2099-01-01T00:00:00Z\", \"custom_fields\": "
+			     "{\"approved_ek_hash\": \"" H2 "\"}}");
+	nbf_ctl("/_fake/change", "{\"device\": 10, \"user\": \"bob\", \"time\": "
+			     "\"2001-01-01T00:00:00Z\", \"custom_fields\": "
+			     "{\"approved_ek_hash\": \"" H3 "\"}}");
+	nbf_ctl("/_fake/ignore_ordering", "{\"on\": true}");
+	enum fleet_inv_result r = inv->ops->binding_change(inv, 10, &b, err, sizeof(err));
+	nbf_ctl("/_fake/ignore_ordering", "{\"on\": false}");
+	assert_int_equal(r, FLEET_INV_OK);
+	assert_string_equal(b.user, "carol");
+	assert_int_equal(b.when, 4070908800); /* 2099-01-01T00:00:00Z */
+	inv->ops->close(inv);
+}
+
+static void test_write_ek_hashes_writes_only_those(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	char err[256] = "";
+	json_t *before = nbf_state();
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H4, "", err, sizeof(err)),
+			 FLEET_INV_OK);
+	json_t *after = nbf_state();
+	/* every other device is as it was */
+	for (long id = 1; id <= 10; id++)
+		if (id != 8)
+			assert_true(json_equal(nbf_device(before, id), nbf_device(after, id)));
+	json_t *d0 = json_deep_copy(nbf_device(before, 8));
+	json_t *d1 = nbf_device(after, 8);
+	json_t *cf0 = json_object_get(d0, "custom_fields");
+	assert_string_equal(json_string_value(json_object_get(json_object_get(d1, "custom_fields"),
+							      "ek_hash")), H4);
+	assert_true(json_is_null(json_object_get(json_object_get(d1, "custom_fields"),
+						 "ek_hash_ecc")));
+	json_object_set_new(cf0, "ek_hash", json_string(H4));
+	json_object_set_new(cf0, "ek_hash_ecc", json_null());
+	assert_true(json_equal(d0, d1)); /* only those two changed */
+	json_decref(d0);
+	/* the PATCH carried nothing else */
+	json_t *log = json_object_get(after, "log");
+	json_t *req = json_array_get(log, json_array_size(log) - 1);
+	assert_string_equal(json_string_value(json_object_get(req, "method")), "PATCH");
+	assert_string_equal(json_string_value(json_object_get(req, "path")), "/api/dcim/devices/8/");
+	json_t *body = json_loads(json_string_value(json_object_get(req, "body")), 0, NULL);
+	assert_int_equal(json_object_size(body), 1);
+	assert_int_equal(json_object_size(json_object_get(body, "custom_fields")), 2);
+	json_decref(body);
+	/* and NetBox logged it as fleetd's change */
+	json_t *ch = json_object_get(after, "changes");
+	json_t *last = json_array_get(ch, json_array_size(ch) - 1);
+	assert_string_equal(json_string_value(json_object_get(last, "user_name")), "fleetd");
+	assert_int_equal(json_integer_value(json_object_get(last, "changed_object_id")), 8);
+	json_decref(before);
+	json_decref(after);
+	/* a malformed hash is refused before anything is sent */
+	size_t n = nbf_log_len();
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "ABCDEF", "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "", H1 "0", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_int_equal(nbf_log_len(), n);
+	/* NetBox must answer with what was written, or the write did not happen */
+	nbf_canned("/api/dcim/devices/8/", 200, "application/json",
+	       "{\"id\": 8, \"name\": \"w8\", \"serial\": \"SN-WRITE\", \"status\": "
+	       "{\"value\": \"planned\"}, \"custom_fields\": {\"ek_hash\": null}}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "other EK hashes"));
+	inv->ops->close(inv);
+}
+
+static void test_set_status(void **st)
+{
+	struct fleet_inventory *inv = open_with(E.base, V2, E.ca, 5000);
+	struct fleet_inv_device d;
+	char err[256] = "";
+	assert_int_equal(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), FLEET_INV_OK);
+	json_t *s = nbf_state();
+	assert_string_equal(json_string_value(json_object_get(nbf_device(s, 8), "status")),
+			    "active");
+	json_t *log = json_object_get(s, "log");
+	json_t *req = json_array_get(log, json_array_size(log) - 1);
+	assert_string_equal(json_string_value(json_object_get(req, "body")),
+			    "{\"status\":\"active\"}");
+	assert_string_equal(json_string_value(json_object_get(req, "scheme")), "Bearer");
+	json_t *ch = json_object_get(s, "changes");
+	assert_string_equal(json_string_value(json_object_get(
+				    json_array_get(ch, json_array_size(ch) - 1), "user_name")),
+			    "fleetd");
+	json_decref(s);
+	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_string_equal(d.status, "active");
+	assert_string_equal(d.ek_hash, H4);
+	/* NetBox refuses a status it does not know: its reason comes back */
+	assert_int_equal(inv->ops->set_status(inv, 8, "bogus", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "not a valid choice"));
+	assert_int_equal(inv->ops->set_status(inv, 8, "Active; DROP", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	nbf_canned("/api/dcim/devices/8/", 200, "application/json",
+	       "{\"id\": 8, \"name\": \"w8\", \"serial\": \"SN-WRITE\", \"status\": "
+	       "{\"value\": \"active\"}, \"custom_fields\": {}}");
+	assert_int_equal(inv->ops->set_status(inv, 8, "failed", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	inv->ops->close(inv);
+}
+
+static void test_list_follows_pagination(void **st)
+{
+	struct fleet_inventory *inv = open_with(E.base, V2, E.ca, 5000);
+	struct fleet_inv_device *v = NULL;
+	size_t n = 0, pages = 0, i;
+	char err[256] = "";
+	size_t before = nbf_log_len();
+	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(n, 10);
+	bool seen[11] = {false};
+	for (i = 0; i < n; i++) {
+		assert_true(v[i].id >= 1 && v[i].id <= 10);
+		assert_false(seen[v[i].id]);
+		seen[v[i].id] = true;
+	}
+	free(v);
+	json_t *s = nbf_state();
+	json_t *req;
+	json_array_foreach(json_object_get(s, "log"), i, req)
+		if (i >= before && !strcmp(json_string_value(json_object_get(req, "path")),
+					   "/api/dcim/devices/"))
+			pages++;
+	json_decref(s);
+	assert_int_equal(pages, 5); /* MAX_PAGE_SIZE 2 */
+	inv->ops->close(inv);
+}
+
+static void test_bad_tokens_are_unavailable(void **st)
+{
+	struct fleet_inv_device d;
+	char err[256] = "";
+	struct fleet_inventory *inv =
+		open_with(E.base, "ffffffffffffffffffffffffffffffffffffffff", E.ca, 5000);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "Invalid v1 token"));
+	assert_non_null(strstr(err, "refused fleetd's token"));
+	print_message("refused: %s\n", err);
+	assert_null(strstr(err, "ffffffffff"));
+	inv->ops->close(inv);
+	inv = open_with(E.base, "nbt_AbCdEf123456.wrongwrongwrong", E.ca, 5000);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "Invalid v2 token"));
+	assert_null(strstr(err, "wrongwrong"));
+	inv->ops->close(inv);
+	/* a read-only token may read but its write is refused, and said so */
+	inv = open_with(E.base, V1_RO, E.ca, 5000);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->set_status(inv, 1, "active", err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "HTTP 403"));
+	inv->ops->close(inv);
+}
+
+static void test_server_errors_are_unavailable(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d, *v = NULL;
+	struct fleet_inv_binding_change b;
+	size_t n = 7;
+	char err[256] = "";
+	nbf_ctl("/_fake/fail", "{\"status\": 503}");
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "HTTP 503"));
+	nbf_ctl("/_fake/fail", "{\"status\": 500}");
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	assert_false(b.found);
+	/* a failure on a later page fails the whole listing */
+	nbf_ctl("/_fake/fail", "{\"status\": 502, \"after\": 2}");
+	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_null(v);
+	assert_int_equal(n, 0);
+	/* and once NetBox is back, so is the answer */
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+			 FLEET_INV_OK);
+	inv->ops->close(inv);
+}
+
+static long ms_since(const struct timespec *t0)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
+}
+
+static void test_timeout_is_unavailable_and_bounded(void **st)
+{
+	struct fleet_inventory *inv = open_with(E.base, V1, E.ca, 1000);
+	struct fleet_inv_binding_change b;
+	char err[256] = "";
+	struct timespec t0;
+	nbf_ctl("/_fake/delay", "{\"ms\": 4000}");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	long ms = ms_since(&t0);
+	assert_true(ms >= 900 && ms < 2500);
+	assert_non_null(strstr(err, "within 1000 ms"));
+	print_message("refused: %s\n", err);
+	assert_false(b.found);
+	inv->ops->close(inv);
+}
+
+static void test_tls_is_verified(void **st)
+{
+	struct fleet_inv_device d;
+	char err[256] = "", base2[64];
+	size_t before = nbf_log_len();
+	/* a CA that did not sign NetBox's certificate */
+	struct fleet_inventory *inv = open_with(E.base, V1, E.rogue_ca, 5000);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", err);
+	inv->ops->close(inv);
+	/* the system store does not know the test CA either */
+	inv = open_with(E.base, V1, NULL, 5000);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	inv->ops->close(inv);
+	/* the right CA, but a certificate for another name */
+	pid_t p2 = nbf_start(E.badname_cert, E.key, base2, sizeof(base2));
+	inv = open_with(base2, V1, E.ca, 5000);
+	enum fleet_inv_result r = inv->ops->get(inv, 1, &d, err, sizeof(err));
+	inv->ops->close(inv);
+	nbf_stop(p2);
+	assert_int_equal(r, FLEET_INV_UNAVAILABLE);
+	/* no request (and no token) reached the HTTP layer */
+	assert_int_equal(nbf_log_len(), before);
+	/* NetBox not under this path prefix: its 404 is not an answer */
+	char prefixed[96];
+	snprintf(prefixed, sizeof(prefixed), "%s/netbox/", E.base);
+	inv = open_with(prefixed, V1, E.ca, 5000);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
+	inv->ops->close(inv);
+}
+
+static void test_malformed_answers_are_invalid(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	const char *p1 = "/api/dcim/devices/1/";
+	nbf_canned(p1, 200, "application/json", "{\"id\": 1, ");
+	expect_invalid_get(inv, 1, "not a JSON object");
+	nbf_canned(p1, 200, "text/html", "<html>Log in</html>");
+	expect_invalid_get(inv, 1, "Content-Type");
+	nbf_canned(p1, 200, "application/json",
+	       "{\"id\": 1, \"name\": \"w1\", \"serial\": \"SN-Alpha-01\", \"status\": "
+	       "{\"value\": \"planned\"}, \"custom_fields\": {\"approved_ek_hash\": \"" H2 "\", "
+	       "\"approved_ek_hash\": \"" H1 "\"}}");
+	expect_invalid_get(inv, 1, "not a JSON object");
+	nbf_canned(p1, 200, "application/json",
+	       "{\"id\": 1, \"name\": \"w1\", \"serial\": \"SN-Alpha-01\", \"status\": "
+	       "\"planned\", \"custom_fields\": {}}");
+	expect_invalid_get(inv, 1, "status");
+	nbf_canned(p1, 200, "application/json",
+	       "{\"id\": 1, \"name\": \"w1\", \"serial\": \"SN-Alpha-01\", \"status\": "
+	       "{\"value\": \"planned\"}, \"primary_ip4\": {\"address\": \"10.0.0.500/24\"}, "
+	       "\"custom_fields\": {}}");
+	expect_invalid_get(inv, 1, "primary_ip4");
+	nbf_canned(p1, 200, "application/json",
+	       "{\"id\": \"1\", \"serial\": \"x\", \"status\": {\"value\": \"planned\"}, "
+	       "\"custom_fields\": {}}");
+	expect_invalid_get(inv, 1, "id");
+	/* an answer about another device than the one asked for */
+	nbf_canned(p1, 200, "application/json", DEV9);
+	expect_invalid_get(inv, 1, "device 9");
+	/* a redirect is not followed: the token stays with base_url */
+	struct fleet_inv_device d;
+	char err[256] = "";
+	char loc[128], *req;
+	snprintf(loc, sizeof(loc), "%s/api/dcim/devices/1/", E.base);
+	json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "path", p1, "status", 302, "body", "",
+			      "location", loc);
+	req = json_dumps(j, JSON_COMPACT);
+	json_decref(j);
+	nbf_ctl("/_fake/raw", req);
+	free(req);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "redirected"));
+	/* over the size cap */
+	size_t big = FLEET_NETBOX_MAX_RESPONSE + 4096;
+	char *huge = malloc(big + 3);
+	assert_non_null(huge);
+	memset(huge, ' ', big + 2);
+	huge[0] = '{';
+	huge[big + 1] = '}';
+	huge[big + 2] = '\0';
+	nbf_canned(p1, 200, "application/json", huge);
+	free(huge);
+	expect_invalid_get(inv, 1, "over");
+	inv->ops->close(inv);
+}
+
+static void test_custom_field_values_are_checked(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d;
+	char err[256] = "", req[512];
+	char longv[201];
+	memset(longv, 'x', 200);
+	longv[200] = '\0';
+	nbf_ctl("/_fake/change", "{\"device\": 5, \"user\": \"admin\", "
+			     "\"custom_fields\": {\"amt\": \"yes\"}}");
+	expect_invalid_get(inv, 5, "amt");
+	/* the same device through the serial lookup is refused too */
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-5", &d, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	/* and a listing with one bad device is no listing: a device skipped
+	 * would look absent from NetBox, and absent devices are revoked */
+	struct fleet_inv_device *v = NULL;
+	size_t n = 0;
+	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_INVALID);
+	assert_null(v);
+	nbf_ctl("/_fake/change", "{\"device\": 5, \"user\": \"admin\", "
+			     "\"custom_fields\": {\"amt\": null}}");
+	snprintf(req, sizeof(req), "{\"device\": 6, \"user\": \"admin\", "
+		 "\"custom_fields\": {\"class\": \"%s\"}}", longv);
+	nbf_ctl("/_fake/change", req);
+	expect_invalid_get(inv, 6, "class");
+	nbf_ctl("/_fake/change", "{\"device\": 6, \"user\": \"admin\", "
+			     "\"custom_fields\": {\"class\": \"worker\\u0007\"}}");
+	expect_invalid_get(inv, 6, "class");
+	nbf_ctl("/_fake/change", "{\"device\": 6, \"user\": \"admin\", "
+			     "\"custom_fields\": {\"class\": 7}}");
+	expect_invalid_get(inv, 6, "class");
+	nbf_ctl("/_fake/change", "{\"device\": 6, \"user\": \"admin\", "
+			     "\"custom_fields\": {\"class\": null}}");
+	nbf_ctl("/_fake/change", "{\"device\": 7, \"user\": \"admin\", \"custom_fields\": "
+			     "{\"approved_ek_hash\": \"ABCDEF" H1 "\"}}");
+	expect_invalid_get(inv, 7, "approved_ek_hash");
+	nbf_ctl("/_fake/change", "{\"device\": 7, \"user\": \"admin\", \"custom_fields\": "
+			     "{\"approved_ek_hash\": \"" H1 "\", \"ek_hash_ecc\": "
+			     "\"AAAA" H1 "\"}}");
+	expect_invalid_get(inv, 7, "ek_hash_ecc");
+	nbf_ctl("/_fake/change", "{\"device\": 7, \"user\": \"admin\", \"custom_fields\": "
+			     "{\"approved_ek_hash\": null, \"ek_hash_ecc\": null}}");
+	assert_int_equal(inv->ops->get(inv, 7, &d, err, sizeof(err)), FLEET_INV_OK);
+	/* a change-log author longer than the inventory holds is refused, not cut */
+	struct fleet_inv_binding_change b;
+	snprintf(req, sizeof(req), "{\"device\": 5, \"user\": \"%s\", "
+		 "\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}", longv);
+	nbf_ctl("/_fake/change", req);
+	assert_int_equal(inv->ops->binding_change(inv, 5, &b, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "user_name"));
+	assert_false(b.found);
+	inv->ops->close(inv);
+}
+
+static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d, *v = NULL;
+	struct fleet_inv_binding_change b;
+	size_t n = 0;
+	char err[256] = "";
+	/* NetBox answering the serial lookup with another serial: the filter
+	 * was not applied, and nothing is picked from an unfiltered list */
+	nbf_canned("/api/dcim/devices/", 200, "application/json",
+	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [" DEV9 "]}");
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_int_equal(d.id, 0);
+	nbf_canned("/api/core/object-changes/", 200, "application/json",
+	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [{\"id\": 3, "
+	       "\"time\": \"2026-01-01T00:00:00Z\", \"user_name\": \"mallory\", \"action\": "
+	       "{\"value\": \"update\"}, \"changed_object_type\": \"dcim.interface\", "
+	       "\"changed_object_id\": 1, \"prechange_data\": null, \"postchange_data\": "
+	       "{\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}}]}");
+	assert_int_equal(inv->ops->binding_change(inv, 1, &b, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_false(b.found);
+	nbf_canned("/api/core/object-changes/", 200, "application/json",
+	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [{\"id\": 3, "
+	       "\"time\": \"2026-01-01T00:00:00Z\", \"user_name\": \"mallory\", \"action\": "
+	       "{\"value\": \"update\"}, \"changed_object_type\": \"dcim.device\", "
+	       "\"changed_object_id\": 2, \"prechange_data\": null, \"postchange_data\": "
+	       "{\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}}]}");
+	assert_int_equal(inv->ops->binding_change(inv, 1, &b, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "another object"));
+	/* a next link naming another endpoint is not followed */
+	nbf_canned("/api/dcim/devices/", 200, "application/json",
+	       "{\"count\": 3, \"previous\": null, \"next\": \"https://127.0.0.1/api/users/"
+	       "tokens/?limit=2&offset=2\", \"results\": [" DEV9 "]}");
+	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_INVALID);
+	assert_null(v);
+	/* a next link naming another host is re-based onto base_url: the token
+	 * never leaves for evil.invalid, and the walk goes on at NetBox */
+	size_t before = nbf_log_len();
+	nbf_canned("/api/dcim/devices/", 200, "application/json",
+	       "{\"count\": 10, \"previous\": null, \"next\": \"https://evil.invalid:8443"
+	       "/api/dcim/devices/?exclude=config_context&limit=2&offset=2\", \"results\": ["
+	       DEV9 "]}");
+	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_OK);
+	free(v);
+	assert_int_equal(n, 9); /* the canned one, then offsets 2..9 */
+	json_t *s = nbf_state();
+	json_t *req = json_array_get(json_object_get(s, "log"), before + 1);
+	assert_non_null(strstr(json_string_value(json_object_get(req, "query")), "offset=2"));
+	json_decref(s);
+	inv->ops->close(inv);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_open_refuses_bad_config),
+		cmocka_unit_test(test_find_by_serial_case_insensitive_with_all_fields),
+		cmocka_unit_test(test_find_refuses_ambiguous_and_unknown),
+		cmocka_unit_test(test_binding_change_author),
+		cmocka_unit_test(test_binding_change_newest_by_time_not_by_order),
+		cmocka_unit_test(test_write_ek_hashes_writes_only_those),
+		cmocka_unit_test(test_set_status),
+		cmocka_unit_test(test_list_follows_pagination),
+		cmocka_unit_test(test_bad_tokens_are_unavailable),
+		cmocka_unit_test(test_server_errors_are_unavailable),
+		cmocka_unit_test(test_timeout_is_unavailable_and_bounded),
+		cmocka_unit_test(test_tls_is_verified),
+		cmocka_unit_test(test_malformed_answers_are_invalid),
+		cmocka_unit_test(test_custom_field_values_are_checked),
+		cmocka_unit_test(test_unfiltered_answers_and_foreign_links_are_refused),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}

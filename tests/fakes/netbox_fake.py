@@ -1,0 +1,474 @@
+# Contract fake of the NetBox v4.2+ REST API (checked against netbox-community/netbox: dcim/filtersets.py DeviceFilterSet, core/filtersets.py ObjectChangeFilterSet, core/api/serializers_/change_logging.py, core/models/change_logging.py, netbox/api/pagination.py, netbox/api/authentication.py + users/tests/test_api.py (v4.5 token forms), extras/api/customfields.py, utilities/serialization.py serialize_object, docs/integrations/rest-api.md).
+"""
+What it reproduces, and only that (everything fleetd's NetBox client uses):
+
+  GET   /api/dcim/devices/            filters: serial (iexact, repeatable, an
+                                      empty value filters nothing), id;
+                                      exclude=config_context; limit/offset
+  GET   /api/dcim/devices/<id>/
+  PATCH /api/dcim/devices/<id>/       status, custom_fields (merged into the
+                                      stored ones, unknown names refused),
+                                      name, serial; writes an object change
+                                      by the token's user unless nothing
+                                      changed (CHANGELOG_SKIP_EMPTY_CHANGES)
+  GET   /api/core/object-changes/     filters: changed_object_type
+                                      ("app.model"), changed_object_id,
+                                      user_name, action; ordering (default
+                                      -time, pk tiebreak); limit/offset
+
+Auth as NetBox 4.5: "Token <v1>" and "Bearer nbt_<key>.<secret>"; a bad
+token is 403 {"detail": "Invalid v1 token"} / {"detail": "Invalid v2
+token"}; none is 403 "Authentication credentials were not provided.";
+a read-only token writing is 403. Pagination as OptionalLimitOffsetPagination:
+PAGINATE_COUNT and MAX_PAGE_SIZE come from the seed (small, to force pages),
+"next" is the request URL with limit/offset replaced.
+
+The seed (JSON, argv) holds {"paginate_count", "max_page_size", "tokens":
+{token: {"user", "write"}}, "custom_fields": [names], "devices": [{"id",
+"name", "serial", "status", "primary_ip4", "custom_fields", "created_by"}]}.
+Each seeded device gets a "create" object change by created_by.
+
+Test control, no auth, under /_fake/ (never part of NetBox):
+  POST /_fake/fail     {"status": 503, "count": 1, "after": 0}
+                       the API requests after the next "after" ones fail
+  POST /_fake/delay    {"ms": 3000, "count": 1}      next API requests stall
+  POST /_fake/change   {"device": id, "user": "alice", "custom_fields": {},
+                        "status": "...", "serial": "...", "time": iso?}
+  POST /_fake/raw      {"path": "/api/...", "status": 200, "body": "...",
+                        "content_type": "application/json", "location": None,
+                        "count": 1}        the next answers for that path
+  POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
+                                            whatever ordering asks (as DRF
+                                            does with an ordering it ignores)
+  GET  /_fake/state    devices, object changes and the request log (method,
+                       path, query, auth scheme, user, body) - never tokens
+
+Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
+"""
+import copy
+import datetime
+import json
+import socket
+import ssl
+import sys
+import threading
+import time
+import uuid
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from urllib.parse import parse_qs, urlencode, urlsplit
+
+STATUS_CHOICES = {
+    "offline": "Offline", "active": "Active", "planned": "Planned", "staged": "Staged",
+    "failed": "Failed", "inventory": "Inventory", "decommissioning": "Decommissioning",
+}
+ACTION_LABELS = {"create": "Created", "update": "Updated", "delete": "Deleted"}
+TOKEN_PREFIX = "nbt_"
+
+
+class State:
+    def __init__(self, seed):
+        self.lock = threading.Lock()
+        self.paginate_count = int(seed.get("paginate_count", 2))
+        self.max_page_size = int(seed.get("max_page_size", 2))
+        self.tokens = seed["tokens"]
+        self.cf_names = list(seed["custom_fields"])
+        self.devices = {}
+        self.ips = {}
+        self.changes = []
+        self.log = []
+        self.fail = []      # statuses of the next failures
+        self.delays = []    # ms of the next delays
+        self.raw = {}       # path -> list of canned answers
+        self.ignore_ordering = False
+        self.last_time = datetime.datetime.now(datetime.timezone.utc)
+        for d in seed["devices"]:
+            dev = {
+                "id": int(d["id"]), "name": d.get("name"), "serial": d.get("serial", ""),
+                "status": d.get("status", "planned"),
+                "primary_ip4": None,
+                "custom_field_data": dict(d.get("custom_fields", {})),
+            }
+            if d.get("primary_ip4"):
+                ip_id = 1000 + dev["id"]
+                self.ips[ip_id] = d["primary_ip4"]
+                dev["primary_ip4"] = ip_id
+            self.devices[dev["id"]] = dev
+            self.record(dev["id"], "create", None, self.snapshot(dev),
+                        d.get("created_by", "admin"))
+
+    def now(self, at=None):
+        if at:
+            return datetime.datetime.fromisoformat(at.replace("Z", "+00:00"))
+        t = datetime.datetime.now(datetime.timezone.utc)
+        if t <= self.last_time:
+            t = self.last_time + datetime.timedelta(microseconds=1)
+        self.last_time = t
+        return t
+
+    # utilities/serialization.py serialize_object: Django's model serializer
+    # (foreign keys as ids, choice fields as values), custom_field_data as
+    # "custom_fields", with created/last_updated left out of the diff.
+    def snapshot(self, dev):
+        return {
+            "name": dev["name"], "serial": dev["serial"], "status": dev["status"],
+            "primary_ip4": dev["primary_ip4"], "primary_ip6": None, "oob_ip": None,
+            "custom_fields": copy.deepcopy(dev["custom_field_data"]), "tags": [],
+        }
+
+    def record(self, dev_id, action, pre, post, user, at=None):
+        dev = self.devices.get(dev_id)
+        self.changes.append({
+            "id": len(self.changes) + 1, "time": self.now(at), "user_name": user,
+            "request_id": str(uuid.uuid4()), "action": action,
+            "changed_object_type": "dcim.device", "changed_object_id": dev_id,
+            "object_repr": (dev or {}).get("name") or f"Device {dev_id}",
+            "prechange_data": pre, "postchange_data": post,
+        })
+
+    def apply(self, dev, patch, user, at=None):
+        """Apply a device PATCH; return an error dict (HTTP 400) or None."""
+        errors = {}
+        if "status" in patch and patch["status"] not in STATUS_CHOICES:
+            errors["status"] = [f"\"{patch['status']}\" is not a valid choice."]
+        cf = patch.get("custom_fields")
+        if cf is not None:
+            if not isinstance(cf, dict):
+                errors["custom_fields"] = ["Invalid data format. Custom field data must be "
+                                           "passed as a dictionary mapping field names to "
+                                           "their values."]
+            else:
+                for k in cf:
+                    if k not in self.cf_names:
+                        errors["custom_fields"] = [f"Unknown field name '{k}' in custom "
+                                                   "field data."]
+        if errors:
+            return errors
+        pre = self.snapshot(dev)
+        for k in ("name", "serial", "status"):
+            if k in patch:
+                dev[k] = patch[k]
+        if cf:
+            dev["custom_field_data"] = {**dev["custom_field_data"], **cf}
+        post = self.snapshot(dev)
+        if pre != post:
+            self.record(dev["id"], "update", pre, post, user, at)
+        return None
+
+    def device_json(self, dev, base, exclude):
+        o = {
+            "id": dev["id"], "url": f"{base}/api/dcim/devices/{dev['id']}/",
+            "display_url": f"{base}/dcim/devices/{dev['id']}/",
+            "display": dev["name"] or f"Device {dev['id']}", "name": dev["name"],
+            "device_type": {"id": 1, "url": f"{base}/api/dcim/device-types/1/",
+                            "display": "Generic", "manufacturer": {"id": 1, "name": "Generic",
+                                                                   "slug": "generic"},
+                            "model": "Generic", "slug": "generic", "description": ""},
+            "role": {"id": 1, "url": f"{base}/api/dcim/device-roles/1/", "display": "Worker",
+                     "name": "Worker", "slug": "worker", "description": ""},
+            "tenant": None, "platform": None, "serial": dev["serial"], "asset_tag": None,
+            "site": {"id": 1, "url": f"{base}/api/dcim/sites/1/", "display": "Folly",
+                     "name": "Folly", "slug": "folly", "description": ""},
+            "location": None, "rack": None, "position": None, "face": None,
+            "status": {"value": dev["status"],
+                       "label": STATUS_CHOICES.get(dev["status"], dev["status"])},
+            "airflow": None, "primary_ip": None, "primary_ip4": None, "primary_ip6": None,
+            "oob_ip": None, "cluster": None, "virtual_chassis": None, "vc_position": None,
+            "vc_priority": None, "description": "", "comments": "",
+            "config_template": None, "local_context_data": None, "tags": [],
+            "custom_fields": {n: dev["custom_field_data"].get(n) for n in self.cf_names},
+            "created": "2026-01-01T00:00:00Z", "last_updated": "2026-01-01T00:00:00Z",
+        }
+        ip = dev["primary_ip4"]
+        if ip is not None:
+            o["primary_ip4"] = o["primary_ip"] = {
+                "id": ip, "url": f"{base}/api/ipam/ip-addresses/{ip}/",
+                "display": self.ips[ip], "family": {"value": 4, "label": "IPv4"},
+                "address": self.ips[ip], "description": ""}
+        if "config_context" not in exclude:
+            o["config_context"] = {}
+        return o
+
+    def change_json(self, c, base):
+        t = c["time"].astimezone(datetime.timezone.utc)
+        return {
+            "id": c["id"], "url": f"{base}/api/core/object-changes/{c['id']}/",
+            "display_url": f"{base}/core/changelog/{c['id']}/",
+            "display": f"dcim | device {c['object_repr']} "
+                       f"{ACTION_LABELS[c['action']].lower()} by {c['user_name']}",
+            "time": t.strftime("%Y-%m-%dT%H:%M:%S.%fZ"),
+            "user": {"id": abs(hash(c["user_name"])) % 1000 + 1,
+                     "url": f"{base}/api/users/users/1/", "display": c["user_name"],
+                     "username": c["user_name"]},
+            "user_name": c["user_name"], "request_id": c["request_id"],
+            "action": {"value": c["action"], "label": ACTION_LABELS[c["action"]]},
+            "changed_object_type": c["changed_object_type"],
+            "changed_object_id": c["changed_object_id"],
+            "changed_object": None, "object_repr": c["object_repr"], "message": "",
+            "prechange_data": c["prechange_data"], "postchange_data": c["postchange_data"],
+        }
+
+
+def paginate(state, items, base, path, query):
+    """OptionalLimitOffsetPagination + DRF's replace_query_param."""
+    try:
+        limit = int(query["limit"][-1]) if "limit" in query else state.paginate_count
+        if limit < 0:
+            raise ValueError
+        limit = state.max_page_size if limit == 0 else min(limit, state.max_page_size)
+    except ValueError:
+        limit = state.paginate_count
+    try:
+        offset = max(0, int(query.get("offset", ["0"])[-1]))
+    except ValueError:
+        offset = 0
+    page = items[offset:offset + limit]
+
+    def link(off):
+        q = {k: v for k, v in query.items()}
+        q["limit"] = [str(limit)]
+        if off <= 0:
+            q.pop("offset", None)
+        else:
+            q["offset"] = [str(off)]
+        return f"{base}{path}?{urlencode(q, doseq=True)}"
+
+    nxt = link(offset + limit) if offset + limit < len(items) else None
+    prev = link(offset - limit) if offset > 0 else None
+    return {"count": len(items), "next": nxt, "previous": prev, "results": page}
+
+
+class Handler(BaseHTTPRequestHandler):
+    server_version = "nginx"
+    sys_version = ""
+
+    def setup(self):
+        self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
+        super().setup()
+
+    def handle(self):
+        try:
+            super().handle()
+        except (ssl.SSLError, ConnectionError, socket.timeout, OSError):
+            pass
+
+    def log_message(self, fmt, *args):
+        pass
+
+    @property
+    def state(self):
+        return self.server.state
+
+    def send(self, status, obj=None, raw=None, ctype="application/json", location=None):
+        body = raw.encode() if raw is not None else json.dumps(obj).encode()
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            if location:
+                self.send_header("Location", location)
+            self.send_header("Content-Length", str(len(body)))
+            self.send_header("Vary", "Accept")
+            self.end_headers()
+            self.wfile.write(body)
+        except (ssl.SSLError, ConnectionError, OSError):
+            pass
+
+    def body_json(self):
+        n = int(self.headers.get("Content-Length") or 0)
+        data = self.rfile.read(n) if n else b""
+        if not data:
+            return None, data
+        try:
+            return json.loads(data), data
+        except ValueError:
+            return ValueError, data
+
+    def do_GET(self):
+        self.dispatch("GET")
+
+    def do_PATCH(self):
+        self.dispatch("PATCH")
+
+    def do_POST(self):
+        self.dispatch("POST")
+
+    def dispatch(self, method):
+        u = urlsplit(self.path)
+        if u.path.startswith("/_fake/"):
+            return self.control(method, u.path)
+        body, raw_body = self.body_json() if method != "GET" else (None, b"")
+        st = self.state
+        auth = self.headers.get("Authorization", "")
+        scheme, _, tok = auth.partition(" ")
+        with st.lock:
+            user, write, denied = None, False, None
+            if not auth:
+                denied = "Authentication credentials were not provided."
+            elif scheme == "Token":
+                entry = st.tokens.get(tok)
+                if entry is None or tok.startswith(TOKEN_PREFIX):
+                    denied = "Invalid v1 token"
+            elif scheme == "Bearer":
+                entry = st.tokens.get(tok)
+                if entry is None or not tok.startswith(TOKEN_PREFIX):
+                    denied = "Invalid v2 token"
+            else:
+                denied = "Authentication credentials were not provided."
+            if not denied:
+                user, write = entry["user"], entry.get("write", True)
+            st.log.append({"method": method, "path": u.path, "query": u.query,
+                           "scheme": scheme if scheme in ("Token", "Bearer") else "",
+                           "user": user, "body": raw_body.decode("utf-8", "replace")})
+            delay = st.delays.pop(0) if st.delays else 0
+            fail = st.fail.pop(0) if st.fail else None
+            canned = None
+            if st.raw.get(u.path):
+                canned = st.raw[u.path].pop(0)
+        if delay:
+            time.sleep(delay / 1000.0)
+        if fail == 500:
+            # netbox/api/views handle_rest_api_exception: a JSON 500
+            return self.send(500, {"error": "database connection lost",
+                                   "exception": "OperationalError",
+                                   "netbox_version": "4.2.9", "python_version": "3.12.3"})
+        if fail:
+            return self.send(fail, raw=f"<html><head><title>{fail}</title></head><body>"
+                             f"<center><h1>{fail}</h1></center><hr><center>nginx</center>"
+                             "</body></html>", ctype="text/html")
+        if denied:
+            return self.send(403, {"detail": denied})
+        if canned:
+            return self.send(canned.get("status", 200), raw=canned["body"],
+                             ctype=canned.get("content_type", "application/json"),
+                             location=canned.get("location"))
+        base = f"https://{self.headers.get('Host')}"
+        q = parse_qs(u.query, keep_blank_values=True)
+        parts = [p for p in u.path.split("/") if p]
+        with st.lock:
+            if parts == ["api", "dcim", "devices"] and method == "GET":
+                return self.list_devices(base, u.path, q)
+            if parts[:3] == ["api", "dcim", "devices"] and len(parts) == 4:
+                return self.one_device(method, parts[3], base, q, user, write, body)
+            if parts == ["api", "core", "object-changes"] and method == "GET":
+                return self.list_changes(base, u.path, q)
+        self.send(404, {"detail": "Not found."})
+
+    def list_devices(self, base, path, q):
+        st = self.state
+        devs = sorted(st.devices.values(), key=lambda d: ((d["name"] or ""), d["id"]))
+        serials = [s for s in q.get("serial", []) if s != ""]
+        if serials:
+            # MultiValueCharFilter(lookup_expr='iexact'): UPPER(serial) = UPPER(v)
+            wanted = {s.upper() for s in serials}
+            devs = [d for d in devs if d["serial"].upper() in wanted]
+        ids = [i for i in q.get("id", []) if i != ""]
+        if ids:
+            try:
+                want = {int(i) for i in ids}
+            except ValueError:
+                return self.send(400, {"id": ["Enter a number."]})
+            devs = [d for d in devs if d["id"] in want]
+        exclude = q.get("exclude", [])
+        items = [st.device_json(d, base, exclude) for d in devs]
+        self.send(200, paginate(st, items, base, path, q))
+
+    def one_device(self, method, ident, base, q, user, write, body):
+        st = self.state
+        dev = st.devices.get(int(ident)) if ident.isdigit() else None
+        if dev is None:
+            return self.send(404, {"detail": "No Device matches the given query."})
+        if method == "PATCH":
+            if not write:
+                return self.send(403, {"detail": "You do not have permission to perform "
+                                                 "this action."})
+            if body is ValueError or not isinstance(body, dict):
+                return self.send(400, {"detail": "JSON parse error"})
+            err = st.apply(dev, body, user)
+            if err:
+                return self.send(400, err)
+        elif method != "GET":
+            return self.send(405, {"detail": f"Method \"{method}\" not allowed."})
+        self.send(200, st.device_json(dev, base, q.get("exclude", [])))
+
+    def list_changes(self, base, path, q):
+        st = self.state
+        ch = list(st.changes)
+        types = [t for t in q.get("changed_object_type", []) if t]
+        if types:
+            ch = [c for c in ch if c["changed_object_type"] in types]
+        ids = [i for i in q.get("changed_object_id", []) if i]
+        if ids:
+            ch = [c for c in ch if str(c["changed_object_id"]) in ids]
+        names = [n for n in q.get("user_name", []) if n]
+        if names:
+            ch = [c for c in ch if c["user_name"] in names]
+        actions = [a for a in q.get("action", []) if a]
+        if actions:
+            ch = [c for c in ch if c["action"] in actions]
+        order = (q.get("ordering") or ["-time"])[-1]
+        if st.ignore_ordering or order.lstrip("-") not in ("time", "id"):
+            order = "id" if st.ignore_ordering else "-time"
+        # netbox/api/filter_backends.py OrderingFilter: the term, then pk
+        ch.sort(key=lambda c: c["id"])
+        ch.sort(key=lambda c: c[order.lstrip("-")], reverse=order.startswith("-"))
+        items = [st.change_json(c, base) for c in ch]
+        self.send(200, paginate(st, items, base, path, q))
+
+    def control(self, method, path):
+        st = self.state
+        body, _ = self.body_json() if method == "POST" else (None, b"")
+        body = body if isinstance(body, dict) else {}
+        with st.lock:
+            if path == "/_fake/state" and method == "GET":
+                return self.send(200, {
+                    "devices": [{**{k: v for k, v in d.items() if k != "custom_field_data"},
+                                 "custom_fields": d["custom_field_data"]}
+                                for d in st.devices.values()],
+                    "changes": [st.change_json(c, "https://fake") for c in st.changes],
+                    "log": st.log})
+            if path == "/_fake/fail":
+                st.fail += [None] * int(body.get("after", 0))
+                st.fail += [int(body.get("status", 503))] * int(body.get("count", 1))
+            elif path == "/_fake/delay":
+                st.delays += [int(body["ms"])] * int(body.get("count", 1))
+            elif path == "/_fake/raw":
+                st.raw.setdefault(body["path"], []).extend([body] * int(body.get("count", 1)))
+            elif path == "/_fake/ignore_ordering":
+                st.ignore_ordering = bool(body.get("on", True))
+            elif path == "/_fake/change":
+                dev = st.devices.get(int(body["device"]))
+                if dev is None:
+                    return self.send(404, {"detail": "no such device"})
+                patch = {k: body[k] for k in ("custom_fields", "status", "serial", "name")
+                         if k in body}
+                err = st.apply(dev, patch, body["user"], body.get("time"))
+                if err:
+                    return self.send(400, err)
+            else:
+                return self.send(404, {"detail": "unknown control"})
+        self.send(200, {"ok": True})
+
+
+class Server(ThreadingHTTPServer):
+    daemon_threads = True
+
+    def handle_error(self, request, client_address):
+        pass  # a client that rejects our certificate, or hangs up mid-delay
+
+
+def main():
+    if len(sys.argv) != 4:
+        sys.exit("usage: netbox_fake.py CERT KEY SEED")
+    cert, key, seed_path = sys.argv[1:]
+    with open(seed_path) as f:
+        seed = json.load(f)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert, key)
+    srv = Server(("127.0.0.1", 0), Handler)
+    srv.ssl_ctx = ctx
+    srv.state = State(seed)
+    print(srv.server_address[1], flush=True)
+    srv.serve_forever()
+
+
+if __name__ == "__main__":
+    main()
