@@ -10,7 +10,7 @@ packages=(
   libtss2-dev libtss2-tcti-swtpm0 tpm2-tools swtpm swtpm-tools
   libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev
   libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
-  jq python3 curl ca-certificates dash busybox shellcheck
+  jq python3 curl ca-certificates dash busybox shellcheck systemd
 )
 
 missing=()

@@ -1,0 +1,127 @@
+/*
+ * server.h: fleetd's HTTPS listener (libmicrohttpd with GnuTLS).
+ *
+ * The server owns everything about a request up to the handler: TLS (1.2
+ * and 1.3 only), connection limits, routing, the body cap, and the refusals
+ * below. A handler sees a complete, capped body of a request that passed
+ * them, and answers with a status and a body (JSON unless it says
+ * otherwise).
+ *
+ * Refusals the server decides itself, before any handler runs:
+ *
+ *   404 unknown-path            no route has this path
+ *   405 method-not-allowed      the path exists, not with this method (an
+ *                               Allow header lists the ones it has); HEAD is
+ *                               never implied by GET
+ *   415 unsupported-media-type  a POST whose Content-Type is not
+ *                               application/json (charset=utf-8 allowed)
+ *   415 unsupported-encoding    any Content-Encoding other than identity
+ *   411 length-required         a POST without Content-Length, or with
+ *                               Transfer-Encoding (chunked): the cap must be
+ *                               decided before any body is read
+ *   413 body-too-large          a Content-Length over the cap: refused from
+ *                               the headers, before a 100 Continue, with not
+ *                               one byte of the body read
+ *   417 expectation-failed      an Expect other than 100-continue
+ *   400 conditional-request     If-Match, If-None-Match, If-Modified-Since,
+ *                               If-Unmodified-Since or If-Range
+ *   400 range-request           a Range header
+ *   400 unexpected-body         a body on a method other than POST
+ *
+ * A handler's own 4xx names its reason from the same counter's set
+ * (malformed-json, malformed-message, unsupported-version, field-too-large;
+ * anything else counts as "other"). Every one of these increments
+ * fleetd_http_rejected_total{reason} and none is journaled: a request that
+ * proves nothing must not be able to fill the journal.
+ *
+ * Built-in routes: GET /healthz (200 "ok\n" while the health callback says
+ * so, 503 "unavailable\n" otherwise or without a callback) and GET /metrics
+ * (the registry in Prometheus text format 0.0.4).
+ */
+#ifndef FLEET_HTTP_SERVER_H
+#define FLEET_HTTP_SERVER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleetd/obs/metrics.h"
+#include "lib/buf.h"
+#include "lib/fleet_err.h"
+
+#define FLEET_HTTP_MAX_ROUTES 32
+#define FLEET_HTTP_MAX_PATH 128
+
+/* The GnuTLS priority string: TLS 1.3 and 1.2, AEAD ciphers, ECDHE only. */
+#define FLEET_HTTP_TLS_PRIORITIES                                                   \
+	"SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:" \
+	"+AES-128-GCM:+CHACHA20-POLY1305:-KX-ALL:+ECDHE-ECDSA:+ECDHE-RSA:"          \
+	"%SERVER_PRECEDENCE"
+
+struct fleet_http_config {
+	const char *bind_address; /* an IP literal; NULL: "::" (IPv6 and IPv4) */
+	uint16_t port;            /* 0: any free port (fleet_http_port says which) */
+	const char *tls_cert_file; /* PEM: the certificate, then its chain */
+	const char *tls_key_file;  /* PEM, unencrypted; readable by fleetd alone */
+	const char *tls_priorities; /* NULL: FLEET_HTTP_TLS_PRIORITIES */
+	unsigned threads;           /* worker threads; 0: 4 */
+	unsigned max_connections;   /* 0: 256 */
+	unsigned max_per_ip;        /* 0: 16 */
+	unsigned timeout_seconds;   /* idle connection timeout; 0: 30 */
+	size_t max_body;            /* 0: FLEET_WIRE_MAX_BODY */
+};
+
+struct fleet_http_request {
+	const char *method;
+	const char *path;
+	const uint8_t *body; /* NULL for a request without one */
+	size_t body_len;
+	const char *peer; /* the client's address, numeric */
+};
+
+struct fleet_http_reply {
+	struct fleet_buf body;    /* initialised empty for the handler */
+	const char *content_type; /* NULL: application/json */
+	const char *reason;       /* for a 4xx: what fleetd_http_rejected_total counts */
+};
+
+/* Returns the HTTP status (200..599; anything else is answered as 500).
+ * Runs on a server thread: ctx must be safe to use from several at once. */
+typedef int (*fleet_http_handler)(void *ctx, const struct fleet_http_request *req,
+				  struct fleet_http_reply *reply);
+typedef bool (*fleet_http_health)(void *ctx);
+
+struct fleet_http;
+
+/* Copies what it needs from cfg and registers the server's metrics in
+ * metrics (which must outlive the server). Starts nothing. */
+struct fleet_http *fleet_http_new(const struct fleet_http_config *cfg,
+				  struct fleet_metrics *metrics, struct fleet_errctx *ec);
+
+/* Route method+path to handler; before fleet_http_start only. Paths are
+ * exact ("/v1/attest/intake") and compared with the request's path as sent:
+ * nothing is percent-decoded, so "/v1/attest/%69ntake" is no route. A
+ * path+method pair is registered once; HEAD cannot be registered. */
+fleet_err fleet_http_route(struct fleet_http *s, const char *method, const char *path,
+			   fleet_http_handler handler, void *ctx);
+
+void fleet_http_set_health(struct fleet_http *s, fleet_http_health fn, void *ctx);
+
+/* Read the key and certificate, bind, start serving. On failure ec says
+ * why (including what libmicrohttpd or GnuTLS reported). */
+fleet_err fleet_http_start(struct fleet_http *s, struct fleet_errctx *ec);
+
+/* The bound port (useful with port 0); 0 when not started. */
+uint16_t fleet_http_port(const struct fleet_http *s);
+
+/* Stop accepting, close connections, wait for running handlers. Safe to
+ * call twice, and on a server never started. */
+void fleet_http_stop(struct fleet_http *s);
+
+/* Stops if needed, then frees (the key material wiped). */
+void fleet_http_free(struct fleet_http *s);
+
+/* The reasons fleetd_http_rejected_total counts, NULL-terminated. */
+extern const char *const fleet_http_reject_reasons[];
+
+#endif

@@ -1,0 +1,10 @@
+# fleetd's serving and observability parts: the HTTPS listener
+# (fleetd/http/), metrics, the journal and its claimed-value sanitiser,
+# sd_notify (fleetd/obs/).
+fleet_test(test_metrics unit unit/test_metrics.c LIBS fleetdcore)
+fleet_test(test_journal unit unit/test_journal.c LIBS fleetdcore)
+fleet_test(test_sdnotify unit unit/test_sdnotify.c LIBS fleetdcore)
+fleet_test(test_http_server e2e e2e/test_http_server.c e2e/http_client.c
+           LIBS fleetdcore OpenSSL::SSL)
+# The systemd unit and sysusers entry (systemd-analyze verify, exposure <= 1.4).
+fleet_script_test(fleetd_unit unit systemd/verify_unit.sh)
