@@ -8,6 +8,10 @@
  * against the class profile; certificates are issued only after the caller
  * has read the binding again.
  *
+ * The caller keeps trust rule 4 around intake: an intake holds nothing
+ * fresh (the AK and LDevID are the same every boot) and can be replayed, so
+ * no intake, valid or not, may displace a session that is still open.
+ *
  * Trust rule 1: only TPM-authenticated evidence becomes a verdict.
  * fleet_attest_answer() therefore has two kinds of failure:
  *   FLEET_E_VERIFY + reason   the evidence is not proven to come from the
@@ -30,7 +34,7 @@
  *            "ak-malformed", "ak-unsupported",
  *            "ak-*" (lib/tpm.h), "ldevid-*": "ldevid-public-malformed",
  *            "ldevid-request-malformed", "ldevid-request-serial",
- *            "ldevid-request-key", and the certify reasons of lib/tpm.h
+ *            "ldevid-request-key", "ldevid-restricted", and the certify reasons of lib/tpm.h
  *            ("certify-name", "key-decrypt-set", ...),
  *            "network-report-malformed"
  *   answer:  "session-unknown", "session-expired", "session-state",

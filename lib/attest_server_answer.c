@@ -157,6 +157,10 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 		return e;
 	s->verdict_pass = verdict->pass;
 	s->state = FLEET_SESSION_VERIFIED;
+	/* The secrets have proven what they can; nothing later needs them
+	 * (a provision wraps a fresh code), so they do not outlive the proof. */
+	OPENSSL_cleanse(s->secret_rsa, sizeof(s->secret_rsa));
+	OPENSSL_cleanse(s->secret_ecc, sizeof(s->secret_ecc));
 	return FLEET_OK;
 }
 

@@ -176,6 +176,12 @@ static fleet_err check_ldevid(const struct fleet_wire_intake *in, const TPM2B_PU
 	};
 	if ((e = fleet_certify_verify(&c, spki, reason)) != FLEET_OK)
 		return e;
+	/* fleet_certify_verify lets a restricted key pass (an AK may certify
+	 * an AK); an LDevID signs whatever its owner asks, so it must not be
+	 * restricted. Refused here, before a challenge is spent, rather than
+	 * at issue time after a verdict (found in review). */
+	if (key->publicArea.objectAttributes & TPMA_OBJECT_RESTRICTED)
+		return refuse(reason, "ldevid-restricted", FLEET_E_VERIFY);
 	if (CRYPTO_memcmp(spki, req.spki_sha256, sizeof(spki)) != 0)
 		return refuse(reason, "ldevid-request-key", FLEET_E_VERIFY);
 	return FLEET_OK;

@@ -259,6 +259,11 @@ fleet_err fleet_ldevid_request_parse(const struct fleet_wire_bytes *b,
 fleet_err fleet_ldevid_request_encode(const struct fleet_ldevid_request *in,
 				      struct fleet_buf *out);
 
+/* The text rule every string on the wire obeys: no C0 control characters,
+ * no DEL, no C1 (U+0080..U+009F). A client checks what it will send with
+ * this, so what it accepts locally and what it can encode never differ. */
+bool fleet_wire_text_ok(const char *s, size_t n);
+
 /* base64url without padding; decode refuses padding, other alphabets and
  * anything over max bytes. */
 fleet_err fleet_b64url_encode(const uint8_t *in, size_t len, struct fleet_buf *out);

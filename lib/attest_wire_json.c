@@ -3,6 +3,7 @@
  * jansson, every value checked for type and cap before it is used.
  */
 #include "lib/attest_wire_json.h"
+#include "lib/attest_wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -78,6 +79,11 @@ fleet_err wj_load(const uint8_t *body, size_t len, const char *const *allowed, j
 fail:
 	json_decref(root);
 	return e;
+}
+
+bool fleet_wire_text_ok(const char *s, size_t n)
+{
+	return wj_text_ok(s, n);
 }
 
 bool wj_text_ok(const char *s, size_t n)

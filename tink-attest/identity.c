@@ -193,9 +193,10 @@ static int copy_field(const char *what, const char *v, char *out, char *err, siz
 	if (n > FLEET_WIRE_MAX_LLDP_FIELD)
 		return fail(err, errlen, "LLDP %s is %zu bytes; the protocol allows %d", what, n,
 			    FLEET_WIRE_MAX_LLDP_FIELD);
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)v[i] < 0x20 || v[i] == 0x7f)
-			return fail(err, errlen, "LLDP %s holds control characters", what);
+	/* The wire's own rule (C0, DEL and C1 refused), so a neighbour this
+	 * side accepts is always one the intake can carry. */
+	if (!fleet_wire_text_ok(v, n))
+		return fail(err, errlen, "LLDP %s holds control characters", what);
 	memcpy(out, v, n + 1);
 	return 0;
 }

@@ -4,6 +4,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <openssl/rand.h>
 
@@ -76,22 +77,37 @@ static long intake(struct inproc_server *s, const struct fleet_buf *body, struct
 		status_only(FLEET_WIRE_PENDING, out); /* a pending claim */
 		goto done;
 	}
-	fleet_attest_session_wipe(&s->session);
-	memset(&s->session, 0, sizeof(s->session));
-	if (fleet_attest_intake(&s->env, &in, &s->session, &s->reason) != FLEET_OK) {
+	/* Trust rule 4, as the daemon keeps it (fleetd/admission/admission.h,
+	 * I2): an intake, even a valid one (it holds nothing fresh and can be
+	 * replayed), never displaces a session that is still open. */
+	if (s->session.state >= FLEET_SESSION_CHALLENGED &&
+	    s->session.state < FLEET_SESSION_CONFIRMED && time(NULL) <= s->session.deadline) {
+		s->reason = "session-open";
+		status_only(FLEET_WIRE_REFUSED, out);
+		goto done;
+	}
+	struct fleet_attest_session fresh;
+	memset(&fresh, 0, sizeof(fresh));
+	if (fleet_attest_intake(&s->env, &in, &fresh, &s->reason) != FLEET_OK) {
 		status_only(FLEET_WIRE_REFUSED, out);
 		goto done;
 	}
 	/* The binding: every approved EK, and no other. */
-	if (strcmp(s->session.ek_hash, s->binding.ek_hash) != 0 ||
-	    strcmp(s->session.ek_hash_ecc, s->binding.ek_hash_ecc) != 0) {
+	if (strcmp(fresh.ek_hash, s->binding.ek_hash) != 0 ||
+	    strcmp(fresh.ek_hash_ecc, s->binding.ek_hash_ecc) != 0) {
 		s->reason = "ek-binding-mismatch";
 		status_only(FLEET_WIRE_REFUSED, out);
+		fleet_attest_session_wipe(&fresh);
 		goto done;
 	}
-	if (fleet_attest_challenge(&s->env, &in, &s->session, &reply) != FLEET_OK ||
-	    fleet_wire_intake_reply_encode(&reply, out) != FLEET_OK)
+	if (fleet_attest_challenge(&s->env, &in, &fresh, &reply) != FLEET_OK ||
+	    fleet_wire_intake_reply_encode(&reply, out) != FLEET_OK) {
 		status = 500;
+		fleet_attest_session_wipe(&fresh);
+		goto done;
+	}
+	fleet_attest_session_wipe(&s->session);
+	s->session = fresh;
 done:
 	fleet_wire_intake_reply_free(&reply);
 	fleet_wire_intake_free(&in);

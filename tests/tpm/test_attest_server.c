@@ -463,6 +463,13 @@ static void test_intake_refusals(void **st)
 	expect_refused_intake(&in, FLEET_E_VERIFY, "key-decrypt-set");
 	fleet_wire_intake_free(&in);
 
+	/* The AK presented as the LDevID, certifying itself: a restricted key,
+	 * refused at intake before a challenge is spent (found in review). */
+	make_intake(&in, BIOS);
+	ldevid_evidence(&in, F.ak, &F.ak_pub, &F.ak_pub, in.serial);
+	expect_refused_intake(&in, FLEET_E_VERIFY, "ldevid-restricted");
+	fleet_wire_intake_free(&in);
+
 	/* A request naming another machine, certified all the same. */
 	make_intake(&in, BIOS);
 	ldevid_evidence(&in, F.ldevid, &F.ldevid_pub, &F.ldevid_pub, "SN-SOMEONE-ELSE");
@@ -547,6 +554,10 @@ static void test_admission(void **st)
 	/* Not before the answer: issue refuses a CHALLENGED session. */
 	assert_int_equal(fleet_attest_issue(&F.env, &r.s, "node-1", &v), FLEET_E_INVALID_ARG);
 	expect_pass(&r, &a);
+	/* The activation secrets do not outlive the proof. */
+	static const uint8_t zero[FLEET_WIRE_ID_LEN];
+	assert_memory_equal(r.s.secret_rsa, zero, sizeof(zero));
+	assert_memory_equal(r.s.secret_ecc, zero, sizeof(zero));
 	/* The same answer again: the session has moved on. */
 	expect_refused_answer(&r, &a, FLEET_E_VERIFY, "session-state");
 	fleet_wire_answer_free(&a);
