@@ -20,6 +20,11 @@ static const struct command commands[] = {
 	{"ca", cmd_ca, "ca init DIR [--cn NAME] [--days N] | ca issue DIR --kind lak|ldevid ..."},
 	{"quote", cmd_quote, "quote verify --ak PUB --attest MSG --sig SIG --nonce HEX ..."},
 	{"certify", cmd_certify, "certify verify --ak PUB --key PUB --attest MSG --sig SIG ..."},
+	{"claims", cmd_claims, "claims [--state-dir DIR] [--json]"},
+	{"devices", cmd_devices, "devices [--state-dir DIR] [--json]"},
+	{"verdicts", cmd_verdicts,
+	 "verdicts [--device NAME] [--limit N] [--state-dir DIR] [--json]"},
+	{"device", cmd_device, "device show NAME [--state-dir DIR] [--json]"},
 };
 
 static void usage(FILE *f)

@@ -177,6 +177,7 @@ static long long mono_seconds(void)
  * did (a failed TLS handshake), so one per event would let any client write
  * the journal. The text can hold client bytes and is escaped.
  */
+__attribute__((format(printf, 2, 0)))
 static void mhd_logger(void *cls, const char *fmt, va_list ap)
 {
 	struct fleet_http *s = cls;

@@ -1,0 +1,443 @@
+/*
+ * config.c: fleetd.yaml (see config.h and docs/configuration.md).
+ *
+ * Each section is a mapping with a fixed key list; a table below says, per
+ * key, what it is and where it goes, so the walk is one loop and adding a
+ * key is one line (plus its line in docs/configuration.md).
+ */
+#include "fleetd/config/config.h"
+
+#include <arpa/inet.h>
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleetd/inventory/nodes_file.h"
+#include "lib/buf.h"
+
+#define MIB (1024u * 1024)
+
+void fleet_config_defaults(struct fleet_config *c)
+{
+	memset(c, 0, sizeof(*c));
+	snprintf(c->listen_address, sizeof(c->listen_address), "::");
+	c->listen_port = 8443;
+	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/fleetd");
+	snprintf(c->roots_dir, sizeof(c->roots_dir), "/etc/fleetd/roots");
+	snprintf(c->ca_dir, sizeof(c->ca_dir), "/var/lib/fleetd/ca");
+	snprintf(c->profiles_dir, sizeof(c->profiles_dir), "/etc/fleetd/profiles");
+	c->netbox_timeout_ms = 10000;
+	c->netbox_page_size = 100;
+	c->session_ttl_seconds = 600;
+	c->max_open_sessions = 1024;
+	c->cert_validity_days = 90;
+	c->verdict_log_max_bytes = 16 * MIB;
+	c->verdict_log_max_files = 5;
+	c->pass_interval_seconds = 3600;
+	c->metrics = true;
+	c->max_body_bytes = 1 * MIB;
+}
+
+enum kind { K_MAP, K_PATH, K_STR, K_U32, K_U64, K_BOOL, K_ADDR, K_URL, K_INVKIND, K_CLASSES };
+
+struct key {
+	const char *name;
+	enum kind kind;
+	size_t off; /* into struct fleet_config; for K_MAP, the section index */
+	size_t size;
+	uint64_t min, max;
+};
+
+#define F(field) offsetof(struct fleet_config, field), sizeof(((struct fleet_config *)0)->field)
+#define SEC(i) (size_t)(i), 0
+
+enum { S_TOP, S_LISTEN, S_TLS, S_INV, S_NETBOX, S_FILE, S_SESS, S_CERT, S_VLOG, S_PASS, S_MET,
+       S_HTTP, S__N };
+
+static const struct key top_keys[] = {
+	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
+	{"tls", K_MAP, SEC(S_TLS), 0, 0},
+	{"state_dir", K_PATH, F(state_dir), 0, 0},
+	{"roots_dir", K_PATH, F(roots_dir), 0, 0},
+	{"ca_dir", K_PATH, F(ca_dir), 0, 0},
+	{"profiles_dir", K_PATH, F(profiles_dir), 0, 0},
+	{"classes", K_CLASSES, 0, 0, 0, 0},
+	{"inventory", K_MAP, SEC(S_INV), 0, 0},
+	{"binding_author", K_STR, F(binding_author), 0, 0},
+	{"sessions", K_MAP, SEC(S_SESS), 0, 0},
+	{"certificates", K_MAP, SEC(S_CERT), 0, 0},
+	{"verdict_log", K_MAP, SEC(S_VLOG), 0, 0},
+	{"pass", K_MAP, SEC(S_PASS), 0, 0},
+	{"metrics", K_MAP, SEC(S_MET), 0, 0},
+	{"http", K_MAP, SEC(S_HTTP), 0, 0},
+};
+static const struct key listen_keys[] = {
+	{"address", K_ADDR, F(listen_address), 0, 0},
+	{"port", K_U32, F(listen_port), 1, 65535},
+};
+static const struct key tls_keys[] = {
+	{"cert", K_PATH, F(tls_cert), 0, 0},
+	{"key", K_PATH, F(tls_key), 0, 0},
+};
+static const struct key inv_keys[] = {
+	{"kind", K_INVKIND, F(inventory), 0, 0},
+	{"netbox", K_MAP, SEC(S_NETBOX), 0, 0},
+	{"file", K_MAP, SEC(S_FILE), 0, 0},
+};
+static const struct key netbox_keys[] = {
+	{"url", K_URL, F(netbox_url), 0, 0},
+	{"token_file", K_PATH, F(netbox_token_file), 0, 0},
+	{"ca_file", K_PATH, F(netbox_ca_file), 0, 0},
+	{"timeout_ms", K_U32, F(netbox_timeout_ms), 100, 600000},
+	{"page_size", K_U32, F(netbox_page_size), 1, 1000},
+};
+static const struct key file_keys[] = {
+	{"path", K_PATH, F(nodes_file), 0, 0},
+};
+static const struct key sess_keys[] = {
+	{"ttl_seconds", K_U32, F(session_ttl_seconds), 30, 86400},
+	{"max_open", K_U32, F(max_open_sessions), 1, 100000},
+};
+/* Renewal starts 30 days before expiry: a shorter life would renew always. */
+static const struct key cert_keys[] = {
+	{"validity_days", K_U32, F(cert_validity_days), 31, 3650},
+};
+static const struct key vlog_keys[] = {
+	{"max_bytes", K_U64, F(verdict_log_max_bytes), 64 * 1024, 1024ull * MIB},
+	{"max_files", K_U32, F(verdict_log_max_files), 1, 100},
+};
+static const struct key pass_keys[] = {
+	{"interval_seconds", K_U32, F(pass_interval_seconds), 60, 86400},
+};
+static const struct key met_keys[] = {
+	{"enabled", K_BOOL, F(metrics), 0, 0},
+};
+static const struct key http_keys[] = {
+	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
+};
+
+static const struct section {
+	const char *name;
+	const struct key *keys;
+	size_t n;
+} sections[S__N] = {
+#define S(i, n, k) [i] = {n, k, sizeof(k) / sizeof(k[0])}
+	S(S_TOP, "the configuration", top_keys),
+	S(S_LISTEN, "listen", listen_keys),
+	S(S_TLS, "tls", tls_keys),
+	S(S_INV, "inventory", inv_keys),
+	S(S_NETBOX, "inventory.netbox", netbox_keys),
+	S(S_FILE, "inventory.file", file_keys),
+	S(S_SESS, "sessions", sess_keys),
+	S(S_CERT, "certificates", cert_keys),
+	S(S_VLOG, "verdict_log", vlog_keys),
+	S(S_PASS, "pass", pass_keys),
+	S(S_MET, "metrics", met_keys),
+	S(S_HTTP, "http", http_keys),
+#undef S
+};
+
+#define MAX_KEYS 16
+
+struct cctx {
+	struct fleet_yaml *y;
+	struct fleet_config *c;
+	bool seen[S__N];
+	yaml_mark_t mark[S__N]; /* where each section's key was */
+	yaml_mark_t author_mark, kind_mark;
+	bool has_author, has_classes;
+};
+
+static bool path_ok(const char *p)
+{
+	if (p[0] != '/' || strstr(p, "/../") || strstr(p, "/./") || strstr(p, "//"))
+		return false;
+	size_t l = strlen(p);
+	if ((l >= 3 && !strcmp(p + l - 3, "/..")) || (l >= 2 && !strcmp(p + l - 2, "/.")))
+		return false;
+	return !strchr(p, ' ');
+}
+
+static bool name_ok(const char *s, size_t max)
+{
+	size_t l = strlen(s);
+	if (l == 0 || l > max || !isalnum((unsigned char)s[0]))
+		return false;
+	for (size_t i = 0; i < l; i++)
+		if (!isalnum((unsigned char)s[i]) && !strchr("-_.", s[i]))
+			return false;
+	return true;
+}
+
+static fleet_err get_classes(struct cctx *x, yaml_node_t *n)
+{
+	struct fleet_yaml *y = x->y;
+	fleet_err e = fleet_yaml_want(y, n, YAML_MAPPING_NODE, "classes");
+	if (e)
+		return e;
+	size_t count = (size_t)(n->data.mapping.pairs.top - n->data.mapping.pairs.start);
+	if (count == 0 || count > FLEET_CONFIG_MAX_CLASSES)
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED, &n->start_mark,
+				       "classes maps 1 to %d classes to profiles, this has %zu",
+				       FLEET_CONFIG_MAX_CLASSES, count);
+	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
+	     pr++) {
+		struct fleet_config_class *cl = &x->c->classes[x->c->n_classes];
+		yaml_node_t *k, *v;
+		if ((e = fleet_yaml_reach(y, pr->key, &n->start_mark, &k)) ||
+		    (e = fleet_yaml_str(y, k, "a class name", cl->name, sizeof(cl->name))))
+			return e;
+		if (!name_ok(cl->name, sizeof(cl->name) - 1))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &k->start_mark,
+					       "a class name is letters, digits, '.', '-' or '_'");
+		if (fleet_config_profile_for(x->c, cl->name))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &k->start_mark,
+					       "duplicate key '%s' in classes", cl->name);
+		if ((e = fleet_yaml_reach(y, pr->value, &k->start_mark, &v)) ||
+		    (e = fleet_yaml_str(y, v, "a profile file", cl->profile, sizeof(cl->profile))))
+			return e;
+		/* A file name in profiles_dir, nothing that climbs out of it. */
+		if (!name_ok(cl->profile, sizeof(cl->profile) - 1))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "a profile is a file name in profiles_dir (letters, "
+					       "digits, '.', '-', '_'; no '/')");
+		x->c->n_classes++;
+	}
+	x->has_classes = true;
+	return FLEET_OK;
+}
+
+static fleet_err walk(struct cctx *x, yaml_node_t *map, int sec);
+
+static fleet_err get_value(struct cctx *x, const struct key *k, yaml_node_t *v,
+			   const yaml_mark_t *km)
+{
+	struct fleet_yaml *y = x->y;
+	char *dst = (char *)x->c + k->off;
+	fleet_err e;
+	uint64_t u;
+	bool b;
+	switch (k->kind) {
+	case K_MAP:
+		x->seen[k->off] = true;
+		x->mark[k->off] = *km;
+		return walk(x, v, (int)k->off);
+	case K_CLASSES:
+		return get_classes(x, v);
+	case K_PATH:
+		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))
+			return e;
+		if (!path_ok(dst))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "%s must be an absolute path without '.', '..', "
+					       "'//' or spaces", k->name);
+		return FLEET_OK;
+	case K_STR:
+		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))
+			return e;
+		if (!dst[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "%s must not be empty", k->name);
+		if (dst == x->c->binding_author) {
+			x->has_author = true;
+			x->author_mark = v->start_mark;
+		}
+		return FLEET_OK;
+	case K_ADDR: {
+		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))
+			return e;
+		unsigned char a[16];
+		if (inet_pton(AF_INET, dst, a) != 1 && inet_pton(AF_INET6, dst, a) != 1)
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "listen.address must be an IPv4 or IPv6 address "
+					       "(\"::\" for all)");
+		return FLEET_OK;
+	}
+	case K_URL:
+		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))
+			return e;
+		/* The token travels with every request: never in the clear. */
+		if (strncmp(dst, "https://", 8) != 0 || !dst[8] || strchr(dst, ' ') ||
+		    strchr(dst, '@') || strchr(dst, '?') || strchr(dst, '#'))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "inventory.netbox.url must be https://HOST[:PORT][/PATH] "
+					       "without credentials, query or fragment");
+		return FLEET_OK;
+	case K_INVKIND:
+		x->kind_mark = v->start_mark;
+		if (fleet_yaml_is_plain(v) && fleet_yaml_is(v, "netbox"))
+			x->c->inventory = FLEET_INVENTORY_NETBOX;
+		else if (fleet_yaml_is_plain(v) && fleet_yaml_is(v, "file"))
+			x->c->inventory = FLEET_INVENTORY_FILE;
+		else
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "inventory.kind must be netbox or file");
+		return FLEET_OK;
+	case K_BOOL:
+		if ((e = fleet_yaml_bool(y, v, k->name, &b)))
+			return e;
+		*(bool *)dst = b;
+		return FLEET_OK;
+	case K_U32:
+	case K_U64:
+		if ((e = fleet_yaml_uint(y, v, k->name, k->min, k->max, &u)))
+			return e;
+		if (k->size == sizeof(uint16_t))
+			*(uint16_t *)dst = (uint16_t)u;
+		else if (k->size == sizeof(uint32_t))
+			*(uint32_t *)dst = (uint32_t)u;
+		else
+			*(uint64_t *)dst = u;
+		return FLEET_OK;
+	}
+	return FLEET_E_INVALID_ARG;
+}
+
+static fleet_err walk(struct cctx *x, yaml_node_t *map, int sec)
+{
+	const struct section *s = &sections[sec];
+	const char *known[MAX_KEYS] = {0}; /* s->n of them used; zeroed for -O2 flow analysis */
+	int vals[MAX_KEYS];
+	yaml_mark_t marks[MAX_KEYS];
+	fleet_err e = fleet_yaml_want(x->y, map, YAML_MAPPING_NODE, s->name);
+	if (e)
+		return e;
+	for (size_t i = 0; i < s->n; i++)
+		known[i] = s->keys[i].name;
+	if ((e = fleet_yaml_keys(x->y, map, known, s->n, vals, marks)))
+		return e;
+	for (size_t i = 0; i < s->n; i++) {
+		yaml_node_t *v;
+		if (!vals[i])
+			continue;
+		if ((e = fleet_yaml_reach(x->y, vals[i], &marks[i], &v)) ||
+		    (e = get_value(x, &s->keys[i], v, &marks[i])))
+			return e;
+	}
+	return FLEET_OK;
+}
+
+
+/* Rules across keys; each names the line an operator should look at. */
+static fleet_err cross_checks(struct cctx *x)
+{
+	struct fleet_yaml *y = x->y;
+	struct fleet_config *c = x->c;
+	const yaml_mark_t *top = &y->root->start_mark;
+	if (!x->seen[S_TLS] || !c->tls_cert[0] || !c->tls_key[0])
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_TLS] ? &x->mark[S_TLS] : top,
+				       "tls.cert and tls.key are required");
+	if (!x->has_classes)
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED, top,
+				       "classes is required (class name: profile file)");
+	if (!x->seen[S_INV] || !c->inventory)
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_INV] ? &x->mark[S_INV] : top,
+				       "inventory.kind is required (netbox or file)");
+	if (c->inventory == FLEET_INVENTORY_NETBOX) {
+		if (x->seen[S_FILE])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_FILE],
+					       "inventory.file is set but inventory.kind is netbox");
+		if (!c->netbox_url[0] || !c->netbox_token_file[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED,
+					       x->seen[S_NETBOX] ? &x->mark[S_NETBOX] : &x->kind_mark,
+					       "inventory.netbox.url and token_file are required");
+		/* NetBox's changelog names whoever changed the binding; only
+		 * the operator knows which user Terraform runs as. */
+		if (!x->has_author)
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, top,
+					       "binding_author (the user Terraform writes NetBox "
+					       "as) is required with the netbox inventory");
+	} else {
+		if (x->seen[S_NETBOX])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_NETBOX],
+					       "inventory.netbox is set but inventory.kind is file");
+		if (!c->nodes_file[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED,
+					       x->seen[S_FILE] ? &x->mark[S_FILE] : &x->kind_mark,
+					       "inventory.file.path is required");
+		if (!x->has_author)
+			snprintf(c->binding_author, sizeof(c->binding_author), "%s",
+				 FLEET_NODES_FILE_AUTHOR);
+		else if (strcmp(c->binding_author, FLEET_NODES_FILE_AUTHOR) != 0)
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->author_mark,
+					       "with the file inventory the nodes file is the "
+					       "binding's author: binding_author must be '%s' or "
+					       "left out", FLEET_NODES_FILE_AUTHOR);
+	}
+	return FLEET_OK;
+}
+
+fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config *c,
+			     struct fleet_yaml_error *err)
+{
+	fleet_config_defaults(c);
+	struct fleet_yaml y;
+	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_CONFIG_MAX_SIZE, "the configuration",
+				      err);
+	if (e)
+		return e;
+	struct cctx x = {.y = &y, .c = c};
+	if (!(e = walk(&x, y.root, S_TOP)))
+		e = cross_checks(&x);
+	fleet_yaml_free(&y);
+	if (e)
+		fleet_config_defaults(c);
+	return e;
+}
+
+fleet_err fleet_config_load(const char *path, struct fleet_config *c,
+			    struct fleet_yaml_error *err)
+{
+	struct fleet_buf b;
+	fb_init(&b);
+	if (err)
+		memset(err, 0, sizeof(*err));
+	fleet_config_defaults(c);
+	fleet_err e = fb_read_file(&b, path, FLEET_CONFIG_MAX_SIZE);
+	if (e && err)
+		snprintf(err->msg, sizeof(err->msg), "cannot read %s: %s", path,
+			 e == FLEET_E_TOO_LARGE ? "over 64 KiB" : strerror(errno));
+	if (!e)
+		e = fleet_config_parse(b.data, b.len, c, err);
+	fb_free(&b);
+	return e;
+}
+
+fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size_t errlen)
+{
+	if (c->inventory != FLEET_INVENTORY_NETBOX)
+		return FLEET_OK;
+	const char *p = c->netbox_token_file;
+	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0) {
+		snprintf(err, errlen, "cannot open the NetBox token file %s: %s", p,
+			 strerror(errno));
+		return FLEET_E_IO;
+	}
+	struct stat sb;
+	fleet_err e = FLEET_OK;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		snprintf(err, errlen, "the NetBox token file %s is not a regular file", p);
+		e = FLEET_E_VERIFY;
+	} else if (sb.st_uid != geteuid() || (sb.st_mode & 077)) {
+		snprintf(err, errlen,
+			 "the NetBox token file %s must be owned by uid %u with mode 0600 or "
+			 "stricter (it is %03o)", p, (unsigned)geteuid(),
+			 (unsigned)(sb.st_mode & 0777));
+		e = FLEET_E_VERIFY;
+	}
+	close(fd);
+	return e;
+}
+
+const char *fleet_config_profile_for(const struct fleet_config *c, const char *class_name)
+{
+	for (size_t i = 0; class_name && i < c->n_classes; i++)
+		if (!strcmp(c->classes[i].name, class_name))
+			return c->classes[i].profile;
+	return NULL;
+}

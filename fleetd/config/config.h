@@ -1,0 +1,82 @@
+/*
+ * config.h: /etc/fleetd/fleetd.yaml, the daemon's one configuration file.
+ * docs/configuration.md documents every key with its default.
+ *
+ * Loaded strictly (yaml_strict.h): unknown keys, duplicates, aliases, tags,
+ * wrong types and values out of range are refused with their line. Paths
+ * must be absolute. Secrets are never inline: the NetBox token is read from
+ * token_file, which must be mode 0600 or stricter (fleet_config_check_files).
+ */
+#ifndef FLEETD_CONFIG_H
+#define FLEETD_CONFIG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleetd/config/yaml_strict.h"
+#include "lib/fleet_err.h"
+
+#define FLEET_CONFIG_DEFAULT_PATH "/etc/fleetd/fleetd.yaml"
+#define FLEET_CONFIG_MAX_SIZE (64u * 1024)
+#define FLEET_CONFIG_PATH_MAX 256
+#define FLEET_CONFIG_MAX_CLASSES 64
+
+enum fleet_inventory_kind { FLEET_INVENTORY_NETBOX = 1, FLEET_INVENTORY_FILE };
+
+struct fleet_config_class {
+	char name[64];                       /* the class (a profile's `class`) */
+	char profile[FLEET_CONFIG_PATH_MAX]; /* file under profiles_dir */
+};
+
+struct fleet_config {
+	char listen_address[64];
+	uint16_t listen_port;
+	char tls_cert[FLEET_CONFIG_PATH_MAX];
+	char tls_key[FLEET_CONFIG_PATH_MAX];
+
+	char state_dir[FLEET_CONFIG_PATH_MAX];
+	char roots_dir[FLEET_CONFIG_PATH_MAX];
+	char ca_dir[FLEET_CONFIG_PATH_MAX];
+	char profiles_dir[FLEET_CONFIG_PATH_MAX];
+	size_t n_classes;
+	struct fleet_config_class classes[FLEET_CONFIG_MAX_CLASSES];
+
+	enum fleet_inventory_kind inventory;
+	char netbox_url[FLEET_CONFIG_PATH_MAX];
+	char netbox_token_file[FLEET_CONFIG_PATH_MAX];
+	char netbox_ca_file[FLEET_CONFIG_PATH_MAX]; /* "": the system's roots */
+	uint32_t netbox_timeout_ms;
+	uint32_t netbox_page_size;
+	char nodes_file[FLEET_CONFIG_PATH_MAX];
+	char binding_author[128];
+
+	uint32_t session_ttl_seconds;
+	uint32_t max_open_sessions;
+	uint32_t cert_validity_days;
+	uint64_t verdict_log_max_bytes;
+	uint32_t verdict_log_max_files;
+	uint32_t pass_interval_seconds;
+	bool metrics;
+	uint64_t max_body_bytes;
+};
+
+/* Set every default (the values docs/configuration.md lists). */
+void fleet_config_defaults(struct fleet_config *c);
+
+/* Parse and validate YAML bytes into c (defaults first). */
+fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config *c,
+			     struct fleet_yaml_error *err);
+/* Read path (at most FLEET_CONFIG_MAX_SIZE bytes) and parse it. */
+fleet_err fleet_config_load(const char *path, struct fleet_config *c,
+			    struct fleet_yaml_error *err);
+
+/* The checks that need the file system, run once at startup: the NetBox
+ * token file must be a regular file, owned by this user, mode 0600 or
+ * stricter. err gets a sentence. */
+fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size_t errlen);
+
+/* The profile file for a class (under profiles_dir), or NULL. */
+const char *fleet_config_profile_for(const struct fleet_config *c, const char *class_name);
+
+#endif

@@ -1,0 +1,516 @@
+/*
+ * nodes_file.c: the nodes-file inventory (see nodes_file.h).
+ *
+ * Ownership is checked the way OpenSSH's StrictModes does, but on file
+ * descriptors: the directory is opened, fstat'ed and checked; the file is
+ * opened relative to that descriptor with O_NOFOLLOW, fstat'ed and checked,
+ * and the same descriptor is read. No path is looked up twice, so nothing
+ * can be swapped between the check and the read.
+ */
+#include "fleetd/inventory/nodes_file.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "lib/buf.h"
+#include "lib/hex.h"
+
+/* What fleetd was told this run: never written to the file. */
+struct overlay {
+	long id;
+	bool has_status;
+	char status[32];
+	char declared[32]; /* the file's status when status was set */
+	bool has_eks;
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+};
+
+struct nodes_inv {
+	struct fleet_inventory base;
+	pthread_mutex_t mu;
+	char path[PATH_MAX];
+	struct fleet_inv_device *dev;
+	size_t n;
+	bool loaded;
+	bool refused; /* the last refresh failed an ownership rule */
+	dev_t st_dev;
+	ino_t st_ino;
+	off_t st_size;
+	struct timespec st_mtim;
+	struct overlay *ov;
+	size_t n_ov;
+};
+
+__attribute__((format(printf, 3, 4))) static void say(char *err, size_t errlen,
+						       const char *fmt, ...)
+{
+	if (!err || !errlen)
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(err, errlen, fmt, ap);
+	va_end(ap);
+}
+
+/* Writable by someone other than root: owner not root, or group/other w. */
+static const char *unsafe(const struct stat *st, bool sticky_ok)
+{
+	if (st->st_uid != 0)
+		return "is not owned by root";
+	if ((st->st_mode & (S_IWGRP | S_IWOTH)) && !(sticky_ok && (st->st_mode & S_ISVTX)))
+		return "is writable by group or others";
+	return NULL;
+}
+
+/* Check dfd's directory and every ancestor up to /. The directory holding
+ * the file must not be group- or world-writable at all; an ancestor may be
+ * when it is sticky (as /tmp is): there nobody can rename what root owns. */
+static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
+{
+	int cur = dup(dfd);
+	if (cur < 0) {
+		say(err, errlen, "%s: %s", path, strerror(errno));
+		return -1;
+	}
+	for (int depth = 0; depth < 64; depth++) {
+		struct stat st, pst;
+		if (fstat(cur, &st) != 0)
+			goto io;
+		const char *why = unsafe(&st, depth > 0);
+		if (why) {
+			say(err, errlen,
+			    "the nodes file's %s %s; it must be writable by root alone: %s",
+			    depth ? "ancestor directory" : "directory", why, path);
+			close(cur);
+			return -2;
+		}
+		int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+		if (parent < 0)
+			goto io;
+		if (fstat(parent, &pst) != 0) {
+			close(parent);
+			goto io;
+		}
+		close(cur);
+		cur = parent;
+		if (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino) {
+			close(cur);
+			return 0; /* reached / */
+		}
+	}
+	close(cur);
+	say(err, errlen, "the nodes file is more than 64 directories deep: %s", path);
+	return -1;
+io:
+	say(err, errlen, "cannot check the directories above %s: %s", path, strerror(errno));
+	close(cur);
+	return -1;
+}
+
+/* Open path's directory and the file in it and check both. Returns 0 with
+ * the file's descriptor, -2 when a rule refuses, -1 when something cannot
+ * be opened; err says which. */
+static int open_checked(const char *path, int *fd_out, struct stat *st, char *err,
+			size_t errlen)
+{
+	const char *slash = strrchr(path, '/');
+	if (path[0] != '/' || !slash || !slash[1]) {
+		say(err, errlen, "the nodes file path must be absolute and name a file: %s", path);
+		return -1;
+	}
+	char dir[PATH_MAX];
+	size_t dlen = slash == path ? 1 : (size_t)(slash - path);
+	if (dlen >= sizeof(dir)) {
+		say(err, errlen, "the nodes file path is too long");
+		return -1;
+	}
+	memcpy(dir, path, dlen);
+	dir[dlen] = '\0';
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0) {
+		say(err, errlen, "cannot open the nodes file's directory %s: %s", dir,
+		    strerror(errno));
+		return -1;
+	}
+	int rc = check_dirs(dfd, path, err, errlen);
+	if (rc != 0) {
+		close(dfd);
+		return rc;
+	}
+	/* O_NONBLOCK: a FIFO planted here must not hang the daemon. */
+	int fd = openat(dfd, slash + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	int saved = errno;
+	close(dfd);
+	if (fd < 0) {
+		say(err, errlen, "cannot open the nodes file %s: %s", path,
+		    saved == ELOOP ? "it is a symbolic link" : strerror(saved));
+		return -1;
+	}
+	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
+		say(err, errlen, "the nodes file %s is not a regular file", path);
+		close(fd);
+		return -2;
+	}
+	const char *why = unsafe(st, false);
+	if (why) {
+		say(err, errlen, "the nodes file %s; it must be writable by root alone: %s", why,
+		    path);
+		close(fd);
+		return -2;
+	}
+	*fd_out = fd;
+	return 0;
+}
+
+static int read_fd(int fd, struct fleet_buf *b, const char *path, char *err, size_t errlen)
+{
+	uint8_t chunk[8192];
+	for (;;) {
+		ssize_t r = read(fd, chunk, sizeof(chunk));
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r < 0) {
+			say(err, errlen, "cannot read the nodes file %s: %s", path, strerror(errno));
+			return -1;
+		}
+		if (r == 0)
+			return 0;
+		if (b->len + (size_t)r > FLEET_NODES_FILE_MAX_SIZE) {
+			say(err, errlen, "the nodes file %s is over %u bytes", path,
+			    FLEET_NODES_FILE_MAX_SIZE);
+			return -1;
+		}
+		if (fb_put(b, chunk, (size_t)r)) {
+			say(err, errlen, "out of memory");
+			return -1;
+		}
+	}
+}
+
+static struct fleet_inv_device *find_id(struct nodes_inv *ni, long id)
+{
+	for (size_t i = 0; i < ni->n; i++)
+		if (ni->dev[i].id == id)
+			return &ni->dev[i];
+	return NULL;
+}
+
+/* After a reload: forget what no longer applies. A node gone from the file
+ * loses its overlay; a status the operator has since changed in the file
+ * wins over the one fleetd set. */
+static void prune_overlay(struct nodes_inv *ni)
+{
+	size_t w = 0;
+	for (size_t i = 0; i < ni->n_ov; i++) {
+		struct overlay *o = &ni->ov[i];
+		const struct fleet_inv_device *d = find_id(ni, o->id);
+		if (!d)
+			continue;
+		if (o->has_status && strcmp(d->status, o->declared) != 0)
+			o->has_status = false;
+		if (o->has_status || o->has_eks)
+			ni->ov[w++] = *o;
+	}
+	ni->n_ov = w;
+}
+
+/* Make the in-memory copy match the file, reading it again when it changed. */
+static enum fleet_inv_result refresh(struct nodes_inv *ni, char *err, size_t errlen)
+{
+	int fd;
+	struct stat st;
+	int rc = open_checked(ni->path, &fd, &st, err, errlen);
+	ni->refused = rc == -2;
+	if (rc != 0) {
+		ni->loaded = false;
+		return FLEET_INV_UNAVAILABLE;
+	}
+	if (ni->loaded && st.st_dev == ni->st_dev && st.st_ino == ni->st_ino &&
+	    st.st_size == ni->st_size && st.st_mtim.tv_sec == ni->st_mtim.tv_sec &&
+	    st.st_mtim.tv_nsec == ni->st_mtim.tv_nsec) {
+		close(fd);
+		return FLEET_INV_OK;
+	}
+	ni->loaded = false;
+	struct fleet_buf b;
+	fb_init(&b);
+	rc = read_fd(fd, &b, ni->path, err, errlen);
+	close(fd);
+	if (rc != 0) {
+		fb_free(&b);
+		return FLEET_INV_UNAVAILABLE;
+	}
+	struct fleet_inv_device *dev;
+	size_t n;
+	struct fleet_yaml_error yerr;
+	fleet_err e = fleet_nodes_file_parse(b.data, b.len, &dev, &n, &yerr);
+	fb_free(&b);
+	if (e) {
+		char where[300];
+		fleet_yaml_error_format(&yerr, where, sizeof(where));
+		say(err, errlen, "%s: %s", ni->path, where);
+		return FLEET_INV_INVALID;
+	}
+	free(ni->dev);
+	ni->dev = dev;
+	ni->n = n;
+	ni->st_dev = st.st_dev;
+	ni->st_ino = st.st_ino;
+	ni->st_size = st.st_size;
+	ni->st_mtim = st.st_mtim;
+	ni->loaded = true;
+	prune_overlay(ni);
+	return FLEET_INV_OK;
+}
+
+static struct overlay *overlay_for(struct nodes_inv *ni, long id, bool create)
+{
+	for (size_t i = 0; i < ni->n_ov; i++)
+		if (ni->ov[i].id == id)
+			return &ni->ov[i];
+	if (!create)
+		return NULL;
+	/* At most one overlay per node in the file, so this is bounded. */
+	struct overlay *nov = realloc(ni->ov, (ni->n_ov + 1) * sizeof(*nov));
+	if (!nov)
+		return NULL;
+	ni->ov = nov;
+	memset(&nov[ni->n_ov], 0, sizeof(*nov));
+	nov[ni->n_ov].id = id;
+	return &nov[ni->n_ov++];
+}
+
+static void copy_out(struct nodes_inv *ni, const struct fleet_inv_device *d,
+		     struct fleet_inv_device *out)
+{
+	*out = *d;
+	const struct overlay *o = overlay_for(ni, d->id, false);
+	if (o && o->has_status)
+		memcpy(out->status, o->status, sizeof(out->status));
+	if (o && o->has_eks) {
+		memcpy(out->ek_hash, o->ek_hash, sizeof(out->ek_hash));
+		memcpy(out->ek_hash_ecc, o->ek_hash_ecc, sizeof(out->ek_hash_ecc));
+	}
+}
+
+#define NI(inv) ((struct nodes_inv *)(inv))
+
+static enum fleet_inv_result nf_find_by_serial(struct fleet_inventory *inv, const char *serial,
+					       struct fleet_inv_device *out, char *err,
+					       size_t errlen)
+{
+	struct nodes_inv *ni = NI(inv);
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r == FLEET_INV_OK) {
+		r = FLEET_INV_NOT_FOUND;
+		for (size_t i = 0; serial && i < ni->n; i++)
+			if (!strcasecmp(ni->dev[i].serial, serial)) {
+				copy_out(ni, &ni->dev[i], out);
+				r = FLEET_INV_OK;
+				break;
+			}
+		if (r == FLEET_INV_NOT_FOUND)
+			say(err, errlen, "no node with that serial in %s", ni->path);
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static enum fleet_inv_result nf_get(struct fleet_inventory *inv, long id,
+				    struct fleet_inv_device *out, char *err, size_t errlen)
+{
+	struct nodes_inv *ni = NI(inv);
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r == FLEET_INV_OK) {
+		const struct fleet_inv_device *d = find_id(ni, id);
+		if (d)
+			copy_out(ni, d, out);
+		else {
+			say(err, errlen, "no node with id %ld in %s", id, ni->path);
+			r = FLEET_INV_NOT_FOUND;
+		}
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static enum fleet_inv_result nf_binding_change(struct fleet_inventory *inv, long id,
+					       struct fleet_inv_binding_change *out, char *err,
+					       size_t errlen)
+{
+	struct nodes_inv *ni = NI(inv);
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r == FLEET_INV_OK) {
+		const struct fleet_inv_device *d = find_id(ni, id);
+		if (!d) {
+			say(err, errlen, "no node with id %ld in %s", id, ni->path);
+			r = FLEET_INV_NOT_FOUND;
+		} else {
+			memset(out, 0, sizeof(*out));
+			/* The file is the binding's only author; it changed
+			 * when the file did. */
+			out->found = d->approved_ek_hash[0] || d->approved_ek_hash_ecc[0];
+			snprintf(out->user, sizeof(out->user), "%s", FLEET_NODES_FILE_AUTHOR);
+			out->when = ni->st_mtim.tv_sec;
+			out->change_id = (long)ni->st_mtim.tv_sec;
+		}
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static bool hash_ok(const char *h)
+{
+	return h && (!h[0] || (strlen(h) == 64 && fleet_hex_is_lower(h, 64)));
+}
+
+static enum fleet_inv_result nf_write_ek_hashes(struct fleet_inventory *inv, long id,
+						const char *ek_hash, const char *ek_hash_ecc,
+						char *err, size_t errlen)
+{
+	struct nodes_inv *ni = NI(inv);
+	if (!hash_ok(ek_hash) || !hash_ok(ek_hash_ecc)) {
+		say(err, errlen, "an EK hash must be 64 lowercase hex digits or empty");
+		return FLEET_INV_INVALID;
+	}
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r == FLEET_INV_OK && !find_id(ni, id)) {
+		say(err, errlen, "no node with id %ld in %s", id, ni->path);
+		r = FLEET_INV_NOT_FOUND;
+	}
+	struct overlay *o = r == FLEET_INV_OK ? overlay_for(ni, id, true) : NULL;
+	if (r == FLEET_INV_OK && !o) {
+		say(err, errlen, "out of memory");
+		r = FLEET_INV_UNAVAILABLE;
+	}
+	if (o) {
+		o->has_eks = true;
+		snprintf(o->ek_hash, sizeof(o->ek_hash), "%s", ek_hash);
+		snprintf(o->ek_hash_ecc, sizeof(o->ek_hash_ecc), "%s", ek_hash_ecc);
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static enum fleet_inv_result nf_set_status(struct fleet_inventory *inv, long id,
+					   const char *status, char *err, size_t errlen)
+{
+	static const char *const ok[] = {"offline", "active",          "planned", "staged",
+					 "failed",  "inventory", "decommissioning", "quarantined"};
+	size_t i;
+	for (i = 0; status && i < sizeof(ok) / sizeof(ok[0]); i++)
+		if (!strcmp(status, ok[i]))
+			break;
+	if (!status || i == sizeof(ok) / sizeof(ok[0])) {
+		say(err, errlen, "not a device status");
+		return FLEET_INV_INVALID;
+	}
+	struct nodes_inv *ni = NI(inv);
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	const struct fleet_inv_device *d = r == FLEET_INV_OK ? find_id(ni, id) : NULL;
+	if (r == FLEET_INV_OK && !d) {
+		say(err, errlen, "no node with id %ld in %s", id, ni->path);
+		r = FLEET_INV_NOT_FOUND;
+	}
+	struct overlay *o = d ? overlay_for(ni, id, true) : NULL;
+	if (d && !o) {
+		say(err, errlen, "out of memory");
+		r = FLEET_INV_UNAVAILABLE;
+	}
+	if (o) {
+		d = find_id(ni, id);
+		o->has_status = true;
+		snprintf(o->status, sizeof(o->status), "%s", status);
+		memcpy(o->declared, d->status, sizeof(o->declared));
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static enum fleet_inv_result nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+				     size_t *n, char *err, size_t errlen)
+{
+	struct nodes_inv *ni = NI(inv);
+	*out = NULL;
+	*n = 0;
+	pthread_mutex_lock(&ni->mu);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r == FLEET_INV_OK) {
+		struct fleet_inv_device *all = calloc(ni->n ? ni->n : 1, sizeof(*all));
+		if (!all) {
+			say(err, errlen, "out of memory");
+			r = FLEET_INV_UNAVAILABLE;
+		} else {
+			for (size_t i = 0; i < ni->n; i++)
+				copy_out(ni, &ni->dev[i], &all[i]);
+			*out = all;
+			*n = ni->n;
+		}
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
+static void nf_close(struct fleet_inventory *inv)
+{
+	struct nodes_inv *ni = NI(inv);
+	if (!ni)
+		return;
+	pthread_mutex_destroy(&ni->mu);
+	free(ni->dev);
+	free(ni->ov);
+	free(ni);
+}
+
+static const struct fleet_inventory_ops nodes_file_ops = {
+	.find_by_serial = nf_find_by_serial,
+	.get = nf_get,
+	.binding_change = nf_binding_change,
+	.write_ek_hashes = nf_write_ek_hashes,
+	.set_status = nf_set_status,
+	.list = nf_list,
+	.close = nf_close,
+};
+
+fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out, char *err,
+				size_t errlen)
+{
+	*out = NULL;
+	if (!path || strlen(path) >= PATH_MAX) {
+		say(err, errlen, "no nodes file path, or one too long");
+		return FLEET_E_INVALID_ARG;
+	}
+	struct nodes_inv *ni = calloc(1, sizeof(*ni));
+	if (!ni) {
+		say(err, errlen, "out of memory");
+		return FLEET_E_NOMEM;
+	}
+	ni->base.ops = &nodes_file_ops;
+	pthread_mutex_init(&ni->mu, NULL);
+	memcpy(ni->path, path, strlen(path) + 1);
+	enum fleet_inv_result r = refresh(ni, err, errlen);
+	if (r != FLEET_INV_OK) {
+		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED
+			      : ni->refused         ? FLEET_E_VERIFY
+						    : FLEET_E_IO;
+		nf_close(&ni->base);
+		return e;
+	}
+	*out = &ni->base;
+	return FLEET_OK;
+}

@@ -1,0 +1,513 @@
+/*
+ * store.c: opening the store, its schema and migrations, and the helpers
+ * every table's code shares. The tables themselves: store_devices.c
+ * (devices, claims) and store_records.c (verdicts, certificates).
+ */
+#include "fleetd/store/store_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "lib/hex.h"
+
+/* 'fldt': file(1) and a reader can tell a fleetd store from other SQLite. */
+#define FLEET_STORE_APPLICATION_ID 0x666c6474
+
+/* How long a statement waits for another connection's lock. */
+#define FLEET_STORE_BUSY_MS 5000
+
+const char *fleet_store_err_str(enum fleet_store_err e)
+{
+	static const char *const names[FLEET_STORE_E__COUNT] = {
+		[FLEET_STORE_OK] = "ok",
+		[FLEET_STORE_E_NOT_FOUND] = "not-found",
+		[FLEET_STORE_E_CONFLICT] = "conflict",
+		[FLEET_STORE_E_EK_MISMATCH] = "ek-mismatch",
+		[FLEET_STORE_E_FULL] = "full",
+		[FLEET_STORE_E_INVALID] = "invalid",
+		[FLEET_STORE_E_BUSY] = "busy",
+		[FLEET_STORE_E_READONLY] = "read-only",
+		[FLEET_STORE_E_UNSAFE] = "unsafe-permissions",
+		[FLEET_STORE_E_SCHEMA] = "schema-version",
+		[FLEET_STORE_E_CORRUPT] = "corrupt",
+		[FLEET_STORE_E_IO] = "io",
+		[FLEET_STORE_E_NOMEM] = "nomem",
+	};
+	if ((unsigned)e >= FLEET_STORE_E__COUNT)
+		return "unknown";
+	return names[e];
+}
+
+/*
+ * The migrations, in order; each runs once, in a transaction with its row
+ * in schema_migrations. Never edit one that has shipped: add the next.
+ * STRICT tables refuse a value of the wrong type; the CHECKs repeat the
+ * rules the C code enforces, so a row that breaks them cannot exist. (The
+ * JSON functions cannot appear in a CHECK while the schema is untrusted,
+ * SQLITE_DBCONFIG_TRUSTED_SCHEMA off; reasons are parsed on every read.)
+ */
+#define HEX64(c) "(" c " IS NULL OR (length(" c ") = 64 AND " c " NOT GLOB '*[^0-9a-f]*'))"
+#define HEX64_OR_EMPTY(c) "(" c " = '' OR (length(" c ") = 64 AND " c " NOT GLOB '*[^0-9a-f]*'))"
+
+static const struct migration {
+	int version;
+	const char *name;
+	const char *sql;
+} migrations[] = {
+	{1, "initial schema",
+	 "PRAGMA application_id = 1718379636;"
+	 "CREATE TABLE devices ("
+	 " id INTEGER PRIMARY KEY,"
+	 " name TEXT NOT NULL UNIQUE CHECK (length(name) BETWEEN 1 AND 127),"
+	 " serial TEXT NOT NULL UNIQUE COLLATE NOCASE CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " inventory_id INTEGER CHECK (inventory_id IS NULL OR inventory_id > 0),"
+	 " state TEXT NOT NULL DEFAULT 'admitted'"
+	 "  CHECK (state IN ('admitted', 'provisioning', 'active', 'retired')),"
+	 " ek_hash TEXT CHECK " HEX64("ek_hash") ","
+	 " ek_hash_ecc TEXT CHECK " HEX64("ek_hash_ecc") ","
+	 " first_admitted INTEGER NOT NULL,"
+	 " last_seen INTEGER NOT NULL,"
+	 " quarantined INTEGER NOT NULL DEFAULT 0 CHECK (quarantined IN (0, 1)),"
+	 " quarantine_reason TEXT CHECK (quarantine_reason IS NULL OR"
+	 "  length(quarantine_reason) BETWEEN 1 AND 255),"
+	 " quarantined_at INTEGER,"
+	 " CHECK (ek_hash IS NOT NULL OR ek_hash_ecc IS NOT NULL),"
+	 " CHECK ((quarantined = 0 AND quarantine_reason IS NULL AND quarantined_at IS NULL) OR"
+	 "  (quarantined = 1 AND quarantine_reason IS NOT NULL AND quarantined_at IS NOT NULL))"
+	 ") STRICT;"
+	 "CREATE TABLE certificates ("
+	 " id INTEGER PRIMARY KEY,"
+	 " device_id INTEGER NOT NULL REFERENCES devices(id) ON DELETE RESTRICT,"
+	 " kind TEXT NOT NULL CHECK (kind IN ('lak', 'ldevid')),"
+	 " sha1 TEXT NOT NULL UNIQUE CHECK (length(sha1) = 40 AND sha1 NOT GLOB '*[^0-9a-f]*'),"
+	 " not_after INTEGER NOT NULL,"
+	 " issued_at INTEGER NOT NULL,"
+	 " der BLOB NOT NULL CHECK (length(der) BETWEEN 1 AND 16384),"
+	 " revoked INTEGER NOT NULL DEFAULT 0 CHECK (revoked IN (0, 1)),"
+	 " revoked_at INTEGER,"
+	 " CHECK ((revoked = 0) = (revoked_at IS NULL))"
+	 ") STRICT;"
+	 "CREATE INDEX certificates_by_device ON certificates(device_id, issued_at);"
+	 "CREATE TABLE verdicts ("
+	 " id INTEGER PRIMARY KEY,"
+	 " time INTEGER NOT NULL,"
+	 " device TEXT CHECK (device IS NULL OR length(device) BETWEEN 1 AND 127),"
+	 " serial TEXT NOT NULL CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " session TEXT NOT NULL CHECK (length(session) BETWEEN 2 AND 64 AND"
+	 "  session NOT GLOB '*[^0-9a-f]*'),"
+	 " result TEXT NOT NULL CHECK (result IN ('pass', 'fail')),"
+	 " reasons TEXT NOT NULL CHECK (reasons GLOB '[[]*]'),"
+	 " ek_hash TEXT CHECK " HEX64("ek_hash") ","
+	 " ek_hash_ecc TEXT CHECK " HEX64("ek_hash_ecc") ","
+	 " CHECK ((result = 'pass') = (reasons = '[]'))"
+	 ") STRICT;"
+	 "CREATE INDEX verdicts_by_device ON verdicts(device, id);"
+	 "CREATE TABLE claims ("
+	 " id INTEGER PRIMARY KEY,"
+	 " serial TEXT NOT NULL UNIQUE COLLATE NOCASE CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " reason TEXT NOT NULL CHECK (reason IN ('unknown-serial', 'no-binding')),"
+	 " first_seen INTEGER NOT NULL,"
+	 " last_seen INTEGER NOT NULL,"
+	 " count INTEGER NOT NULL CHECK (count >= 1),"
+	 " eks_dropped INTEGER NOT NULL DEFAULT 0 CHECK (eks_dropped IN (0, 1))"
+	 ") STRICT;"
+	 "CREATE TABLE claim_eks ("
+	 " claim_id INTEGER NOT NULL REFERENCES claims(id) ON DELETE CASCADE,"
+	 " ek_hash TEXT NOT NULL CHECK " HEX64_OR_EMPTY("ek_hash") ","
+	 " ek_hash_ecc TEXT NOT NULL CHECK " HEX64_OR_EMPTY("ek_hash_ecc") ","
+	 " first_seen INTEGER NOT NULL,"
+	 " last_seen INTEGER NOT NULL,"
+	 " count INTEGER NOT NULL CHECK (count >= 1),"
+	 " PRIMARY KEY (claim_id, ek_hash, ek_hash_ecc)"
+	 ") STRICT, WITHOUT ROWID;"},
+};
+#define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
+_Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");
+
+enum fleet_store_err st_fail(struct fleet_store *st, enum fleet_store_err e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(st->msg, sizeof(st->msg), fmt, ap);
+	va_end(ap);
+	return e;
+}
+
+enum fleet_store_err st_sqlite(struct fleet_store *st, int rc, const char *what)
+{
+	enum fleet_store_err e;
+	switch (rc & 0xff) {
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		e = FLEET_STORE_E_BUSY;
+		break;
+	case SQLITE_READONLY:
+		e = FLEET_STORE_E_READONLY;
+		break;
+	case SQLITE_CONSTRAINT:
+		e = FLEET_STORE_E_CONFLICT;
+		break;
+	case SQLITE_NOMEM:
+		e = FLEET_STORE_E_NOMEM;
+		break;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		e = FLEET_STORE_E_CORRUPT;
+		break;
+	default:
+		e = FLEET_STORE_E_IO;
+	}
+	return st_fail(st, e, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+}
+
+enum fleet_store_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out)
+{
+	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
+	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "prepare");
+}
+
+enum fleet_store_err st_writable(struct fleet_store *st)
+{
+	if (st->readonly)
+		return st_fail(st, FLEET_STORE_E_READONLY, "this store handle is read-only");
+	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err st_begin(struct fleet_store *st)
+{
+	/* IMMEDIATE: take the write lock now, so a transaction never fails
+	 * half-way on a lock upgrade. */
+	int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
+	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "begin");
+}
+
+enum fleet_store_err st_commit(struct fleet_store *st)
+{
+	int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
+	if (rc == SQLITE_OK)
+		return FLEET_STORE_OK;
+	enum fleet_store_err e = st_sqlite(st, rc, "commit");
+	st_rollback(st);
+	return e;
+}
+
+void st_rollback(struct fleet_store *st)
+{
+	if (!sqlite3_get_autocommit(st->db))
+		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+}
+
+bool st_text_ok(const char *s, size_t max)
+{
+	if (!s)
+		return false;
+	size_t len = strnlen(s, max + 1);
+	if (len == 0 || len > max)
+		return false;
+	for (size_t i = 0; i < len; i++)
+		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
+			return false;
+	return true;
+}
+
+bool st_hex_ok(const char *s, size_t min, size_t max)
+{
+	if (!s)
+		return false;
+	size_t len = strnlen(s, max + 1);
+	return len >= min && len <= max && fleet_hex_is_lower(s, len);
+}
+
+bool st_hash_ok(const char *s)
+{
+	return !s || !s[0] || (strnlen(s, 65) == 64 && fleet_hex_is_lower(s, 64));
+}
+
+int st_bind_hash(sqlite3_stmt *s, int i, const char *h)
+{
+	if (!h || !h[0])
+		return sqlite3_bind_null(s, i);
+	return sqlite3_bind_text(s, i, h, -1, SQLITE_STATIC);
+}
+
+bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap)
+{
+	const unsigned char *t = sqlite3_column_text(s, col);
+	int len = sqlite3_column_bytes(s, col);
+	out[0] = '\0';
+	if (!t)
+		return sqlite3_column_type(s, col) == SQLITE_NULL;
+	if (len < 0 || (size_t)len >= cap)
+		return false;
+	for (int i = 0; i < len; i++)
+		if (t[i] < 0x20 || t[i] >= 0x7f)
+			return false;
+	memcpy(out, t, (size_t)len);
+	out[len] = '\0';
+	return true;
+}
+
+static enum fleet_store_err exec_const(struct fleet_store *st, const char *sql, const char *what)
+{
+	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
+	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, what);
+}
+
+/* A one-row, one-column integer query (a pragma or a count). */
+static enum fleet_store_err query_int(struct fleet_store *st, const char *sql, int64_t *out)
+{
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(st, sql, &s);
+	if (e)
+		return e;
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(s, 0);
+	else
+		e = rc == SQLITE_DONE ? st_fail(st, FLEET_STORE_E_CORRUPT, "%s: no row", sql)
+				      : st_sqlite(st, rc, sql);
+	sqlite3_finalize(s);
+	return e;
+}
+
+static enum fleet_store_err query_text(struct fleet_store *st, const char *sql, char *out,
+				       size_t cap)
+{
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(st, sql, &s);
+	if (e)
+		return e;
+	int rc = sqlite3_step(s);
+	if (rc != SQLITE_ROW)
+		e = st_sqlite(st, rc, sql);
+	else if (!st_col_text(s, 0, out, cap))
+		e = st_fail(st, FLEET_STORE_E_CORRUPT, "%s: unexpected answer", sql);
+	sqlite3_finalize(s);
+	return e;
+}
+
+static enum fleet_store_err schema_version(struct fleet_store *st, int64_t *v)
+{
+	int64_t n;
+	enum fleet_store_err e = query_int(
+		st, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+		    "name = 'schema_migrations'", &n);
+	if (e)
+		return e;
+	if (!n) {
+		*v = 0;
+		return FLEET_STORE_OK;
+	}
+	return query_int(st, "SELECT coalesce(max(version), 0) FROM schema_migrations", v);
+}
+
+static enum fleet_store_err migrate(struct fleet_store *st)
+{
+	enum fleet_store_err e = st_begin(st);
+	if (e)
+		return e;
+	int64_t have, app;
+	if ((e = exec_const(st,
+			    "CREATE TABLE IF NOT EXISTS schema_migrations ("
+			    " version INTEGER PRIMARY KEY,"
+			    " applied_at INTEGER NOT NULL,"
+			    " name TEXT NOT NULL) STRICT",
+			    "create schema_migrations")) ||
+	    (e = schema_version(st, &have)) ||
+	    (e = query_int(st, "PRAGMA application_id", &app)))
+		goto fail;
+	if (have > FLEET_STORE_SCHEMA_VERSION) {
+		e = st_fail(st, FLEET_STORE_E_SCHEMA,
+			    "the store is at schema version %lld, written by a newer fleetd; this "
+			    "one reads version %d", (long long)have, FLEET_STORE_SCHEMA_VERSION);
+		goto fail;
+	}
+	if (have > 0 && app != FLEET_STORE_APPLICATION_ID) {
+		e = st_fail(st, FLEET_STORE_E_SCHEMA, "not a fleetd store (application id %lld)",
+			    (long long)app);
+		goto fail;
+	}
+	for (size_t i = (size_t)have; i < N_MIGRATIONS; i++) {
+		sqlite3_stmt *s;
+		if ((e = exec_const(st, migrations[i].sql, migrations[i].name)) ||
+		    (e = st_prepare(st, "INSERT INTO schema_migrations (version, applied_at, name) "
+					"VALUES (?1, ?2, ?3)", &s)))
+			goto fail;
+		sqlite3_bind_int(s, 1, migrations[i].version);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)time(NULL));
+		sqlite3_bind_text(s, 3, migrations[i].name, -1, SQLITE_STATIC);
+		int rc = sqlite3_step(s);
+		sqlite3_finalize(s);
+		if (rc != SQLITE_DONE) {
+			e = st_sqlite(st, rc, "record migration");
+			goto fail;
+		}
+	}
+	return st_commit(st);
+fail:
+	st_rollback(st);
+	return e;
+}
+
+/* The daemon's directory: ours, closed to writers other than us. */
+static enum fleet_store_err check_dir(struct fleet_store *st, const char *dir, int *dfd_out)
+{
+	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
+		return st_fail(st, FLEET_STORE_E_IO, "cannot create the state directory %s: %s", dir,
+			       strerror(errno));
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return st_fail(st, FLEET_STORE_E_IO, "cannot open the state directory %s: %s", dir,
+			       strerror(errno));
+	struct stat sb;
+	if (fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
+		close(dfd);
+		return st_fail(st, FLEET_STORE_E_UNSAFE,
+			       "the state directory %s must be owned by uid %u and not writable by "
+			       "group or others", dir, (unsigned)geteuid());
+	}
+	*dfd_out = dfd;
+	return FLEET_STORE_OK;
+}
+
+/* Create the database file 0600 (or check the one there) before SQLite
+ * opens it, so it is never, even briefly, readable by others. */
+static enum fleet_store_err check_db_file(struct fleet_store *st, int dfd, const char *path)
+{
+	int fd = openat(dfd, FLEET_STORE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return st_fail(st, FLEET_STORE_E_IO, "cannot open %s: %s", path, strerror(errno));
+	struct stat sb;
+	enum fleet_store_err e = FLEET_STORE_OK;
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+		e = st_fail(st, FLEET_STORE_E_UNSAFE, "%s is not a regular file", path);
+	else if (sb.st_uid != geteuid() || (sb.st_mode & 077))
+		e = st_fail(st, FLEET_STORE_E_UNSAFE,
+			    "%s must be owned by uid %u with mode 0600 (it is %03o)", path,
+			    (unsigned)geteuid(), (unsigned)(sb.st_mode & 0777));
+	close(fd);
+	return e;
+}
+
+static enum fleet_store_err configure(struct fleet_store *st)
+{
+	int on = 0;
+	/* Defensive: no writable_schema, no shadow-table writes, no
+	 * double-quoted strings as identifiers; nothing in the file can run
+	 * as a trusted function. */
+	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
+	sqlite3_db_config(st->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on);
+	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DDL, 0, &on);
+	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DML, 0, &on);
+	sqlite3_busy_timeout(st->db, FLEET_STORE_BUSY_MS);
+	enum fleet_store_err e;
+	int64_t fk;
+	if ((e = exec_const(st, "PRAGMA foreign_keys = ON", "foreign_keys")) ||
+	    (e = query_int(st, "PRAGMA foreign_keys", &fk)))
+		return e;
+	if (fk != 1)
+		return st_fail(st, FLEET_STORE_E_IO, "this SQLite does not enforce foreign keys");
+	if (st->readonly)
+		return exec_const(st, "PRAGMA query_only = ON", "query_only");
+	char mode[16];
+	/* WAL: readers (fleetctl) never block the daemon. synchronous FULL: a
+	 * committed verdict or admission survives a power cut. */
+	if ((e = query_text(st, "PRAGMA journal_mode = WAL", mode, sizeof(mode))))
+		return e;
+	if (strcmp(mode, "wal") != 0)
+		return st_fail(st, FLEET_STORE_E_IO, "the store could not enter WAL mode (%s)",
+			       mode);
+	return exec_const(st, "PRAGMA synchronous = FULL", "synchronous");
+}
+
+static enum fleet_store_err check_readonly_schema(struct fleet_store *st)
+{
+	int64_t have, app;
+	enum fleet_store_err e = schema_version(st, &have);
+	if (e || (e = query_int(st, "PRAGMA application_id", &app)))
+		return e;
+	if (have == 0 || app != FLEET_STORE_APPLICATION_ID)
+		return st_fail(st, FLEET_STORE_E_SCHEMA, "not a fleetd store");
+	if (have != FLEET_STORE_SCHEMA_VERSION)
+		return st_fail(st, FLEET_STORE_E_SCHEMA,
+			       "the store is at schema version %lld and this program reads %d; %s",
+			       (long long)have, FLEET_STORE_SCHEMA_VERSION,
+			       have < FLEET_STORE_SCHEMA_VERSION ? "start fleetd to migrate it"
+								 : "use the matching fleetctl");
+	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
+				      struct fleet_store **out, char *err, size_t errlen)
+{
+	*out = NULL;
+	struct fleet_store *st = calloc(1, sizeof(*st));
+	if (!st) {
+		if (err && errlen)
+			snprintf(err, errlen, "out of memory");
+		return FLEET_STORE_E_NOMEM;
+	}
+	st->readonly = mode == FLEET_STORE_READONLY;
+	char path[PATH_MAX];
+	enum fleet_store_err e = FLEET_STORE_OK;
+	int dfd = -1;
+	if (!state_dir || state_dir[0] != '/' ||
+	    snprintf(path, sizeof(path), "%s/%s", state_dir, FLEET_STORE_FILE) >= (int)sizeof(path)) {
+		e = st_fail(st, FLEET_STORE_E_INVALID, "the state directory must be an absolute path");
+		goto out;
+	}
+	int flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE;
+	if (st->readonly) {
+		struct stat sb;
+		if (stat(path, &sb) != 0) {
+			e = st_fail(st, errno == ENOENT ? FLEET_STORE_E_NOT_FOUND : FLEET_STORE_E_IO,
+				    "no store at %s: %s", path, strerror(errno));
+			goto out;
+		}
+		flags |= SQLITE_OPEN_READONLY;
+	} else {
+		if ((e = check_dir(st, state_dir, &dfd)) || (e = check_db_file(st, dfd, path)))
+			goto out;
+		flags |= SQLITE_OPEN_READWRITE;
+	}
+	int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
+	if (rc != SQLITE_OK) {
+		e = st_sqlite(st, rc, path);
+		goto out;
+	}
+	if ((e = configure(st)))
+		goto out;
+	e = st->readonly ? check_readonly_schema(st) : migrate(st);
+out:
+	if (dfd >= 0)
+		close(dfd);
+	if (e) {
+		if (err && errlen)
+			snprintf(err, errlen, "%s", st->msg);
+		fleet_store_close(st);
+		return e;
+	}
+	*out = st;
+	return FLEET_STORE_OK;
+}
+
+void fleet_store_close(struct fleet_store *st)
+{
+	if (!st)
+		return;
+	sqlite3_close(st->db);
+	free(st);
+}
+
+const char *fleet_store_errmsg(const struct fleet_store *st)
+{
+	return st ? st->msg : "";
+}

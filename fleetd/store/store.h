@@ -1,0 +1,234 @@
+/*
+ * store.h: fleetd's own state, in SQLite (WAL) under the state directory
+ * (default /var/lib/fleetd/fleetd.db). docs/store.md describes the tables
+ * and the decisions behind them.
+ *
+ * The store is the authority for re-admission: a device past planned that
+ * boots HookOS again is held to the EK hashes recorded here when fleetd
+ * first proved them; nothing the inventory says stands in for them.
+ *
+ * Every statement is prepared with bound parameters; no SQL is built from
+ * strings. Every value going in is checked here (lengths, printable ASCII,
+ * lowercase hex) as well as by the schema's CHECK constraints, and every
+ * value coming out is copied into fixed-size fields with its length checked,
+ * so a damaged database is reported as corrupt rather than overrun.
+ *
+ * Open sessions are not stored: they hold challenge secrets that must
+ * never reach disk, and a restart only makes a machine start intake again.
+ *
+ * A store handle is used by one thread at a time (the daemon serialises
+ * access); separate handles, in this process or another, may be open at
+ * once (WAL: one writer, many readers).
+ */
+#ifndef FLEETD_STORE_H
+#define FLEETD_STORE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+enum fleet_store_err {
+	FLEET_STORE_OK = 0,
+	FLEET_STORE_E_NOT_FOUND,   /* no such device, or no store at that path */
+	FLEET_STORE_E_CONFLICT,    /* would contradict what the store holds */
+	FLEET_STORE_E_EK_MISMATCH, /* the EKs differ from the ones the store holds */
+	FLEET_STORE_E_FULL,        /* a cap on rows was reached */
+	FLEET_STORE_E_INVALID,     /* a caller's value was refused */
+	FLEET_STORE_E_BUSY,        /* locked by another writer past the timeout */
+	FLEET_STORE_E_READONLY,    /* a write on a read-only handle */
+	FLEET_STORE_E_UNSAFE,      /* the directory or file is open to others */
+	FLEET_STORE_E_SCHEMA,      /* a schema version this program does not read */
+	FLEET_STORE_E_CORRUPT,     /* the database holds what it cannot */
+	FLEET_STORE_E_IO,          /* SQLite or the file system failed */
+	FLEET_STORE_E_NOMEM,
+	FLEET_STORE_E__COUNT
+};
+
+/* Stable, lowercase, hyphenated: "not-found", "ek-mismatch", ... */
+const char *fleet_store_err_str(enum fleet_store_err e);
+
+/* The current schema version (the migrations table's highest). */
+#define FLEET_STORE_SCHEMA_VERSION 1
+#define FLEET_STORE_FILE "fleetd.db"
+
+/* Caps on what goes in. */
+#define FLEET_STORE_NAME_MAX 127     /* device name, serial */
+#define FLEET_STORE_REASON_MAX 64    /* one verdict reason, one quarantine word */
+#define FLEET_STORE_QREASON_MAX 255  /* a quarantine reason */
+#define FLEET_STORE_MAX_REASONS 16   /* reasons per verdict */
+#define FLEET_STORE_SESSION_MAX 64   /* hex digits of a session id */
+#define FLEET_STORE_CERT_MAX 16384   /* DER bytes of one certificate */
+#define FLEET_STORE_MAX_CLAIMS 10000 /* pending claims kept */
+#define FLEET_STORE_CLAIM_EKS 16     /* distinct EK pairs kept per claim */
+#define FLEET_STORE_LIST_MAX 10000   /* rows one list call returns */
+
+struct fleet_store;
+
+enum fleet_store_mode {
+	FLEET_STORE_RW,       /* the daemon: creates the file, migrates */
+	FLEET_STORE_READONLY, /* fleetctl: SQLITE_OPEN_READONLY, query_only */
+};
+
+/* Open (or, RW, create) state_dir/fleetd.db. RW requires state_dir to be
+ * owned by this user and not group- or world-writable, creates it 0700 when
+ * missing, creates the database 0600 and refuses one readable or writable
+ * by others. err gets a sentence on failure. */
+enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
+				      struct fleet_store **out, char *err, size_t errlen);
+void fleet_store_close(struct fleet_store *st);
+/* The sentence for the last failure on this handle ("" if none). */
+const char *fleet_store_errmsg(const struct fleet_store *st);
+
+/* Device life in fleetd's eyes (NetBox's status is the inventory's). */
+#define FLEET_STORE_STATE_ADMITTED "admitted"         /* passed; identity issued */
+#define FLEET_STORE_STATE_PROVISIONING "provisioning" /* a Workflow runs */
+#define FLEET_STORE_STATE_ACTIVE "active"             /* configuration delivered */
+#define FLEET_STORE_STATE_RETIRED "retired"           /* gone from the fleet */
+
+struct fleet_store_device {
+	int64_t id;
+	char name[FLEET_STORE_NAME_MAX + 1];
+	char serial[FLEET_STORE_NAME_MAX + 1];
+	int64_t inventory_id; /* 0: not recorded */
+	char state[16];
+	char ek_hash[65];     /* "" when the device has no RSA EK */
+	char ek_hash_ecc[65]; /* "" when the device has no ECC EK */
+	int64_t first_admitted;
+	int64_t last_seen;
+	bool quarantined;
+	char quarantine_reason[FLEET_STORE_QREASON_MAX + 1];
+	int64_t quarantined_at; /* 0 when not quarantined */
+};
+
+/* Record a proven admission (both EK hashes proven by credential
+ * activation; "" or NULL for an EK the device lacks, not both). A new
+ * device is inserted "admitted"; a known serial must carry the same EK
+ * hashes (FLEET_STORE_E_EK_MISMATCH otherwise: the store never rebinds)
+ * and the same name (CONFLICT); its last_seen is updated, and its inventory
+ * id when one is given (0 keeps the recorded one).
+ * The serial's pending claim, if any, is removed in the same transaction. */
+enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+							 const char *serial, int64_t inventory_id,
+							 const char *ek_hash,
+							 const char *ek_hash_ecc, time_t now);
+
+enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
+						      struct fleet_store_device *out);
+enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
+						    struct fleet_store_device *out);
+
+/* The EK hashes fleetd proved earlier for serial: the authority for
+ * re-admission. NOT_FOUND when the store has no such device. */
+enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
+						  char ek_hash[65], char ek_hash_ecc[65]);
+
+/* Re-admission: OK when the presented hashes equal the stored ones
+ * exactly (an EK the store holds must be presented; an EK it does not hold
+ * must not be), EK_MISMATCH when not, NOT_FOUND for an unknown serial. */
+enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+						  const char *ek_hash, const char *ek_hash_ecc);
+
+enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
+						  const char *state);
+enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name,
+					      time_t now);
+/* on: reason required (1..255 printable); off: reason ignored, cleared. */
+enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
+						       bool on, const char *reason, time_t now);
+/* All devices by name; *out malloc'd. */
+enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
+					      struct fleet_store_device **out, size_t *n);
+
+/* Pending claims: an unknown serial or a device without a binding. */
+#define FLEET_STORE_CLAIM_UNKNOWN_SERIAL "unknown-serial"
+#define FLEET_STORE_CLAIM_NO_BINDING "no-binding"
+
+struct fleet_store_claim_ek {
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+	int64_t first_seen, last_seen, count;
+};
+
+struct fleet_store_claim {
+	char serial[FLEET_STORE_NAME_MAX + 1];
+	char reason[16];
+	int64_t first_seen, last_seen, count;
+	bool eks_dropped; /* more distinct EK pairs came than are kept */
+	size_t n_eks;
+	struct fleet_store_claim_ek eks[FLEET_STORE_CLAIM_EKS];
+};
+
+/* Create or count a claim; the reason is the latest one. The EK pair is
+ * recorded (up to FLEET_STORE_CLAIM_EKS distinct pairs per serial; past
+ * that the claim says some were dropped). A new serial past
+ * FLEET_STORE_MAX_CLAIMS is FULL. Claims grant nothing. */
+enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
+					      const char *reason, const char *ek_hash,
+					      const char *ek_hash_ecc, time_t now);
+/* Newest first; *out malloc'd. */
+enum fleet_store_err fleet_store_claims_list(struct fleet_store *st,
+					     struct fleet_store_claim **out, size_t *n);
+
+struct fleet_store_verdict_in {
+	time_t time;
+	const char *device; /* the inventory's name; NULL/"" when none */
+	const char *serial;
+	const char *session; /* lowercase hex */
+	bool pass;
+	const char *const *reasons; /* each 1..64 printable ASCII */
+	size_t n_reasons;           /* at most FLEET_STORE_MAX_REASONS */
+	const char *ek_hash, *ek_hash_ecc; /* "" or NULL when not proven */
+};
+
+struct fleet_store_verdict {
+	int64_t id;
+	int64_t time;
+	char device[FLEET_STORE_NAME_MAX + 1]; /* "" when none */
+	char serial[FLEET_STORE_NAME_MAX + 1];
+	char session[FLEET_STORE_SESSION_MAX + 1];
+	bool pass;
+	size_t n_reasons;
+	char reasons[FLEET_STORE_MAX_REASONS][FLEET_STORE_REASON_MAX + 1];
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+};
+
+/* A pass must carry no reasons; a fail at least one. */
+enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
+						const struct fleet_store_verdict_in *v,
+						int64_t *id_out);
+/* Newest first; device NULL for all; limit 1..FLEET_STORE_LIST_MAX. */
+enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+					       size_t limit, struct fleet_store_verdict **out,
+					       size_t *n);
+
+#define FLEET_STORE_CERT_LAK "lak"
+#define FLEET_STORE_CERT_LDEVID "ldevid"
+
+struct fleet_store_cert {
+	char device[FLEET_STORE_NAME_MAX + 1];
+	char kind[8];
+	char sha1[41]; /* lowercase hex SHA-1 of the DER */
+	int64_t not_after;
+	int64_t issued_at;
+	bool revoked;
+	int64_t revoked_at;
+	uint8_t *der;
+	size_t der_len;
+};
+
+/* Record a certificate issued to a known device. The store parses the DER
+ * itself and takes notAfter and the SHA-1 fingerprint from it, so a caller
+ * cannot record one thing and issue another. sha1_out (41 bytes) may be NULL. */
+enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
+					     const char *kind, const uint8_t *der, size_t der_len,
+					     time_t issued_at, char *sha1_out);
+/* Newest first; free with fleet_store_certs_free. */
+enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+						  struct fleet_store_cert **out, size_t *n);
+enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
+					     time_t now);
+void fleet_store_certs_free(struct fleet_store_cert *c, size_t n);
+
+#endif

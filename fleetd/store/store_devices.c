@@ -1,0 +1,312 @@
+/*
+ * store_devices.c: the devices fleetd has admitted, and the pending claims
+ * of machines it could not.
+ */
+#include "fleetd/store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#define DEVICE_COLS                                                                           \
+	"id, name, serial, inventory_id, state, ek_hash, ek_hash_ecc, first_admitted, "      \
+	"last_seen, quarantined, quarantine_reason, quarantined_at"
+
+static bool read_device(sqlite3_stmt *s, struct fleet_store_device *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->id = sqlite3_column_int64(s, 0);
+	d->inventory_id = sqlite3_column_int64(s, 3);
+	d->first_admitted = sqlite3_column_int64(s, 7);
+	d->last_seen = sqlite3_column_int64(s, 8);
+	d->quarantined = sqlite3_column_int64(s, 9) != 0;
+	d->quarantined_at = sqlite3_column_int64(s, 11);
+	return st_col_text(s, 1, d->name, sizeof(d->name)) && d->name[0] &&
+	       st_col_text(s, 2, d->serial, sizeof(d->serial)) && d->serial[0] &&
+	       st_col_text(s, 4, d->state, sizeof(d->state)) &&
+	       st_col_text(s, 5, d->ek_hash, sizeof(d->ek_hash)) &&
+	       st_col_text(s, 6, d->ek_hash_ecc, sizeof(d->ek_hash_ecc)) &&
+	       st_col_text(s, 10, d->quarantine_reason, sizeof(d->quarantine_reason));
+}
+
+/* Run a one-text-parameter device lookup. */
+static enum fleet_store_err device_get(struct fleet_store *st, const char *sql, const char *key,
+				       const char *what, struct fleet_store_device *out)
+{
+	if (!st_text_ok(key, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a %s is 1 to %d printable characters",
+			       what, FLEET_STORE_NAME_MAX);
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(st, sql, &s);
+	if (e)
+		return e;
+	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_DONE)
+		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that %s", what);
+	else if (rc != SQLITE_ROW)
+		e = st_sqlite(st, rc, "read device");
+	else if (!read_device(s, out))
+		e = st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
+	sqlite3_finalize(s);
+	return e;
+}
+
+enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
+						      struct fleet_store_device *out)
+{
+	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE serial = ?1", serial,
+			  "serial", out);
+}
+
+enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
+						    struct fleet_store_device *out)
+{
+	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE name = ?1", name, "name",
+			  out);
+}
+
+enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
+						  char ek_hash[65], char ek_hash_ecc[65])
+{
+	struct fleet_store_device d;
+	enum fleet_store_err e = fleet_store_device_get_by_serial(st, serial, &d);
+	if (e)
+		return e;
+	memcpy(ek_hash, d.ek_hash, 65);
+	memcpy(ek_hash_ecc, d.ek_hash_ecc, 65);
+	return FLEET_STORE_OK;
+}
+
+static bool same_hash(const char *stored, const char *presented)
+{
+	return !strcmp(stored, presented ? presented : "");
+}
+
+enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+						  const char *ek_hash, const char *ek_hash_ecc)
+{
+	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc))
+		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
+	char h[65], hc[65];
+	enum fleet_store_err e = fleet_store_device_ek_hashes(st, serial, h, hc);
+	if (e)
+		return e;
+	if (!same_hash(h, ek_hash) || !same_hash(hc, ek_hash_ecc))
+		return st_fail(st, FLEET_STORE_E_EK_MISMATCH,
+			       "the EKs presented are not the ones fleetd proved for this serial");
+	return FLEET_STORE_OK;
+}
+
+/* One write statement with bound values; `changes` gets the row count. */
+static enum fleet_store_err step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+				      int *changes)
+{
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return st_sqlite(st, rc, what);
+	if (changes)
+		*changes = sqlite3_changes(st->db);
+	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+							 const char *serial, int64_t inventory_id,
+							 const char *ek_hash,
+							 const char *ek_hash_ecc, time_t now)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!st_text_ok(name, FLEET_STORE_NAME_MAX) || !st_text_ok(serial, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "name and serial are 1 to %d printable characters",
+			       FLEET_STORE_NAME_MAX);
+	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc))
+		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
+	if ((!ek_hash || !ek_hash[0]) && (!ek_hash_ecc || !ek_hash_ecc[0]))
+		return st_fail(st, FLEET_STORE_E_INVALID, "an admission needs at least one EK");
+	if (inventory_id < 0)
+		return st_fail(st, FLEET_STORE_E_INVALID, "an inventory id is positive");
+	if ((e = st_begin(st)))
+		return e;
+	struct fleet_store_device d;
+	sqlite3_stmt *s;
+	e = fleet_store_device_get_by_serial(st, serial, &d);
+	if (e == FLEET_STORE_OK) {
+		/* The store never rebinds: a different EK under a known serial
+		 * is a different machine, or a TPM that was cleared. */
+		if (!same_hash(d.ek_hash, ek_hash) || !same_hash(d.ek_hash_ecc, ek_hash_ecc)) {
+			e = st_fail(st, FLEET_STORE_E_EK_MISMATCH,
+				    "serial is admitted with other EKs; the store keeps them");
+			goto fail;
+		}
+		if (strcmp(d.name, name) != 0) {
+			e = st_fail(st, FLEET_STORE_E_CONFLICT,
+				    "serial is admitted as another device name");
+			goto fail;
+		}
+		if ((e = st_prepare(st, "UPDATE devices SET last_seen = ?1, "
+					"inventory_id = coalesce(?2, inventory_id) WHERE id = ?3", &s)))
+			goto fail;
+		sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
+		if (inventory_id)
+			sqlite3_bind_int64(s, 2, inventory_id);
+		else
+			sqlite3_bind_null(s, 2);
+		sqlite3_bind_int64(s, 3, d.id);
+		if ((e = step_done(st, s, "update device", NULL)))
+			goto fail;
+	} else if (e == FLEET_STORE_E_NOT_FOUND) {
+		if ((e = st_prepare(st, "INSERT INTO devices (name, serial, inventory_id, state, "
+					"ek_hash, ek_hash_ecc, first_admitted, last_seen) "
+					"VALUES (?1, ?2, ?3, 'admitted', ?4, ?5, ?6, ?6)", &s)))
+			goto fail;
+		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+		sqlite3_bind_text(s, 2, serial, -1, SQLITE_STATIC);
+		if (inventory_id)
+			sqlite3_bind_int64(s, 3, inventory_id);
+		else
+			sqlite3_bind_null(s, 3);
+		st_bind_hash(s, 4, ek_hash);
+		st_bind_hash(s, 5, ek_hash_ecc);
+		sqlite3_bind_int64(s, 6, (sqlite3_int64)now);
+		if ((e = step_done(st, s, "insert device", NULL))) {
+			if (e == FLEET_STORE_E_CONFLICT)
+				st_fail(st, e, "another device already has that name");
+			goto fail;
+		}
+	} else {
+		goto fail;
+	}
+	/* Admitted: the machine's claim is answered. */
+	if ((e = st_prepare(st, "DELETE FROM claims WHERE serial = ?1", &s)))
+		goto fail;
+	sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
+	if ((e = step_done(st, s, "delete claim", NULL)))
+		goto fail;
+	return st_commit(st);
+fail:
+	st_rollback(st);
+	return e;
+}
+
+static enum fleet_store_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
+{
+	int changes = 0;
+	enum fleet_store_err e = step_done(st, s, what, &changes);
+	if (!e && changes == 0)
+		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that name");
+	return e;
+}
+
+enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
+						  const char *state)
+{
+	static const char *const states[] = {FLEET_STORE_STATE_ADMITTED,
+					     FLEET_STORE_STATE_PROVISIONING,
+					     FLEET_STORE_STATE_ACTIVE, FLEET_STORE_STATE_RETIRED};
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	size_t i;
+	for (i = 0; state && i < sizeof(states) / sizeof(states[0]); i++)
+		if (!strcmp(state, states[i]))
+			break;
+	if (!state || i == sizeof(states) / sizeof(states[0]))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a state is admitted, provisioning, active or retired");
+	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "UPDATE devices SET state = ?1 WHERE name = ?2", &s)))
+		return e;
+	sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	return update_one(st, s, "set state");
+}
+
+enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name, time_t now)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "UPDATE devices SET last_seen = ?1 WHERE name = ?2", &s)))
+		return e;
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
+	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	return update_one(st, s, "touch device");
+}
+
+enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
+						       bool on, const char *reason, time_t now)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	if (on && !st_text_ok(reason, FLEET_STORE_QREASON_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a quarantine needs a reason of 1 to %d printable characters",
+			       FLEET_STORE_QREASON_MAX);
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, on ? "UPDATE devices SET quarantined = 1, quarantine_reason = ?1, "
+				     "quarantined_at = ?2 WHERE name = ?3"
+				   : "UPDATE devices SET quarantined = 0, quarantine_reason = NULL, "
+				     "quarantined_at = NULL WHERE name = ?3",
+			    &s)))
+		return e;
+	if (on) {
+		sqlite3_bind_text(s, 1, reason, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	}
+	sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
+	return update_one(st, s, "set quarantine");
+}
+
+enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
+					      struct fleet_store_device **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(
+		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
+	if (e)
+		return e;
+	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+	struct fleet_store_device *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			struct fleet_store_device *nv = realloc(v, ncap * sizeof(*nv));
+			if (!nv) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				goto out;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		if (!read_device(s, &v[cnt++])) {
+			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
+			goto out;
+		}
+	}
+	if (rc != SQLITE_DONE)
+		e = st_sqlite(st, rc, "list devices");
+out:
+	sqlite3_finalize(s);
+	if (e) {
+		free(v);
+		return e;
+	}
+	*out = v;
+	*n = cnt;
+	return FLEET_STORE_OK;
+}

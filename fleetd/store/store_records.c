@@ -1,0 +1,317 @@
+/*
+ * store_records.c: verdicts (one row per TPM-authenticated result, the
+ * source of truth verdicts.jsonl mirrors) and issued certificates.
+ */
+#include "fleetd/store/store_int.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+#include "lib/hex.h"
+
+enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
+						const struct fleet_store_verdict_in *v,
+						int64_t *id_out)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	bool has_device = v->device && v->device[0];
+	if ((has_device && !st_text_ok(v->device, FLEET_STORE_NAME_MAX)) ||
+	    !st_text_ok(v->serial, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "device and serial are 1 to %d printable characters",
+			       FLEET_STORE_NAME_MAX);
+	if (!st_hex_ok(v->session, 2, FLEET_STORE_SESSION_MAX) || strlen(v->session) % 2)
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a session id is 2 to %d lowercase hex digits", FLEET_STORE_SESSION_MAX);
+	if (!st_hash_ok(v->ek_hash) || !st_hash_ok(v->ek_hash_ecc))
+		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
+	if (v->n_reasons > FLEET_STORE_MAX_REASONS || (v->n_reasons && !v->reasons))
+		return st_fail(st, FLEET_STORE_E_INVALID, "at most %d reasons",
+			       FLEET_STORE_MAX_REASONS);
+	if (v->pass != (v->n_reasons == 0))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a pass carries no reasons and a fail at least one");
+	json_t *arr = json_array();
+	if (!arr)
+		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < v->n_reasons; i++) {
+		if (!st_text_ok(v->reasons[i], FLEET_STORE_REASON_MAX)) {
+			json_decref(arr);
+			return st_fail(st, FLEET_STORE_E_INVALID,
+				       "a reason is 1 to %d printable characters",
+				       FLEET_STORE_REASON_MAX);
+		}
+		json_array_append_new(arr, json_string(v->reasons[i]));
+	}
+	char *reasons = json_dumps(arr, JSON_COMPACT | JSON_ENSURE_ASCII);
+	json_decref(arr);
+	if (!reasons)
+		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "INSERT INTO verdicts (time, device, serial, session, result, "
+				"reasons, ek_hash, ek_hash_ecc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+			    &s))) {
+		free(reasons);
+		return e;
+	}
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)v->time);
+	if (has_device)
+		sqlite3_bind_text(s, 2, v->device, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 2);
+	sqlite3_bind_text(s, 3, v->serial, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 4, v->session, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 5, v->pass ? "pass" : "fail", -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 6, reasons, -1, SQLITE_STATIC);
+	st_bind_hash(s, 7, v->ek_hash);
+	st_bind_hash(s, 8, v->ek_hash_ecc);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	free(reasons);
+	if (rc != SQLITE_DONE)
+		return st_sqlite(st, rc, "insert verdict");
+	if (id_out)
+		*id_out = sqlite3_last_insert_rowid(st->db);
+	return FLEET_STORE_OK;
+}
+
+/* The reasons column back into fixed fields; false if it is not a JSON
+ * array of short printable strings. */
+static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v)
+{
+	const char *text = (const char *)sqlite3_column_text(s, col);
+	int len = sqlite3_column_bytes(s, col);
+	if (!text || len <= 0)
+		return false;
+	json_t *arr = json_loadb(text, (size_t)len, JSON_REJECT_DUPLICATES, NULL);
+	bool ok = arr && json_is_array(arr) && json_array_size(arr) <= FLEET_STORE_MAX_REASONS;
+	for (size_t i = 0; ok && i < json_array_size(arr); i++) {
+		const char *r = json_string_value(json_array_get(arr, i));
+		ok = st_text_ok(r, FLEET_STORE_REASON_MAX);
+		if (ok)
+			strcpy(v->reasons[v->n_reasons++], r);
+	}
+	json_decref(arr);
+	return ok;
+}
+
+enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+					       size_t limit, struct fleet_store_verdict **out,
+					       size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
+		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
+			       FLEET_STORE_LIST_MAX);
+	if (device && !st_text_ok(device, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(
+		st, "SELECT id, time, device, serial, session, result, reasons, ek_hash, ek_hash_ecc "
+		    "FROM verdicts WHERE ?1 IS NULL OR device = ?1 ORDER BY id DESC LIMIT ?2", &s);
+	if (e)
+		return e;
+	if (device)
+		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 1);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	struct fleet_store_verdict *v = calloc(limit, sizeof(*v));
+	if (!v) {
+		sqlite3_finalize(s);
+		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+	}
+	size_t cnt = 0;
+	int rc;
+	while (cnt < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+		struct fleet_store_verdict *r = &v[cnt++];
+		char result[8];
+		r->id = sqlite3_column_int64(s, 0);
+		r->time = sqlite3_column_int64(s, 1);
+		if (!st_col_text(s, 2, r->device, sizeof(r->device)) ||
+		    !st_col_text(s, 3, r->serial, sizeof(r->serial)) ||
+		    !st_col_text(s, 4, r->session, sizeof(r->session)) ||
+		    !st_col_text(s, 5, result, sizeof(result)) || !read_reasons(s, 6, r) ||
+		    !st_col_text(s, 7, r->ek_hash, sizeof(r->ek_hash)) ||
+		    !st_col_text(s, 8, r->ek_hash_ecc, sizeof(r->ek_hash_ecc))) {
+			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a verdict row holds an impossible value");
+			goto out;
+		}
+		r->pass = !strcmp(result, "pass");
+	}
+	if (cnt < limit && rc != SQLITE_DONE)
+		e = st_sqlite(st, rc, "list verdicts");
+out:
+	sqlite3_finalize(s);
+	if (e) {
+		free(v);
+		return e;
+	}
+	*out = v;
+	*n = cnt;
+	return FLEET_STORE_OK;
+}
+
+/* Parse the DER as the store's own check: one whole certificate, nothing
+ * after it; its notAfter and SHA-1 fingerprint. */
+static bool cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41])
+{
+	const unsigned char *p = der;
+	X509 *x = d2i_X509(NULL, &p, (long)len);
+	if (!x)
+		return false;
+	bool ok = p == der + len;
+	struct tm tm;
+	ok = ok && ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1;
+	X509_free(x);
+	if (!ok)
+		return false;
+	*not_after = (int64_t)timegm(&tm);
+	unsigned char md[EVP_MAX_MD_SIZE];
+	unsigned int mdlen = 0;
+	if (!EVP_Digest(der, len, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20)
+		return false;
+	fleet_hex_encode(md, 20, sha1);
+	return true;
+}
+
+enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
+					     const char *kind, const uint8_t *der, size_t der_len,
+					     time_t issued_at, char *sha1_out)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!kind || (strcmp(kind, FLEET_STORE_CERT_LAK) && strcmp(kind, FLEET_STORE_CERT_LDEVID)))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a certificate kind is lak or ldevid");
+	if (!der || der_len == 0 || der_len > FLEET_STORE_CERT_MAX)
+		return st_fail(st, FLEET_STORE_E_INVALID, "a certificate is 1 to %d bytes of DER",
+			       FLEET_STORE_CERT_MAX);
+	int64_t not_after;
+	char sha1[41];
+	if (!cert_facts(der, der_len, &not_after, sha1))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate");
+	struct fleet_store_device d;
+	if ((e = fleet_store_device_get_by_name(st, device, &d)))
+		return e;
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "INSERT INTO certificates (device_id, kind, sha1, not_after, "
+				"issued_at, der) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s)))
+		return e;
+	sqlite3_bind_int64(s, 1, d.id);
+	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, sha1, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, not_after);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)issued_at);
+	sqlite3_bind_blob(s, 6, der, (int)der_len, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return st_sqlite(st, rc, "insert certificate");
+	if (sha1_out)
+		memcpy(sha1_out, sha1, sizeof(sha1));
+	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
+					     time_t now)
+{
+	enum fleet_store_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!st_hex_ok(sha1, 40, 40))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a fingerprint is 40 lowercase hex digits");
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "UPDATE certificates SET revoked = 1, revoked_at = ?2 "
+				"WHERE sha1 = ?1 AND revoked = 0", &s)))
+		return e;
+	sqlite3_bind_text(s, 1, sha1, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc != SQLITE_DONE)
+		return st_sqlite(st, rc, "revoke certificate");
+	if (sqlite3_changes(st->db) == 0)
+		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no unrevoked certificate with that "
+							    "fingerprint");
+	return FLEET_STORE_OK;
+}
+
+void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
+{
+	for (size_t i = 0; c && i < n; i++)
+		free(c[i].der);
+	free(c);
+}
+
+enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+						  struct fleet_store_cert **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct fleet_store_device d;
+	enum fleet_store_err e = fleet_store_device_get_by_name(st, device, &d);
+	if (e)
+		return e;
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "SELECT kind, sha1, not_after, issued_at, revoked, revoked_at, der "
+				"FROM certificates WHERE device_id = ?1 ORDER BY issued_at DESC, "
+				"id DESC LIMIT ?2", &s)))
+		return e;
+	sqlite3_bind_int64(s, 1, d.id);
+	sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
+	struct fleet_store_cert *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 8;
+			struct fleet_store_cert *nv = realloc(v, ncap * sizeof(*nv));
+			if (!nv) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				goto out;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		struct fleet_store_cert *c = &v[cnt++];
+		memset(c, 0, sizeof(*c));
+		memcpy(c->device, d.name, sizeof(c->device));
+		c->not_after = sqlite3_column_int64(s, 2);
+		c->issued_at = sqlite3_column_int64(s, 3);
+		c->revoked = sqlite3_column_int64(s, 4) != 0;
+		c->revoked_at = sqlite3_column_int64(s, 5);
+		const void *blob = sqlite3_column_blob(s, 6);
+		int blen = sqlite3_column_bytes(s, 6);
+		if (!st_col_text(s, 0, c->kind, sizeof(c->kind)) ||
+		    !st_col_text(s, 1, c->sha1, sizeof(c->sha1)) || !blob || blen <= 0 ||
+		    blen > FLEET_STORE_CERT_MAX) {
+			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a certificate row is impossible");
+			goto out;
+		}
+		if (!(c->der = malloc((size_t)blen))) {
+			e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+			goto out;
+		}
+		memcpy(c->der, blob, (size_t)blen);
+		c->der_len = (size_t)blen;
+	}
+	if (rc != SQLITE_DONE)
+		e = st_sqlite(st, rc, "list certificates");
+out:
+	sqlite3_finalize(s);
+	if (e) {
+		fleet_store_certs_free(v, cnt);
+		return e;
+	}
+	*out = v;
+	*n = cnt;
+	return FLEET_STORE_OK;
+}

@@ -1,0 +1,73 @@
+/*
+ * verdict_log.h: verdicts.jsonl, one JSON line per verdict, for operators
+ * and log shippers. The store's verdicts table is the source of truth; the
+ * daemon inserts the row first and appends the line second, so a failed
+ * append loses a copy, never the verdict, and is reported to the caller
+ * (which journals it and counts it).
+ *
+ * A line:
+ *   {"time":"2026-11-30T06:30:00Z","device":"w1","serial":"ABC","session":"0a1b..",
+ *    "result":"fail","reasons":["pcr7-authority"],"ek_hash":"..","ek_hash_ecc":null}
+ *
+ * Every string is capped (FLEET_VLOG_STR_MAX bytes, truncated ones end in
+ * "..."), bytes outside ASCII become '?', and control characters are
+ * escaped by jansson (\n, \u001b, ...), so one verdict is always exactly one
+ * line. At most FLEET_VLOG_MAX_REASONS reasons are written; a longer list
+ * ends in "+N more".
+ *
+ * Durability: each line is written with one write(2) on an O_APPEND
+ * descriptor and then fdatasync'ed. Verdicts come at the rate machines
+ * attest (about one per node per hour), so the sync costs nothing that
+ * matters, and a line the caller was told is written survives a power cut.
+ * A write that fails part-way is cut back off the file (ftruncate), so the
+ * file never holds half a line.
+ *
+ * Rotation: before a line would take the file past max_bytes, the file is
+ * renamed to .1 (.1 to .2, and so on up to .max_files; the oldest is
+ * removed), each step a rename(2), and a new file started; the directory is
+ * then fsync'ed. Every line is in exactly one file at every moment.
+ */
+#ifndef FLEETD_VERDICT_LOG_H
+#define FLEETD_VERDICT_LOG_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "lib/fleet_err.h"
+
+#define FLEET_VLOG_STR_MAX 128
+#define FLEET_VLOG_MAX_REASONS 32
+#define FLEET_VLOG_MIN_BYTES 4096         /* smallest max_bytes accepted */
+#define FLEET_VLOG_MAX_FILES 100          /* most old files kept */
+#define FLEET_VLOG_FILE "verdicts.jsonl"
+
+struct fleet_vlog;
+
+struct fleet_vlog_record {
+	time_t time;
+	const char *device;  /* NULL: no device (written as null) */
+	const char *serial;
+	const char *session;
+	bool pass;
+	const char *const *reasons;
+	size_t n_reasons;
+	const char *ek_hash;     /* NULL or "": null */
+	const char *ek_hash_ecc; /* NULL or "": null */
+};
+
+/* Open (creating, mode 0640) dir/verdicts.jsonl. max_bytes >=
+ * FLEET_VLOG_MIN_BYTES; max_files 1..FLEET_VLOG_MAX_FILES old files kept.
+ * A last line left unfinished by a crash is cut off. */
+fleet_err fleet_vlog_open(const char *dir, uint64_t max_bytes, unsigned max_files,
+			  struct fleet_vlog **out, char *err, size_t errlen);
+/* Append one line (rotating first when due). Thread-safe. */
+fleet_err fleet_vlog_append(struct fleet_vlog *log, const struct fleet_vlog_record *r,
+			    char *err, size_t errlen);
+void fleet_vlog_close(struct fleet_vlog *log);
+
+/* The line for r, without writing it (malloc'd, ends in '\n'). */
+char *fleet_vlog_format(const struct fleet_vlog_record *r);
+
+#endif

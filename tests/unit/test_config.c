@@ -1,0 +1,201 @@
+/*
+ * test_config.c: fleetd.yaml. Defaults are the documented ones; every key
+ * reads into its field; each kind of mistake is refused with its line; the
+ * rules across keys hold (the inventory's section, binding_author); the
+ * NetBox token file must be 0600.
+ */
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "fleetd/config/config.h"
+
+#define BASE                                                                                  \
+	"tls:\n  cert: /etc/fleetd/tls.crt\n  key: /etc/fleetd/tls.key\n"                     \
+	"classes:\n  worker: worker.yaml\n"
+#define FILE_INV BASE "inventory:\n  kind: file\n  file:\n    path: /etc/fleetd/nodes.yaml\n"
+
+static fleet_err parse(const char *y, struct fleet_config *c, struct fleet_yaml_error *err)
+{
+	return fleet_config_parse((const uint8_t *)y, strlen(y), c, err);
+}
+
+static void refused_at(const char *y, unsigned line, const char *msg_part)
+{
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	fleet_err e = parse(y, &c, &err);
+	if (e == FLEET_OK || err.line != line || !strstr(err.msg, msg_part))
+		fail_msg("want refusal at line %u containing '%s', got %s at %u: %s", line,
+			 msg_part, fleet_err_str(e), err.line, err.msg);
+}
+
+static void test_minimal_file_inventory_defaults(void **state)
+{
+	(void)state;
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	if (parse(FILE_INV, &c, &err))
+		fail_msg("line %u: %s", err.line, err.msg);
+	assert_int_equal(c.inventory, FLEET_INVENTORY_FILE);
+	assert_string_equal(c.nodes_file, "/etc/fleetd/nodes.yaml");
+	assert_string_equal(c.binding_author, "nodes-file");
+	/* The defaults docs/configuration.md lists. */
+	assert_string_equal(c.listen_address, "::");
+	assert_int_equal(c.listen_port, 8443);
+	assert_string_equal(c.state_dir, "/var/lib/fleetd");
+	assert_string_equal(c.roots_dir, "/etc/fleetd/roots");
+	assert_string_equal(c.ca_dir, "/var/lib/fleetd/ca");
+	assert_string_equal(c.profiles_dir, "/etc/fleetd/profiles");
+	assert_int_equal(c.session_ttl_seconds, 600);
+	assert_int_equal(c.max_open_sessions, 1024);
+	assert_int_equal(c.cert_validity_days, 90);
+	assert_int_equal(c.verdict_log_max_bytes, 16u * 1024 * 1024);
+	assert_int_equal(c.verdict_log_max_files, 5);
+	assert_int_equal(c.pass_interval_seconds, 3600);
+	assert_true(c.metrics);
+	assert_int_equal(c.max_body_bytes, 1024 * 1024);
+	assert_string_equal(fleet_config_profile_for(&c, "worker"), "worker.yaml");
+	assert_null(fleet_config_profile_for(&c, "control-plane"));
+}
+
+static void test_every_key(void **state)
+{
+	(void)state;
+	const char *y = "listen:\n  address: 10.0.0.1\n  port: 9443\n"
+			"tls:\n  cert: /a/c.pem\n  key: /a/k.pem\n"
+			"state_dir: /srv/fleetd\nroots_dir: /srv/roots\nca_dir: /srv/ca\n"
+			"profiles_dir: /srv/profiles\n"
+			"classes:\n  worker: worker.yaml\n  control-plane: cp.yaml\n"
+			"inventory:\n  kind: netbox\n  netbox:\n    url: https://netbox.lan/\n"
+			"    token_file: /etc/fleetd/netbox.token\n    ca_file: /etc/fleetd/nb-ca.pem\n"
+			"    timeout_ms: 5000\n    page_size: 250\n"
+			"binding_author: terraform\n"
+			"sessions:\n  ttl_seconds: 120\n  max_open: 64\n"
+			"certificates:\n  validity_days: 365\n"
+			"verdict_log:\n  max_bytes: 1048576\n  max_files: 9\n"
+			"pass:\n  interval_seconds: 600\n"
+			"metrics:\n  enabled: false\n"
+			"http:\n  max_body_bytes: 2097152\n";
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	if (parse(y, &c, &err))
+		fail_msg("line %u: %s", err.line, err.msg);
+	assert_string_equal(c.listen_address, "10.0.0.1");
+	assert_int_equal(c.listen_port, 9443);
+	assert_string_equal(c.tls_cert, "/a/c.pem");
+	assert_string_equal(c.tls_key, "/a/k.pem");
+	assert_string_equal(c.state_dir, "/srv/fleetd");
+	assert_string_equal(c.roots_dir, "/srv/roots");
+	assert_string_equal(c.ca_dir, "/srv/ca");
+	assert_string_equal(c.profiles_dir, "/srv/profiles");
+	assert_int_equal(c.n_classes, 2);
+	assert_string_equal(fleet_config_profile_for(&c, "control-plane"), "cp.yaml");
+	assert_int_equal(c.inventory, FLEET_INVENTORY_NETBOX);
+	assert_string_equal(c.netbox_url, "https://netbox.lan/");
+	assert_string_equal(c.netbox_token_file, "/etc/fleetd/netbox.token");
+	assert_string_equal(c.netbox_ca_file, "/etc/fleetd/nb-ca.pem");
+	assert_int_equal(c.netbox_timeout_ms, 5000);
+	assert_int_equal(c.netbox_page_size, 250);
+	assert_string_equal(c.binding_author, "terraform");
+	assert_int_equal(c.session_ttl_seconds, 120);
+	assert_int_equal(c.max_open_sessions, 64);
+	assert_int_equal(c.cert_validity_days, 365);
+	assert_int_equal(c.verdict_log_max_bytes, 1048576);
+	assert_int_equal(c.verdict_log_max_files, 9);
+	assert_int_equal(c.pass_interval_seconds, 600);
+	assert_false(c.metrics);
+	assert_int_equal(c.max_body_bytes, 2097152);
+}
+
+static void test_refusals(void **state)
+{
+	(void)state;
+	refused_at(FILE_INV "colour: blue\n", 10, "unknown key 'colour'");
+	refused_at(FILE_INV "listen:\n  port: 1\n  port: 2\n", 12, "duplicate key 'port'");
+	refused_at(FILE_INV "listen:\n  port: 70000\n", 11, "from 1 to 65535");
+	refused_at(FILE_INV "listen:\n  port: \"8443\"\n", 11, "unquoted number");
+	refused_at(FILE_INV "listen:\n  port: 0100\n", 11, "whole number");
+	refused_at(FILE_INV "listen:\n  address: localhost\n", 11, "IPv4 or IPv6");
+	refused_at(FILE_INV "state_dir: var/lib/fleetd\n", 10, "absolute path");
+	refused_at(FILE_INV "state_dir: /var/lib/../etc\n", 10, "absolute path");
+	refused_at(FILE_INV "metrics:\n  enabled: yes\n", 11, "true or false");
+	refused_at(FILE_INV "certificates:\n  validity_days: 30\n", 11, "from 31 to 3650");
+	refused_at(FILE_INV "verdict_log:\n  max_files: 0\n", 11, "from 1 to 100");
+	refused_at(FILE_INV "binding_author: terraform\n", 10, "must be 'nodes-file'");
+	refused_at(FILE_INV "sessions: &s\n  ttl_seconds: 60\npass: *s\n", 12, "aliases");
+	refused_at(BASE "inventory:\n  kind: ldap\n", 7, "netbox or file");
+	refused_at(BASE "inventory:\n  kind: file\n", 7, "inventory.file.path is required");
+	refused_at(FILE_INV "  netbox:\n    url: https://nb/\n", 10, "kind is file");
+	refused_at(BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		   "    token_file: /t\n", 1, "binding_author");
+	refused_at(BASE "inventory:\n  kind: netbox\n  netbox:\n    url: http://nb/\n"
+		   "    token_file: /t\nbinding_author: tf\n", 9, "https://");
+	refused_at(BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://u:p@nb/\n"
+		   "    token_file: /t\nbinding_author: tf\n", 9, "without credentials");
+	refused_at(BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		   "    token: abc\nbinding_author: tf\n", 10, "unknown key 'token'");
+	refused_at("classes:\n  worker: w.yaml\ninventory:\n  kind: file\n  file:\n"
+		   "    path: /n.yaml\n", 1, "tls.cert and tls.key are required");
+	refused_at("tls:\n  cert: /c\n  key: /k\ninventory:\n  kind: file\n  file:\n"
+		   "    path: /n.yaml\n", 1, "classes is required");
+	refused_at(FILE_INV "classes:\n  x: y.yaml\n", 10, "duplicate key 'classes'");
+	refused_at("tls:\n  cert: /c\n  key: /k\nclasses:\n  worker: ../../etc/shadow\n", 5,
+		   "file name in profiles_dir");
+	refused_at("tls:\n  cert: /c\n  key: /k\nclasses:\n  worker: a.yaml\n  worker: b.yaml\n",
+		   6, "duplicate key 'worker'");
+	refused_at("tls:\n  cert: /c\n  key: /k\nclasses: {}\n", 4, "1 to 64 classes");
+	refused_at("- a\n- b\n", 1, "must be a mapping");
+	refused_at("", 0, "empty");
+}
+
+static void test_load_and_token_file(void **state)
+{
+	(void)state;
+	char *dir = make_temp_dir("config");
+	char cfg[512], tok[512], text[2048];
+	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
+	snprintf(tok, sizeof(tok), "%s/netbox.token", dir);
+	snprintf(text, sizeof(text),
+		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		      "    token_file: %s\nbinding_author: tf\n", tok);
+	FILE *fp = fopen(cfg, "w");
+	fputs(text, fp);
+	fclose(fp);
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	if (fleet_config_load(cfg, &c, &err))
+		fail_msg("line %u: %s", err.line, err.msg);
+	char msg[512];
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_IO);
+	fp = fopen(tok, "w");
+	fputs("0123456789abcdef\n", fp);
+	fclose(fp);
+	assert_int_equal(chmod(tok, 0640), 0);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
+	assert_non_null(strstr(msg, "mode 0600"));
+	assert_int_equal(chmod(tok, 0600), 0);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
+	assert_int_equal(chmod(tok, 0400), 0);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
+	snprintf(cfg, sizeof(cfg), "%s/missing.yaml", dir);
+	assert_int_not_equal(fleet_config_load(cfg, &c, &err), FLEET_OK);
+	assert_non_null(strstr(err.msg, "cannot read"));
+	rm_rf(dir);
+	free(dir);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_minimal_file_inventory_defaults),
+		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_load_and_token_file),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}

@@ -1,0 +1,555 @@
+/*
+ * test_store.c: fleetd's SQLite store. The schema and its safety settings,
+ * each API, the rules the store enforces itself (it never rebinds a serial
+ * to other EKs; re-admission is judged against its own hashes; claims are
+ * counted and capped), and a read-only handle that cannot write.
+ */
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <openssl/evp.h>
+#include <sqlite3.h>
+
+#include "fleetd/store/store.h"
+#include "lib/hex.h"
+#include "tests/unit/x509_mint.h"
+
+#define HA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define HB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define HC "cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
+#define HD "dddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddddd"
+
+struct fx {
+	char *dir;
+	char state[512];
+	struct fleet_store *st;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	f->dir = make_temp_dir("store");
+	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	char err[256];
+	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)) != FLEET_STORE_OK)
+		fail_msg("open: %s", err);
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	fleet_store_close(f->st);
+	rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+/* A raw connection, to look behind the API or damage the file. */
+static sqlite3 *raw(struct fx *f)
+{
+	char p[600];
+	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
+	sqlite3 *db;
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
+	sqlite3_busy_timeout(db, 5000);
+	return db;
+}
+
+static long long raw_int(sqlite3 *db, const char *sql)
+{
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	long long v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+static void admit(struct fx *f, const char *name, const char *serial, const char *ek,
+		  const char *ecc, time_t now)
+{
+	enum fleet_store_err e =
+		fleet_store_device_record_admission(f->st, name, serial, 7, ek, ecc, now);
+	if (e)
+		fail_msg("admit %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+}
+
+static void test_schema_and_settings(void **state)
+{
+	struct fx *f = *state;
+	struct stat sb;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
+	assert_int_equal(stat(p, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0600);
+	assert_int_equal(stat(f->state, &sb), 0);
+	assert_int_equal(sb.st_mode & 0777, 0700);
+	sqlite3 *db = raw(f);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
+	sqlite3_finalize(s);
+	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_int(db, "PRAGMA application_id"), 0x666c6474);
+	sqlite3_close(db);
+	/* Opening again applies nothing twice. */
+	fleet_store_close(f->st);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	db = raw(f);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+	sqlite3_close(db);
+}
+
+static void test_err_strings(void **state)
+{
+	(void)state;
+	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_EK_MISMATCH), "ek-mismatch");
+	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_READONLY), "read-only");
+	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_UNSAFE), "unsafe-permissions");
+	for (int e = 0; e < FLEET_STORE_E__COUNT; e++)
+		assert_string_not_equal(fleet_store_err_str((enum fleet_store_err)e), "unknown");
+	assert_string_equal(fleet_store_err_str(FLEET_STORE_E__COUNT), "unknown");
+}
+
+static void test_unsafe_modes_refused(void **state)
+{
+	struct fx *f = *state;
+	fleet_store_close(f->st);
+	f->st = NULL;
+	struct fleet_store *st;
+	char err[256], p[600];
+	assert_int_equal(chmod(f->state, 0770), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+			 FLEET_STORE_E_UNSAFE);
+	assert_non_null(strstr(err, "not writable by group or others"));
+	assert_int_equal(chmod(f->state, 0700), 0);
+	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
+	assert_int_equal(chmod(p, 0640), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+			 FLEET_STORE_E_UNSAFE);
+	assert_non_null(strstr(err, "mode 0600"));
+	assert_int_equal(chmod(p, 0600), 0);
+	assert_int_equal(chown(p, 65534, 65534), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+			 FLEET_STORE_E_UNSAFE);
+	assert_int_equal(chown(p, 0, 0), 0);
+	assert_int_equal(fleet_store_open("relative/dir", FLEET_STORE_RW, &st, err, sizeof(err)),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)), 0);
+}
+
+static void test_newer_schema_refused(void **state)
+{
+	struct fx *f = *state;
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (99, 0, 'future')",
+				      NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	fleet_store_close(f->st);
+	f->st = NULL;
+	struct fleet_store *st;
+	char err[256];
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+			 FLEET_STORE_E_SCHEMA);
+	assert_non_null(strstr(err, "newer fleetd"));
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &st, err, sizeof(err)),
+			 FLEET_STORE_E_SCHEMA);
+	db = raw(f);
+	sqlite3_exec(db, "DELETE FROM schema_migrations WHERE version = 99", NULL, NULL, NULL);
+	sqlite3_close(db);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)), 0);
+}
+
+static void test_admission_and_lookup(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d), 0);
+	assert_string_equal(d.name, "w1");
+	assert_string_equal(d.state, FLEET_STORE_STATE_ADMITTED);
+	assert_string_equal(d.ek_hash, HA);
+	assert_string_equal(d.ek_hash_ecc, HB);
+	assert_int_equal(d.first_admitted, 1000);
+	assert_int_equal(d.inventory_id, 7);
+	assert_false(d.quarantined);
+	/* SMBIOS case aside, a serial is one machine. */
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "ser-1", &d), 0);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), 0);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w2", &d), FLEET_STORE_E_NOT_FOUND);
+	/* Again with the same EKs: last_seen moves, first_admitted stays. */
+	admit(f, "w1", "SER-1", HA, HB, 2000);
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d), 0);
+	assert_int_equal(d.first_admitted, 1000);
+	assert_int_equal(d.last_seen, 2000);
+	/* Without an inventory id, the recorded one stays. */
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "SER-1", 0, HA, HB, 3000),
+			 0);
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d), 0);
+	assert_int_equal(d.inventory_id, 7);
+	/* An ECC-only TPM is a device too; ek_hash reads back empty. */
+	admit(f, "w3", "SER-3", NULL, HC, 1000);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w3", &d), 0);
+	assert_string_equal(d.ek_hash, "");
+	assert_string_equal(d.ek_hash_ecc, HC);
+}
+
+static void test_admission_never_rebinds(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "SER-1", 7, HC, HB, 2000),
+			 FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "SER-1", 7, HA, NULL,
+							     2000),
+			 FLEET_STORE_E_EK_MISMATCH);
+	char h[65], hc[65];
+	assert_int_equal(fleet_store_device_ek_hashes(f->st, "SER-1", h, hc), 0);
+	assert_string_equal(h, HA);
+	assert_string_equal(hc, HB);
+	/* The same serial under another name, another serial under this name. */
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w9", "SER-1", 7, HA, HB, 2000),
+			 FLEET_STORE_E_CONFLICT);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "SER-2", 7, HC, HD, 2000),
+			 FLEET_STORE_E_CONFLICT);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-2", &d),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d), 0);
+	assert_int_equal(d.last_seen, 1000);
+}
+
+static void test_admission_input_refused(void **state)
+{
+	struct fx *f = *state;
+	const char *upper = "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA";
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "S", 0, upper, NULL, 1),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "S", 0, "abc", NULL, 1),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "S", 0, "", "", 1),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w\n1", "S", 0, HA, NULL, 1),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "", 0, HA, NULL, 1),
+			 FLEET_STORE_E_INVALID);
+	char longname[200];
+	memset(longname, 'x', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(fleet_store_device_record_admission(f->st, longname, "S", 0, HA, NULL, 1),
+			 FLEET_STORE_E_INVALID);
+	/* SQL in a value is a value: bound, never spliced. */
+	admit(f, "x'); DROP TABLE devices; --", "S'--", HA, NULL, 1);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "S'--", &d), 0);
+	assert_string_equal(d.name, "x'); DROP TABLE devices; --");
+}
+
+static void test_readmission_uses_store_hashes(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	admit(f, "w2", "SER-2", HC, NULL, 1000);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, HB), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, HD),
+			 FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, NULL),
+			 FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HB, HA),
+			 FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-2", HC, ""), FLEET_STORE_OK);
+	/* An EK the store never proved is a change, not an extra. */
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-2", HC, HD),
+			 FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-9", HA, HB),
+			 FLEET_STORE_E_NOT_FOUND);
+}
+
+static void test_state_touch_quarantine(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_set_state(f->st, "w1", FLEET_STORE_STATE_ACTIVE), 0);
+	assert_int_equal(fleet_store_device_set_state(f->st, "w1", "bogus"), FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_set_state(f->st, "nope", FLEET_STORE_STATE_ACTIVE),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_device_touch(f->st, "w1", 5000), 0);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", true, NULL, 6000),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", true, "pcr7-authority",
+							   6000), 0);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), 0);
+	assert_string_equal(d.state, "active");
+	assert_int_equal(d.last_seen, 5000);
+	assert_true(d.quarantined);
+	assert_string_equal(d.quarantine_reason, "pcr7-authority");
+	assert_int_equal(d.quarantined_at, 6000);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", false, NULL, 7000), 0);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), 0);
+	assert_false(d.quarantined);
+	assert_string_equal(d.quarantine_reason, "");
+	assert_int_equal(d.quarantined_at, 0);
+	struct fleet_store_device *all;
+	size_t n;
+	admit(f, "a0", "SER-0", HC, NULL, 1000);
+	assert_int_equal(fleet_store_devices_list(f->st, &all, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(all[0].name, "a0");
+	assert_string_equal(all[1].name, "w1");
+	free(all);
+}
+
+static void test_claims(void **state)
+{
+	struct fx *f = *state;
+	assert_int_equal(fleet_store_claim_upsert(f->st, "NEW-1", "unknown-serial", HA, HB, 100), 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "new-1", "no-binding", HA, HB, 200), 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "NEW-1", "no-binding", HC, NULL, 300), 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "NEW-2", "unknown-serial", NULL, NULL, 150),
+			 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "NEW-3", "maybe", HA, HB, 1),
+			 FLEET_STORE_E_INVALID);
+	struct fleet_store_claim *c;
+	size_t n;
+	assert_int_equal(fleet_store_claims_list(f->st, &c, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(c[0].serial, "NEW-1"); /* newest first */
+	assert_string_equal(c[0].reason, "no-binding");
+	assert_int_equal(c[0].count, 3);
+	assert_int_equal(c[0].first_seen, 100);
+	assert_int_equal(c[0].last_seen, 300);
+	assert_int_equal(c[0].n_eks, 2);
+	assert_string_equal(c[0].eks[0].ek_hash, HA);
+	assert_int_equal(c[0].eks[0].count, 2);
+	assert_string_equal(c[0].eks[1].ek_hash, HC);
+	assert_string_equal(c[0].eks[1].ek_hash_ecc, "");
+	assert_false(c[0].eks_dropped);
+	assert_int_equal(c[1].n_eks, 0);
+	free(c);
+	/* Admission answers the claim, in the same transaction. */
+	admit(f, "w1", "NEW-1", HA, HB, 400);
+	assert_int_equal(fleet_store_claims_list(f->st, &c, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(c[0].serial, "NEW-2");
+	free(c);
+}
+
+static void test_claim_caps(void **state)
+{
+	struct fx *f = *state;
+	/* Distinct EK pairs per claim are capped; the claim says so. */
+	for (int i = 0; i < FLEET_STORE_CLAIM_EKS + 3; i++) {
+		uint8_t b[32];
+		char h[65];
+		memset(b, i + 1, sizeof(b));
+		fleet_hex_encode(b, sizeof(b), h);
+		assert_int_equal(fleet_store_claim_upsert(f->st, "X", "unknown-serial", h, NULL, i), 0);
+	}
+	struct fleet_store_claim *c;
+	size_t n;
+	assert_int_equal(fleet_store_claims_list(f->st, &c, &n), 0);
+	assert_int_equal(c[0].n_eks, FLEET_STORE_CLAIM_EKS);
+	assert_int_equal(c[0].count, FLEET_STORE_CLAIM_EKS + 3);
+	assert_true(c[0].eks_dropped);
+	free(c);
+	/* The number of claims is capped: fill the table behind the API. */
+	sqlite3 *db = raw(f);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n "
+			     "WHERE i < 10000) INSERT INTO claims (serial, reason, first_seen, "
+			     "last_seen, count) SELECT 'F' || i, 'unknown-serial', 1, 1, 1 FROM n",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "ONE-MORE", "unknown-serial", HA, NULL, 5),
+			 FLEET_STORE_E_FULL);
+	/* A known claim still counts. */
+	assert_int_equal(fleet_store_claim_upsert(f->st, "F77", "no-binding", HA, NULL, 5), 0);
+}
+
+static void test_verdicts(void **state)
+{
+	struct fx *f = *state;
+	const char *reasons[] = {"pcr7-authority", "pcr4-app"};
+	struct fleet_store_verdict_in v = {.time = 100, .device = "w1", .serial = "SER-1",
+					   .session = "0a1b", .pass = true, .ek_hash = HA};
+	int64_t id;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &v, &id), 0);
+	v.time = 200;
+	v.pass = false;
+	v.reasons = reasons;
+	v.n_reasons = 2;
+	v.ek_hash_ecc = HB;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &v, NULL), 0);
+	struct fleet_store_verdict_in other = {.time = 300, .serial = "SER-9", .session = "ff",
+					       .pass = false, .reasons = reasons, .n_reasons = 1};
+	assert_int_equal(fleet_store_verdict_insert(f->st, &other, NULL), 0);
+	struct fleet_store_verdict *out;
+	size_t n;
+	assert_int_equal(fleet_store_verdicts_list(f->st, NULL, 10, &out, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(out[0].serial, "SER-9");
+	assert_string_equal(out[0].device, "");
+	assert_int_equal(out[2].id, id);
+	assert_true(out[2].pass);
+	assert_int_equal(out[2].n_reasons, 0);
+	free(out);
+	assert_int_equal(fleet_store_verdicts_list(f->st, "w1", 1, &out, &n), 0);
+	assert_int_equal(n, 1);
+	assert_int_equal(out[0].time, 200);
+	assert_false(out[0].pass);
+	assert_int_equal(out[0].n_reasons, 2);
+	assert_string_equal(out[0].reasons[1], "pcr4-app");
+	assert_string_equal(out[0].ek_hash_ecc, HB);
+	free(out);
+	assert_int_equal(fleet_store_verdicts_list(f->st, NULL, 0, &out, &n), FLEET_STORE_E_INVALID);
+	/* What a verdict cannot be. */
+	struct fleet_store_verdict_in bad = v;
+	bad.pass = true;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &bad, NULL), FLEET_STORE_E_INVALID);
+	bad = v;
+	bad.n_reasons = 0;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &bad, NULL), FLEET_STORE_E_INVALID);
+	bad = v;
+	bad.session = "XYZ";
+	assert_int_equal(fleet_store_verdict_insert(f->st, &bad, NULL), FLEET_STORE_E_INVALID);
+	const char *ctl[] = {"bad\x1b[31m"};
+	bad = v;
+	bad.reasons = ctl;
+	bad.n_reasons = 1;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &bad, NULL), FLEET_STORE_E_INVALID);
+	bad = v;
+	bad.n_reasons = FLEET_STORE_MAX_REASONS + 1;
+	assert_int_equal(fleet_store_verdict_insert(f->st, &bad, NULL), FLEET_STORE_E_INVALID);
+}
+
+static unsigned char *make_cert(size_t *len, time_t not_after)
+{
+	EVP_PKEY *k = mint_key_ec();
+	struct mint m = {.key = k, .cn = "w1", .not_before = 1000, .not_after = not_after};
+	X509 *x = mint_cert(&m);
+	unsigned char *der = mint_der(x, len);
+	X509_free(x);
+	EVP_PKEY_free(k);
+	return der;
+}
+
+static void test_certificates(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	size_t len;
+	unsigned char *der = make_cert(&len, 1900000000);
+	char sha1[41], want[41];
+	unsigned char md[20];
+	unsigned int mdlen;
+	EVP_Digest(der, len, md, &mdlen, EVP_sha1(), NULL);
+	fleet_hex_encode(md, 20, want);
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "ldevid", der, len, 1500, sha1), 0);
+	assert_string_equal(sha1, want);
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "ldevid", der, len, 1500, NULL),
+			 FLEET_STORE_E_CONFLICT);
+	assert_int_equal(fleet_store_cert_insert(f->st, "nobody", "lak", der, len, 1500, NULL),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "tls", der, len, 1500, NULL),
+			 FLEET_STORE_E_INVALID);
+	/* The store reads the DER itself: not a certificate, or one with
+	 * bytes after it, is refused. */
+	unsigned char junk[64] = {0x30, 0x03, 1, 2, 3};
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "lak", junk, sizeof(junk), 1, NULL),
+			 FLEET_STORE_E_INVALID);
+	unsigned char *longer = malloc(len + 1);
+	memcpy(longer, der, len);
+	longer[len] = 0;
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "lak", longer, len + 1, 1, NULL),
+			 FLEET_STORE_E_INVALID);
+	free(longer);
+	struct fleet_store_cert *c;
+	size_t n;
+	assert_int_equal(fleet_store_certs_for_device(f->st, "w1", &c, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(c[0].kind, "ldevid");
+	assert_string_equal(c[0].sha1, want);
+	assert_int_equal(c[0].not_after, 1900000000);
+	assert_int_equal(c[0].issued_at, 1500);
+	assert_int_equal(c[0].der_len, len);
+	assert_memory_equal(c[0].der, der, len);
+	assert_false(c[0].revoked);
+	fleet_store_certs_free(c, n);
+	assert_int_equal(fleet_store_cert_revoke(f->st, want, 1600), 0);
+	assert_int_equal(fleet_store_cert_revoke(f->st, want, 1700), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_certs_for_device(f->st, "w1", &c, &n), 0);
+	assert_true(c[0].revoked);
+	assert_int_equal(c[0].revoked_at, 1600);
+	fleet_store_certs_free(c, n);
+	free(der);
+}
+
+static void test_readonly(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	struct fleet_store *ro;
+	char err[256];
+	/* Beside the daemon's open handle: WAL lets both be open. */
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)), 0);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-1", &d), 0);
+	assert_int_equal(fleet_store_device_record_admission(ro, "w2", "SER-2", 0, HC, NULL, 1),
+			 FLEET_STORE_E_READONLY);
+	assert_int_equal(fleet_store_claim_upsert(ro, "Z", "unknown-serial", NULL, NULL, 1),
+			 FLEET_STORE_E_READONLY);
+	assert_int_equal(fleet_store_device_set_quarantine(ro, "w1", true, "x", 1),
+			 FLEET_STORE_E_READONLY);
+	struct fleet_store_verdict_in v = {.time = 1, .serial = "S", .session = "00", .pass = true};
+	assert_int_equal(fleet_store_verdict_insert(ro, &v, NULL), FLEET_STORE_E_READONLY);
+	/* A write the daemon makes now is visible to the reader. */
+	admit(f, "w2", "SER-2", HC, NULL, 1000);
+	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-2", &d), 0);
+	fleet_store_close(ro);
+	char missing[600];
+	snprintf(missing, sizeof(missing), "%s/nothing-here", f->dir);
+	assert_int_equal(fleet_store_open(missing, FLEET_STORE_READONLY, &ro, err, sizeof(err)),
+			 FLEET_STORE_E_NOT_FOUND);
+}
+
+static void test_damaged_row_is_corrupt(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, "UPDATE devices SET name = 'w' || char(27) || '1'", NULL,
+				      NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d),
+			 FLEET_STORE_E_CORRUPT);
+}
+
+int main(void)
+{
+#define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
+	const struct CMUnitTest tests[] = {
+		T(test_schema_and_settings),   T(test_err_strings),
+		T(test_unsafe_modes_refused),  T(test_newer_schema_refused),
+		T(test_admission_and_lookup),  T(test_admission_never_rebinds),
+		T(test_admission_input_refused), T(test_readmission_uses_store_hashes),
+		T(test_state_touch_quarantine), T(test_claims),
+		T(test_claim_caps),            T(test_verdicts),
+		T(test_certificates),          T(test_readonly),
+		T(test_damaged_row_is_corrupt),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
