@@ -15,6 +15,9 @@
 # Safe under `set -e`. It installs an EXIT trap that stops the TPM and removes its directory; a
 # caller with its own EXIT trap should call swtpm_env_stop from it.
 # Set FLEET_KEEP_SWTPM=1 to keep the directory for a post-mortem.
+# Set SWTPM_ENV_CA to a directory to use it as the manufacturer CA's state:
+# the first TPM creates the CA there, later ones reuse it, so several TPMs
+# come from one manufacturer (one roots directory trusts them all).
 #
 # Exported after a successful start:
 #   TPM2TOOLS_TCTI    swtpm:host=127.0.0.1,port=N
@@ -58,13 +61,15 @@ swtpm_env_start() {
 	d=$(mktemp -d "${TMPDIR:-/tmp}/fleet-swtpm.XXXXXX") || return 1
 	SWTPM_ENV_DIR=$d
 	trap swtpm_env_stop EXIT
-	mkdir -m 0700 "$d/state" "$d/ca" "$d/roots" || return 1
+	mkdir -m 0700 "$d/state" "$d/roots" || return 1
+	local ca="${SWTPM_ENV_CA:-$d/ca}"
+	mkdir -p -m 0700 "$ca" || return 1
 
 	cat >"$d/localca.conf" <<EOF
-statedir = $d/ca
-signingkey = $d/ca/signkey.pem
-issuercert = $d/ca/issuercert.pem
-certserial = $d/ca/certserial
+statedir = $ca
+signingkey = $ca/signkey.pem
+issuercert = $ca/issuercert.pem
+certserial = $ca/certserial
 EOF
 	printf '%s\n' '--platform-manufacturer fleetd-test' '--platform-version 2.1' \
 		'--platform-model swtpm' >"$d/localca.options"
@@ -80,8 +85,8 @@ EOF
 		echo "swtpm-env: swtpm_setup failed; see $d/setup.log" >&2
 		return 1
 	fi
-	cp "$d/ca/swtpm-localca-rootca-cert.pem" "$d/roots/root.pem" &&
-		cp "$d/ca/issuercert.pem" "$d/roots/issuer.pem" || return 1
+	cp "$ca/swtpm-localca-rootca-cert.pem" "$d/roots/root.pem" &&
+		cp "$ca/issuercert.pem" "$d/roots/issuer.pem" || return 1
 
 	# A random port pair; on a clash swtpm exits and we try another.
 	for attempt in 1 2 3 4 5 6 7 8; do
