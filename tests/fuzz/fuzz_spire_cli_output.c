@@ -1,0 +1,51 @@
+/*
+ * fuzz_spire_cli_output.c: the readers of `spire-server ... -output json`
+ * (entry show, the batch results, agent ban's stderr). Whatever the listing
+ * reader accepts holds only fleet- entries with terminated IDs, SPIFFE IDs
+ * and sorted "type:value" selectors; a result code is a gRPC code; refusals
+ * come with a reason and leave nothing to free.
+ */
+#include <stddef.h>
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "fleetd/applier/spire_output.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct sp_entries l;
+	char why[300], msg[64];
+	why[0] = '\0';
+	if (sp_parse_entries(data, size, &l, why, sizeof(why)) == FLEET_OK) {
+		if (l.n > l.n_total)
+			abort();
+		for (size_t i = 0; i < l.n; i++) {
+			const struct sp_entry *e = &l.e[i];
+			if (strncmp(e->id, SP_FLEET_PREFIX, strlen(SP_FLEET_PREFIX)) ||
+			    strncmp(e->spiffe_id, "spiffe://", 9) ||
+			    strncmp(e->parent_id, "spiffe://", 9) || e->n_selectors > SP_MAX_SELECTORS)
+				abort();
+			for (size_t j = 0; j < e->n_selectors; j++) {
+				if (!strchr(e->selectors[j], ':'))
+					abort();
+				if (j && strcmp(e->selectors[j - 1], e->selectors[j]) > 0)
+					abort();
+			}
+			for (size_t j = 0; j < i; j++)
+				if (!strcmp(l.e[j].id, e->id))
+					abort();
+		}
+		sp_entries_free(&l);
+	} else if (l.e || !why[0]) {
+		abort();
+	}
+	int code = -1;
+	if (sp_parse_batch_result(data, size, &code, msg, sizeof(msg), why, sizeof(why)) ==
+	    FLEET_OK) {
+		if (code < 0 || code > 16 || strnlen(msg, sizeof(msg)) == sizeof(msg))
+			abort();
+	}
+	(void)sp_ban_said_not_found(data, size);
+	return 0;
+}
