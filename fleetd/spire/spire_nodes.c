@@ -1,0 +1,545 @@
+/*
+ * spire_nodes.c: who is eligible for SPIRE and who is revoked, from the
+ * inventory and fleetd's store (spire_nodes.h has the rules; docs/spire-nodes.md
+ * the reasons behind them).
+ *
+ * The store is the authority for what fleetd proved: the EK hashes, the
+ * certificates and the verdicts come from it alone. The inventory only says
+ * what state each machine is meant to be in. Every name written to the file
+ * is therefore the store's (which it checked when the device was admitted),
+ * and an inventory name is used only when it equals it.
+ */
+#include "fleetd/spire/spire_nodes_int.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "lib/hex.h"
+
+static const char *const err_names[FLEET_SPIRE_E__COUNT] = {
+	[FLEET_SPIRE_OK] = "ok",
+	[FLEET_SPIRE_E_INVENTORY] = "inventory",
+	[FLEET_SPIRE_E_STORE] = "store",
+	[FLEET_SPIRE_E_INVALID] = "invalid",
+	[FLEET_SPIRE_E_UNSAFE] = "unsafe",
+	[FLEET_SPIRE_E_BUSY] = "busy",
+	[FLEET_SPIRE_E_STATE] = "state",
+	[FLEET_SPIRE_E_IO] = "io",
+	[FLEET_SPIRE_E_NOMEM] = "nomem",
+};
+
+const char *fleet_spire_err_str(enum fleet_spire_err e)
+{
+	if ((unsigned)e >= FLEET_SPIRE_E__COUNT)
+		return "unknown";
+	return err_names[e];
+}
+
+enum fleet_spire_err spire_fail(char *err, size_t errlen, enum fleet_spire_err e,
+				const char *fmt, ...)
+{
+	if (err && errlen) {
+		va_list ap;
+		va_start(ap, fmt);
+		vsnprintf(err, errlen, fmt, ap);
+		va_end(ap);
+	}
+	return e;
+}
+
+bool fleet_spire_trust_domain_ok(const char *s)
+{
+	if (!s)
+		return false;
+	size_t n = strnlen(s, FLEET_SPIRE_TRUST_DOMAIN_MAX + 1);
+	if (n == 0 || n > FLEET_SPIRE_TRUST_DOMAIN_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
+		      c == '_'))
+			return false;
+	}
+	return true;
+}
+
+bool fleet_spire_name_ok(const char *s)
+{
+	if (!s)
+		return false;
+	size_t n = strnlen(s, FLEET_SPIRE_NAME_MAX + 1);
+	if (n == 0 || n > FLEET_SPIRE_NAME_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			     (c >= '0' && c <= '9');
+		if (!alnum && (i == 0 || (c != '-' && c != '_' && c != '.')))
+			return false;
+	}
+	return true;
+}
+
+static void node_free(struct fleet_spire_node *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free(v[i].ldevid_sha1);
+	free(v);
+}
+
+void fleet_spire_doc_free(struct fleet_spire_doc *doc)
+{
+	if (!doc)
+		return;
+	node_free(doc->eligible, doc->n_eligible);
+	node_free(doc->revoked, doc->n_revoked);
+	free(doc->excluded);
+	memset(doc, 0, sizeof(*doc));
+}
+
+/* Copy an inventory string for the journal: printable ASCII, capped. */
+static void copy_printable(char *dst, size_t cap, const char *src)
+{
+	size_t i = 0;
+	for (; src && src[i] && i + 1 < cap; i++)
+		dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
+	dst[i] = '\0';
+}
+
+/* The growing lists of one build. */
+struct build {
+	struct fleet_spire_doc *doc;
+	size_t cap_eligible, cap_revoked, cap_excluded;
+	char *err;
+	size_t errlen;
+};
+
+static bool grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 16;
+	void *nv = reallocarray(*v, ncap, size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+static enum fleet_spire_err exclude(struct build *b, const char *name, const char *reason,
+				    const char *status)
+{
+	struct fleet_spire_doc *d = b->doc;
+	if (!grow((void **)&d->excluded, &b->cap_excluded, d->n_excluded, sizeof(*d->excluded)))
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+	struct fleet_spire_excluded *x = &d->excluded[d->n_excluded++];
+	copy_printable(x->name, sizeof(x->name), name);
+	x->reason = reason;
+	copy_printable(x->status, sizeof(x->status), status);
+	return FLEET_SPIRE_OK;
+}
+
+/* qsort, which must not be given a NULL array even with nothing in it. */
+static void sort(void *v, size_t n, size_t size, int (*cmp)(const void *, const void *))
+{
+	if (n > 1)
+		qsort(v, n, size, cmp);
+}
+
+static int cmp_sha1(const void *a, const void *b)
+{
+	return strcmp((const char *)a, (const char *)b);
+}
+
+static int cmp_node(const void *a, const void *b)
+{
+	return strcmp(((const struct fleet_spire_node *)a)->name,
+		      ((const struct fleet_spire_node *)b)->name);
+}
+
+static bool ek_ok(const char *h)
+{
+	return h[0] == '\0' || fleet_hex_is_lower(h, 64);
+}
+
+struct ldevid {
+	char sha1[41];
+	int64_t not_after;
+};
+
+static int cmp_ldevid_latest(const void *a, const void *b)
+{
+	const struct ldevid *p = a, *q = b;
+	if (p->not_after != q->not_after)
+		return p->not_after < q->not_after ? 1 : -1; /* latest first */
+	return strcmp(p->sha1, q->sha1);
+}
+
+/* The LDevID certificates to list: for eligible, the current ones (not
+ * revoked, now <= notAfter); for revoked, every one whose notAfter has not
+ * passed (a revoked one is exactly what to ban). *out malloc'd. */
+static enum fleet_spire_err pick_ldevids(struct build *b, struct fleet_store *st,
+					 const struct fleet_store_device *dev, bool revoked,
+					 time_t now, struct ldevid **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct fleet_store_cert *certs = NULL;
+	size_t nc = 0;
+	enum fleet_store_err se = fleet_store_certs_for_device(st, dev->name, &certs, &nc);
+	if (se)
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+				  "reading the certificates of %s: %s: %s", dev->name,
+				  fleet_store_err_str(se), fleet_store_errmsg(st));
+	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	struct ldevid *v = nc ? calloc(nc, sizeof(*v)) : NULL;
+	if (nc && !v) {
+		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < nc; i++) {
+		const struct fleet_store_cert *c = &certs[i];
+		if (strcmp(c->kind, FLEET_STORE_CERT_LDEVID) != 0)
+			continue;
+		if (!fleet_hex_is_lower(c->sha1, 40)) {
+			e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+				       "the store holds a malformed fingerprint for %s",
+				       dev->name);
+			goto out;
+		}
+		if ((int64_t)now > c->not_after || (!revoked && c->revoked))
+			continue;
+		memcpy(v[*n].sha1, c->sha1, 41);
+		v[(*n)++].not_after = c->not_after;
+	}
+	*out = v;
+	v = NULL;
+out:
+	free(v);
+	fleet_store_certs_free(certs, nc);
+	return e;
+}
+
+/* Add dev to eligible or revoked. A revoked device with no certificate left
+ * is not added: nothing of it remains to ban. */
+static enum fleet_spire_err add_node(struct build *b, struct fleet_store *st,
+				     const struct fleet_store_device *dev, bool revoked,
+				     time_t now)
+{
+	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc))
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+				  "the store's device row %lld is malformed", (long long)dev->id);
+	struct ldevid *ld;
+	size_t n;
+	enum fleet_spire_err e = pick_ldevids(b, st, dev, revoked, now, &ld, &n);
+	if (e)
+		return e;
+	struct fleet_spire_node node = {.ldevid_sha1 = NULL};
+	if (revoked && n == 0)
+		goto out;
+	if (n > FLEET_SPIRE_LDEVID_MAX) {
+		if (!revoked) {
+			e = exclude(b, dev->name, FLEET_SPIRE_X_TOO_MANY_LDEVID, "active");
+			goto out;
+		}
+		/* Ban the ones that stay valid longest; the rest expire sooner. */
+		sort(ld, n, sizeof(*ld), cmp_ldevid_latest);
+		n = FLEET_SPIRE_LDEVID_MAX;
+	}
+	memcpy(node.name, dev->name, sizeof(node.name));
+	memcpy(node.ek_hash, dev->ek_hash, sizeof(node.ek_hash));
+	memcpy(node.ek_hash_ecc, dev->ek_hash_ecc, sizeof(node.ek_hash_ecc));
+	if (n && !(node.ldevid_sha1 = calloc(n, sizeof(*node.ldevid_sha1)))) {
+		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		memcpy(node.ldevid_sha1[i], ld[i].sha1, 41);
+		if (revoked && ld[i].not_after > node.not_after)
+			node.not_after = ld[i].not_after;
+	}
+	node.n_ldevid = n;
+	sort(node.ldevid_sha1, n, sizeof(*node.ldevid_sha1), cmp_sha1);
+	struct fleet_spire_doc *d = b->doc;
+	struct fleet_spire_node **list = revoked ? &d->revoked : &d->eligible;
+	size_t *cnt = revoked ? &d->n_revoked : &d->n_eligible;
+	size_t *cap = revoked ? &b->cap_revoked : &b->cap_eligible;
+	if (!grow((void **)list, cap, *cnt, sizeof(**list))) {
+		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		goto out;
+	}
+	(*list)[(*cnt)++] = node;
+	node.ldevid_sha1 = NULL; /* the list owns it now */
+out:
+	free(node.ldevid_sha1);
+	free(ld);
+	return e;
+}
+
+/* An active device the store knows under the same name: eligible unless
+ * the store holds it back. */
+static enum fleet_spire_err judge_active(struct build *b, struct fleet_store *st,
+					 const struct fleet_store_device *dev, time_t now)
+{
+	if (dev->quarantined)
+		return exclude(b, dev->name, FLEET_SPIRE_X_QUARANTINED, "active");
+	if (strcmp(dev->state, FLEET_STORE_STATE_RETIRED) == 0)
+		return exclude(b, dev->name, FLEET_SPIRE_X_RETIRED, "active");
+	struct fleet_store_verdict *v = NULL;
+	size_t nv = 0;
+	/* Newest first (the highest row id: the verdict recorded last). */
+	enum fleet_store_err se = fleet_store_verdicts_list(st, dev->name, 1, &v, &nv);
+	if (se)
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+				  "reading the verdicts of %s: %s: %s", dev->name,
+				  fleet_store_err_str(se), fleet_store_errmsg(st));
+	bool pass = nv == 1 && v[0].pass;
+	free(v);
+	if (nv == 0)
+		return exclude(b, dev->name, FLEET_SPIRE_X_NO_VERDICT, "active");
+	if (!pass)
+		return exclude(b, dev->name, FLEET_SPIRE_X_VERDICT_FAILED, "active");
+	return add_node(b, st, dev, false, now);
+}
+
+/* Inventory devices with a serial, sorted by it (case-insensitively, as
+ * the store compares serials), so each store device is found in log time. */
+static int cmp_inv_serial(const void *a, const void *b)
+{
+	const struct fleet_inv_device *x = *(const struct fleet_inv_device *const *)a;
+	const struct fleet_inv_device *y = *(const struct fleet_inv_device *const *)b;
+	return strcasecmp(x->serial, y->serial);
+}
+
+/* The first index whose serial is not below serial. */
+static size_t lower_bound(const struct fleet_inv_device *const *idx, size_t n, const char *serial)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (strcasecmp(idx[mid]->serial, serial) < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
+				      const struct fleet_inv_device *inv, size_t n_inv,
+				      const struct fleet_store_device *devs, size_t n_devs,
+				      time_t now)
+{
+	const struct fleet_inv_device **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
+	bool *matched = calloc(n_inv ? n_inv : 1, sizeof(*matched));
+	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	if (!idx || !matched) {
+		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		goto out;
+	}
+	size_t n_idx = 0;
+	for (size_t i = 0; i < n_inv; i++)
+		if (inv[i].serial[0])
+			idx[n_idx++] = &inv[i];
+	sort(idx, n_idx, sizeof(*idx), cmp_inv_serial);
+
+	for (size_t i = 0; i < n_devs && !e; i++) {
+		const struct fleet_store_device *dev = &devs[i];
+		size_t lo = lower_bound(idx, n_idx, dev->serial), hits = 0;
+		while (lo + hits < n_idx && strcasecmp(idx[lo + hits]->serial, dev->serial) == 0) {
+			matched[idx[lo + hits] - inv] = true;
+			hits++;
+		}
+		/* What the format cannot carry is in neither list. Such a device
+		 * is never eligible, so it never had entries to revoke either. */
+		if (!fleet_spire_name_ok(dev->name)) {
+			e = exclude(b, dev->name, FLEET_SPIRE_X_NAME_UNUSABLE, "");
+			continue;
+		}
+		if (!dev->ek_hash[0]) {
+			e = exclude(b, dev->name, FLEET_SPIRE_X_NO_RSA_EK, "");
+			continue;
+		}
+		if (hits == 0) {
+			e = add_node(b, st, dev, true, now); /* absent from the inventory */
+			continue;
+		}
+		const struct fleet_inv_device *d = idx[lo];
+		if (hits > 1)
+			e = exclude(b, dev->name, FLEET_SPIRE_X_AMBIGUOUS, "");
+		else if (strcmp(d->name, dev->name) != 0)
+			e = exclude(b, d->name, FLEET_SPIRE_X_NAME_MISMATCH, d->status);
+		else if (strcmp(d->status, "active") == 0)
+			e = judge_active(b, st, dev, now);
+		else if (strcmp(d->status, "decommissioning") == 0 ||
+			 strcmp(d->status, "offline") == 0)
+			e = add_node(b, st, dev, true, now);
+		else
+			e = exclude(b, dev->name, FLEET_SPIRE_X_NOT_ACTIVE, d->status);
+	}
+	/* Active in the inventory but never admitted by fleetd: say so. */
+	for (size_t i = 0; i < n_inv && !e; i++)
+		if (!matched[i] && strcmp(inv[i].status, "active") == 0)
+			e = exclude(b, inv[i].name, FLEET_SPIRE_X_NOT_ADMITTED, inv[i].status);
+out:
+	free(idx);
+	free(matched);
+	return e;
+}
+
+/* Remove the marked entries of a list, saying why for each. */
+static enum fleet_spire_err drop_marked(struct build *b, struct fleet_spire_node *list,
+					size_t *n, const bool *mark, const char *reason)
+{
+	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	size_t k = 0;
+	for (size_t i = 0; i < *n; i++) {
+		if (!mark[i]) {
+			list[k++] = list[i];
+			continue;
+		}
+		enum fleet_spire_err xe = exclude(b, list[i].name, reason, "");
+		if (!e)
+			e = xe;
+		free(list[i].ldevid_sha1);
+	}
+	*n = k;
+	return e;
+}
+
+struct ekref {
+	const char *hash;
+	size_t node;
+};
+
+static int cmp_ekref(const void *a, const void *b)
+{
+	return strcmp(((const struct ekref *)a)->hash, ((const struct ekref *)b)->hash);
+}
+
+/* Two eligible entries pinning one EK would give one TPM two identities:
+ * neither is eligible. (The store does not make EK hashes unique.) */
+static enum fleet_spire_err drop_shared_eks(struct build *b)
+{
+	struct fleet_spire_doc *d = b->doc;
+	size_t n = d->n_eligible;
+	struct ekref *r = calloc(2 * n + 1, sizeof(*r));
+	bool *mark = calloc(n + 1, sizeof(*mark));
+	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	if (!r || !mark) {
+		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		goto out;
+	}
+	size_t nr = 0;
+	for (size_t i = 0; i < n; i++) {
+		r[nr++] = (struct ekref){d->eligible[i].ek_hash, i};
+		if (d->eligible[i].ek_hash_ecc[0])
+			r[nr++] = (struct ekref){d->eligible[i].ek_hash_ecc, i};
+	}
+	sort(r, nr, sizeof(*r), cmp_ekref);
+	for (size_t i = 1; i < nr; i++)
+		if (strcmp(r[i - 1].hash, r[i].hash) == 0)
+			mark[r[i - 1].node] = mark[r[i].node] = true;
+	e = drop_marked(b, d->eligible, &d->n_eligible, mark, FLEET_SPIRE_X_EK_SHARED);
+out:
+	free(r);
+	free(mark);
+	return e;
+}
+
+static bool has_name(const struct fleet_spire_node *v, size_t n, const char *name, size_t len)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strncmp(v[mid].name, name, len);
+		if (c == 0 && v[mid].name[len] != '\0')
+			c = 1;
+		if (c == 0)
+			return true;
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+/* The applier names the ECC entry of X "X-ecc": a device actually named
+ * X-ecc beside X would collide with it, so X-ecc is left out. Lists must be
+ * sorted by name. */
+static enum fleet_spire_err drop_ecc_collisions(struct build *b, struct fleet_spire_node *list,
+						size_t *n)
+{
+	const struct fleet_spire_doc *d = b->doc;
+	bool *mark = calloc(*n + 1, sizeof(*mark));
+	if (!mark)
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+	for (size_t i = 0; i < *n; i++) {
+		size_t len = strlen(list[i].name);
+		if (len <= 4 || strcmp(list[i].name + len - 4, "-ecc") != 0)
+			continue;
+		mark[i] = has_name(d->eligible, d->n_eligible, list[i].name, len - 4) ||
+			  has_name(d->revoked, d->n_revoked, list[i].name, len - 4);
+	}
+	enum fleet_spire_err e = drop_marked(b, list, n, mark, FLEET_SPIRE_X_NAME_ECC);
+	free(mark);
+	return e;
+}
+
+enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
+					     const char *trust_domain, time_t now,
+					     struct fleet_spire_doc *doc, char *err, size_t errlen)
+{
+	if (err && errlen)
+		err[0] = '\0';
+	if (!doc)
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID, "no document to build");
+	memset(doc, 0, sizeof(*doc));
+	if (!inv || !inv->ops || !inv->ops->list || !st)
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
+				  "an inventory and a store are required");
+	if (!fleet_spire_trust_domain_ok(trust_domain))
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
+				  "the trust domain must be 1..255 of a-z, 0-9, '.', '-', '_'");
+
+	struct fleet_inv_device *devs_inv = NULL;
+	size_t n_inv = 0;
+	char ierr[256] = "";
+	enum fleet_inv_result ir = inv->ops->list(inv, &devs_inv, &n_inv, ierr, sizeof(ierr));
+	if (ir != FLEET_INV_OK) {
+		free(devs_inv);
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVENTORY,
+				  "the inventory's device list: %s: %s", fleet_inv_result_str(ir),
+				  ierr);
+	}
+	struct fleet_store_device *devs = NULL;
+	size_t n_devs = 0;
+	enum fleet_store_err se = fleet_store_devices_list(st, &devs, &n_devs);
+	if (se) {
+		free(devs_inv);
+		return spire_fail(err, errlen, FLEET_SPIRE_E_STORE, "the store's devices: %s: %s",
+				  fleet_store_err_str(se), fleet_store_errmsg(st));
+	}
+
+	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
+	struct build b = {.doc = doc, .err = err, .errlen = errlen};
+	enum fleet_spire_err e = judge_all(&b, st, devs_inv, n_inv, devs, n_devs, now);
+	free(devs_inv);
+	free(devs);
+	if (!e) {
+		sort(doc->eligible, doc->n_eligible, sizeof(*doc->eligible), cmp_node);
+		sort(doc->revoked, doc->n_revoked, sizeof(*doc->revoked), cmp_node);
+		e = drop_shared_eks(&b);
+	}
+	if (!e)
+		e = drop_ecc_collisions(&b, doc->eligible, &doc->n_eligible);
+	if (!e)
+		e = drop_ecc_collisions(&b, doc->revoked, &doc->n_revoked);
+	if (e)
+		fleet_spire_doc_free(doc);
+	return e;
+}

@@ -1,0 +1,154 @@
+/*
+ * spire_nodes.h: the SPIRE eligibility file, state_dir/spire-nodes.json
+ * (spec 004, "Update SPIRE eligibility"; docs/spire-nodes.md is the format
+ * and every decision below).
+ *
+ * Each pass builds the document from the inventory and fleetd's own store,
+ * then writes it atomically, and only when its content changed. fleetd never
+ * calls SPIRE: a separate root program (spire-server-fleet-entries) reads the
+ * file.
+ *
+ * Building joins every device the store holds (the devices fleetd admitted)
+ * with the inventory's device of the same serial:
+ *
+ *   eligible  the inventory says active, the inventory name is the store's,
+ *             the store has it neither quarantined nor retired, and its latest
+ *             verdict is a pass. Its current LDevID certificates (not revoked,
+ *             notAfter not passed) are listed.
+ *   revoked   the inventory says decommissioning or offline, or has no device
+ *             with its serial; its LDevID certificates whose notAfter has not
+ *             passed are listed (revoked ones included: those are the ones to
+ *             ban), and the entry is dropped once all have expired.
+ *
+ * A device the format cannot carry (docs/spire-nodes.md, "Rules of the
+ * format") is in neither list, so the applier never has a reason to refuse
+ * the whole file. Everything else is in neither list too, with a reason in
+ * doc->excluded for the journal. An inventory that does not answer (or
+ * answers malformed) builds nothing, so the previous file stays in place.
+ */
+#ifndef FLEETD_SPIRE_NODES_H
+#define FLEETD_SPIRE_NODES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <time.h>
+
+#include "fleetd/inventory/inventory.h"
+#include "fleetd/store/store.h"
+
+#define FLEET_SPIRE_NODES_FILE "spire-nodes.json"
+/* The highest serial ever written, kept beside the file so the serial only
+ * grows even when spire-nodes.json is deleted. */
+#define FLEET_SPIRE_SERIAL_FILE "spire-nodes.serial"
+#define FLEET_SPIRE_NODES_VERSION 1
+/* A SPIFFE trust domain name is at most 255 bytes. */
+#define FLEET_SPIRE_TRUST_DOMAIN_MAX 255
+/* The largest previous file read back for comparison. */
+#define FLEET_SPIRE_NODES_MAX_BYTES (64u << 20)
+/* Names the format carries: 1..63 of [A-Za-z0-9._-], starting with a
+ * letter or digit (a SPIFFE path segment and a registration-ID suffix). */
+#define FLEET_SPIRE_NAME_MAX 63
+/* LDevID fingerprints in one entry. */
+#define FLEET_SPIRE_LDEVID_MAX 16
+/* Serials stay integers every JSON reader holds exactly (2^53 - 1). */
+#define FLEET_SPIRE_SERIAL_MAX INT64_C(9007199254740991)
+
+enum fleet_spire_err {
+	FLEET_SPIRE_OK = 0,
+	FLEET_SPIRE_E_INVENTORY, /* the inventory did not answer, or answered malformed */
+	FLEET_SPIRE_E_STORE,     /* the store failed or holds what it cannot */
+	FLEET_SPIRE_E_INVALID,   /* a caller's value was refused (trust domain, dir) */
+	FLEET_SPIRE_E_UNSAFE,    /* the directory is open to others */
+	FLEET_SPIRE_E_BUSY,      /* another writer holds the directory's lock */
+	FLEET_SPIRE_E_STATE,     /* the serial file is damaged, or the serial is spent */
+	FLEET_SPIRE_E_IO,        /* the file system failed */
+	FLEET_SPIRE_E_NOMEM,
+	FLEET_SPIRE_E__COUNT
+};
+
+/* Stable, lowercase, hyphenated: "inventory", "busy", ... */
+const char *fleet_spire_err_str(enum fleet_spire_err e);
+
+struct fleet_spire_node {
+	char name[FLEET_STORE_NAME_MAX + 1]; /* the NetBox device name */
+	char ek_hash[65];                    /* "": the TPM has no RSA EK (null) */
+	char ek_hash_ecc[65];                /* "": the TPM has no ECC EK (null) */
+	size_t n_ldevid;
+	char (*ldevid_sha1)[41]; /* lowercase hex, sorted */
+	int64_t not_after;       /* revoked only: the latest listed notAfter */
+};
+
+/* Why a device is in neither list; for the journal, not the file. */
+struct fleet_spire_excluded {
+	char name[FLEET_INV_STR]; /* printable ASCII (others become '?') */
+	const char *reason;       /* a constant below */
+	char status[32];          /* the inventory's status, same treatment; "" if none */
+};
+
+#define FLEET_SPIRE_X_NOT_ACTIVE "not-active"           /* planned, staged, failed, ... */
+#define FLEET_SPIRE_X_QUARANTINED "quarantined"         /* the store's flag */
+#define FLEET_SPIRE_X_RETIRED "retired"                 /* the store's state */
+#define FLEET_SPIRE_X_NO_VERDICT "no-verdict"
+#define FLEET_SPIRE_X_VERDICT_FAILED "verdict-failed"   /* the latest verdict failed */
+#define FLEET_SPIRE_X_NOT_ADMITTED "not-admitted"       /* active, unknown to the store */
+#define FLEET_SPIRE_X_NAME_MISMATCH "name-mismatch"     /* serial's device has another name */
+#define FLEET_SPIRE_X_AMBIGUOUS "inventory-ambiguous"   /* serial on several devices */
+/* What the format cannot carry (docs/spire-nodes.md, "Rules of the format"):
+ * a file the applier would refuse whole must never be written. */
+#define FLEET_SPIRE_X_NAME_UNUSABLE "name-unusable"     /* not a SPIFFE-safe name */
+#define FLEET_SPIRE_X_NAME_ECC "name-collides-ecc"      /* X-ecc beside X */
+#define FLEET_SPIRE_X_NO_RSA_EK "no-rsa-ek"             /* ek_hash cannot be null */
+#define FLEET_SPIRE_X_EK_SHARED "ek-shared"             /* two eligible devices, one EK */
+#define FLEET_SPIRE_X_TOO_MANY_LDEVID "too-many-ldevid" /* eligible, over the cap */
+
+struct fleet_spire_doc {
+	char trust_domain[FLEET_SPIRE_TRUST_DOMAIN_MAX + 1];
+	struct fleet_spire_node *eligible; /* by name */
+	size_t n_eligible;
+	struct fleet_spire_node *revoked;  /* by name */
+	size_t n_revoked;
+	struct fleet_spire_excluded *excluded;
+	size_t n_excluded;
+};
+
+/* True when s is a name the format carries (FLEET_SPIRE_NAME_MAX). */
+bool fleet_spire_name_ok(const char *s);
+/* True when s is a SPIFFE trust domain name: 1..255 of [a-z0-9._-]. */
+bool fleet_spire_trust_domain_ok(const char *s);
+
+/* Build the document as of now. On any error *doc is left empty and err
+ * gets a sentence. Free with fleet_spire_doc_free. */
+enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
+					     const char *trust_domain, time_t now,
+					     struct fleet_spire_doc *doc, char *err, size_t errlen);
+void fleet_spire_doc_free(struct fleet_spire_doc *doc);
+
+/*
+ * Write dir/spire-nodes.json, mode 0644, when its content (everything but
+ * serial and generated_at) differs from the file there; *changed says which.
+ * The write is atomic: a fixed temp file in dir, written, fsync'ed, renamed
+ * over the file, then the directory fsync'ed; a reader sees the old file or
+ * the new one, never part of one, even if the process is killed. The serial
+ * is one more than the highest of the file's and the serial file's, and the
+ * serial file is written (the same way) before the file. Writers are
+ * serialised by a lock on the directory (BUSY when another holds it). A
+ * document that breaks the format's rules entry by entry, or whose lists are
+ * not sorted by name, is refused (INVALID) and nothing is written. dir
+ * must be owned by this user or root and not writable by group or others.
+ * serial (may be NULL) gets the file's serial, old or new.
+ */
+enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
+					     time_t now, bool *changed, int64_t *serial,
+					     char *err, size_t errlen);
+
+/* One pass: build into *doc (for the caller to journal doc->excluded and
+ * free), then write. When building fails nothing is written and the
+ * previous file stays as it was. */
+enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
+					    const char *trust_domain, const char *dir,
+					    time_t now, struct fleet_spire_doc *doc,
+					    bool *changed, int64_t *serial, char *err,
+					    size_t errlen);
+
+#endif

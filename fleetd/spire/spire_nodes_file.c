@@ -1,0 +1,363 @@
+/*
+ * spire_nodes_file.c: writing spire-nodes.json so that a reader never sees
+ * part of it, and only when its content changed.
+ *
+ * Everything happens relative to one descriptor of the directory: its
+ * ownership and mode are checked on that descriptor, writers are serialised
+ * by flock(2) on it (released by the kernel when a writer dies, so a killed
+ * pass never leaves it held), and every name is opened O_NOFOLLOW under it.
+ * Because of the lock, each file has one fixed temp name: a temp left by a
+ * writer killed mid-write is removed by the next one, so at most one per
+ * file ever exists.
+ */
+#include "fleetd/spire/spire_nodes_int.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define TMP_NODES "." FLEET_SPIRE_NODES_FILE ".tmp"
+#define TMP_SERIAL "." FLEET_SPIRE_SERIAL_FILE ".tmp"
+#define SERIAL_FILE_MAX 32
+
+struct wctx {
+	const char *dir; /* for messages */
+	int dfd;
+	char *err;
+	size_t errlen;
+};
+
+static enum fleet_spire_err io_fail(struct wctx *w, const char *what, const char *name)
+{
+	int saved = errno;
+	return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "%s %s/%s: %s", what, w->dir, name,
+			  strerror(saved));
+}
+
+static bool write_all(int fd, const char *p, size_t n)
+{
+	while (n) {
+		ssize_t k = write(fd, p, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0)
+			return false;
+		p += k;
+		n -= (size_t)k;
+	}
+	return true;
+}
+
+/* A temp file left by a writer that died: ours to remove, under the lock. */
+static enum fleet_spire_err remove_stale(struct wctx *w, const char *tmp)
+{
+	if (unlinkat(w->dfd, tmp, 0) != 0 && errno != ENOENT)
+		return io_fail(w, "removing the stale", tmp);
+	return FLEET_SPIRE_OK;
+}
+
+/* tmp: create, write, fchmod, fsync, close; rename over name; fsync dir. */
+static enum fleet_spire_err atomic_write(struct wctx *w, const char *name, const char *tmp,
+					 const char *data, size_t len, mode_t mode)
+{
+	enum fleet_spire_err e = remove_stale(w, tmp);
+	if (e)
+		return e;
+	int fd = openat(w->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return io_fail(w, "creating", tmp);
+	const char *what = NULL;
+	if (!write_all(fd, data, len))
+		what = "writing";
+	else if (fchmod(fd, mode) != 0)
+		what = "setting the mode of";
+	else if (fsync(fd) != 0)
+		what = "syncing";
+	if (close(fd) != 0 && !what)
+		what = "closing";
+	if (!what && renameat(w->dfd, tmp, w->dfd, name) != 0)
+		what = "renaming into place";
+	if (what) {
+		e = io_fail(w, what, tmp);
+		unlinkat(w->dfd, tmp, 0);
+		return e;
+	}
+	if (fsync(w->dfd) != 0)
+		return io_fail(w, "syncing the directory of", name);
+	return FLEET_SPIRE_OK;
+}
+
+/* Read a whole regular file under the directory. 1: read, 0: absent,
+ * -1: errno says why (ELOOP: a symlink; EFBIG: over max; EINVAL: not a
+ * regular file). */
+static int read_small(struct wctx *w, const char *name, size_t max, char **out, size_t *len)
+{
+	*out = NULL;
+	*len = 0;
+	int fd = openat(w->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? 0 : -1;
+	struct stat sb;
+	int rc = -1;
+	char *buf = NULL;
+	if (fstat(fd, &sb) != 0)
+		goto out;
+	if (!S_ISREG(sb.st_mode)) {
+		errno = EINVAL;
+		goto out;
+	}
+	if (sb.st_size < 0 || (uint64_t)sb.st_size > max) {
+		errno = EFBIG;
+		goto out;
+	}
+	size_t cap = (size_t)sb.st_size + 1, n = 0;
+	if (!(buf = malloc(cap + 1)))
+		goto out;
+	for (;;) {
+		ssize_t k = read(fd, buf + n, cap - n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k < 0)
+			goto out;
+		if (k == 0)
+			break;
+		n += (size_t)k;
+		if (n == cap) { /* grew since fstat: larger than the cap allows */
+			errno = EFBIG;
+			goto out;
+		}
+	}
+	buf[n] = '\0';
+	*out = buf;
+	*len = n;
+	buf = NULL;
+	rc = 1;
+out:
+	free(buf);
+	int saved = errno;
+	close(fd);
+	errno = saved;
+	return rc;
+}
+
+/* The previous file, as far as it tells us anything. */
+struct prev {
+	int64_t serial;  /* 0: none readable */
+	json_t *content; /* the content (no serial, no generated_at); NULL: not ours */
+};
+
+static enum fleet_spire_err read_prev(struct wctx *w, struct prev *p)
+{
+	memset(p, 0, sizeof(*p));
+	char *buf;
+	size_t len;
+	int rc = read_small(w, FLEET_SPIRE_NODES_FILE, FLEET_SPIRE_NODES_MAX_BYTES, &buf, &len);
+	if (rc == 0)
+		return FLEET_SPIRE_OK;
+	if (rc < 0) {
+		/* A symlink, a non-file or an oversized file is not ours: it is
+		 * replaced (rename replaces the name, never follows it). */
+		if (errno == ELOOP || errno == EINVAL || errno == EFBIG)
+			return FLEET_SPIRE_OK;
+		return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
+	}
+	json_error_t jerr;
+	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	free(buf);
+	if (!json_is_object(o)) {
+		json_decref(o);
+		return FLEET_SPIRE_OK; /* damaged: replaced */
+	}
+	json_t *s = json_object_get(o, "serial"), *g = json_object_get(o, "generated_at");
+	if (json_is_integer(s) && json_integer_value(s) >= 1 &&
+	    json_integer_value(s) <= FLEET_SPIRE_SERIAL_MAX)
+		p->serial = (int64_t)json_integer_value(s);
+	if (p->serial && json_is_string(g)) {
+		json_object_del(o, "serial");
+		json_object_del(o, "generated_at");
+		p->content = o;
+	} else {
+		json_decref(o);
+	}
+	return FLEET_SPIRE_OK;
+}
+
+static enum fleet_spire_err read_serial_file(struct wctx *w, int64_t *out)
+{
+	*out = 0;
+	char *buf;
+	size_t len;
+	int rc = read_small(w, FLEET_SPIRE_SERIAL_FILE, SERIAL_FILE_MAX, &buf, &len);
+	if (rc == 0)
+		return FLEET_SPIRE_OK;
+	if (rc < 0 && errno != ELOOP && errno != EINVAL && errno != EFBIG)
+		return io_fail(w, "reading", FLEET_SPIRE_SERIAL_FILE);
+	/* Exactly 1..16 digits, no leading zero, then a newline. */
+	int64_t v = 0;
+	size_t i = 0;
+	bool ok = rc == 1 && len >= 2 && buf[len - 1] == '\n' && len - 1 <= 16 && buf[0] != '0';
+	for (; ok && i < len - 1; i++) {
+		ok = buf[i] >= '0' && buf[i] <= '9';
+		v = v * 10 + (buf[i] - '0');
+	}
+	free(buf);
+	if (!ok || v > FLEET_SPIRE_SERIAL_MAX)
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE,
+				  "%s/%s is not a serial fleetd wrote; refusing to guess one "
+				  "(restore it, or remove it to continue from %s)",
+				  w->dir, FLEET_SPIRE_SERIAL_FILE, FLEET_SPIRE_NODES_FILE);
+	*out = v;
+	return FLEET_SPIRE_OK;
+}
+
+static enum fleet_spire_err write_serial_file(struct wctx *w, int64_t v)
+{
+	char s[32];
+	int n = snprintf(s, sizeof(s), "%lld\n", (long long)v);
+	return atomic_write(w, FLEET_SPIRE_SERIAL_FILE, TMP_SERIAL, s, (size_t)n, 0644);
+}
+
+/* Open, check and lock the directory. */
+static enum fleet_spire_err open_dir(struct wctx *w)
+{
+	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (w->dfd < 0)
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "opening %s: %s", w->dir,
+				  strerror(errno));
+	struct stat sb;
+	if (fstat(w->dfd, &sb) != 0)
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "stat %s: %s", w->dir,
+				  strerror(errno));
+	if ((sb.st_uid != geteuid() && sb.st_uid != 0) || (sb.st_mode & 022))
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_UNSAFE,
+				  "%s must be owned by this user (or root) and not writable by "
+				  "group or others (mode %04o, owner %u)",
+				  w->dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
+	while (flock(w->dfd, LOCK_EX | LOCK_NB) != 0) {
+		if (errno == EINTR)
+			continue;
+		if (errno == EWOULDBLOCK)
+			return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_BUSY,
+					  "another writer holds the lock on %s", w->dir);
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "locking %s: %s", w->dir,
+				  strerror(errno));
+	}
+	return FLEET_SPIRE_OK;
+}
+
+static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
+					 time_t now, bool *changed, int64_t *serial)
+{
+	struct prev p;
+	int64_t kept = 0;
+	json_t *content = NULL, *full = NULL;
+	char *text = NULL;
+	enum fleet_spire_err e;
+	char gen[21];
+	if (!spire_rfc3339((int64_t)now, gen))
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_INVALID,
+				  "the time %lld cannot be written", (long long)now);
+	if ((e = remove_stale(w, TMP_NODES)) || (e = remove_stale(w, TMP_SERIAL)))
+		return e;
+	if ((e = read_prev(w, &p)))
+		return e;
+	if ((e = read_serial_file(w, &kept)))
+		goto out;
+	if (!(content = spire_nodes_json(doc, 0, NULL))) {
+		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
+			       "the document could not be rendered (out of memory)");
+		goto out;
+	}
+	if (p.content && json_equal(p.content, content)) {
+		/* Unchanged: the file stays as it is. The serial file is put
+		 * back in step if it was lost or fell behind. */
+		if (kept < p.serial && (e = write_serial_file(w, p.serial)))
+			goto out;
+		*changed = false;
+		*serial = p.serial;
+		goto out;
+	}
+	int64_t next = (p.serial > kept ? p.serial : kept) + 1;
+	if (next > FLEET_SPIRE_SERIAL_MAX) {
+		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE, "the serial is spent");
+		goto out;
+	}
+	/* The serial file first: it never falls behind the file. */
+	if ((e = write_serial_file(w, next)))
+		goto out;
+	if (!(full = spire_nodes_json(doc, next, gen)) ||
+	    !(text = json_dumps(full, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
+		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
+			       "the document could not be rendered (out of memory)");
+		goto out;
+	}
+	size_t tlen = strlen(text);
+	text[tlen] = '\n'; /* json_dumps' NUL becomes the final newline */
+	e = atomic_write(w, FLEET_SPIRE_NODES_FILE, TMP_NODES, text, tlen + 1, 0644);
+	if (!e) {
+		*changed = true;
+		*serial = next;
+	}
+out:
+	free(text);
+	json_decref(full);
+	json_decref(content);
+	json_decref(p.content);
+	return e;
+}
+
+enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
+					     time_t now, bool *changed, int64_t *serial,
+					     char *err, size_t errlen)
+{
+	bool ch = false;
+	int64_t sv = 0;
+	if (err && errlen)
+		err[0] = '\0';
+	if (changed)
+		*changed = false;
+	if (serial)
+		*serial = 0;
+	if (!dir || !*dir || !doc)
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID, "a directory and a document "
+				  "are required");
+	char why[160];
+	if (!spire_doc_ok(doc, why, sizeof(why)))
+		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
+				  "refusing to write a document the format cannot carry: %s", why);
+	struct wctx w = {.dir = dir, .dfd = -1, .err = err, .errlen = errlen};
+	enum fleet_spire_err e = open_dir(&w);
+	if (!e)
+		e = write_locked(&w, doc, now, &ch, &sv);
+	if (w.dfd >= 0)
+		close(w.dfd); /* releases the lock */
+	if (!e) {
+		if (changed)
+			*changed = ch;
+		if (serial)
+			*serial = sv;
+	}
+	return e;
+}
+
+enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
+					    const char *trust_domain, const char *dir,
+					    time_t now, struct fleet_spire_doc *doc,
+					    bool *changed, int64_t *serial, char *err,
+					    size_t errlen)
+{
+	if (changed)
+		*changed = false;
+	if (serial)
+		*serial = 0;
+	enum fleet_spire_err e =
+		fleet_spire_nodes_build(inv, st, trust_domain, now, doc, err, errlen);
+	if (e)
+		return e; /* nothing is written: the previous file stays */
+	return fleet_spire_nodes_write(dir, doc, now, changed, serial, err, errlen);
+}

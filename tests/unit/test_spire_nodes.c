@@ -1,0 +1,770 @@
+/*
+ * test_spire_nodes.c: spire-nodes.json (fleetd/spire/, docs/spire-nodes.md).
+ * Eligibility for every inventory status and everything the store holds
+ * back; revoked entries kept until their notAfter, then dropped; which
+ * LDevID certificates are listed; ordering; the exact format; the serial
+ * (grows across writes, a deleted file, a deleted serial file); unchanged
+ * content is not rewritten; an inventory error leaves the file as it was;
+ * the directory's lock and mode; what the format cannot carry.
+ *
+ * A real store in a temp dir with real certificates (minted with OpenSSL);
+ * the inventory is a small in-test implementation of its interface.
+ */
+#include "tests/testutil.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+#include <openssl/evp.h>
+
+#include "fleetd/spire/spire_nodes.h"
+#include "tests/unit/x509_mint.h"
+
+#define NOW ((time_t)1796014800) /* 2026-11-30T05:00:00Z */
+#define DAY 86400
+#define TD "fleet.example"
+
+/* One EK hash two devices share in test_format_rules. */
+#define EKA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+
+struct fake_inv {
+	struct fleet_inventory base;
+	struct fleet_inv_device devs[64];
+	size_t n;
+	enum fleet_inv_result result; /* what list() answers */
+};
+
+static enum fleet_inv_result fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+				       size_t *n, char *err, size_t errlen)
+{
+	struct fake_inv *f = (struct fake_inv *)inv;
+	if (f->result != FLEET_INV_OK) {
+		snprintf(err, errlen, "HTTP 503 from the test inventory");
+		return f->result;
+	}
+	*out = calloc(f->n + 1, sizeof(**out));
+	memcpy(*out, f->devs, f->n * sizeof(**out));
+	*n = f->n;
+	return FLEET_INV_OK;
+}
+
+static const struct fleet_inventory_ops fake_ops = {.list = fake_list};
+
+struct fx {
+	char *dir;
+	char state[512], out[512];
+	struct fleet_store *st;
+	struct fake_inv inv;
+	EVP_PKEY *key;
+	int n_admitted;
+};
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	f->dir = make_temp_dir("spnodes");
+	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	snprintf(f->out, sizeof(f->out), "%s/out", f->dir);
+	assert_int_equal(mkdir(f->out, 0755), 0);
+	char err[256];
+	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)) != FLEET_STORE_OK)
+		fail_msg("open: %s", err);
+	f->inv.base.ops = &fake_ops;
+	f->key = mint_key_ec();
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	fleet_store_close(f->st);
+	EVP_PKEY_free(f->key);
+	rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static void inv_add(struct fx *f, const char *name, const char *serial, const char *status)
+{
+	struct fleet_inv_device *d = &f->inv.devs[f->inv.n++];
+	memset(d, 0, sizeof(*d));
+	d->id = (long)f->inv.n;
+	snprintf(d->name, sizeof(d->name), "%s", name);
+	snprintf(d->serial, sizeof(d->serial), "%s", serial);
+	snprintf(d->status, sizeof(d->status), "%s", status);
+}
+
+static void set_status(struct fx *f, const char *name, const char *status)
+{
+	for (size_t i = 0; i < f->inv.n; i++)
+		if (strcmp(f->inv.devs[i].name, name) == 0)
+			snprintf(f->inv.devs[i].status, sizeof(f->inv.devs[i].status), "%s", status);
+}
+
+/* A distinct 64-hex EK hash for each n. */
+static void ek_for(int n, char out[65])
+{
+	snprintf(out, 65, "%064x", n);
+}
+
+/* Admit name/serial with an RSA and/or an ECC EK of its own. */
+static void admit(struct fx *f, const char *name, const char *serial, bool rsa, bool ecc)
+{
+	char ek[65], ek_ecc[65];
+	int n = ++f->n_admitted;
+	ek_for(2 * n, ek);
+	ek_for(2 * n + 1, ek_ecc);
+	enum fleet_store_err e = fleet_store_device_record_admission(
+		f->st, name, serial, n, rsa ? ek : NULL, ecc ? ek_ecc : NULL, NOW - 30 * DAY);
+	if (e)
+		fail_msg("admit %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+}
+
+static void verdict(struct fx *f, const char *name, bool pass)
+{
+	static const char *const reasons[] = {"pcr7-authority"};
+	struct fleet_store_verdict_in v = {.time = NOW - DAY, .device = name, .serial = "S",
+					   .session = "0a", .pass = pass,
+					   .reasons = pass ? NULL : reasons, .n_reasons = pass ? 0 : 1};
+	assert_int_equal(fleet_store_verdict_insert(f->st, &v, NULL), FLEET_STORE_OK);
+}
+
+/* A certificate of kind for name, valid until not_after; sha1 out. */
+static void cert(struct fx *f, const char *name, const char *kind, time_t not_after,
+		 char sha1[41])
+{
+	struct mint m = {.key = f->key, .cn = name, .not_before = NOW - 60 * DAY,
+			 .not_after = not_after};
+	X509 *x = mint_cert(&m);
+	size_t len;
+	unsigned char *der = mint_der(x, &len);
+	enum fleet_store_err e = fleet_store_cert_insert(f->st, name, kind, der, len, NOW - DAY,
+							 sha1);
+	if (e)
+		fail_msg("cert %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+	free(der);
+	X509_free(x);
+}
+
+/* A device that would be eligible if the inventory said active. */
+static void good_device(struct fx *f, const char *name, const char *serial, const char *status,
+			char sha1[41])
+{
+	char tmp[41];
+	admit(f, name, serial, true, true);
+	verdict(f, name, true);
+	cert(f, name, FLEET_STORE_CERT_LDEVID, NOW + 300 * DAY, sha1 ? sha1 : tmp);
+	if (status)
+		inv_add(f, name, serial, status);
+}
+
+static void build(struct fx *f, time_t now, struct fleet_spire_doc *doc)
+{
+	char err[256];
+	enum fleet_spire_err e =
+		fleet_spire_nodes_build(&f->inv.base, f->st, TD, now, doc, err, sizeof(err));
+	if (e)
+		fail_msg("build: %s: %s", fleet_spire_err_str(e), err);
+}
+
+static const struct fleet_spire_node *find(const struct fleet_spire_node *v, size_t n,
+					   const char *name)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(v[i].name, name) == 0)
+			return &v[i];
+	return NULL;
+}
+
+static const char *why(const struct fleet_spire_doc *d, const char *name)
+{
+	for (size_t i = 0; i < d->n_excluded; i++)
+		if (strcmp(d->excluded[i].name, name) == 0)
+			return d->excluded[i].reason;
+	return NULL;
+}
+
+static void assert_names(const struct fleet_spire_node *v, size_t n, const char *const *want,
+			 size_t nwant)
+{
+	assert_int_equal(n, nwant);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(v[i].name, want[i]);
+}
+
+static void write_ok(struct fx *f, const struct fleet_spire_doc *doc, time_t now, bool *changed,
+		     int64_t *serial)
+{
+	char err[256];
+	enum fleet_spire_err e =
+		fleet_spire_nodes_write(f->out, doc, now, changed, serial, err, sizeof(err));
+	if (e)
+		fail_msg("write: %s: %s", fleet_spire_err_str(e), err);
+}
+
+static char *path_in(struct fx *f, const char *name)
+{
+	static char p[600];
+	snprintf(p, sizeof(p), "%s/%s", f->out, name);
+	return p;
+}
+
+static json_t *load_file(struct fx *f)
+{
+	json_error_t je;
+	json_t *o = json_load_file(path_in(f, FLEET_SPIRE_NODES_FILE), JSON_REJECT_DUPLICATES, &je);
+	if (!o)
+		fail_msg("spire-nodes.json: %s", je.text);
+	return o;
+}
+
+static void slurp(const char *path, struct fleet_buf *b)
+{
+	read_file_or_fail(path, b);
+}
+
+/* Every status NetBox gives, plus one missing from the inventory. */
+static void test_each_status(void **state)
+{
+	struct fx *f = *state;
+	static const char *const st[] = {"planned", "staged",  "active",        "failed",
+					 "offline", "inventory", "decommissioning", "quarantined"};
+	for (size_t i = 0; i < sizeof(st) / sizeof(st[0]); i++) {
+		char name[32], serial[32];
+		snprintf(name, sizeof(name), "w-%s", st[i]);
+		snprintf(serial, sizeof(serial), "SER-%zu", i);
+		good_device(f, name, serial, st[i], NULL);
+	}
+	good_device(f, "w-absent", "SER-GONE", NULL, NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	static const char *const elig[] = {"w-active"};
+	static const char *const rev[] = {"w-absent", "w-decommissioning", "w-offline"};
+	assert_names(d.eligible, d.n_eligible, elig, 1);
+	assert_names(d.revoked, d.n_revoked, rev, 3);
+	static const char *const held[] = {"w-planned", "w-staged", "w-failed", "w-inventory",
+					   "w-quarantined"};
+	for (size_t i = 0; i < 5; i++) {
+		const char *r = why(&d, held[i]);
+		assert_non_null(r);
+		assert_string_equal(r, FLEET_SPIRE_X_NOT_ACTIVE);
+	}
+	assert_int_equal(d.n_excluded, 5);
+	for (size_t i = 0; i < d.n_excluded; i++) /* the inventory's word is kept */
+		assert_string_equal(d.excluded[i].status, d.excluded[i].name + 2);
+	fleet_spire_doc_free(&d);
+}
+
+/* Active in the inventory, but the store holds it back. */
+static void test_store_holds_back(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w-ok", "S1", "active", NULL);
+	good_device(f, "w-quar", "S2", "active", NULL);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w-quar", true, "pcr7", NOW),
+			 FLEET_STORE_OK);
+	good_device(f, "w-lastfail", "S3", "active", NULL); /* pass, then fail */
+	verdict(f, "w-lastfail", false);
+	admit(f, "w-lastpass", "S4", true, false); /* fail, then pass */
+	verdict(f, "w-lastpass", false);
+	verdict(f, "w-lastpass", true);
+	inv_add(f, "w-lastpass", "S4", "active");
+	admit(f, "w-noverdict", "S5", true, true);
+	inv_add(f, "w-noverdict", "S5", "active");
+	good_device(f, "w-retired", "S6", "active", NULL);
+	assert_int_equal(fleet_store_device_set_state(f->st, "w-retired", FLEET_STORE_STATE_RETIRED),
+			 FLEET_STORE_OK);
+	inv_add(f, "w-stranger", "S7", "active"); /* never admitted */
+	good_device(f, "w-renamed", "S8", NULL, NULL);
+	inv_add(f, "w-newname", "s8", "active"); /* same serial, other case, other name */
+	good_device(f, "w-twice", "S9", NULL, NULL);
+	inv_add(f, "w-twice", "S9", "active");
+	inv_add(f, "w-twice-b", "S9", "active");
+
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	static const char *const elig[] = {"w-lastpass", "w-ok"};
+	assert_names(d.eligible, d.n_eligible, elig, 2);
+	assert_int_equal(d.n_revoked, 0); /* none is absent or leaving */
+	assert_string_equal(why(&d, "w-quar"), FLEET_SPIRE_X_QUARANTINED);
+	assert_string_equal(why(&d, "w-lastfail"), FLEET_SPIRE_X_VERDICT_FAILED);
+	assert_string_equal(why(&d, "w-noverdict"), FLEET_SPIRE_X_NO_VERDICT);
+	assert_string_equal(why(&d, "w-retired"), FLEET_SPIRE_X_RETIRED);
+	assert_string_equal(why(&d, "w-stranger"), FLEET_SPIRE_X_NOT_ADMITTED);
+	assert_string_equal(why(&d, "w-newname"), FLEET_SPIRE_X_NAME_MISMATCH);
+	assert_string_equal(why(&d, "w-twice"), FLEET_SPIRE_X_AMBIGUOUS);
+	assert_null(why(&d, "w-twice-b")); /* matched (ambiguously), not a stranger */
+	/* A w-lastpass without an ECC EK and without a certificate. */
+	const struct fleet_spire_node *n = find(d.eligible, d.n_eligible, "w-lastpass");
+	assert_string_equal(n->ek_hash_ecc, "");
+	assert_int_equal(n->n_ldevid, 0);
+	fleet_spire_doc_free(&d);
+}
+
+/* Current LDevIDs only: not revoked, not expired; no LAK; sorted. */
+static void test_current_ldevids(void **state)
+{
+	struct fx *f = *state;
+	char a[41], b[41], c[41], r[41], lak[41], edge[41];
+	admit(f, "w1", "S1", true, true);
+	verdict(f, "w1", true);
+	inv_add(f, "w1", "S1", "active");
+	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW + 10 * DAY, a);
+	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW + 40 * DAY, b);
+	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW - 1, c); /* expired a second ago */
+	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW, edge);  /* notAfter is inclusive */
+	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW + 50 * DAY, r);
+	assert_int_equal(fleet_store_cert_revoke(f->st, r, NOW), FLEET_STORE_OK);
+	cert(f, "w1", FLEET_STORE_CERT_LAK, NOW + 50 * DAY, lak);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	assert_int_equal(d.n_eligible, 1);
+	const struct fleet_spire_node *n = &d.eligible[0];
+	assert_int_equal(n->n_ldevid, 3);
+	const char *want[3] = {a, b, edge};
+	for (int i = 0; i < 3; i++)
+		for (int j = i + 1; j < 3; j++)
+			if (strcmp(want[i], want[j]) > 0) {
+				const char *t = want[i];
+				want[i] = want[j];
+				want[j] = t;
+			}
+	for (int i = 0; i < 3; i++)
+		assert_string_equal(n->ldevid_sha1[i], want[i]);
+	fleet_spire_doc_free(&d);
+}
+
+/* A revoked device's entry lists its certificates (revoked ones too) and
+ * the latest notAfter, loses each at its notAfter, and goes with the last. */
+static void test_revoked_until_not_after(void **state)
+{
+	struct fx *f = *state;
+	char x[41], y[41];
+	admit(f, "w9", "S9", true, false);
+	verdict(f, "w9", true);
+	inv_add(f, "w9", "S9", "decommissioning");
+	cert(f, "w9", FLEET_STORE_CERT_LDEVID, NOW + 10 * DAY, x);
+	cert(f, "w9", FLEET_STORE_CERT_LDEVID, NOW + 20 * DAY, y);
+	assert_int_equal(fleet_store_cert_revoke(f->st, y, NOW), FLEET_STORE_OK);
+	struct fleet_spire_doc d;
+
+	build(f, NOW + 10 * DAY, &d); /* x's last second */
+	assert_int_equal(d.n_revoked, 1);
+	assert_int_equal(d.revoked[0].n_ldevid, 2);
+	assert_int_equal(d.revoked[0].not_after, NOW + 20 * DAY);
+	assert_string_equal(d.revoked[0].ek_hash_ecc, "");
+	write_ok(f, &d, NOW, &(bool){0}, NULL);
+	json_t *o = load_file(f);
+	json_t *e = json_array_get(json_object_get(o, "revoked"), 0);
+	assert_string_equal(json_string_value(json_object_get(e, "not_after")),
+			    "2026-12-20T05:00:00Z");
+	assert_true(json_is_null(json_object_get(e, "ek_hash_ecc")));
+	json_decref(o);
+	fleet_spire_doc_free(&d);
+
+	build(f, NOW + 10 * DAY + 1, &d); /* x expired: y alone */
+	assert_int_equal(d.revoked[0].n_ldevid, 1);
+	assert_string_equal(d.revoked[0].ldevid_sha1[0], y);
+	fleet_spire_doc_free(&d);
+
+	build(f, NOW + 20 * DAY, &d);
+	assert_int_equal(d.n_revoked, 1);
+	fleet_spire_doc_free(&d);
+
+	build(f, NOW + 20 * DAY + 1, &d); /* all expired: dropped */
+	assert_int_equal(d.n_revoked, 0);
+	assert_int_equal(d.n_eligible, 0);
+	fleet_spire_doc_free(&d);
+}
+
+/* Entries by name, whatever order the inventory and store give. */
+static void test_ordering(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "zeta", "S1", NULL, NULL);
+	good_device(f, "alpha", "S2", NULL, NULL);
+	good_device(f, "Mid", "S3", NULL, NULL);
+	good_device(f, "beta", "S4", NULL, NULL);
+	inv_add(f, "beta", "S4", "active");
+	inv_add(f, "zeta", "S1", "active");
+	inv_add(f, "Mid", "S3", "active");
+	inv_add(f, "alpha", "S2", "offline");
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	static const char *const elig[] = {"Mid", "beta", "zeta"}; /* bytewise */
+	assert_names(d.eligible, d.n_eligible, elig, 3);
+	fleet_spire_doc_free(&d);
+}
+
+static void assert_keys(json_t *o, const char *const *keys, size_t n)
+{
+	assert_int_equal(json_object_size(o), n);
+	size_t i = 0;
+	const char *k;
+	json_t *v;
+	json_object_foreach(o, k, v) {
+		(void)v;
+		assert_string_equal(k, keys[i++]);
+	}
+}
+
+/* The file: exactly the documented keys in order, values, mode, newline. */
+static void test_file_format(void **state)
+{
+	struct fx *f = *state;
+	char s1[41];
+	good_device(f, "w1", "S1", "active", s1);
+	good_device(f, "w9", "S9", "offline", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	bool changed = false;
+	int64_t serial = 0;
+	write_ok(f, &d, NOW, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 1);
+	json_t *o = load_file(f);
+	static const char *const top[] = {"version", "serial",   "generated_at",
+					  "trust_domain", "eligible", "revoked"};
+	assert_keys(o, top, 6);
+	assert_int_equal(json_integer_value(json_object_get(o, "version")), 1);
+	assert_int_equal(json_integer_value(json_object_get(o, "serial")), 1);
+	assert_string_equal(json_string_value(json_object_get(o, "generated_at")),
+			    "2026-11-30T05:00:00Z");
+	assert_string_equal(json_string_value(json_object_get(o, "trust_domain")), TD);
+	json_t *e = json_array_get(json_object_get(o, "eligible"), 0);
+	static const char *const ek[] = {"name", "ek_hash", "ek_hash_ecc", "ldevid_sha1"};
+	assert_keys(e, ek, 4);
+	assert_string_equal(json_string_value(json_object_get(e, "name")), "w1");
+	assert_string_equal(json_string_value(json_object_get(e, "ek_hash")), d.eligible[0].ek_hash);
+	assert_int_equal(strlen(json_string_value(json_object_get(e, "ek_hash_ecc"))), 64);
+	assert_string_equal(json_string_value(json_array_get(json_object_get(e, "ldevid_sha1"), 0)),
+			    s1);
+	json_t *r = json_array_get(json_object_get(o, "revoked"), 0);
+	static const char *const rk[] = {"name", "ek_hash", "ek_hash_ecc", "ldevid_sha1",
+					 "not_after"};
+	assert_keys(r, rk, 5);
+	json_decref(o);
+	struct stat sb;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0644);
+	struct fleet_buf b;
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &b);
+	assert_int_equal(b.data[b.len - 1], '\n');
+	fb_free(&b);
+	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
+	assert_int_equal(b.len, 2);
+	assert_memory_equal(b.data, "1\n", 2);
+	fb_free(&b);
+	fleet_spire_doc_free(&d);
+}
+
+/* Same content at a later time: no rewrite (same inode, same bytes). */
+static void test_unchanged_not_rewritten(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	bool changed;
+	int64_t serial;
+	write_ok(f, &d, NOW, &changed, &serial);
+	struct stat a, b;
+	struct fleet_buf before, after;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
+	write_ok(f, &d, NOW + 3600, &changed, &serial);
+	assert_false(changed);
+	assert_int_equal(serial, 1);
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	assert_int_equal(a.st_mtim.tv_sec, b.st_mtim.tv_sec);
+	assert_int_equal(a.st_mtim.tv_nsec, b.st_mtim.tv_nsec);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+	assert_int_equal(before.len, after.len);
+	assert_memory_equal(before.data, after.data, before.len);
+	fb_free(&after);
+	fleet_spire_doc_free(&d);
+
+	set_status(f, "w1", "failed"); /* now the content changes */
+	build(f, NOW, &d);
+	write_ok(f, &d, NOW + 7200, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 2);
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
+	assert_int_not_equal(a.st_ino, b.st_ino);
+	fb_free(&before);
+	fleet_spire_doc_free(&d);
+}
+
+static void write_text(const char *path, const char *s)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(s, fp);
+	assert_int_equal(fclose(fp), 0);
+}
+
+/* The serial only grows: across writes, a deleted file, a deleted serial
+ * file; a damaged serial file is refused, not guessed past. */
+static void test_serial(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc on, off;
+	build(f, NOW, &on);
+	set_status(f, "w1", "failed");
+	build(f, NOW, &off);
+	bool changed;
+	int64_t serial;
+	write_ok(f, &on, NOW, &changed, &serial);
+	write_ok(f, &off, NOW, &changed, &serial);
+	write_ok(f, &on, NOW, &changed, &serial);
+	assert_int_equal(serial, 3);
+
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_NODES_FILE)), 0);
+	write_ok(f, &on, NOW, &changed, &serial); /* same content, but no file */
+	assert_true(changed);
+	assert_int_equal(serial, 4);
+
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_SERIAL_FILE)), 0);
+	write_ok(f, &on, NOW, &changed, &serial); /* unchanged: the serial file comes back */
+	assert_false(changed);
+	struct fleet_buf b;
+	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
+	assert_memory_equal(b.data, "4\n", 2);
+	fb_free(&b);
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_SERIAL_FILE)), 0);
+	write_ok(f, &off, NOW, &changed, &serial); /* continues from the file */
+	assert_int_equal(serial, 5);
+
+	write_text(path_in(f, FLEET_SPIRE_SERIAL_FILE), "100\n"); /* ahead of the file */
+	write_ok(f, &on, NOW, &changed, &serial);
+	assert_int_equal(serial, 101);
+
+	struct stat a, c;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	write_text(path_in(f, FLEET_SPIRE_SERIAL_FILE), "1O2\n");
+	char err[256];
+	assert_int_equal(fleet_spire_nodes_write(f->out, &off, NOW, &changed, &serial, err,
+						 sizeof(err)),
+			 FLEET_SPIRE_E_STATE);
+	assert_non_null(strstr(err, "refusing to guess"));
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &c), 0);
+	assert_int_equal(a.st_ino, c.st_ino);
+	fleet_spire_doc_free(&on);
+	fleet_spire_doc_free(&off);
+}
+
+/* An inventory error writes nothing, though the content would change. */
+static void test_inventory_error_keeps_file(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	bool changed;
+	int64_t serial;
+	char err[256];
+	assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW, &d, &changed,
+						&serial, err, sizeof(err)),
+			 FLEET_SPIRE_OK);
+	fleet_spire_doc_free(&d);
+	struct stat a, b;
+	struct fleet_buf before, after;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
+
+	set_status(f, "w1", "decommissioning");
+	static const enum fleet_inv_result bad[] = {FLEET_INV_UNAVAILABLE, FLEET_INV_INVALID};
+	for (size_t i = 0; i < 2; i++) {
+		f->inv.result = bad[i];
+		assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 60,
+							&d, &changed, &serial, err, sizeof(err)),
+				 FLEET_SPIRE_E_INVENTORY);
+		assert_false(changed);
+		assert_int_equal(d.n_eligible + d.n_revoked + d.n_excluded, 0);
+		assert_non_null(strstr(err, "HTTP 503"));
+		assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
+		assert_int_equal(a.st_ino, b.st_ino);
+		slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+		assert_int_equal(before.len, after.len);
+		assert_memory_equal(before.data, after.data, before.len);
+		fb_free(&after);
+	}
+	f->inv.result = FLEET_INV_OK; /* answering again: the change is written */
+	assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 120, &d,
+						&changed, &serial, err, sizeof(err)),
+			 FLEET_SPIRE_OK);
+	assert_true(changed);
+	assert_int_equal(d.n_revoked, 1);
+	fleet_spire_doc_free(&d);
+	fb_free(&before);
+}
+
+/* A temp file left by a killed writer is removed by the next write. */
+static void test_stale_temp_removed(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	bool changed;
+	write_ok(f, &d, NOW, &changed, NULL);
+	write_text(path_in(f, ".spire-nodes.json.tmp"), "{\"version\": 1, \"ser");
+	write_text(path_in(f, ".spire-nodes.serial.tmp"), "9");
+	write_ok(f, &d, NOW, &changed, NULL); /* unchanged, still cleans */
+	assert_false(changed);
+	assert_int_equal(access(path_in(f, ".spire-nodes.json.tmp"), F_OK), -1);
+	assert_int_equal(access(path_in(f, ".spire-nodes.serial.tmp"), F_OK), -1);
+	fleet_spire_doc_free(&d);
+}
+
+/* The directory: refused when others may write it; one writer at a time. */
+static void test_directory_rules(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	char err[256];
+	bool changed;
+	assert_int_equal(chmod(f->out, 0775), 0);
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+			 FLEET_SPIRE_E_UNSAFE);
+	assert_non_null(strstr(err, "not writable by group or others"));
+	assert_int_equal(chmod(f->out, 0755), 0);
+	int dfd = open(f->out, O_RDONLY | O_DIRECTORY);
+	assert_true(dfd >= 0);
+	assert_int_equal(flock(dfd, LOCK_EX), 0); /* another writer */
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+			 FLEET_SPIRE_E_BUSY);
+	assert_int_equal(access(path_in(f, FLEET_SPIRE_NODES_FILE), F_OK), -1);
+	close(dfd);
+	write_ok(f, &d, NOW, &changed, NULL);
+	assert_true(changed);
+	fleet_spire_doc_free(&d);
+}
+
+/* What the format cannot carry is left out, so the file is never refused. */
+static void test_format_rules(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "bad name", "S1", "active", NULL);
+	admit(f, "w-ecconly", "S2", false, true);
+	verdict(f, "w-ecconly", true);
+	inv_add(f, "w-ecconly", "S2", "active");
+	good_device(f, "w5", "S5", "active", NULL);
+	good_device(f, "w5-ecc", "S6", "active", NULL);
+	/* Two devices the store holds with one RSA EK. */
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w7", "S7", 7, EKA, NULL, NOW),
+			 FLEET_STORE_OK);
+	assert_int_equal(fleet_store_device_record_admission(f->st, "w8", "S8", 8, EKA, NULL, NOW),
+			 FLEET_STORE_OK);
+	verdict(f, "w7", true);
+	verdict(f, "w8", true);
+	inv_add(f, "w7", "S7", "active");
+	inv_add(f, "w8", "S8", "active");
+	/* More current LDevIDs than an entry carries. */
+	good_device(f, "w-many", "S9", "active", NULL);
+	good_device(f, "w-many-gone", "S10", NULL, NULL);
+	char first[41] = "", last[41] = "", tmp[41];
+	for (int i = 0; i < FLEET_SPIRE_LDEVID_MAX; i++) { /* with good_device's: one over */
+		cert(f, "w-many", FLEET_STORE_CERT_LDEVID, NOW + (10 + i) * DAY, tmp);
+		cert(f, "w-many-gone", FLEET_STORE_CERT_LDEVID, NOW + (10 + i) * DAY,
+		     i == 0 ? first : last);
+	}
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	static const char *const elig[] = {"w5"};
+	assert_names(d.eligible, d.n_eligible, elig, 1);
+	assert_string_equal(why(&d, "bad name"), FLEET_SPIRE_X_NAME_UNUSABLE);
+	assert_string_equal(why(&d, "w-ecconly"), FLEET_SPIRE_X_NO_RSA_EK);
+	assert_string_equal(why(&d, "w5-ecc"), FLEET_SPIRE_X_NAME_ECC);
+	assert_string_equal(why(&d, "w7"), FLEET_SPIRE_X_EK_SHARED);
+	assert_string_equal(why(&d, "w8"), FLEET_SPIRE_X_EK_SHARED);
+	assert_string_equal(why(&d, "w-many"), FLEET_SPIRE_X_TOO_MANY_LDEVID);
+	/* Revoked keeps the 16 that stay valid longest (the one expiring
+	 * soonest is left out), and the latest notAfter (good_device's). */
+	assert_int_equal(d.n_revoked, 1);
+	assert_int_equal(d.revoked[0].n_ldevid, FLEET_SPIRE_LDEVID_MAX);
+	assert_int_equal(d.revoked[0].not_after, NOW + 300 * DAY);
+	bool has_first = false, has_last = false;
+	for (size_t i = 0; i < d.revoked[0].n_ldevid; i++) {
+		has_first |= strcmp(d.revoked[0].ldevid_sha1[i], first) == 0;
+		has_last |= strcmp(d.revoked[0].ldevid_sha1[i], last) == 0;
+	}
+	assert_false(has_first);
+	assert_true(has_last);
+	fleet_spire_doc_free(&d);
+
+	char err[256];
+	assert_int_equal(fleet_spire_nodes_build(&f->inv.base, f->st, "Fleet.Example", NOW, &d, err,
+						 sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_false(fleet_spire_name_ok("-w1"));
+	assert_false(fleet_spire_name_ok("a/b"));
+	assert_true(fleet_spire_name_ok("w1.rack-2_b"));
+}
+
+/* The writer checks what it is given: a document the format cannot carry
+ * is refused and nothing is written. */
+static void test_write_refuses_malformed(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	good_device(f, "w2", "S2", "active", NULL);
+	char err[256];
+	bool changed;
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	assert_int_equal(d.n_eligible, 2);
+	assert_int_equal(d.eligible[0].n_ldevid, 1);
+	char saved[41];
+	memcpy(saved, d.eligible[0].ldevid_sha1[0], 41);
+	d.eligible[0].ldevid_sha1[0][5] = 'G';
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_non_null(strstr(err, "eligible[0]"));
+	memcpy(d.eligible[0].ldevid_sha1[0], saved, 41);
+	struct fleet_spire_node t = d.eligible[0]; /* out of order */
+	d.eligible[0] = d.eligible[1];
+	d.eligible[1] = t;
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_non_null(strstr(err, "out of order"));
+	d.eligible[1] = d.eligible[0];
+	d.eligible[0] = t;
+	d.eligible[0].ek_hash[0] = '\0'; /* ek_hash cannot be null */
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_int_equal(access(path_in(f, FLEET_SPIRE_NODES_FILE), F_OK), -1);
+	assert_int_equal(access(path_in(f, FLEET_SPIRE_SERIAL_FILE), F_OK), -1);
+	fleet_spire_doc_free(&d);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_each_status, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_holds_back, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_current_ldevids, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_revoked_until_not_after, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_ordering, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_file_format, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_unchanged_not_rewritten, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_serial, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_inventory_error_keeps_file, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_stale_temp_removed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_directory_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_format_rules, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_refuses_malformed, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, NULL, NULL);
+}
