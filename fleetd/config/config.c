@@ -56,7 +56,7 @@ struct key {
 #define SEC(i) (size_t)(i), 0
 
 enum { S_TOP, S_LISTEN, S_TLS, S_INV, S_NETBOX, S_FILE, S_SESS, S_CERT, S_VLOG, S_PASS, S_MET,
-       S_HTTP, S__N };
+       S_HTTP, S_SPIRE, S__N };
 
 static const struct key top_keys[] = {
 	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
@@ -74,6 +74,7 @@ static const struct key top_keys[] = {
 	{"pass", K_MAP, SEC(S_PASS), 0, 0},
 	{"metrics", K_MAP, SEC(S_MET), 0, 0},
 	{"http", K_MAP, SEC(S_HTTP), 0, 0},
+	{"spire", K_MAP, SEC(S_SPIRE), 0, 0},
 };
 static const struct key listen_keys[] = {
 	{"address", K_ADDR, F(listen_address), 0, 0},
@@ -116,6 +117,9 @@ static const struct key pass_keys[] = {
 static const struct key met_keys[] = {
 	{"enabled", K_BOOL, F(metrics), 0, 0},
 };
+static const struct key spire_keys[] = {
+	{"trust_domain", K_STR, F(spire_trust_domain), 0, 0},
+};
 static const struct key http_keys[] = {
 	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
 };
@@ -138,6 +142,7 @@ static const struct section {
 	S(S_PASS, "pass", pass_keys),
 	S(S_MET, "metrics", met_keys),
 	S(S_HTTP, "http", http_keys),
+	S(S_SPIRE, "spire", spire_keys),
 #undef S
 };
 
@@ -246,6 +251,14 @@ static fleet_err get_value(struct cctx *x, const struct key *k, yaml_node_t *v,
 			x->has_author = true;
 			x->author_mark = v->start_mark;
 		}
+		/* SPIFFE trust domain names: lowercase letters, digits, '.',
+		 * '-', '_' (SPIFFE-ID spec 2.1); anything else would make an
+		 * ID no SPIRE server accepts. */
+		if (dst == x->c->spire_trust_domain &&
+		    strspn(dst, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != strlen(dst))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "spire.trust_domain may hold only a-z, 0-9, '.', "
+					       "'-' and '_'");
 		return FLEET_OK;
 	case K_ADDR: {
 		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))

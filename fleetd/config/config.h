@@ -57,6 +57,8 @@ struct fleet_config {
 	uint64_t verdict_log_max_bytes;
 	uint32_t verdict_log_max_files;
 	uint32_t pass_interval_seconds;
+	/* SPIFFE trust domain of spire-nodes.json; "": the pass writes no file. */
+	char spire_trust_domain[256];
 	bool metrics;
 	uint64_t max_body_bytes;
 };

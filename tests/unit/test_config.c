@@ -112,6 +112,18 @@ static void test_every_key(void **state)
 	assert_int_equal(c.max_body_bytes, 2097152);
 }
 
+static void test_spire_trust_domain(void **state)
+{
+	(void)state;
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	assert_int_equal(parse(FILE_INV, &c, &err), FLEET_OK);
+	assert_string_equal(c.spire_trust_domain, ""); /* unset: no spire-nodes.json */
+	assert_int_equal(parse(FILE_INV "spire:\n  trust_domain: fleet.example\n", &c, &err),
+			 FLEET_OK);
+	assert_string_equal(c.spire_trust_domain, "fleet.example");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -127,6 +139,8 @@ static void test_refusals(void **state)
 	refused_at(FILE_INV "certificates:\n  validity_days: 30\n", 11, "from 31 to 3650");
 	refused_at(FILE_INV "verdict_log:\n  max_files: 0\n", 11, "from 1 to 100");
 	refused_at(FILE_INV "binding_author: terraform\n", 10, "must be 'nodes-file'");
+	refused_at(FILE_INV "spire:\n  trust_domain: Fleet/Example\n", 11, "a-z, 0-9");
+	refused_at(FILE_INV "spire:\n  domain: fleet.example\n", 11, "unknown key 'domain'");
 	refused_at(FILE_INV "sessions: &s\n  ttl_seconds: 60\npass: *s\n", 12, "aliases");
 	refused_at(BASE "inventory:\n  kind: ldap\n", 7, "netbox or file");
 	refused_at(BASE "inventory:\n  kind: file\n", 7, "inventory.file.path is required");
@@ -194,6 +208,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_minimal_file_inventory_defaults),
 		cmocka_unit_test(test_every_key),
+		cmocka_unit_test(test_spire_trust_domain),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
 	};
