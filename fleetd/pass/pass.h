@@ -1,0 +1,38 @@
+/*
+ * pass.h: the periodic reconcile pass of fleetd (spec: "Each pass ...").
+ *
+ * Today a pass: drops expired attestation sessions, and writes
+ * spire-nodes.json (fleetd/spire/spire_nodes.h) when spire.trust_domain is
+ * configured. A pass never decides anything about a machine from an
+ * inventory error: the SPIRE file then stays as it was, and the failure is
+ * journaled and counted (fleetd_pass_total{result="inventory-error"}).
+ */
+#ifndef FLEET_PASS_H
+#define FLEET_PASS_H
+
+#include <time.h>
+
+#include "fleetd/admission/admission.h"
+#include "fleetd/config/config.h"
+#include "fleetd/inventory/inventory.h"
+#include "fleetd/obs/metrics.h"
+#include "fleetd/store/store.h"
+
+struct fleet_pass;
+
+struct fleet_pass_deps {
+	const struct fleet_config *config;
+	struct fleet_inventory *inventory;
+	struct fleet_store *store;
+	struct fleet_metrics *metrics;      /* NULL: not counted */
+	struct fleet_admission *admission;  /* NULL: no sessions to reap */
+};
+
+fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out);
+void fleet_pass_free(struct fleet_pass *p);
+
+/* Run one pass at time now. Returns the result's stable name ("ok",
+ * "inventory-error", "store-error", "write-error"); never fails hard. */
+const char *fleet_pass_run(struct fleet_pass *p, time_t now);
+
+#endif
