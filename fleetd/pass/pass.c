@@ -72,8 +72,8 @@ static const char *spire_result(enum fleet_spire_err e)
 
 const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 {
-	if (p->d.admission)
-		fleet_admission_reap(p->d.admission);
+	if (p->d.reap_sessions)
+		p->d.reap_sessions(p->d.reap_ctx);
 	const struct fleet_config *c = p->d.config;
 	if (!c->spire_trust_domain[0])
 		return count(p, "ok");

@@ -12,7 +12,6 @@
 
 #include <time.h>
 
-#include "fleetd/admission/admission.h"
 #include "fleetd/config/config.h"
 #include "fleetd/inventory/inventory.h"
 #include "fleetd/obs/metrics.h"
@@ -25,7 +24,10 @@ struct fleet_pass_deps {
 	struct fleet_inventory *inventory;
 	struct fleet_store *store;
 	struct fleet_metrics *metrics;      /* NULL: not counted */
-	struct fleet_admission *admission;  /* NULL: no sessions to reap */
+	/* Drops expired attestation sessions (the daemon passes
+	 * fleet_admission_reap); NULL: nothing to reap. */
+	size_t (*reap_sessions)(void *ctx);
+	void *reap_ctx;
 };
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out);
