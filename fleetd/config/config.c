@@ -6,6 +6,7 @@
  * key is one line (plus its line in docs/configuration.md).
  */
 #include "fleetd/config/config.h"
+#include "lib/attest_wire.h"
 
 #include <arpa/inet.h>
 #include <ctype.h>
@@ -39,7 +40,9 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->verdict_log_max_files = 5;
 	c->pass_interval_seconds = 3600;
 	c->metrics = true;
-	c->max_body_bytes = 1 * MIB;
+	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
+	 * 1 MiB event log is about 1.4 MiB of JSON. */
+	c->max_body_bytes = FLEET_WIRE_MAX_BODY;
 }
 
 enum kind { K_MAP, K_PATH, K_STR, K_U32, K_U64, K_BOOL, K_ADDR, K_URL, K_INVKIND, K_CLASSES };

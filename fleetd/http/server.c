@@ -122,7 +122,8 @@ struct fleet_http *fleet_http_new(const struct fleet_http_config *cfg,
 	}
 	if (register_metrics(s, ec) != FLEET_OK ||
 	    fleet_http_route(s, "GET", "/healthz", healthz, s) != FLEET_OK ||
-	    fleet_http_route(s, "GET", "/metrics", metrics, s) != FLEET_OK) {
+	    (!cfg->no_metrics &&
+	     fleet_http_route(s, "GET", "/metrics", metrics, s) != FLEET_OK)) {
 		fleet_http_free(s);
 		return NULL;
 	}

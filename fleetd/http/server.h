@@ -69,6 +69,7 @@ struct fleet_http_config {
 	unsigned max_per_ip;        /* 0: 16 */
 	unsigned timeout_seconds;   /* idle connection timeout; 0: 30 */
 	size_t max_body;            /* 0: FLEET_WIRE_MAX_BODY */
+	bool no_metrics;            /* true: no /metrics route (metrics.enabled: false) */
 };
 
 struct fleet_http_request {

@@ -1,12 +1,12 @@
 #!/usr/bin/env bash
-# The README's demo, run against this build: one machine's EK certificates,
+# The evidence walk (scripts/evidence-walk.sh), run against this build: one machine's EK certificates,
 # simulated firmware boot, quote, policy and certificates on a real swtpm.
 # Asserts each step's verdict, so a regression in any layer fails here too.
 set -euo pipefail
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 set +e
-FLEET_DEMO_BUILD_DIR="$FLEET_BINARY_DIR" bash "$FLEET_SOURCE_DIR/scripts/demo.sh" >"$out" 2>&1
+FLEET_DEMO_BUILD_DIR="$FLEET_BINARY_DIR" bash "$FLEET_SOURCE_DIR/scripts/evidence-walk.sh" >"$out" 2>&1
 rc=$?
 set -e
 [ "$rc" -eq 77 ] && { echo "SKIP: swtpm not installed"; exit 77; }

@@ -541,6 +541,31 @@ static void test_start_refusals(void **state)
 	fleet_metrics_free(m);
 }
 
+/* metrics.enabled: false: a second server on a free port, without the
+ * route (404, counted like any unknown path). */
+static void test_metrics_can_be_off(void **state)
+{
+	struct fixture *fx = *state;
+	struct fleet_metrics *m = fleet_metrics_new();
+	struct fleet_http_config cfg = {.bind_address = "127.0.0.1", .tls_cert_file = fx->cert,
+					.tls_key_file = fx->key, .no_metrics = true};
+	struct fleet_errctx ec = {0};
+	struct fleet_http *h = fleet_http_new(&cfg, m, &ec);
+	assert_non_null(h);
+	assert_int_equal(fleet_http_start(h, &ec), FLEET_OK);
+	struct http_client c;
+	http_client_init(&c, fleet_http_port(h), fx->cert);
+	struct http_reply r;
+	assert_int_equal(http_get(&c, "/metrics", NULL, &r), 404);
+	http_reply_free(&r);
+	/* The control: the fixture's server, metrics on, serves the route. */
+	assert_int_equal(http_get(&fx->client, "/metrics", NULL, &r), 200);
+	http_reply_free(&r);
+	http_client_free(&c);
+	fleet_http_free(h);
+	fleet_metrics_free(m);
+}
+
 static void test_stop(void **state)
 {
 	struct fixture *fx = *state;
@@ -557,6 +582,7 @@ int main(void)
 	curl_global_init(CURL_GLOBAL_DEFAULT);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_echo),
+		cmocka_unit_test(test_metrics_can_be_off),
 		cmocka_unit_test(test_routing_refusals),
 		cmocka_unit_test(test_media_type),
 		cmocka_unit_test(test_unsupported_features),

@@ -58,7 +58,7 @@ static void test_minimal_file_inventory_defaults(void **state)
 	assert_int_equal(c.verdict_log_max_files, 5);
 	assert_int_equal(c.pass_interval_seconds, 3600);
 	assert_true(c.metrics);
-	assert_int_equal(c.max_body_bytes, 1024 * 1024);
+	assert_int_equal(c.max_body_bytes, 2 * 1024 * 1024); /* FLEET_WIRE_MAX_BODY */
 	assert_string_equal(fleet_config_profile_for(&c, "worker"), "worker.yaml");
 	assert_null(fleet_config_profile_for(&c, "control-plane"));
 }

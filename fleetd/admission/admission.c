@@ -1,0 +1,374 @@
+/*
+ * admission.c: the admission object (admission.h): its profiles, metrics and
+ * session table, and the pieces every round shares (replies, the journal,
+ * verdicts, reading the inventory again). The rounds themselves are in
+ * admission_intake.c and admission_answer.c.
+ */
+#include "fleetd/admission/admission_int.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "fleetd/obs/journal.h"
+
+static const char *const intake_results[] = {"challenge", "pending", "refused", "unavailable",
+					     "full", "error", NULL};
+static const char *const round_results[] = {"admitted",  "confirmed",   "refused",
+					    "auth-failure", "unavailable", "session-unknown",
+					    "busy",      "error",       NULL};
+static const char *const verdict_results[] = {"pass", "fail", NULL};
+
+time_t adm_now(const struct fleet_admission *a)
+{
+	return a->d.now ? a->d.now(a->d.now_ctx) : time(NULL);
+}
+
+void adm_env(const struct fleet_admission *a, const struct fleet_profile *profile,
+	     struct fleet_attest_env *env)
+{
+	memset(env, 0, sizeof(*env));
+	env->roots = a->d.roots;
+	env->profile = profile;
+	env->ca = a->d.ca;
+	env->now = adm_now(a);
+	env->challenge_ttl_s = a->d.config->session_ttl_seconds;
+	env->cert_validity_days = a->d.config->cert_validity_days;
+}
+
+const struct fleet_profile *adm_profile_for(const struct fleet_admission *a, const char *cls)
+{
+	for (size_t i = 0; i < a->n_classes; i++)
+		if (strcmp(a->classes[i].name, cls) == 0)
+			return a->classes[i].profile;
+	return NULL;
+}
+
+int adm_reply_status(struct fleet_buf *reply, const char *status)
+{
+	char body[48];
+	int n = snprintf(body, sizeof(body), "{\"v\":1,\"status\":\"%s\"}", status);
+	fb_put(reply, body, (size_t)n);
+	return 200;
+}
+
+int adm_reply_malformed(fleet_err e, const struct fleet_errctx *ec, const char **reject)
+{
+	/* The decoder's own sentences (lib/attest_wire_json.c) tell a body that
+	 * is not JSON and a wrong version from a bad field. */
+	if (e == FLEET_E_TOO_LARGE)
+		*reject = "field-too-large";
+	else if (strncmp(ec->detail, "body: not", 9) == 0)
+		*reject = "malformed-json";
+	else if (strncmp(ec->detail, "v: ", 3) == 0)
+		*reject = "unsupported-version";
+	else
+		*reject = "malformed-message";
+	return 400;
+}
+
+void adm_count(struct fleet_metric *f, const char *label)
+{
+	if (label)
+		(void)fleet_metric_inc_label(f, label);
+	else
+		fleet_metric_inc(f);
+}
+
+void adm_session_hex(const uint8_t id[FLEET_WIRE_ID_LEN], char out[65])
+{
+	static const char digits[] = "0123456789abcdef";
+	for (size_t i = 0; i < FLEET_WIRE_ID_LEN; i++) {
+		out[2 * i] = digits[id[i] >> 4];
+		out[2 * i + 1] = digits[id[i] & 15];
+	}
+	out[64] = '\0';
+}
+
+void adm_log(int priority, const char *event, const struct adm_logf *f, const char *fmt, ...)
+{
+	char msg[512], serial[FLEET_LOG_CLAIMED_BUF], device[FLEET_LOG_CLAIMED_BUF];
+	char status[FLEET_LOG_CLAIMED_BUF], detail[600];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fleet_log(priority, event,
+		  FLEET_LOG_FIELDS(
+			  {"FLEET_SERIAL", f->claimed_serial ? fleet_log_claimed(f->claimed_serial,
+										  serial,
+										  sizeof(serial))
+							     : NULL},
+			  {"FLEET_DEVICE",
+			   f->device && f->device[0]
+				   ? fleet_log_claimed(f->device, device, sizeof(device))
+				   : NULL},
+			  {"FLEET_SESSION", f->session},
+			  {"FLEET_REASON", f->reason},
+			  {"FLEET_EK_HASH", f->ek_hash && f->ek_hash[0] ? f->ek_hash : NULL},
+			  {"FLEET_EK_HASH_ECC",
+			   f->ek_hash_ecc && f->ek_hash_ecc[0] ? f->ek_hash_ecc : NULL},
+			  {"FLEET_STATUS", f->status && f->status[0]
+						   ? fleet_log_claimed(f->status, status,
+								       sizeof(status))
+						   : NULL},
+			  {"FLEET_LDEVID_SHA1", f->ldevid_sha1},
+			  {"FLEET_DETAIL", f->detail && f->detail[0]
+						   ? fleet_log_escape_n(f->detail,
+									strlen(f->detail), detail,
+									sizeof(detail))
+						   : NULL}),
+		  "%s", msg);
+}
+
+void adm_store_lock(struct fleet_admission *a)
+{
+	pthread_mutex_lock(&a->store_mu);
+}
+
+void adm_store_unlock(struct fleet_admission *a)
+{
+	pthread_mutex_unlock(&a->store_mu);
+}
+
+int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
+		       const char *const *reasons, size_t n_reasons)
+{
+	char sid[65], err[256];
+	const char *device = e->snap.name[0] ? e->snap.name : NULL;
+	adm_session_hex(e->s.id, sid);
+	struct fleet_store_verdict_in v = {
+		.time = adm_now(a),
+		.device = device,
+		.serial = e->snap.serial[0] ? e->snap.serial : e->s.serial,
+		.session = sid,
+		.pass = pass,
+		.reasons = reasons,
+		.n_reasons = n_reasons > FLEET_STORE_MAX_REASONS ? FLEET_STORE_MAX_REASONS
+								 : n_reasons,
+		.ek_hash = e->s.ek_hash,
+		.ek_hash_ecc = e->s.ek_hash_ecc,
+	};
+	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device, .session = sid,
+			      .ek_hash = e->s.ek_hash, .ek_hash_ecc = e->s.ek_hash_ecc};
+	adm_store_lock(a);
+	enum fleet_store_err se = fleet_store_verdict_insert(a->d.store, &v, NULL);
+	if (se != FLEET_STORE_OK)
+		lf.detail = fleet_store_errmsg(a->d.store);
+	/* the message is copied by the journal before the lock is let go */
+	if (se != FLEET_STORE_OK) {
+		lf.reason = fleet_store_err_str(se);
+		adm_count(a->m.store_errors, NULL);
+		adm_log(LOG_ERR, "verdict-store-failed", &lf,
+			"the store refused a %s verdict; nothing else is recorded for this round",
+			pass ? "passing" : "failed");
+	}
+	adm_store_unlock(a);
+	if (se != FLEET_STORE_OK)
+		return -1;
+	adm_count(a->m.verdicts, pass ? "pass" : "fail");
+	struct fleet_vlog_record r = {
+		.time = v.time,
+		.device = device,
+		.serial = v.serial,
+		.session = sid,
+		.pass = pass,
+		.reasons = reasons,
+		.n_reasons = n_reasons,
+		.ek_hash = e->s.ek_hash,
+		.ek_hash_ecc = e->s.ek_hash_ecc,
+	};
+	if (fleet_vlog_append(a->d.verdicts, &r, err, sizeof(err)) != FLEET_OK) {
+		adm_count(a->m.verdict_log_errors, NULL);
+		lf.detail = err;
+		adm_log(LOG_ERR, "verdict-log-failed", &lf,
+			"verdicts.jsonl append failed; the verdict is in the store");
+	}
+	return 0;
+}
+
+static bool same_str(const char *x, const char *y)
+{
+	return strcmp(x, y) == 0;
+}
+
+enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
+			   const char **reason, char *err, size_t errlen)
+{
+	struct fleet_inventory *inv = a->d.inventory;
+	struct fleet_inv_device d;
+	struct fleet_inv_binding_change ch;
+	enum fleet_inv_result r;
+	memset(&d, 0, sizeof(d));
+	memset(&ch, 0, sizeof(ch));
+	*reason = NULL;
+	r = inv->ops->get(inv, snap->device_id, &d, err, errlen);
+	if (r == FLEET_INV_NOT_FOUND) {
+		*reason = "device-changed"; /* deleted while the session ran */
+		return ADM_REREAD_CHANGED;
+	}
+	if (r != FLEET_INV_OK) {
+		if (!err[0])
+			snprintf(err, errlen, "inventory: %s", fleet_inv_result_str(r));
+		adm_count(a->m.inventory_errors, NULL);
+		return ADM_REREAD_UNAVAILABLE;
+	}
+	r = inv->ops->binding_change(inv, snap->device_id, &ch, err, errlen);
+	if (r != FLEET_INV_OK) {
+		if (!err[0])
+			snprintf(err, errlen, "inventory: %s", fleet_inv_result_str(r));
+		adm_count(a->m.inventory_errors, NULL);
+		return ADM_REREAD_UNAVAILABLE;
+	}
+	if (!same_str(d.approved_ek_hash, snap->approved_ek_hash) ||
+	    !same_str(d.approved_ek_hash_ecc, snap->approved_ek_hash_ecc) ||
+	    ch.found != snap->change_found || (ch.found && ch.change_id != snap->change_id)) {
+		*reason = "binding-changed";
+		return ADM_REREAD_CHANGED;
+	}
+	if (strcasecmp(d.serial, snap->serial) != 0 || !same_str(d.name, snap->name) ||
+	    !same_str(d.status, snap->status)) {
+		*reason = "device-changed";
+		return ADM_REREAD_CHANGED;
+	}
+	return ADM_REREAD_SAME;
+}
+
+static fleet_err reg(struct fleet_metrics *m, enum fleet_metric_type t, const char *name,
+		     const char *help, const char *label, const char *const *values,
+		     struct fleet_metric **out, char *err, size_t errlen)
+{
+	struct fleet_errctx ec;
+	memset(&ec, 0, sizeof(ec));
+	fleet_err e = fleet_metrics_register(m, t, name, help, label, values, out, &ec);
+	if (e != FLEET_OK)
+		snprintf(err, errlen, "metric %s: %s", name, ec.detail);
+	return e;
+}
+
+static fleet_err register_metrics(struct fleet_admission *a, char *err, size_t errlen)
+{
+	struct fleet_metrics *m = a->d.metrics;
+	const enum fleet_metric_type C = FLEET_METRIC_COUNTER;
+	fleet_err e;
+	if ((e = reg(m, C, "fleetd_intake_total", "Intake requests that decoded, by outcome.",
+		     "result", intake_results, &a->m.intake, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_answer_total", "Answer requests that decoded, by outcome.",
+		     "result", round_results, &a->m.answer, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_confirm_total", "Confirm requests that decoded, by outcome.",
+		     "result", round_results, &a->m.confirm, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_verdicts_total",
+		     "Verdicts written for TPM-authenticated evidence.", "result",
+		     verdict_results, &a->m.verdicts, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_auth_failures_total",
+		     "Answers or confirmations not proven to come from the challenged TPM.", NULL,
+		     NULL, &a->m.auth_failures, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_unexpected_boot_total",
+		     "Active devices that booted HookOS without a requested run.", NULL, NULL,
+		     &a->m.unexpected_boot, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_inventory_errors_total",
+		     "Inventory requests that got no usable answer (or a failed write).", NULL,
+		     NULL, &a->m.inventory_errors, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_store_errors_total", "Store operations that failed.", NULL,
+		     NULL, &a->m.store_errors, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_verdict_log_errors_total",
+		     "verdicts.jsonl appends that failed (the store kept the verdict).", NULL,
+		     NULL, &a->m.verdict_log_errors, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_sessions_reaped_total", "Expired sessions dropped.", NULL,
+		     NULL, &a->m.reaped, err, errlen)) ||
+	    (e = reg(m, FLEET_METRIC_GAUGE, "fleetd_open_sessions",
+		     "Attestation sessions open now (intakes deciding included).", NULL, NULL,
+		     &a->m.open_sessions, err, errlen)))
+		return e;
+	return FLEET_OK;
+}
+
+static fleet_err load_profiles(struct fleet_admission *a, char *err, size_t errlen)
+{
+	const struct fleet_config *c = a->d.config;
+	for (size_t i = 0; i < c->n_classes; i++) {
+		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
+		struct fleet_profile_error pe;
+		struct adm_class *cl = &a->classes[i];
+		memset(&pe, 0, sizeof(pe));
+		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
+		cl->name = c->classes[i].name;
+		fleet_err e = fleet_profile_load(path, &cl->profile, &pe);
+		if (e != FLEET_OK) {
+			snprintf(err, errlen, "class %s: profile %s:%u: %s", cl->name, path,
+				 pe.line, pe.msg);
+			return e;
+		}
+		a->n_classes = i + 1;
+		if (strcmp(cl->profile->class_name, cl->name) != 0) {
+			snprintf(err, errlen,
+				 "class %s: profile %s is for class \"%s\"; a profile judges the "
+				 "class it names",
+				 cl->name, path, cl->profile->class_name);
+			return FLEET_E_INVALID_ARG;
+		}
+	}
+	return FLEET_OK;
+}
+
+fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
+			      struct fleet_admission **out, char *err, size_t errlen)
+{
+	fleet_err e;
+	*out = NULL;
+	if (!deps || !deps->config || !deps->inventory || !deps->store || !deps->verdicts ||
+	    !deps->metrics || !deps->roots || !deps->ca) {
+		snprintf(err, errlen, "admission: a dependency is missing");
+		return FLEET_E_INVALID_ARG;
+	}
+	struct fleet_admission *a = calloc(1, sizeof(*a));
+	if (!a) {
+		snprintf(err, errlen, "admission: out of memory");
+		return FLEET_E_NOMEM;
+	}
+	a->d = *deps;
+	if (pthread_mutex_init(&a->store_mu, NULL) != 0) {
+		free(a);
+		snprintf(err, errlen, "admission: no mutex");
+		return FLEET_E_NOMEM;
+	}
+	if ((e = register_metrics(a, err, errlen)) != FLEET_OK ||
+	    (e = load_profiles(a, err, errlen)) != FLEET_OK)
+		goto fail;
+	if (adm_sessions_init(&a->sessions, deps->config->max_open_sessions,
+			      a->m.open_sessions) != 0) {
+		snprintf(err, errlen, "admission: cannot make a table of %u sessions",
+			 deps->config->max_open_sessions);
+		e = FLEET_E_NOMEM;
+		goto fail;
+	}
+	*out = a;
+	return FLEET_OK;
+fail:
+	for (size_t i = 0; i < a->n_classes; i++)
+		fleet_profile_free(a->classes[i].profile);
+	pthread_mutex_destroy(&a->store_mu);
+	free(a);
+	return e;
+}
+
+void fleet_admission_free(struct fleet_admission *a)
+{
+	if (!a)
+		return;
+	adm_sessions_destroy(&a->sessions);
+	for (size_t i = 0; i < a->n_classes; i++)
+		fleet_profile_free(a->classes[i].profile);
+	pthread_mutex_destroy(&a->store_mu);
+	free(a);
+}
+
+size_t fleet_admission_reap(struct fleet_admission *a)
+{
+	size_t n = adm_sessions_reap(&a->sessions, adm_now(a));
+	if (n)
+		fleet_metric_add(a->m.reaped, n);
+	return n;
+}

@@ -1,0 +1,104 @@
+/*
+ * admission_int.h: what admission.c, admission_intake.c and
+ * admission_answer.c share. Not for use outside fleetd/admission/.
+ */
+#ifndef FLEET_ADMISSION_INT_H
+#define FLEET_ADMISSION_INT_H
+
+#include <pthread.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "fleetd/admission/admission.h"
+#include "fleetd/admission/sessions.h"
+#include "policy/evaluate.h"
+#include "policy/profile.h"
+
+struct adm_class {
+	const char *name; /* the config's class name */
+	struct fleet_profile *profile;
+};
+
+struct fleet_admission {
+	struct fleet_admission_deps d;
+	struct adm_sessions sessions;
+	/* The store handle is used by one thread at a time (store.h). */
+	pthread_mutex_t store_mu;
+	size_t n_classes;
+	struct adm_class classes[FLEET_CONFIG_MAX_CLASSES];
+	struct {
+		struct fleet_metric *intake;   /* fleetd_intake_total{result} */
+		struct fleet_metric *answer;   /* fleetd_answer_total{result} */
+		struct fleet_metric *confirm;  /* fleetd_confirm_total{result} */
+		struct fleet_metric *verdicts; /* fleetd_verdicts_total{result} */
+		struct fleet_metric *auth_failures;
+		struct fleet_metric *unexpected_boot;
+		struct fleet_metric *inventory_errors;
+		struct fleet_metric *store_errors;
+		struct fleet_metric *verdict_log_errors;
+		struct fleet_metric *open_sessions;
+		struct fleet_metric *reaped;
+	} m;
+};
+
+time_t adm_now(const struct fleet_admission *a);
+/* The environment of the round functions for a profile (NULL: none). */
+void adm_env(const struct fleet_admission *a, const struct fleet_profile *profile,
+	     struct fleet_attest_env *env);
+const struct fleet_profile *adm_profile_for(const struct fleet_admission *a, const char *cls);
+
+/* {"v":1,"status":"pending"|"refused"}; returns 200. */
+int adm_reply_status(struct fleet_buf *reply, const char *status);
+/* The 4xx for a body that did not decode; sets *reject. */
+int adm_reply_malformed(fleet_err e, const struct fleet_errctx *ec, const char **reject);
+
+void adm_count(struct fleet_metric *f, const char *label);
+
+/* Lowercase hex of a session id (65 bytes). */
+void adm_session_hex(const uint8_t id[FLEET_WIRE_ID_LEN], char out[65]);
+
+/*
+ * One journal entry with fleetd's admission fields. Every value that came
+ * from a machine (claimed_serial) is passed through fleet_log_claimed here;
+ * inventory values (device) are capped the same way; detail (an inventory's
+ * or library's error text) is escaped. NULL fields are left out.
+ */
+struct adm_logf {
+	const char *claimed_serial;
+	const char *device;
+	const char *session; /* hex */
+	const char *reason;
+	const char *ek_hash;
+	const char *ek_hash_ecc;
+	const char *status; /* the inventory's status */
+	const char *ldevid_sha1;
+	const char *detail;
+};
+void adm_log(int priority, const char *event, const struct adm_logf *f, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+
+/* Store calls go through the admission's store lock. */
+void adm_store_lock(struct fleet_admission *a);
+void adm_store_unlock(struct fleet_admission *a);
+
+/*
+ * A verdict for TPM-authenticated evidence only: the store's row first,
+ * then the verdicts.jsonl line (a failed append is journaled and counted;
+ * the row is the verdict). Reasons are static strings. Returns 0, or -1
+ * when the store refused the row (journaled).
+ */
+int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
+		       const char *const *reasons, size_t n_reasons);
+
+enum adm_reread {
+	ADM_REREAD_SAME = 0,
+	ADM_REREAD_CHANGED,     /* *reason: binding-changed or device-changed */
+	ADM_REREAD_UNAVAILABLE, /* the inventory did not answer; err says why */
+};
+/* Read the device and its binding change again and compare them with the
+ * intake's snapshot (trust rule 5). */
+enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
+			   const char **reason, char *err, size_t errlen);
+
+#endif

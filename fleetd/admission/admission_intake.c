@@ -1,0 +1,403 @@
+/*
+ * admission_intake.c: round 1 (admission.h, rules I1..I8).
+ *
+ * The intake decides whether this machine may be challenged. Nothing it
+ * holds is TPM-authenticated yet, so nothing here writes a verdict: the
+ * outcomes are a challenge, a pending claim, a refusal (journaled with its
+ * reason; the machine hears only "refused") or 503 when fleetd cannot
+ * decide now (the inventory or the store did not answer).
+ */
+#include "fleetd/admission/admission_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fleetd/obs/journal.h"
+
+/* What one intake is working with. */
+struct intake {
+	struct fleet_admission *a;
+	const struct fleet_wire_intake *in;
+	struct adm_session *e; /* reserved entry (checked out) */
+	struct fleet_attest_session s; /* filled by fleet_attest_intake */
+	struct fleet_inv_device dev;
+	struct adm_logf lf;
+};
+
+static int refuse(struct intake *t, const char *reason, struct fleet_buf *reply,
+		  const char *fmt, const char *detail)
+{
+	t->lf.reason = reason;
+	t->lf.detail = detail;
+	adm_log(LOG_WARNING, "intake-refused", &t->lf, "%s", fmt);
+	adm_count(t->a->m.intake, "refused");
+	return adm_reply_status(reply, "refused");
+}
+
+static int unavailable(struct intake *t, const char *what, const char *err)
+{
+	t->lf.reason = "inventory-unavailable";
+	t->lf.detail = err;
+	adm_log(LOG_WARNING, "intake-unavailable", &t->lf,
+		"%s did not answer; the machine will retry, nothing is recorded", what);
+	adm_count(t->a->m.intake, "unavailable");
+	return 503;
+}
+
+/* I3 / I7: a pending claim. Claims grant nothing; they show an operator
+ * which machines are waiting and with which (chain-checked) EKs. */
+static int pending(struct intake *t, const char *serial, const char *why,
+		   struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	adm_store_lock(a);
+	enum fleet_store_err se = fleet_store_claim_upsert(a->d.store, serial, why, t->s.ek_hash,
+							   t->s.ek_hash_ecc, adm_now(a));
+	if (se != FLEET_STORE_OK)
+		t->lf.detail = fleet_store_errmsg(a->d.store);
+	t->lf.reason = why;
+	if (se == FLEET_STORE_OK)
+		adm_log(LOG_NOTICE, "intake-pending", &t->lf,
+			"no decision: pending claim recorded (%s)", why);
+	else
+		adm_log(LOG_ERR, "claim-store-failed", &t->lf,
+			"the pending claim could not be recorded (%s)", fleet_store_err_str(se));
+	adm_store_unlock(a);
+	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO) {
+		adm_count(a->m.store_errors, NULL);
+		adm_count(a->m.intake, "unavailable");
+		return 503;
+	}
+	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_FULL)
+		adm_count(a->m.store_errors, NULL);
+	/* A full claims table still answers "pending": the machine has no
+	 * decision either way, and the journal says the claim was not kept. */
+	adm_count(a->m.intake, "pending");
+	return adm_reply_status(reply, "pending");
+}
+
+/* I6: every declaration admission needs, and the port. */
+static const char *missing_declaration(const struct fleet_inv_device *d)
+{
+	if (!d->class_name[0])
+		return "class";
+	if (!d->install_disk[0])
+		return "install_disk";
+	if (!d->install_disk_serial[0])
+		return "install_disk_serial";
+	if (!d->bmc_type[0])
+		return "bmc_type";
+	if (!d->tpm_version[0])
+		return "tpm_version";
+	if (d->amt < 0)
+		return "amt";
+	if (d->secure_boot_expected < 0)
+		return "secure_boot_expected";
+	if (!d->expected_port[0])
+		return "expected_port";
+	if (!d->primary_ip4[0])
+		return "primary_ip4";
+	return NULL;
+}
+
+/* expected_port names the switch port the machine's LLDP neighbour reports:
+ * the port id alone ("Ethernet12"), or qualified by the neighbour's system
+ * name as "sw1/Ethernet12" or "sw1:Ethernet12". Each form is an exact
+ * match. LLDP is not authenticated (the AK signs what the machine saw), so
+ * this catches miswiring, not an attacker. */
+static bool port_matches(const char *expected, const struct fleet_network_report *r)
+{
+	size_t sl = strlen(r->system_name);
+	if (!r->port_id[0])
+		return false;
+	if (strcmp(expected, r->port_id) == 0)
+		return true;
+	return sl > 0 && strncmp(expected, r->system_name, sl) == 0 &&
+	       (expected[sl] == '/' || expected[sl] == ':') &&
+	       strcmp(expected + sl + 1, r->port_id) == 0;
+}
+
+static bool ek_equal(const char *presented, const char *approved)
+{
+	return strcmp(presented, approved) == 0;
+}
+
+/* I7 for a planned device. Returns 0 to go on to the challenge, else the
+ * HTTP status of the reply already written. */
+static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	const struct fleet_inv_device *d = &t->dev;
+	struct fleet_inv_binding_change ch;
+	char err[256] = "";
+	bool has_ecc = t->s.ek_hash_ecc[0] != '\0';
+
+	if (!d->approved_ek_hash[0] || (has_ecc && !d->approved_ek_hash_ecc[0]))
+		return pending(t, d->serial, FLEET_STORE_CLAIM_NO_BINDING, reply);
+	if (!ek_equal(t->s.ek_hash, d->approved_ek_hash) ||
+	    !ek_equal(t->s.ek_hash_ecc, d->approved_ek_hash_ecc))
+		return refuse(t, "ek-not-approved", reply,
+			      "an EK is not the approved one; the binding is left as it is",
+			      !has_ecc && d->approved_ek_hash_ecc[0]
+				      ? "the binding approves an ECC EK the machine did not present"
+				      : NULL);
+	memset(&ch, 0, sizeof(ch));
+	enum fleet_inv_result r =
+		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
+	if (r != FLEET_INV_OK) {
+		adm_count(a->m.inventory_errors, NULL);
+		return unavailable(t, "the inventory's change log", err);
+	}
+	if (!ch.found || strcmp(ch.user, a->d.config->binding_author) != 0) {
+		char who[FLEET_LOG_CLAIMED_BUF + 64];
+		if (ch.found)
+			snprintf(who, sizeof(who), "latest binding change %ld by %s", ch.change_id,
+				 ch.user);
+		else
+			snprintf(who, sizeof(who), "no recorded change set the binding");
+		return refuse(t, "binding-author", reply,
+			      "the binding was not written by the binding author", who);
+	}
+	snap->change_found = ch.found;
+	snap->change_id = ch.change_id;
+	return 0;
+}
+
+/* I7 for a device past planned: its EKs are held to fleetd's own store. */
+static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	const struct fleet_inv_device *d = &t->dev;
+	struct fleet_inv_binding_change ch;
+	char err[256] = "";
+
+	adm_store_lock(a);
+	enum fleet_store_err se =
+		fleet_store_device_check_eks(a->d.store, d->serial, t->s.ek_hash, t->s.ek_hash_ecc);
+	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND &&
+	    se != FLEET_STORE_E_EK_MISMATCH) {
+		t->lf.reason = fleet_store_err_str(se);
+		t->lf.detail = fleet_store_errmsg(a->d.store);
+		adm_log(LOG_ERR, "intake-store-failed", &t->lf,
+			"the store could not be read; nothing is decided");
+	}
+	adm_store_unlock(a);
+	if (se == FLEET_STORE_E_NOT_FOUND)
+		return refuse(t, "ek-not-recorded", reply,
+			      "a device past planned that fleetd never admitted", NULL);
+	if (se == FLEET_STORE_E_EK_MISMATCH)
+		return refuse(t, "ek-mismatch", reply,
+			      "the EKs are not the ones fleetd's store holds for this device",
+			      NULL);
+	if (se != FLEET_STORE_OK) {
+		adm_count(a->m.store_errors, NULL);
+		adm_count(a->m.intake, "unavailable");
+		return 503;
+	}
+	if (strcmp(d->status, "active") == 0 &&
+	    (!d->desired_action[0] || strcmp(d->desired_action, "none") == 0)) {
+		adm_count(a->m.unexpected_boot, NULL);
+		return refuse(t, "unexpected-boot", reply,
+			      "an active device booted HookOS without a requested run; its "
+			      "identity is left untouched",
+			      NULL);
+	}
+	memset(&ch, 0, sizeof(ch));
+	enum fleet_inv_result r =
+		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
+	if (r != FLEET_INV_OK) {
+		adm_count(a->m.inventory_errors, NULL);
+		return unavailable(t, "the inventory's change log", err);
+	}
+	snap->change_found = ch.found;
+	snap->change_id = ch.change_id;
+	return 0;
+}
+
+/* I8: the challenge; the entry becomes an open session. */
+static int challenge(struct intake *t, const struct fleet_profile *profile,
+		     const struct adm_snapshot *snap, struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	struct fleet_attest_env env;
+	struct fleet_wire_intake_reply out;
+	char sid[65];
+	int status = 200;
+
+	adm_env(a, profile, &env);
+	memset(&out, 0, sizeof(out));
+	if (fleet_attest_challenge(&env, t->in, &t->s, &out) != FLEET_OK ||
+	    fleet_wire_intake_reply_encode(&out, reply) != FLEET_OK) {
+		fleet_wire_intake_reply_free(&out);
+		adm_log(LOG_ERR, "intake-error", &t->lf, "the challenge could not be made");
+		adm_count(a->m.intake, "error");
+		return 500;
+	}
+	fleet_wire_intake_reply_free(&out);
+	t->e->s = t->s;
+	t->e->snap = *snap;
+	t->e->profile = profile;
+	t->e->first_admission = strcmp(snap->status, "planned") == 0;
+	memcpy(t->e->ek_hash_inv, t->dev.ek_hash, sizeof(t->e->ek_hash_inv));
+	memcpy(t->e->ek_hash_ecc_inv, t->dev.ek_hash_ecc, sizeof(t->e->ek_hash_ecc_inv));
+	adm_session_hex(t->s.id, sid);
+	t->lf.session = sid;
+	t->lf.reason = NULL;
+	adm_log(LOG_INFO, "intake-challenged", &t->lf, "challenge sent; session open until %lld",
+		(long long)t->s.deadline);
+	adm_count(a->m.intake, "challenge");
+	return status;
+}
+
+/* I3..I8 once the entry is reserved and the intake's proofs held. */
+static int decide(struct intake *t, struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	struct fleet_inv_device *d = &t->dev;
+	struct adm_snapshot snap;
+	char err[256] = "";
+	int status;
+
+	/* I3 */
+	struct fleet_inventory *inv = a->d.inventory;
+	enum fleet_inv_result r = inv->ops->find_by_serial(inv, t->in->serial, d, err, sizeof(err));
+	switch (r) {
+	case FLEET_INV_OK:
+		break;
+	case FLEET_INV_NOT_FOUND:
+		return pending(t, t->in->serial, FLEET_STORE_CLAIM_UNKNOWN_SERIAL, reply);
+	case FLEET_INV_AMBIGUOUS:
+		return refuse(t, "serial-ambiguous", reply,
+			      "more than one inventory device has this serial", NULL);
+	default:
+		adm_count(a->m.inventory_errors, NULL);
+		return unavailable(t, "the inventory", err);
+	}
+	t->lf.device = d->name;
+	t->lf.status = d->status;
+
+	/* I4 */
+	const struct fleet_profile *profile = adm_profile_for(a, d->class_name);
+	if (!profile && d->class_name[0])
+		return refuse(t, "class-unknown", reply,
+			      "the device's class has no profile in fleetd.yaml", d->class_name);
+
+	/* I6 */
+	const char *missing = missing_declaration(d);
+	if (missing)
+		return refuse(t, "declaration-missing", reply,
+			      "a declaration admission needs is not set; fleetd fills in none",
+			      missing);
+	if (!port_matches(d->expected_port, &t->s.report)) {
+		char detail[2 * FLEET_LOG_CLAIMED_BUF + 64], sys[FLEET_LOG_CLAIMED_BUF],
+			port[FLEET_LOG_CLAIMED_BUF];
+		snprintf(detail, sizeof(detail), "expected %s, reported %s/%s", d->expected_port,
+			 fleet_log_claimed(t->s.report.system_name, sys, sizeof(sys)),
+			 fleet_log_claimed(t->s.report.port_id, port, sizeof(port)));
+		return refuse(t, "port-mismatch", reply,
+			      "the LLDP port is not the device's expected_port", detail);
+	}
+
+	/* I7 */
+	memset(&snap, 0, sizeof(snap));
+	snap.device_id = d->id;
+	memcpy(snap.name, d->name, sizeof(snap.name));
+	memcpy(snap.serial, d->serial, sizeof(snap.serial));
+	memcpy(snap.status, d->status, sizeof(snap.status));
+	memcpy(snap.approved_ek_hash, d->approved_ek_hash, sizeof(snap.approved_ek_hash));
+	memcpy(snap.approved_ek_hash_ecc, d->approved_ek_hash_ecc,
+	       sizeof(snap.approved_ek_hash_ecc));
+	if (strcmp(d->status, "planned") == 0)
+		status = check_planned(t, &snap, reply);
+	else if (strcmp(d->status, "staged") == 0 || strcmp(d->status, "active") == 0)
+		status = check_known(t, &snap, reply);
+	else {
+		char reason[48];
+		/* NetBox's status values are short lowercase words; anything
+		 * else is named "other" rather than carried into a reason. */
+		bool word = d->status[0] && strspn(d->status, "abcdefghijklmnopqrstuvwxyz") ==
+						    strlen(d->status);
+		snprintf(reason, sizeof(reason), "status-%s", word ? d->status : "other");
+		return refuse(t, reason, reply, "the device's status does not allow admission",
+			      NULL);
+	}
+	if (status != 0)
+		return status;
+
+	/* I8 */
+	return challenge(t, profile, &snap, reply);
+}
+
+int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_t len,
+			   struct fleet_buf *reply, const char **reject)
+{
+	struct fleet_wire_intake in;
+	struct fleet_errctx ec;
+	struct intake t;
+	const char *why = NULL;
+	int status;
+
+	*reject = NULL;
+	memset(&ec, 0, sizeof(ec));
+	/* I1: the HTTP layer counts what does not decode; nothing is journaled. */
+	fleet_err e = fleet_wire_intake_decode(body, len, &in, &ec);
+	if (e != FLEET_OK) {
+		fleet_wire_intake_free(&in);
+		return adm_reply_malformed(e, &ec, reject);
+	}
+	memset(&t, 0, sizeof(t));
+	t.a = a;
+	t.in = &in;
+	t.lf.claimed_serial = in.serial;
+
+	/* I5 first: local, so an intake that proves nothing costs no inventory
+	 * request and never holds its serial's place, not even briefly. */
+	struct fleet_attest_env env;
+	adm_env(a, NULL, &env);
+	e = fleet_attest_intake(&env, &in, &t.s, &why);
+	if (e == FLEET_E_VERIFY || (e != FLEET_OK && why)) {
+		status = refuse(&t, why ? why : "intake-invalid", reply,
+				"the intake's own proofs failed; no verdict (nothing is "
+				"TPM-authenticated)",
+				NULL);
+		goto out;
+	}
+	if (e != FLEET_OK) {
+		adm_log(LOG_ERR, "intake-error", &t.lf, "intake checks failed: %s",
+			fleet_err_str(e));
+		adm_count(a->m.intake, "error");
+		status = 500;
+		goto out;
+	}
+	t.lf.ek_hash = t.s.ek_hash;
+	t.lf.ek_hash_ecc = t.s.ek_hash_ecc;
+
+	/* I2 */
+	switch (adm_sessions_reserve(&a->sessions, in.serial, adm_now(a), &t.e)) {
+	case ADM_SESS_OK:
+		break;
+	case ADM_SESS_OPEN:
+		status = refuse(&t, "session-open", reply,
+				"this serial has an open session; it is left as it is", NULL);
+		goto out;
+	case ADM_SESS_FULL:
+		adm_count(a->m.intake, "full");
+		status = 503;
+		goto out;
+	default:
+		adm_count(a->m.intake, "error");
+		status = 500;
+		goto out;
+	}
+
+	/* I3..I8 */
+	status = decide(&t, reply);
+	if (t.e->s.state == FLEET_SESSION_CHALLENGED)
+		adm_sessions_publish(&a->sessions, t.e);
+	else
+		adm_sessions_drop(&a->sessions, t.e);
+out:
+	fleet_attest_session_wipe(&t.s);
+	fleet_wire_intake_free(&in);
+	return status;
+}

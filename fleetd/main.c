@@ -1,0 +1,484 @@
+/*
+ * main.c: the fleetd daemon.
+ *
+ *   fleetd [--config PATH] [--check-config] [--log-target journal|stderr]
+ *
+ * --check-config loads the configuration, checks the token file, the EK
+ * roots, the identity CA and every class profile, and exits; it creates no
+ * state and asks NetBox nothing.
+ * Loads /etc/fleetd/fleetd.yaml (or PATH), opens everything admission needs
+ * (the store, verdicts.jsonl, the inventory, the EK roots, the identity
+ * CA, the class profiles) and refuses to start, with one sentence saying
+ * what and why, if any of it fails. Then it serves the attestation rounds
+ * over HTTPS, tells systemd READY=1, pings the watchdog from its main loop,
+ * drops expired sessions every pass interval, and on SIGTERM or SIGINT
+ * says STOPPING=1, stops the listener (waiting for running handlers) and
+ * closes everything.
+ *
+ * Exit status: 0 after a clean stop or a valid --check-config; 1 when the
+ * configuration or anything it names cannot be used; 2 on a bad command line.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <openssl/crypto.h>
+
+#include "fleetd/admission/admission.h"
+#include "fleetd/config/config.h"
+#include "fleetd/http/server.h"
+#include "fleetd/inventory/netbox.h"
+#include "fleetd/inventory/nodes_file.h"
+#include "fleetd/obs/journal.h"
+#include "fleetd/obs/metrics.h"
+#include "fleetd/pass/pass.h"
+#include "fleetd/obs/sdnotify.h"
+#include "fleetd/store/store.h"
+#include "fleetd/store/verdict_log.h"
+#include "lib/ca.h"
+#include "lib/x509_ek.h"
+#include "policy/profile.h"
+
+#define TOKEN_MAX 4096
+
+static volatile sig_atomic_t stop_signal;
+static int wake_fd = -1; /* the self-pipe's write end */
+
+static void on_signal(int sig)
+{
+	int saved = errno;
+	stop_signal = sig;
+	if (wake_fd >= 0) {
+		char c = 0;
+		(void)!write(wake_fd, &c, 1);
+	}
+	errno = saved;
+}
+
+/* A refusal to start: to the log (structured) and, when the log is the
+ * journal, to stderr as well, so a terminal sees it too. */
+static void startup_failed(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+static void startup_failed(const char *fmt, ...)
+{
+	char msg[1024];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	fleet_log(LOG_ERR, "startup-failed", NULL, 0, "fleetd does not start: %s", msg);
+	if (fleet_log_get_target() == FLEET_LOG_JOURNAL)
+		fprintf(stderr, "fleetd: %s\n", msg);
+}
+
+struct daemon {
+	struct fleet_config cfg;
+	struct fleet_store *store;
+	struct fleet_vlog *vlog;
+	struct fleet_inventory *inv;
+	struct fleet_ek_roots *roots;
+	struct fleet_ca *ca;
+	struct fleet_metrics *metrics;
+	struct fleet_admission *adm;
+	struct fleet_pass *pass;
+	struct fleet_http *http;
+};
+
+/* The pass's session reaper: the admission's, with a journal line. */
+static size_t reap_sessions(void *ctx)
+{
+	size_t n = fleet_admission_reap(ctx);
+	if (n)
+		fleet_log(LOG_INFO, "sessions-reaped", NULL, 0, "%zu expired session%s dropped", n,
+			  n == 1 ? "" : "s");
+	return n;
+}
+
+/* The NetBox token: the file's one line, surrounding white space removed. */
+static int read_token(const char *path, char *out, size_t cap)
+{
+	struct fleet_buf b;
+	fb_init(&b);
+	b.max = TOKEN_MAX;
+	if (fb_read_file(&b, path, TOKEN_MAX) != FLEET_OK) {
+		fb_free_secret(&b);
+		startup_failed("cannot read the NetBox token file %s (at most %d bytes)", path,
+			       TOKEN_MAX);
+		return -1;
+	}
+	size_t s = 0, e = b.len;
+	while (s < e && (b.data[s] == ' ' || b.data[s] == '\t' || b.data[s] == '\n' ||
+			 b.data[s] == '\r'))
+		s++;
+	while (e > s && (b.data[e - 1] == ' ' || b.data[e - 1] == '\t' ||
+			 b.data[e - 1] == '\n' || b.data[e - 1] == '\r'))
+		e--;
+	int rc = 0;
+	if (e == s || e - s >= cap) {
+		startup_failed("the NetBox token file %s is empty or too long", path);
+		rc = -1;
+	} else {
+		for (size_t i = s; i < e; i++) {
+			if (b.data[i] < 0x21 || b.data[i] > 0x7e) {
+				startup_failed("the NetBox token file %s holds more than one token "
+					       "(white space or a control character inside)",
+					       path);
+				rc = -1;
+				break;
+			}
+		}
+		if (rc == 0) {
+			memcpy(out, b.data + s, e - s);
+			out[e - s] = '\0';
+		}
+	}
+	fb_free_secret(&b);
+	return rc;
+}
+
+static int open_inventory(struct daemon *d)
+{
+	char err[512] = "";
+	if (d->cfg.inventory == FLEET_INVENTORY_NETBOX) {
+		char token[TOKEN_MAX + 1];
+		if (read_token(d->cfg.netbox_token_file, token, sizeof(token)) != 0)
+			return -1;
+		struct fleet_netbox_config nc = {
+			.base_url = d->cfg.netbox_url,
+			.token = token,
+			.ca_file = d->cfg.netbox_ca_file[0] ? d->cfg.netbox_ca_file : NULL,
+			.timeout_ms = (long)d->cfg.netbox_timeout_ms,
+			.page_size = d->cfg.netbox_page_size,
+		};
+		d->inv = fleet_netbox_open(&nc, err, sizeof(err));
+		OPENSSL_cleanse(token, sizeof(token));
+		if (!d->inv) {
+			startup_failed("NetBox inventory: %s", err);
+			return -1;
+		}
+		return 0;
+	}
+	if (fleet_nodes_file_open(d->cfg.nodes_file, &d->inv, err, sizeof(err)) != FLEET_OK) {
+		startup_failed("nodes file: %s", err);
+		return -1;
+	}
+	return 0;
+}
+
+static int open_all(struct daemon *d)
+{
+	struct fleet_errctx ec;
+	char err[512] = "";
+	memset(&ec, 0, sizeof(ec));
+
+	enum fleet_store_err se =
+		fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, err, sizeof(err));
+	if (se != FLEET_STORE_OK) {
+		startup_failed("store in %s: %s (%s)", d->cfg.state_dir, err,
+			       fleet_store_err_str(se));
+		return -1;
+	}
+	if (fleet_vlog_open(d->cfg.state_dir, d->cfg.verdict_log_max_bytes,
+			    d->cfg.verdict_log_max_files, &d->vlog, err, sizeof(err)) != FLEET_OK) {
+		startup_failed("verdict log in %s: %s", d->cfg.state_dir, err);
+		return -1;
+	}
+	if (open_inventory(d) != 0)
+		return -1;
+	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
+		startup_failed("EK roots in %s: %s", d->cfg.roots_dir, ec.detail);
+		return -1;
+	}
+	if (fleet_ek_roots_count(d->roots) == 0) {
+		startup_failed("EK roots: %s holds no certificate; no EK could ever chain",
+			       d->cfg.roots_dir);
+		return -1;
+	}
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_ca_load(d->cfg.ca_dir, &d->ca, &ec) != FLEET_OK) {
+		startup_failed("identity CA in %s: %s", d->cfg.ca_dir, ec.detail);
+		return -1;
+	}
+	d->metrics = fleet_metrics_new();
+	if (!d->metrics) {
+		startup_failed("out of memory");
+		return -1;
+	}
+	struct fleet_admission_deps deps = {
+		.config = &d->cfg,
+		.inventory = d->inv,
+		.store = d->store,
+		.verdicts = d->vlog,
+		.metrics = d->metrics,
+		.roots = d->roots,
+		.ca = d->ca,
+	};
+	if (fleet_admission_new(&deps, &d->adm, err, sizeof(err)) != FLEET_OK) {
+		startup_failed("admission: %s", err);
+		return -1;
+	}
+	struct fleet_pass_deps pd = {
+		.config = &d->cfg,
+		.inventory = d->inv,
+		.store = d->store,
+		.metrics = d->metrics,
+		.reap_sessions = reap_sessions,
+		.reap_ctx = d->adm,
+	};
+	if (fleet_pass_new(&pd, &d->pass) != FLEET_OK) {
+		startup_failed("pass: out of memory or bad metrics");
+		return -1;
+	}
+	if (!d->cfg.spire_trust_domain[0])
+		fleet_log(LOG_NOTICE, "spire-disabled", NULL, 0,
+			  "spire.trust_domain is not set: no spire-nodes.json will be written");
+	return 0;
+}
+
+static void close_all(struct daemon *d)
+{
+	fleet_http_free(d->http); /* stops first: no handler runs past here */
+	fleet_pass_free(d->pass);
+	fleet_admission_free(d->adm);
+	if (d->inv)
+		d->inv->ops->close(d->inv);
+	fleet_ca_free(d->ca);
+	fleet_ek_roots_free(d->roots);
+	fleet_vlog_close(d->vlog);
+	fleet_store_close(d->store);
+	fleet_metrics_free(d->metrics);
+}
+
+/* The routes: the admission's rounds, the reject reason passed on for
+ * fleetd_http_rejected_total. */
+static int route_intake(void *ctx, const struct fleet_http_request *req,
+			struct fleet_http_reply *reply)
+{
+	return fleet_admission_intake(ctx, req->body, req->body_len, &reply->body, &reply->reason);
+}
+
+static int route_answer(void *ctx, const struct fleet_http_request *req,
+			struct fleet_http_reply *reply)
+{
+	return fleet_admission_answer(ctx, req->body, req->body_len, &reply->body, &reply->reason);
+}
+
+static int route_confirm(void *ctx, const struct fleet_http_request *req,
+			 struct fleet_http_reply *reply)
+{
+	return fleet_admission_confirm(ctx, req->body, req->body_len, &reply->body,
+				       &reply->reason);
+}
+
+static bool healthy(void *ctx)
+{
+	(void)ctx;
+	return stop_signal == 0;
+}
+
+static int start_http(struct daemon *d)
+{
+	struct fleet_errctx ec;
+	memset(&ec, 0, sizeof(ec));
+	struct fleet_http_config hc = {
+		.bind_address = d->cfg.listen_address,
+		.port = d->cfg.listen_port,
+		.tls_cert_file = d->cfg.tls_cert,
+		.tls_key_file = d->cfg.tls_key,
+		.max_body = (size_t)d->cfg.max_body_bytes,
+		.no_metrics = !d->cfg.metrics,
+	};
+	d->http = fleet_http_new(&hc, d->metrics, &ec);
+	if (!d->http) {
+		startup_failed("HTTPS listener: %s", ec.detail);
+		return -1;
+	}
+	if (fleet_http_route(d->http, "POST", "/v1/attest/intake", route_intake, d->adm) ||
+	    fleet_http_route(d->http, "POST", "/v1/attest/answer", route_answer, d->adm) ||
+	    fleet_http_route(d->http, "POST", "/v1/attest/confirm", route_confirm, d->adm)) {
+		startup_failed("HTTPS listener: the attestation routes could not be registered");
+		return -1;
+	}
+	fleet_http_set_health(d->http, healthy, NULL);
+	if (fleet_http_start(d->http, &ec) != FLEET_OK) {
+		startup_failed("HTTPS listener on [%s]:%u: %s", d->cfg.listen_address,
+			       (unsigned)d->cfg.listen_port, ec.detail);
+		return -1;
+	}
+	return 0;
+}
+
+static int setup_signals(int pipefd[2])
+{
+	struct sigaction sa;
+	if (pipe2(pipefd, O_CLOEXEC | O_NONBLOCK) != 0)
+		return -1;
+	wake_fd = pipefd[1];
+	memset(&sa, 0, sizeof(sa));
+	sa.sa_handler = SIG_IGN;
+	if (sigaction(SIGPIPE, &sa, NULL) != 0)
+		return -1;
+	sa.sa_handler = on_signal;
+	sigemptyset(&sa.sa_mask);
+	if (sigaction(SIGTERM, &sa, NULL) != 0 || sigaction(SIGINT, &sa, NULL) != 0)
+		return -1;
+	return 0;
+}
+
+/* Until a stop signal: the watchdog, and a pass at start and then every
+ * pass interval (fleetd/pass/pass.h). */
+static void serve(struct daemon *d, int wake_read)
+{
+	struct fleet_sdnotify sd;
+	fleet_sd_init(&sd);
+	const uint64_t pass_usec = (uint64_t)d->cfg.pass_interval_seconds * 1000000u;
+	uint64_t next_pass = fleet_sd_now_usec(); /* the first pass right away */
+	while (!stop_signal) {
+		uint64_t now = fleet_sd_now_usec();
+		uint64_t wd = fleet_sd_watchdog_tick(&sd, now, true);
+		if (now >= next_pass) {
+			fleet_pass_run(d->pass, time(NULL));
+			next_pass = fleet_sd_now_usec() + pass_usec;
+		}
+		uint64_t wait = next_pass > now ? next_pass - now : 0;
+		if (wd < wait)
+			wait = wd;
+		int timeout_ms = wait / 1000 > 60000 ? 60000 : (int)(wait / 1000) + 1;
+		struct pollfd p = {.fd = wake_read, .events = POLLIN};
+		if (poll(&p, 1, timeout_ms) > 0) {
+			char buf[16];
+			while (read(wake_read, buf, sizeof(buf)) > 0)
+				;
+		}
+	}
+}
+
+/* --check-config: what can be checked without creating state or asking
+ * NetBox: the EK roots, the identity CA and every class's profile. */
+static int check_local_files(const struct fleet_config *c)
+{
+	struct fleet_errctx ec;
+	struct fleet_ek_roots *roots = NULL;
+	struct fleet_ca *ca = NULL;
+	int rc = 0;
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_ek_roots_load(c->roots_dir, &roots, &ec) != FLEET_OK) {
+		startup_failed("EK roots in %s: %s", c->roots_dir, ec.detail);
+		rc = -1;
+	} else if (fleet_ek_roots_count(roots) == 0) {
+		startup_failed("EK roots: %s holds no certificate", c->roots_dir);
+		rc = -1;
+	}
+	fleet_ek_roots_free(roots);
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_ca_load(c->ca_dir, &ca, &ec) != FLEET_OK) {
+		startup_failed("identity CA in %s: %s", c->ca_dir, ec.detail);
+		rc = -1;
+	}
+	fleet_ca_free(ca);
+	for (size_t i = 0; i < c->n_classes; i++) {
+		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
+		struct fleet_profile *p = NULL;
+		struct fleet_profile_error pe;
+		memset(&pe, 0, sizeof(pe));
+		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
+		if (fleet_profile_load(path, &p, &pe) != FLEET_OK) {
+			startup_failed("class %s: profile %s:%u: %s", c->classes[i].name, path,
+				       pe.line, pe.msg);
+			rc = -1;
+		} else if (strcmp(p->class_name, c->classes[i].name) != 0) {
+			startup_failed("class %s: profile %s is for class \"%s\"",
+				       c->classes[i].name, path, p->class_name);
+			rc = -1;
+		}
+		fleet_profile_free(p);
+	}
+	return rc;
+}
+
+static void usage(FILE *f)
+{
+	fprintf(f, "usage: fleetd [--config PATH] [--check-config] "
+		   "[--log-target journal|stderr]\n"
+		   "  --config PATH     the configuration (default " FLEET_CONFIG_DEFAULT_PATH ")\n"
+		   "  --check-config    check the configuration, roots, CA and profiles; exit\n"
+		   "  --log-target T    where the log goes: journal (default) or stderr\n");
+}
+
+int main(int argc, char **argv)
+{
+	const char *path = FLEET_CONFIG_DEFAULT_PATH;
+	bool check_only = false;
+	int pipefd[2] = {-1, -1};
+	static struct daemon d;
+
+	/* tpm2-tss libraries print every response code themselves otherwise. */
+	setenv("TSS2_LOG", "all+NONE", 0);
+	for (int i = 1; i < argc; i++) {
+		if (strcmp(argv[i], "--config") == 0 && i + 1 < argc) {
+			path = argv[++i];
+		} else if (strcmp(argv[i], "--check-config") == 0) {
+			check_only = true;
+		} else if (strcmp(argv[i], "--log-target") == 0 && i + 1 < argc) {
+			enum fleet_log_target t;
+			if (fleet_log_target_parse(argv[++i], &t) != FLEET_OK) {
+				fprintf(stderr, "fleetd: --log-target is journal or stderr\n");
+				return 2;
+			}
+			fleet_log_set_target(t);
+		} else if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
+			usage(stdout);
+			return 0;
+		} else {
+			usage(stderr);
+			return 2;
+		}
+	}
+
+	struct fleet_yaml_error ye;
+	char err[512] = "";
+	memset(&ye, 0, sizeof(ye));
+	if (fleet_config_load(path, &d.cfg, &ye) != FLEET_OK) {
+		startup_failed("%s:%u:%u: %s", path, ye.line, ye.column, ye.msg);
+		return 1;
+	}
+	if (fleet_config_check_files(&d.cfg, err, sizeof(err)) != FLEET_OK) {
+		startup_failed("%s: %s", path, err);
+		return 1;
+	}
+	if (check_only) {
+		if (check_local_files(&d.cfg) != 0)
+			return 1;
+		printf("%s: configuration OK\n", path);
+		return 0;
+	}
+	if (setup_signals(pipefd) != 0) {
+		startup_failed("signal handling: %s", strerror(errno));
+		return 1;
+	}
+	int rc = 1;
+	if (open_all(&d) != 0 || start_http(&d) != 0)
+		goto out;
+
+	char status[128];
+	snprintf(status, sizeof(status), "serving attestation on port %u",
+		 (unsigned)fleet_http_port(d.http));
+	fleet_log(LOG_NOTICE, "started", NULL, 0, "fleetd %s", status);
+	fleet_sd_ready(status);
+	serve(&d, pipefd[0]);
+	fleet_sd_stopping("stopping");
+	fleet_log(LOG_NOTICE, "stopping", NULL, 0, "signal %d: stopping", (int)stop_signal);
+	rc = 0;
+out:
+	close_all(&d);
+	close(pipefd[0]);
+	close(pipefd[1]);
+	return rc;
+}

@@ -1,0 +1,17 @@
+# fleetd's admission (fleetd/admission/, docs/admission.md) end to end: the
+# fleetd binary with a configuration the test writes, two swtpm machines
+# booted by the firmware simulator, tink-attest (the binary, and its library
+# where a hook between rounds is needed), the NetBox contract fake. Skips
+# without swtpm, python3 or openssl.
+if(TARGET fleetd)
+  fleet_test(test_admission e2e e2e/test_admission.c e2e/admission_harness.c e2e/admission_fixture.c
+             e2e/netbox_harness.c e2e/http_client.c
+             LIBS fleetdcore tinkattest fleet_fwsim fleet_swtpm OpenSSL::SSL)
+  target_compile_definitions(test_admission PRIVATE
+    FLEETD_BIN="$<TARGET_FILE:fleetd>" TINK_ATTEST_BIN="$<TARGET_FILE:tink-attest>")
+  add_dependencies(test_admission fleetd tink-attest fleetctl)
+  set_tests_properties(test_admission PROPERTIES TIMEOUT 900)
+endif()
+# The open-session table on its own (I2: one session per serial, the cap,
+# expiry, checked-out entries).
+fleet_test(test_admission_sessions unit unit/test_admission_sessions.c LIBS fleetdcore)

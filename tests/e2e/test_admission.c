@@ -1,0 +1,837 @@
+/*
+ * test_admission.c: "Check the machine" end to end (fleetd/admission/
+ * admission.h, rules I1..I8, A1..A5, C1..C2).
+ *
+ * The real things: the fleetd binary, started with a configuration this
+ * test writes (a free port, a TLS certificate it mints, NetBox as the
+ * inventory); two machines, each a swtpm booted by the firmware simulator
+ * (demo/worker.events.yaml, admitted by demo/worker.profile.yaml); the
+ * tink-attest binary; the NetBox contract fake. Where a rule needs
+ * something to happen between two rounds, the machine is tink-attest's own
+ * library (tink_run) over its own libcurl transport, with a hook between
+ * the requests; fleetd is still the binary over HTTPS.
+ *
+ * The tests run in order and share fleetd's state: machine A is admitted
+ * as w1, then re-attests as an active device, then boots unexpectedly.
+ * Skips (77) without swtpm, python3 or openssl.
+ *
+ * Rules (admission.h) and the tests that fail without them:
+ *   I1 malformed_flood            I2 open_session_kept (+ unit sessions)
+ *   I3 unknown_serial_pending, netbox_down_at_intake
+ *   I4 class_unknown_refused      I5 intake_proofs_refused
+ *   I6 declarations_refused
+ *   I7 impostor_refused, missing_binding_pending, binding_author_refused,
+ *      active_reattest, unexpected_boot
+ *   I8, A5, C2 planned_admitted   A1 malformed_flood (unknown session)
+ *   A2, C1 forgeries_refused      A3 policy_fail_verdict
+ *   A4 binding_changed_in_session, netbox_down_at_answer
+ *   C2 binding_changed_before_confirm
+ *   the daemon: startup_refusals
+ */
+#include "tests/e2e/admission_fixture.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "lib/attest_wire.h"
+#include "lib/ca.h"
+#include "tests/e2e/http_client.h"
+#include "tests/e2e/netbox_harness.h"
+
+/* ---- the NetBox seed ------------------------------------------------------ */
+
+static void seed_device(FILE *f, int id, const char *serial, const char *by,
+			const char *approved, const char *approved_ecc, const char *port,
+			const char *disk, bool last)
+{
+	fprintf(f,
+		"  {\"id\": %d, \"name\": \"w%d\", \"serial\": \"%s\", \"status\": \"planned\",\n"
+		"   \"primary_ip4\": \"10.0.0.%d/24\", \"created_by\": \"%s\",\n"
+		"   \"custom_fields\": {\"class\": \"worker\", \"install_disk\": %s%s%s,\n"
+		"     \"install_disk_serial\": \"S5GXNF0R%d\", \"bmc_type\": \"ipmi\",\n"
+		"     \"tpm_version\": \"2.0\", \"amt\": false, \"secure_boot_expected\": true,\n"
+		"     \"expected_port\": \"%s\", \"approved_ek_hash\": %s%s%s,\n"
+		"     \"approved_ek_hash_ecc\": %s%s%s, \"ek_hash\": null, \"ek_hash_ecc\": null,\n"
+		"     \"desired_action\": null}}%s\n",
+		id, id, serial, 10 + id, by, disk ? "\"" : "", disk ? disk : "null",
+		disk ? "\"" : "", id, port, approved ? "\"" : "", approved ? approved : "null",
+		approved ? "\"" : "", approved_ecc ? "\"" : "",
+		approved_ecc ? approved_ecc : "null", approved_ecc ? "\"" : "", last ? "" : ",");
+}
+
+static void write_seed(const char *path)
+{
+	FILE *f = fopen(path, "w");
+	const char *disk = "/dev/nvme0n1";
+	assert_non_null(f);
+	fprintf(f, "{\"paginate_count\": 50, \"max_page_size\": 50,\n"
+		   " \"tokens\": {\"" TOKEN "\": {\"user\": \"fleetd\"}},\n"
+		   " \"custom_fields\": [\"class\", \"install_disk\", \"install_disk_serial\",\n"
+		   "   \"bmc_type\", \"tpm_version\", \"amt\", \"secure_boot_expected\",\n"
+		   "   \"expected_port\", \"approved_ek_hash\", \"approved_ek_hash_ecc\",\n"
+		   "   \"ek_hash\", \"ek_hash_ecc\", \"desired_action\"],\n"
+		   " \"devices\": [\n");
+	/* w1: approved for A; the impostor B, A's admission, re-attest, boot */
+	seed_device(f, 1, "ADM-0001", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	/* w3: no binding */
+	seed_device(f, 3, "ADM-0003", "terraform", NULL, NULL, PORT_OK, disk, false);
+	/* w4: the binding written by someone other than Terraform */
+	seed_device(f, 4, "ADM-0004", "alice", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	/* w5..w8, w11, w12: approved for A, each for one rule below */
+	seed_device(f, 5, "ADM-0005", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	seed_device(f, 6, "ADM-0006", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	seed_device(f, 7, "ADM-0007", "terraform", MA.ek, MA.ek_ecc, "Ethernet12", disk, false);
+	seed_device(f, 8, "ADM-0008", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	/* w9: another port; w10: no install_disk */
+	seed_device(f, 9, "ADM-0009", "terraform", MA.ek, MA.ek_ecc, "leaf-07.folly/Ethernet13",
+		    disk, false);
+	seed_device(f, 10, "ADM-0010", "terraform", MA.ek, MA.ek_ecc, PORT_OK, NULL, false);
+	seed_device(f, 11, "ADM-0011", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	seed_device(f, 12, "ADM-0012", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	seed_device(f, 13, "ADM-0013", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	/* w14: a class fleetd.yaml does not list */
+	seed_device(f, 14, "ADM-0014", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, true);
+	fprintf(f, " ]}\n");
+	assert_int_equal(fclose(f), 0);
+}
+
+/* ---- fleetd ---------------------------------------------------------------- */
+
+static void write_config(const char *path)
+{
+	char cfg[4096];
+	snprintf(cfg, sizeof(cfg),
+		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
+		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
+		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
+		 "classes:\n  worker: worker.yaml\n"
+		 "inventory:\n  kind: netbox\n  netbox:\n    url: %s\n    token_file: %s/token\n"
+		 "    ca_file: %s\n    timeout_ms: 5000\n"
+		 "binding_author: terraform\n"
+		 "sessions:\n  ttl_seconds: 300\n",
+		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca);
+	put(path, cfg);
+}
+
+static int setup(void **state)
+{
+	(void)state;
+	struct fleet_errctx ec;
+	char path[800];
+	swtpm_require_or_skip();
+	setenv("TSS2_LOG", "all+NONE", 0); /* tink_run says which TPM call failed */
+	D = make_temp_dir("admission");
+	assert_non_null(D);
+	snprintf(STATE, sizeof(STATE), "%s/state", D);
+	snprintf(LOG, sizeof(LOG), "%s/fleetd.log", D);
+	snprintf(LLDP, sizeof(LLDP), "%s/lldp.json", D);
+	snprintf(EVLOG, sizeof(EVLOG), "%s/eventlog.bin", D);
+	snprintf(BADLOG, sizeof(BADLOG), "%s/bad-eventlog.bin", D);
+	put(LLDP, lldp_json);
+	put(BADLOG, "not an event log");
+	machine_up(&MA, EVLOG);
+	machine_up(&MB, NULL);
+	nbf_setup(write_seed);
+	assert_int_equal(tink_curl_global_init(), 0);
+
+	/* fleetd's files: both manufacturers' roots, an identity CA, the
+	 * class profile, a TLS certificate, the NetBox token (0600). */
+	shf("mkdir -p %s/roots %s/profiles"
+	    " && for f in %s/*; do cp \"$f\" %s/roots/a-\"${f##*/}\"; done"
+	    " && for f in %s/*; do cp \"$f\" %s/roots/b-\"${f##*/}\"; done"
+	    " && cp %s/demo/worker.profile.yaml %s/profiles/worker.yaml",
+	    D, D, MA.t.roots, D, MB.t.roots, D, FLEET_SOURCE_DIR, D);
+	snprintf(path, sizeof(path), "%s/ca", D);
+	memset(&ec, 0, sizeof(ec));
+	assert_int_equal(fleet_ca_init(path, "fleetd e2e identity CA", 30, &ec), FLEET_OK);
+	adm_mint_tls(D, FD.tls_ca, sizeof(FD.tls_ca));
+	snprintf(path, sizeof(path), "%s/token", D);
+	put(path, TOKEN "\n");
+	chmod(path, 0600);
+	FD.port = adm_free_port();
+	snprintf(path, sizeof(path), "%s/fleetd.yaml", D);
+	write_config(path);
+	fleetd_start(&FD, FLEETD_BIN, path, LOG);
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	(void)state;
+	int rc = fleetd_stop(&FD);
+	nbf_teardown();
+	swtpm_stop(&MA.t);
+	swtpm_stop(&MB.t);
+	if (getenv("FLEET_KEEP_TEST_DIR"))
+		fprintf(stderr, "kept %s\n", D);
+	else
+		rm_rf(D);
+	free(D);
+	return rc == 0 ? 0 : -1; /* fleetd stops cleanly on SIGTERM */
+}
+
+/* ---- the rules ----------------------------------------------------------------- */
+
+/* I7: a second machine presenting w1's serial with its own EKs. */
+static void impostor_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	json_t *before = nb_device(1);
+	size_t writes = nb_writes();
+	struct fleet_store_device d;
+	assert_int_equal(run_tink(&MB, "ADM-0001", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0001", "ek-not-approved");
+	json_t *after = nb_device(1);
+	assert_true(json_equal(before, after)); /* the binding untouched */
+	assert_int_equal(nb_writes(), writes);
+	assert_false(store_device("ADM-0001", &d));
+	assert_false(exists_in(out, "lak.pem"));
+	json_decref(before);
+	json_decref(after);
+}
+
+/* I1..I8, A1..A5, C1..C2: the planned device with its approved binding. */
+static void planned_admitted(void **state)
+{
+	(void)state;
+	char out[800];
+	struct fleet_store_device d;
+	json_t *before = nb_device(1);
+	json_t *s0 = nbf_state();
+	size_t changes0 = json_array_size(json_object_get(s0, "changes"));
+	json_decref(s0);
+
+	assert_int_equal(run_tink(&MA, "ADM-0001", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
+	assert_true(exists_in(out, "lak.pem") && exists_in(out, "ldevid.pem") &&
+		    exists_in(out, "ca.pem"));
+	/* the store: the device with both proven hashes, both certificates */
+	assert_true(store_device("ADM-0001", &d));
+	assert_string_equal(d.name, "w1");
+	assert_string_equal(d.ek_hash, MA.ek);
+	assert_string_equal(d.ek_hash_ecc, MA.ek_ecc);
+	assert_string_equal(d.state, FLEET_STORE_STATE_ADMITTED);
+	assert_int_equal(store_certs("w1", NULL), 2);
+	size_t pass, fail;
+	store_verdicts("w1", &pass, &fail, NULL);
+	assert_int_equal(pass, 1);
+	assert_int_equal(fail, 0);
+	assert_int_equal(vlog_count("\"device\":\"w1\"", "\"result\":\"pass\""), 1);
+	assert_int_equal(adm_log_count(LOG, "event=device-admitted", "FLEET_DEVICE=w1",
+				       (char *)NULL), 1);
+
+	/* NetBox: ek_hash and ek_hash_ecc written, by fleetd, nothing else */
+	json_t *after = nb_device(1);
+	json_t *cf = json_object_get(after, "custom_fields");
+	assert_string_equal(json_string_value(json_object_get(cf, "ek_hash")), MA.ek);
+	assert_string_equal(json_string_value(json_object_get(cf, "ek_hash_ecc")), MA.ek_ecc);
+	json_object_set_new(cf, "ek_hash", json_null());
+	json_object_set_new(cf, "ek_hash_ecc", json_null());
+	assert_true(json_equal(before, after));
+	json_t *s1 = nbf_state();
+	json_t *changes = json_object_get(s1, "changes");
+	assert_int_equal(json_array_size(changes), changes0 + 1);
+	json_t *last = json_array_get(changes, json_array_size(changes) - 1);
+	assert_string_equal(json_string_value(json_object_get(last, "user_name")), "fleetd");
+	assert_int_equal(json_integer_value(json_object_get(last, "changed_object_id")), 1);
+	json_decref(s1);
+	json_decref(before);
+	json_decref(after);
+	assert_int_equal(metric("fleetd_verdicts_total{result=\"pass\"}"), 1);
+	assert_int_equal(metric("fleetd_open_sessions"), 0); /* confirm closed it */
+}
+
+/* I3: an unknown serial is a pending claim (fleetctl claims shows it). */
+static void unknown_serial_pending(void **state)
+{
+	(void)state;
+	char out[800], cmd[1200];
+	struct fleet_buf b;
+	assert_int_equal(run_tink(&MA, "ADM-9999", NULL, out, sizeof(out)), TINK_EXIT_PENDING);
+	snprintf(cmd, sizeof(cmd), "'%s' claims --state-dir '%s' --json", fleetctl_path(), STATE);
+	fb_init(&b);
+	assert_int_equal(run_capture(cmd, &b), 0);
+	json_t *j = json_loadb((const char *)b.data, b.len, 0, NULL);
+	assert_non_null(j);
+	json_t *c, *found = NULL;
+	size_t i;
+	json_array_foreach(json_object_get(j, "claims"), i, c)
+		if (strcmp(json_string_value(json_object_get(c, "serial")), "ADM-9999") == 0)
+			found = c;
+	assert_non_null(found);
+	assert_string_equal(json_string_value(json_object_get(found, "reason")), "unknown-serial");
+	json_t *ek = json_array_get(json_object_get(found, "eks"), 0);
+	assert_string_equal(json_string_value(json_object_get(ek, "ek_hash")), MA.ek);
+	json_decref(j);
+	fb_free(&b);
+	assert_false(exists_in(out, "lak.pem"));
+}
+
+/* I7: a planned device without a binding: pending claim, no access. */
+static void missing_binding_pending(void **state)
+{
+	(void)state;
+	char out[800];
+	struct fleet_store *st;
+	struct fleet_store_claim *c = NULL;
+	size_t n = 0;
+	bool found = false;
+	assert_int_equal(run_tink(&MA, "ADM-0003", NULL, out, sizeof(out)), TINK_EXIT_PENDING);
+	st = store_ro();
+	assert_int_equal(fleet_store_claims_list(st, &c, &n), FLEET_STORE_OK);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(c[i].serial, "ADM-0003") == 0) {
+			assert_string_equal(c[i].reason, FLEET_STORE_CLAIM_NO_BINDING);
+			found = true;
+		}
+	free(c);
+	fleet_store_close(st);
+	assert_true(found);
+	assert_false(exists_in(out, "lak.pem"));
+}
+
+/* I7: the binding's latest change is not Terraform's. */
+static void binding_author_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	size_t writes = nb_writes();
+	assert_int_equal(run_tink(&MA, "ADM-0004", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0004", "binding-author");
+	assert_int_equal(adm_log_count(LOG, "FLEET_REASON=binding-author", "alice", (char *)NULL),
+			 1);
+	assert_int_equal(nb_writes(), writes);
+
+	/* w3 (no binding so far) gets one from someone else through NetBox's
+	 * API: refused; Terraform writes the same binding: admitted. */
+	char req[400];
+	snprintf(req, sizeof(req),
+		 "{\"device\": 3, \"user\": \"mallory\", \"custom_fields\": "
+		 "{\"approved_ek_hash\": \"%s\", \"approved_ek_hash_ecc\": \"%s\"}}",
+		 MA.ek, MA.ek_ecc);
+	nbf_ctl("/_fake/change", req);
+	assert_int_equal(run_tink(&MA, "ADM-0003", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0003", "binding-author");
+	assert_int_equal(adm_log_count(LOG, "FLEET_REASON=binding-author", "mallory", (char *)NULL),
+			 1);
+	snprintf(req, sizeof(req),
+		 "{\"device\": 3, \"user\": \"terraform\", \"custom_fields\": "
+		 "{\"approved_ek_hash\": null, \"approved_ek_hash_ecc\": null}}");
+	nbf_ctl("/_fake/change", req);
+	snprintf(req, sizeof(req),
+		 "{\"device\": 3, \"user\": \"terraform\", \"custom_fields\": "
+		 "{\"approved_ek_hash\": \"%s\", \"approved_ek_hash_ecc\": \"%s\"}}",
+		 MA.ek, MA.ek_ecc);
+	nbf_ctl("/_fake/change", req);
+	assert_int_equal(run_tink(&MA, "ADM-0003", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
+	assert_true(exists_in(out, "lak.pem"));
+}
+
+/* I6: the wrong port; a missing declaration. */
+static void declarations_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	assert_int_equal(run_tink(&MA, "ADM-0009", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0009", "port-mismatch");
+	assert_int_equal(run_tink(&MA, "ADM-0010", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0010", "declaration-missing");
+	assert_int_equal(adm_log_count(LOG, "FLEET_REASON=declaration-missing",
+				       "FLEET_DETAIL=install_disk", (char *)NULL), 1);
+}
+
+/* I5: an intake whose own proofs fail (the RSA EK's certificate swapped for
+ * the ECC one) is refused before the inventory is asked anything. */
+static void swap_ek_certs_first(struct hooked *h, const char *path, const struct fleet_buf *body)
+{
+	struct fleet_wire_intake in;
+	struct fleet_buf forged;
+	if (strcmp(path, "/v1/attest/intake") != 0 || h->seen)
+		return;
+	assert_int_equal(fleet_wire_intake_decode(body->data, body->len, &in, NULL), FLEET_OK);
+	struct fleet_wire_bytes c = in.ek_rsa.cert;
+	in.ek_rsa.cert = in.ek_ecc.cert;
+	in.ek_ecc.cert = c;
+	fb_init(&forged);
+	assert_int_equal(fleet_wire_intake_encode(&in, &forged), FLEET_OK);
+	size_t asked = nbf_log_len();
+	post_raw(path, forged.data, forged.len, 200, "\"refused\"");
+	assert_int_equal(nbf_log_len(), asked); /* NetBox was not asked */
+	h->seen++;
+	fb_free(&forged);
+	fleet_wire_intake_free(&in);
+}
+
+static void intake_proofs_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	size_t before = adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0004",
+				      (char *)NULL);
+	memset(&h, 0, sizeof(h));
+	h.before = swap_ek_certs_first;
+	/* the genuine intake then goes on to w4's binding-author refusal */
+	assert_int_equal(run_hooked(&MA, "ADM-0004", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(h.seen, 1);
+	assert_int_equal(adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0004",
+				       (char *)NULL),
+			 before + 2);
+	/* the forged one: an ek-* reason, and no device (nothing was looked up) */
+	assert_int_equal(adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0004",
+				       "FLEET_REASON=ek-", (char *)NULL),
+			 1);
+	assert_int_equal(adm_log_count(LOG, "FLEET_REASON=ek-", "FLEET_DEVICE=w4", (char *)NULL),
+			 0);
+}
+
+/* I4: a class without a profile. */
+static void class_unknown_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	nbf_ctl("/_fake/change", "{\"device\": 14, \"user\": \"terraform\","
+				 " \"custom_fields\": {\"class\": \"gpu\"}}");
+	assert_int_equal(run_tink(&MA, "ADM-0014", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0014", "class-unknown");
+}
+
+/* I3: NetBox does not answer the intake's lookup: 503 (the machine
+ * retries), no claim; an unknown answer is never read as "not found". */
+static void netbox_down_at_intake(void **state)
+{
+	(void)state;
+	char out[800];
+	struct fleet_store *st;
+	struct fleet_store_claim *c = NULL;
+	size_t n = 0;
+	long long un0 = metric("fleetd_intake_total{result=\"unavailable\"}");
+	nbf_ctl("/_fake/fail", "{\"status\": 502, \"count\": 2}");
+	assert_int_equal(run_tink(&MA, "ADM-8888", NULL, out, sizeof(out)),
+			 TINK_EXIT_UNREACHABLE);
+	assert_int_equal(metric("fleetd_intake_total{result=\"unavailable\"}"), un0 + 2);
+	st = store_ro();
+	assert_int_equal(fleet_store_claims_list(st, &c, &n), FLEET_STORE_OK);
+	for (size_t i = 0; i < n; i++)
+		assert_string_not_equal(c[i].serial, "ADM-8888");
+	free(c);
+	fleet_store_close(st);
+}
+
+/* A3: the TPM proves its boot, the profile refuses the log: a failed
+ * verdict, no certificates. */
+static void policy_fail_verdict(void **state)
+{
+	(void)state;
+	char out[800];
+	size_t pass, fail;
+	struct fleet_store_device d;
+	assert_int_equal(run_tink(&MA, "ADM-0011", BADLOG, out, sizeof(out)), TINK_EXIT_REFUSED);
+	store_verdicts("w11", &pass, &fail, "event-log-malformed");
+	assert_int_equal(pass, 0);
+	assert_int_equal(fail, 1);
+	assert_int_equal(vlog_count("\"device\":\"w11\"", "\"result\":\"fail\""), 1);
+	assert_int_equal(adm_log_count(LOG, "event=verdict-failed", "FLEET_DEVICE=w11",
+				       (char *)NULL), 1);
+	assert_false(store_device("ADM-0011", &d));
+	assert_false(exists_in(out, "lak.pem"));
+}
+
+/* The binding changes after intake: no certificates. */
+static void change_binding(struct hooked *h, const char *path, const struct fleet_buf *body,
+			   long status, const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	char req[300];
+	if (strcmp(path, "/v1/attest/intake") != 0 || status != 200)
+		return;
+	snprintf(req, sizeof(req),
+		 "{\"device\": 6, \"user\": \"terraform\", \"custom_fields\": "
+		 "{\"approved_ek_hash_ecc\": \"%s\"}}",
+		 MB.ek_ecc);
+	nbf_ctl("/_fake/change", req);
+	h->seen++;
+}
+
+static void binding_changed_in_session(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	struct fleet_store_device d;
+	size_t pass, fail;
+	memset(&h, 0, sizeof(h));
+	h.after = change_binding;
+	assert_int_equal(run_hooked(&MA, "ADM-0006", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(h.seen, 1);
+	assert_false(exists_in(out, "lak.pem"));
+	assert_int_equal(adm_log_count(LOG, "event=binding-changed", "FLEET_DEVICE=w6",
+				       (char *)NULL), 1);
+	assert_false(store_device("ADM-0006", &d));
+	store_verdicts("w6", &pass, &fail, NULL);
+	assert_int_equal(pass + fail, 0);
+}
+
+/* C2: the binding changes after the certificates were issued: the
+ * confirmation is refused and both certificates are marked revoked. */
+static void change_binding_after_answer(struct hooked *h, const char *path,
+					const struct fleet_buf *body, long status,
+					const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, "/v1/attest/answer") != 0 || status != 200)
+		return;
+	nbf_ctl("/_fake/change", "{\"device\": 13, \"user\": \"terraform\","
+				 " \"custom_fields\": {\"approved_ek_hash\": null}}");
+	h->seen++;
+}
+
+static void binding_changed_before_confirm(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	size_t revoked = 0;
+	memset(&h, 0, sizeof(h));
+	h.after = change_binding_after_answer;
+	assert_int_equal(run_hooked(&MA, "ADM-0013", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(h.seen, 1);
+	assert_int_equal(store_certs("w13", &revoked), 2);
+	assert_int_equal(revoked, 2);
+	assert_int_equal(adm_log_count(LOG, "event=binding-changed", "FLEET_DEVICE=w13",
+				       (char *)NULL), 1);
+	assert_int_equal(adm_log_count(LOG, "event=device-admitted", "FLEET_DEVICE=w13",
+				       (char *)NULL), 0);
+}
+
+/* NetBox fails (503) when answer reads it again: no verdict, nothing
+ * written, the machine is told to retry. */
+static void fail_netbox(struct hooked *h, const char *path, const struct fleet_buf *body,
+			long status, const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, "/v1/attest/intake") == 0 && status == 200) {
+		char req[80];
+		snprintf(req, sizeof(req), "{\"status\": 503, \"count\": %d}", h->seen);
+		nbf_ctl("/_fake/fail", req);
+	}
+}
+
+static void netbox_down_at_answer(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	struct fleet_store_device d;
+	size_t pass, fail, writes = nb_writes();
+	size_t lines = vlog_count("\"", "\"");
+	long long inv0 = metric("fleetd_inventory_errors_total");
+	memset(&h, 0, sizeof(h));
+	h.after = fail_netbox;
+	h.seen = 2; /* both attempts of the answer fail */
+	assert_int_equal(run_hooked(&MA, "ADM-0005", &h, 2, out, sizeof(out)),
+			 TINK_EXIT_UNREACHABLE);
+	assert_false(exists_in(out, "lak.pem"));
+	assert_false(store_device("ADM-0005", &d));
+	store_verdicts("w5", &pass, &fail, NULL);
+	assert_int_equal(pass + fail, 0);
+	assert_int_equal(vlog_count("\"", "\""), lines);
+	assert_int_equal(nb_writes(), writes);
+	assert_int_equal(metric("fleetd_inventory_errors_total"), inv0 + 2);
+	assert_true(adm_log_count(LOG, "event=inventory-unavailable", "FLEET_DEVICE=w5",
+				  (char *)NULL) >= 2);
+
+	/* A blip: the first answer gets 503, the retry of the same session
+	 * is admitted (the 503 left the session as it was). */
+	memset(&h, 0, sizeof(h));
+	h.after = fail_netbox;
+	h.seen = 1;
+	assert_int_equal(run_hooked(&MA, "ADM-0007", &h, 3, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_true(exists_in(out, "lak.pem"));
+	assert_true(store_device("ADM-0007", &d));
+}
+
+/* I2: an intake for a serial whose session is open is refused; the open
+ * session completes. A2/C1: a forged answer and a forged confirmation are
+ * refused without a verdict, and the genuine ones still complete. */
+static void second_intake(struct hooked *h, const char *path, const struct fleet_buf *body,
+			  long status, const struct fleet_buf *reply)
+{
+	(void)reply;
+	if (strcmp(path, "/v1/attest/intake") == 0 && status == 200 && h->seen++ == 0)
+		post_raw(path, body->data, body->len, 200, "\"refused\"");
+}
+
+static void open_session_kept(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	memset(&h, 0, sizeof(h));
+	h.after = second_intake;
+	assert_int_equal(run_hooked(&MA, "ADM-0008", &h, 2, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_int_equal(h.seen, 1);
+	assert_true(exists_in(out, "lak.pem"));
+	assert_refused_with("ADM-0008", "session-open");
+}
+
+/* Send a copy with one byte of the proof (answer) or signature (confirm)
+ * flipped first. */
+static void forge_first(struct hooked *h, const char *path, const struct fleet_buf *body)
+{
+	struct fleet_buf forged;
+	fb_init(&forged);
+	if (strcmp(path, "/v1/attest/answer") == 0) {
+		struct fleet_wire_answer a;
+		assert_int_equal(fleet_wire_answer_decode(body->data, body->len, &a, NULL),
+				 FLEET_OK);
+		a.proof[0] ^= 1;
+		assert_int_equal(fleet_wire_answer_encode(&a, &forged), FLEET_OK);
+		fleet_wire_answer_free(&a);
+	} else if (strcmp(path, "/v1/attest/confirm") == 0) {
+		struct fleet_wire_confirm c;
+		assert_int_equal(fleet_wire_confirm_decode(body->data, body->len, &c, NULL),
+				 FLEET_OK);
+		c.signature.data[c.signature.len - 1] ^= 1;
+		assert_int_equal(fleet_wire_confirm_encode(&c, &forged), FLEET_OK);
+		fleet_wire_confirm_free(&c);
+	} else {
+		return;
+	}
+	post_raw(path, forged.data, forged.len, 200, "\"refused\"");
+	h->seen++;
+	fb_free(&forged);
+}
+
+static void forgeries_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	size_t pass, fail;
+	long long auth0 = metric("fleetd_auth_failures_total");
+	memset(&h, 0, sizeof(h));
+	h.before = forge_first;
+	assert_int_equal(run_hooked(&MA, "ADM-0012", &h, 2, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_int_equal(h.seen, 2);
+	assert_int_equal(metric("fleetd_auth_failures_total"), auth0 + 2);
+	assert_int_equal(adm_log_count(LOG, "event=auth-failure", "FLEET_DEVICE=w12",
+				       "FLEET_REASON=proof-invalid", (char *)NULL), 1);
+	assert_int_equal(adm_log_count(LOG, "event=auth-failure", "FLEET_DEVICE=w12",
+				       "FLEET_REASON=confirm-signature", (char *)NULL), 1);
+	store_verdicts("w12", &pass, &fail, NULL);
+	assert_int_equal(pass, 1); /* the genuine answer's; none for the forgery */
+	assert_int_equal(fail, 0);
+}
+
+/* I7 past planned: an active device re-attests with the EKs the store
+ * holds (admitted again), or with others (refused). */
+static void active_reattest(void **state)
+{
+	(void)state;
+	char out[800];
+	struct fleet_store_device d;
+	size_t pass, fail;
+	nbf_ctl("/_fake/change", "{\"device\": 1, \"user\": \"owner\", \"status\": \"active\","
+				 " \"custom_fields\": {\"desired_action\": \"provision\"}}");
+	assert_int_equal(run_tink(&MA, "ADM-0001", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
+	assert_true(exists_in(out, "ldevid.pem"));
+	store_verdicts("w1", &pass, &fail, NULL);
+	assert_int_equal(pass, 2);
+	assert_true(store_device("ADM-0001", &d));
+	assert_string_equal(d.ek_hash, MA.ek);
+
+	json_t *before = nb_device(1);
+	size_t writes = nb_writes();
+	assert_int_equal(run_tink(&MB, "ADM-0001", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0001", "ek-mismatch");
+	json_t *after = nb_device(1);
+	assert_true(json_equal(before, after));
+	assert_int_equal(nb_writes(), writes);
+	assert_true(store_device("ADM-0001", &d));
+	assert_string_equal(d.ek_hash, MA.ek); /* the store never rebinds */
+	json_decref(before);
+	json_decref(after);
+}
+
+/* I7: an active device boots HookOS with no requested run. */
+static void unexpected_boot(void **state)
+{
+	(void)state;
+	char out[800];
+	struct fleet_store_device d0, d1;
+	nbf_ctl("/_fake/change", "{\"device\": 1, \"user\": \"owner\","
+				 " \"custom_fields\": {\"desired_action\": null}}");
+	assert_true(store_device("ADM-0001", &d0));
+	size_t certs = store_certs("w1", NULL);
+	json_t *before = nb_device(1);
+	size_t writes = nb_writes();
+	assert_int_equal(metric("fleetd_unexpected_boot_total"), 0);
+	assert_int_equal(run_tink(&MA, "ADM-0001", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0001", "unexpected-boot");
+	assert_int_equal(metric("fleetd_unexpected_boot_total"), 1);
+	assert_true(store_device("ADM-0001", &d1));
+	assert_memory_equal(&d0, &d1, sizeof(d0)); /* identity untouched */
+	assert_int_equal(store_certs("w1", NULL), certs);
+	json_t *after = nb_device(1);
+	assert_true(json_equal(before, after));
+	assert_int_equal(nb_writes(), writes);
+	json_decref(before);
+	json_decref(after);
+}
+
+/* I1, A1: 1,000 requests that prove nothing are counted, not journaled,
+ * and fleetd still serves. */
+static void malformed_flood(void **state)
+{
+	(void)state;
+	static const char *const bodies[] = {"{not json", "{\"v\":1}", "{\"v\":2}"};
+	static const char *const reasons[] = {"malformed-json", "malformed-message",
+					      "unsupported-version"};
+	long long before[3], unknown0;
+	char series[128];
+	struct http_client c;
+	struct http_reply r;
+	for (int k = 0; k < 3; k++) {
+		snprintf(series, sizeof(series), "fleetd_http_rejected_total{reason=\"%s\"}",
+			 reasons[k]);
+		before[k] = metric(series);
+	}
+	unknown0 = metric("fleetd_confirm_total{result=\"session-unknown\"}");
+	size_t lines = adm_log_lines(LOG);
+
+	http_client_init(&c, FD.port, FD.tls_ca);
+	for (int i = 0; i < 1000; i++) {
+		const char *b = bodies[i % 3];
+		const char *path = i % 2 ? "/v1/attest/answer" : "/v1/attest/intake";
+		assert_int_equal(http_post(&c, path, "application/json", b, strlen(b), &r), 400);
+		http_reply_free(&r);
+	}
+	/* well formed, for no session: refused, counted, not journaled */
+	struct fleet_wire_confirm cf;
+	struct fleet_buf fb;
+	uint8_t sig[4] = {1, 2, 3, 4};
+	memset(&cf, 0, sizeof(cf));
+	memset(cf.session, 0x5a, sizeof(cf.session));
+	cf.signature.data = sig;
+	cf.signature.len = sizeof(sig);
+	fb_init(&fb);
+	assert_int_equal(fleet_wire_confirm_encode(&cf, &fb), FLEET_OK);
+	for (int i = 0; i < 10; i++) {
+		assert_int_equal(http_post(&c, "/v1/attest/confirm", "application/json", fb.data,
+					   fb.len, &r),
+				 200);
+		assert_non_null(strstr(r.body, "\"refused\""));
+		http_reply_free(&r);
+	}
+	fb_free(&fb);
+	assert_int_equal(http_get(&c, "/healthz", NULL, &r), 200);
+	http_reply_free(&r);
+	http_client_free(&c);
+
+	long long want[3] = {334, 333, 333};
+	for (int k = 0; k < 3; k++) {
+		snprintf(series, sizeof(series), "fleetd_http_rejected_total{reason=\"%s\"}",
+			 reasons[k]);
+		assert_int_equal(metric(series) - before[k], want[k]);
+	}
+	assert_int_equal(metric("fleetd_confirm_total{result=\"session-unknown\"}") - unknown0, 10);
+	assert_int_equal(adm_log_lines(LOG), lines);
+}
+
+/* fleetd refuses to start, with a sentence, when what it needs is unsafe
+ * or missing; --check-config validates and exits. */
+static int run_fleetd(const char *config, const char *extra, char *errf, size_t cap)
+{
+	char cmd[2400];
+	snprintf(errf, cap, "%s/startup.%s.err", D, extra[0] ? "check" : "run");
+	snprintf(cmd, sizeof(cmd), "'%s' --config '%s' %s >'%s' 2>&1", FLEETD_BIN, config, extra,
+		 errf);
+	int st = system(cmd);
+	return WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+}
+
+static void startup_refusals(void **state)
+{
+	(void)state;
+	char cfg[800], nodes[800], errf[900], text[4096];
+	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", D);
+	assert_int_equal(run_fleetd(cfg, "--check-config", errf, sizeof(errf)), 0);
+	assert_int_equal(adm_log_count(errf, "configuration OK", (char *)NULL), 1);
+
+	/* a nodes file others may write: fleetd does not start */
+	snprintf(nodes, sizeof(nodes), "%s/nodes/nodes.yaml", D);
+	shf("mkdir -p %s/nodes && chmod 755 %s/nodes", D, D);
+	put(nodes, "version: 1\nnodes: []\n");
+	chmod(nodes, 0666);
+	snprintf(cfg, sizeof(cfg), "%s/fleetd-file.yaml", D);
+	snprintf(text, sizeof(text),
+		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
+		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
+		 "state_dir: %s/state-file\nroots_dir: %s/roots\nca_dir: %s/ca\n"
+		 "profiles_dir: %s/profiles\nclasses:\n  worker: worker.yaml\n"
+		 "inventory:\n  kind: file\n  file:\n    path: %s\n",
+		 (unsigned)adm_free_port(), D, D, D, D, D, D, nodes);
+	put(cfg, text);
+	assert_int_equal(run_fleetd(cfg, "", errf, sizeof(errf)), 1);
+	assert_true(adm_log_count(errf, "startup-failed", "nodes file", (char *)NULL) >= 1);
+
+	/* a class whose profile judges another class: refused by the check */
+	char bad[900];
+	snprintf(bad, sizeof(bad), "%s/fleetd-badclass.yaml", D);
+	shf("sed 's/^  worker: worker.yaml/  gpu: worker.yaml/' %s/fleetd.yaml > %s", D, bad);
+	assert_int_equal(run_fleetd(bad, "--check-config", errf, sizeof(errf)), 1);
+	assert_true(adm_log_count(errf, "class gpu", "is for class", (char *)NULL) >= 1);
+
+	/* the same file, root's alone: it starts (and stops on SIGTERM) */
+	chmod(nodes, 0644);
+	struct fleetd_proc p;
+	memset(&p, 0, sizeof(p));
+	p.port = adm_free_port();
+	snprintf(p.tls_ca, sizeof(p.tls_ca), "%s", FD.tls_ca);
+	char *port = strstr(text, "port: ");
+	assert_non_null(port);
+	char tail[4096];
+	snprintf(tail, sizeof(tail), "%s", strchr(port, '\n'));
+	snprintf(port, sizeof(text) - (size_t)(port - text), "port: %u%s", (unsigned)p.port, tail);
+	put(cfg, text);
+	snprintf(errf, sizeof(errf), "%s/fleetd-file.log", D);
+	fleetd_start(&p, FLEETD_BIN, cfg, errf);
+	assert_int_equal(fleetd_stop(&p), 0);
+	assert_int_equal(adm_log_count(errf, "event=stopping", (char *)NULL), 1);
+}
+
+int main(void)
+{
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(impostor_refused),
+		cmocka_unit_test(planned_admitted),
+		cmocka_unit_test(unknown_serial_pending),
+		cmocka_unit_test(missing_binding_pending),
+		cmocka_unit_test(binding_author_refused),
+		cmocka_unit_test(declarations_refused),
+		cmocka_unit_test(intake_proofs_refused),
+		cmocka_unit_test(class_unknown_refused),
+		cmocka_unit_test(netbox_down_at_intake),
+		cmocka_unit_test(policy_fail_verdict),
+		cmocka_unit_test(binding_changed_in_session),
+		cmocka_unit_test(binding_changed_before_confirm),
+		cmocka_unit_test(netbox_down_at_answer),
+		cmocka_unit_test(open_session_kept),
+		cmocka_unit_test(forgeries_refused),
+		cmocka_unit_test(active_reattest),
+		cmocka_unit_test(unexpected_boot),
+		cmocka_unit_test(malformed_flood),
+		cmocka_unit_test(startup_refusals),
+	};
+	return cmocka_run_group_tests(tests, setup, teardown);
+}
