@@ -93,7 +93,9 @@ static void write_seed(const char *path)
 	seed_device(f, 12, "ADM-0012", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
 	seed_device(f, 13, "ADM-0013", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
 	/* w14: a class fleetd.yaml does not list */
-	seed_device(f, 14, "ADM-0014", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, true);
+	seed_device(f, 14, "ADM-0014", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
+	/* w15: A's RSA EK approved beside another TPM's ECC EK */
+	seed_device(f, 15, "ADM-0015", "terraform", MA.ek, MB.ek_ecc, PORT_OK, disk, true);
 	fprintf(f, " ]}\n");
 	assert_int_equal(fclose(f), 0);
 }
@@ -189,6 +191,26 @@ static void impostor_refused(void **state)
 	assert_true(json_equal(before, after)); /* the binding untouched */
 	assert_int_equal(nb_writes(), writes);
 	assert_false(store_device("ADM-0001", &d));
+	assert_false(exists_in(out, "lak.pem"));
+	json_decref(before);
+	json_decref(after);
+}
+
+/* Every approved EK must match, the second too: A's RSA EK is the approved
+ * one, its ECC EK is not. Refused, journaled, NetBox untouched. */
+static void second_ek_mismatch_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	json_t *before = nb_device(15);
+	size_t writes = nb_writes();
+	struct fleet_store_device d;
+	assert_int_equal(run_tink(&MA, "ADM-0015", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0015", "ek-not-approved");
+	json_t *after = nb_device(15);
+	assert_true(json_equal(before, after));
+	assert_int_equal(nb_writes(), writes);
+	assert_false(store_device("ADM-0015", &d));
 	assert_false(exists_in(out, "lak.pem"));
 	json_decref(before);
 	json_decref(after);
@@ -814,6 +836,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(impostor_refused),
+		cmocka_unit_test(second_ek_mismatch_refused),
 		cmocka_unit_test(planned_admitted),
 		cmocka_unit_test(unknown_serial_pending),
 		cmocka_unit_test(missing_binding_pending),

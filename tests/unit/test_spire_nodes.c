@@ -23,6 +23,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
+#include "fleetd/applier/spire_nodes.h"
 #include "fleetd/spire/spire_nodes.h"
 #include "tests/unit/x509_mint.h"
 
@@ -458,6 +459,19 @@ static void test_file_format(void **state)
 	struct fleet_buf b;
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &b);
 	assert_int_equal(b.data[b.len - 1], '\n');
+	/* The other side of the handoff: the root applier's own strict reader
+	 * (fleetd/applier/spire_nodes.h) accepts exactly what fleetd wrote. */
+	struct sn_file sn;
+	char why[256] = "";
+	if (sn_parse(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", why);
+	assert_int_equal(sn.serial, 1);
+	assert_int_equal(sn.n_eligible, 1);
+	assert_int_equal(sn.n_revoked, 1);
+	assert_non_null(sn_find_eligible(&sn, "w1"));
+	assert_non_null(sn_find_revoked(&sn, "w9"));
+	assert_string_equal(sn_find_eligible(&sn, "w1")->ek_hash, d.eligible[0].ek_hash);
+	sn_free(&sn);
 	fb_free(&b);
 	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
 	assert_int_equal(b.len, 2);
