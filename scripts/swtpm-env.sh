@@ -88,11 +88,21 @@ EOF
 	cp "$ca/swtpm-localca-rootca-cert.pem" "$d/roots/root.pem" &&
 		cp "$ca/issuercert.pem" "$d/roots/issuer.pem" || return 1
 
-	# A random port pair; on a clash swtpm exits and we try another.
+	# A port pair the kernel hands out as free (as tests/tpm/swtpm_harness.c
+	# does), then proof that the TPM answering there is ours: under parallel
+	# tests another swtpm may hold a port we probed, so "something listens"
+	# is not enough. On a clash swtpm exits and we try another pair.
 	for attempt in 1 2 3 4 5 6 7 8; do
-		port=$((20000 + (RANDOM % 20000) * 2))
-		_swtpm_env_listening "$port" && continue
-		_swtpm_env_listening "$((port + 1))" && continue
+		port=$(python3 -c 'import socket
+for _ in range(50):
+    a = socket.socket(); a.bind(("127.0.0.1", 0)); p = a.getsockname()[1]
+    b = socket.socket()
+    try:
+        b.bind(("127.0.0.1", p + 1)); print(p); break
+    except OSError:
+        pass
+    finally:
+        a.close(); b.close()') || return 1
 		swtpm socket --tpm2 --tpmstate "dir=$d/state" \
 			--server "type=tcp,port=$port,bindaddr=127.0.0.1" \
 			--ctrl "type=tcp,port=$((port + 1)),bindaddr=127.0.0.1" \
@@ -100,7 +110,10 @@ EOF
 		SWTPM_ENV_PID=$!
 		for _ in $(seq 1 50); do
 			kill -0 "$SWTPM_ENV_PID" 2>/dev/null || break
-			if _swtpm_env_listening "$((port + 1))"; then
+			if _swtpm_env_listening "$((port + 1))" &&
+				TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$port" \
+					tpm2_getrandom 4 >/dev/null 2>&1 &&
+				kill -0 "$SWTPM_ENV_PID" 2>/dev/null; then
 				export TPM2TOOLS_TCTI="swtpm:host=127.0.0.1,port=$port"
 				export SWTPM_ENV_DIR
 				export SWTPM_ENV_ROOTS="$d/roots"
@@ -108,8 +121,8 @@ EOF
 			fi
 			sleep 0.1
 		done
-		kill -9 "$SWTPM_ENV_PID" 2>/dev/null || true
-		wait "$SWTPM_ENV_PID" 2>/dev/null || true
+		kill -9 "$SWTPM_ENV_PID" 2>/dev/null
+		wait "$SWTPM_ENV_PID" 2>/dev/null
 		SWTPM_ENV_PID=
 	done
 	echo "swtpm-env: swtpm did not start; see $d/swtpm.log" >&2
