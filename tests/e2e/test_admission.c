@@ -33,6 +33,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <jansson.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -113,7 +116,8 @@ static void write_config(const char *path)
 		 "inventory:\n  kind: netbox\n  netbox:\n    url: %s\n    token_file: %s/token\n"
 		 "    ca_file: %s\n    timeout_ms: 5000\n"
 		 "binding_author: terraform\n"
-		 "sessions:\n  ttl_seconds: 300\n",
+		 "sessions:\n  ttl_seconds: 300\n"
+		 "spire:\n  trust_domain: fleet.test\n",
 		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca);
 	put(path, cfg);
 }
@@ -770,6 +774,31 @@ static void malformed_flood(void **state)
 	assert_int_equal(adm_log_lines(LOG), lines);
 }
 
+/* The daemon's first pass runs at start: spire-nodes.json is in the state
+ * directory, in the handoff's format, for the configured trust domain. */
+static void pass_writes_spire_nodes(void **state)
+{
+	(void)state;
+	char path[800];
+	snprintf(path, sizeof(path), "%s/spire-nodes.json", STATE);
+	/* The pass starts with the main loop, just after readiness. */
+	for (int i = 0; i < 100 && access(path, F_OK) != 0; i++)
+		usleep(50 * 1000);
+	json_error_t jerr;
+	json_t *doc = json_load_file(path, 0, &jerr);
+	if (!doc)
+		fail_msg("%s: %s", path, jerr.text);
+	assert_int_equal(json_integer_value(json_object_get(doc, "version")), 1);
+	assert_true(json_integer_value(json_object_get(doc, "serial")) >= 1);
+	assert_string_equal(json_string_value(json_object_get(doc, "trust_domain")), "fleet.test");
+	assert_true(json_is_array(json_object_get(doc, "eligible")));
+	assert_true(json_is_array(json_object_get(doc, "revoked")));
+	json_decref(doc);
+	struct stat sb;
+	assert_int_equal(stat(path, &sb), 0);
+	assert_int_equal(sb.st_mode & 07777, 0644);
+}
+
 /* fleetd refuses to start, with a sentence, when what it needs is unsafe
  * or missing; --check-config validates and exits. */
 static int run_fleetd(const char *config, const char *extra, char *errf, size_t cap)
@@ -835,6 +864,7 @@ static void startup_refusals(void **state)
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(pass_writes_spire_nodes),
 		cmocka_unit_test(impostor_refused),
 		cmocka_unit_test(second_ek_mismatch_refused),
 		cmocka_unit_test(planned_admitted),
