@@ -1,12 +1,13 @@
 /*
  * profile.c: load a boot-policy profile from YAML.
  *
- * libyaml's document loader builds the node tree and keeps each node's start
- * mark, so every refusal names a line and column. The schema walk is by hand:
- * each mapping's keys are checked against a fixed list, duplicates refused,
- * and each node may be reached once only, which refuses YAML aliases (an
- * alias would let one digest stand in two lists without the reader seeing
- * it, and aliases to aliases are the classic memory bomb).
+ * The strict reader every fleetd YAML file shares (lib/yaml_strict.h) loads
+ * the one document and keeps each node's start mark, so every refusal names a
+ * line and column. The schema walk is by hand: each mapping's keys are
+ * checked against a fixed list, duplicates refused, and each node may be
+ * reached once only, which refuses YAML aliases (an alias would let one
+ * digest stand in two lists without the reader seeing it, and aliases to
+ * aliases are the classic memory bomb); explicit tags are refused too.
  */
 #include "policy/profile.h"
 
@@ -17,109 +18,14 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <yaml.h>
-
 #include "lib/buf.h"
 #include "lib/hex.h"
+#include "lib/yaml_strict.h"
 
 struct pctx {
-	yaml_document_t *doc;
+	struct fleet_yaml *y;
 	struct fleet_profile *p;
-	struct fleet_profile_error *err;
-	unsigned char *used; /* one flag per node: reached already */
-	size_t n_nodes;
 };
-
-__attribute__((format(printf, 4, 0))) static fleet_err
-failv(struct fleet_profile_error *err, fleet_err e, const yaml_mark_t *m, const char *fmt,
-      va_list ap)
-{
-	if (err) {
-		err->line = m ? (unsigned)m->line + 1 : 0;
-		err->column = m ? (unsigned)m->column + 1 : 0;
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	}
-	return e;
-}
-
-__attribute__((format(printf, 4, 5))) static fleet_err fail(struct pctx *c, fleet_err e,
-							     const yaml_mark_t *m,
-							     const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	failv(c->err, e, m, fmt, ap);
-	va_end(ap);
-	return e;
-}
-
-__attribute__((format(printf, 4, 5))) static fleet_err fail_at(struct fleet_profile_error *err,
-								fleet_err e, const yaml_mark_t *m,
-								const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	failv(err, e, m, fmt, ap);
-	va_end(ap);
-	return e;
-}
-
-/* A scalar from the file, made safe to print: at most 40 bytes, anything
- * outside printable ASCII shown as '?'. */
-static const char *printable(const yaml_node_t *n, char out[48])
-{
-	size_t len = n->data.scalar.length, i;
-	for (i = 0; i < len && i < 40; i++) {
-		unsigned char ch = n->data.scalar.value[i];
-		out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-	}
-	if (len > 40 && i >= 3)
-		memcpy(out + i - 3, "...", 3);
-	out[i] = '\0';
-	return out;
-}
-
-/* Reach node idx from a parent at mark `from`; refuse a node reached twice. */
-static fleet_err reach(struct pctx *c, int idx, const yaml_mark_t *from, yaml_node_t **out)
-{
-	yaml_node_t *n = yaml_document_get_node(c->doc, idx);
-	if (!n || idx < 1 || (size_t)idx > c->n_nodes)
-		return fail(c, FLEET_E_MALFORMED, from, "dangling YAML node");
-	if (c->used[idx - 1])
-		return fail(c, FLEET_E_MALFORMED, from, "YAML aliases are not allowed");
-	c->used[idx - 1] = 1;
-	const char *want = n->type == YAML_SCALAR_NODE     ? YAML_DEFAULT_SCALAR_TAG
-			   : n->type == YAML_SEQUENCE_NODE ? YAML_DEFAULT_SEQUENCE_TAG
-							   : YAML_DEFAULT_MAPPING_TAG;
-	/* An explicit tag (!!int, !!binary, !custom) changes what a value means
-	 * to other YAML readers; the profile has one meaning only. */
-	if (!n->tag || strcmp((const char *)n->tag, want) != 0)
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark, "explicit YAML tags are not allowed");
-	*out = n;
-	return FLEET_OK;
-}
-
-static bool scalar_is(const yaml_node_t *n, const char *s)
-{
-	size_t l = strlen(s);
-	return n->type == YAML_SCALAR_NODE && n->data.scalar.length == l &&
-	       memcmp(n->data.scalar.value, s, l) == 0;
-}
-
-static bool is_plain(const yaml_node_t *n)
-{
-	return n->data.scalar.style == YAML_PLAIN_SCALAR_STYLE;
-}
-
-static fleet_err want_type(struct pctx *c, const yaml_node_t *n, yaml_node_type_t t,
-			   const char *what)
-{
-	static const char *const names[] = {"nothing", "a scalar", "a list", "a mapping"};
-	if (n->type == t)
-		return FLEET_OK;
-	return fail(c, FLEET_E_MALFORMED, &n->start_mark, "%s must be %s", what,
-		    names[t <= YAML_MAPPING_NODE ? t : 0]);
-}
 
 /* A name: 1..64 bytes of printable ASCII. These end up in logs and JSON, so
  * nothing else gets in. A class is an identifier (no spaces); a BIOS version
@@ -127,19 +33,20 @@ static fleet_err want_type(struct pctx *c, const yaml_node_t *n, yaml_node_type_
 static fleet_err get_name(struct pctx *c, const yaml_node_t *n, const char *what, bool spaces,
 			  char *out)
 {
-	fleet_err e = want_type(c, n, YAML_SCALAR_NODE, what);
+	fleet_err e = fleet_yaml_want(c->y, n, YAML_SCALAR_NODE, what);
 	if (e)
 		return e;
 	size_t len = n->data.scalar.length;
 	if (len == 0 || len > FLEET_PROFILE_MAX_NAME)
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark, "%s must be 1 to %d characters",
-			    what, FLEET_PROFILE_MAX_NAME);
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "%s must be 1 to %d characters", what,
+				       FLEET_PROFILE_MAX_NAME);
 	for (size_t i = 0; i < len; i++) {
 		unsigned char ch = n->data.scalar.value[i];
 		if (ch < 0x20 || ch >= 0x7f || (ch == 0x20 && !spaces))
-			return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-				    "%s may hold printable ASCII%s only", what,
-				    spaces ? "" : " without spaces");
+			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+					       "%s may hold printable ASCII%s only", what,
+					       spaces ? "" : " without spaces");
 	}
 	memcpy(out, n->data.scalar.value, len);
 	out[len] = '\0';
@@ -150,7 +57,7 @@ static fleet_err get_name(struct pctx *c, const yaml_node_t *n, const char *what
  * "010" as octal 8; no reader should have to guess). */
 static fleet_err get_pcr_index(struct pctx *c, const yaml_node_t *n, unsigned *out)
 {
-	fleet_err e = want_type(c, n, YAML_SCALAR_NODE, "a PCR index");
+	fleet_err e = fleet_yaml_want(c->y, n, YAML_SCALAR_NODE, "a PCR index");
 	if (e)
 		return e;
 	size_t len = n->data.scalar.length;
@@ -162,56 +69,26 @@ static fleet_err get_pcr_index(struct pctx *c, const yaml_node_t *n, unsigned *o
 		v = v * 10 + (unsigned)(s[i] - '0');
 	}
 	if (!ok || v >= FLEET_PCR_COUNT)
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-			    "a PCR index must be a decimal number from 0 to %d", FLEET_PCR_COUNT - 1);
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "a PCR index must be a decimal number from 0 to %d",
+				       FLEET_PCR_COUNT - 1);
 	*out = v;
 	return FLEET_OK;
 }
 
 static fleet_err get_digest(struct pctx *c, const yaml_node_t *n, uint8_t *out)
 {
-	fleet_err e = want_type(c, n, YAML_SCALAR_NODE, "a digest");
+	fleet_err e = fleet_yaml_want(c->y, n, YAML_SCALAR_NODE, "a digest");
 	if (e)
 		return e;
 	size_t len = n->data.scalar.length;
 	if (len != 2u * c->p->size)
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-			    "a %s digest is %u hex digits, this one has %zu",
-			    fleet_hash_alg_name(c->p->bank), 2u * c->p->size, len);
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "a %s digest is %u hex digits, this one has %zu",
+				       fleet_hash_alg_name(c->p->bank), 2u * c->p->size, len);
 	if (fleet_hex_decode((const char *)n->data.scalar.value, len, out, c->p->size))
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark, "a digest must be hex digits");
-	return FLEET_OK;
-}
-
-/* Look at a mapping's keys: each a scalar, each in `known`, none twice.
- * vals[i] gets the value node index of known[i], or 0. */
-static fleet_err map_keys(struct pctx *c, const yaml_node_t *map, const char *const *known,
-			  size_t n_known, int *vals, yaml_mark_t *key_marks)
-{
-	for (size_t k = 0; k < n_known; k++)
-		vals[k] = 0;
-	for (yaml_node_pair_t *pr = map->data.mapping.pairs.start;
-	     pr < map->data.mapping.pairs.top; pr++) {
-		yaml_node_t *key;
-		fleet_err e = reach(c, pr->key, &map->start_mark, &key);
-		if (e)
-			return e;
-		if (key->type != YAML_SCALAR_NODE)
-			return fail(c, FLEET_E_MALFORMED, &key->start_mark, "a key must be a scalar");
-		size_t k;
-		for (k = 0; k < n_known; k++)
-			if (scalar_is(key, known[k]))
-				break;
-		char pb[48];
-		if (k == n_known)
-			return fail(c, FLEET_E_MALFORMED, &key->start_mark, "unknown key '%s'",
-				    printable(key, pb));
-		if (vals[k])
-			return fail(c, FLEET_E_MALFORMED, &key->start_mark, "duplicate key '%s'",
-				    known[k]);
-		vals[k] = pr->value;
-		key_marks[k] = key->start_mark;
-	}
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "a digest must be hex digits");
 	return FLEET_OK;
 }
 
@@ -224,29 +101,30 @@ static fleet_err get_digest_list(struct pctx *c, int idx, const yaml_mark_t *key
 				 const char *what, struct fleet_digest_list *out)
 {
 	yaml_node_t *n;
-	fleet_err e = reach(c, idx, key_mark, &n);
-	if (e || (e = want_type(c, n, YAML_SEQUENCE_NODE, what)))
+	fleet_err e = fleet_yaml_reach(c->y, idx, key_mark, &n);
+	if (e || (e = fleet_yaml_want(c->y, n, YAML_SEQUENCE_NODE, what)))
 		return e;
 	size_t count = (size_t)(n->data.sequence.items.top - n->data.sequence.items.start);
 	if (count > FLEET_PROFILE_MAX_DIGESTS)
-		return fail(c, FLEET_E_TOO_LARGE, &n->start_mark, "%s has %zu entries, at most %d",
-			    what, count, FLEET_PROFILE_MAX_DIGESTS);
+		return fleet_yaml_fail(c->y, FLEET_E_TOO_LARGE, &n->start_mark,
+				       "%s has %zu entries, at most %d", what, count,
+				       FLEET_PROFILE_MAX_DIGESTS);
 	out->present = true;
 	out->n = 0;
 	if (count && !(out->d = calloc(count, sizeof(*out->d))))
-		return fail(c, FLEET_E_NOMEM, &n->start_mark, "out of memory");
+		return fleet_yaml_fail(c->y, FLEET_E_NOMEM, &n->start_mark, "out of memory");
 	for (yaml_node_item_t *it = n->data.sequence.items.start; it < n->data.sequence.items.top;
 	     it++) {
 		yaml_node_t *item;
-		if ((e = reach(c, *it, &n->start_mark, &item)) ||
+		if ((e = fleet_yaml_reach(c->y, *it, &n->start_mark, &item)) ||
 		    (e = get_digest(c, item, out->d[out->n])))
 			return e;
 		/* A digest listed twice is a copy-paste slip that hides the
 		 * one that was meant; refuse it rather than guess. */
 		for (size_t j = 0; j < out->n; j++)
 			if (!memcmp(out->d[j], out->d[out->n], c->p->size))
-				return fail(c, FLEET_E_MALFORMED, &item->start_mark,
-					    "%s lists the same digest twice", what);
+				return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &item->start_mark,
+						       "%s lists the same digest twice", what);
 		out->n++;
 	}
 	return FLEET_OK;
@@ -258,14 +136,15 @@ static fleet_err get_quote(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 	int vals[2];
 	yaml_mark_t marks[2];
 	yaml_node_t *n, *bank, *pcrs;
-	fleet_err e = reach(c, idx, key_mark, &n);
-	if (e || (e = want_type(c, n, YAML_MAPPING_NODE, "quote")) ||
-	    (e = map_keys(c, n, keys, 2, vals, marks)))
+	fleet_err e = fleet_yaml_reach(c->y, idx, key_mark, &n);
+	if (e || (e = fleet_yaml_want(c->y, n, YAML_MAPPING_NODE, "quote")) ||
+	    (e = fleet_yaml_keys(c->y, n, keys, 2, vals, marks)))
 		return e;
 	if (!vals[0] || !vals[1])
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark, "quote needs both bank and pcrs");
-	if ((e = reach(c, vals[0], &marks[0], &bank)) ||
-	    (e = want_type(c, bank, YAML_SCALAR_NODE, "quote.bank")))
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "quote needs both bank and pcrs");
+	if ((e = fleet_yaml_reach(c->y, vals[0], &marks[0], &bank)) ||
+	    (e = fleet_yaml_want(c->y, bank, YAML_SCALAR_NODE, "quote.bank")))
 		return e;
 	char name[16] = "";
 	if (bank->data.scalar.length < sizeof(name))
@@ -274,58 +153,61 @@ static fleet_err get_quote(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 	c->p->size = (uint16_t)fleet_hash_alg_size(c->p->bank);
 	char pb[48];
 	if (!c->p->bank || !c->p->size || c->p->size > FLEET_DIGEST_MAX)
-		return fail(c, FLEET_E_MALFORMED, &bank->start_mark,
-			    "unknown bank '%s' (sha1, sha256, sha384, sha512, sm3_256)",
-			    printable(bank, pb));
-	if ((e = reach(c, vals[1], &marks[1], &pcrs)) ||
-	    (e = want_type(c, pcrs, YAML_SEQUENCE_NODE, "quote.pcrs")))
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &bank->start_mark,
+				       "unknown bank '%s' (sha1, sha256, sha384, sha512, sm3_256)",
+				       fleet_yaml_printable(bank, pb));
+	if ((e = fleet_yaml_reach(c->y, vals[1], &marks[1], &pcrs)) ||
+	    (e = fleet_yaml_want(c->y, pcrs, YAML_SEQUENCE_NODE, "quote.pcrs")))
 		return e;
 	for (yaml_node_item_t *it = pcrs->data.sequence.items.start;
 	     it < pcrs->data.sequence.items.top; it++) {
 		yaml_node_t *item;
 		unsigned i;
-		if ((e = reach(c, *it, &pcrs->start_mark, &item)) ||
+		if ((e = fleet_yaml_reach(c->y, *it, &pcrs->start_mark, &item)) ||
 		    (e = get_pcr_index(c, item, &i)))
 			return e;
 		if (c->p->quote_mask & (1u << i))
-			return fail(c, FLEET_E_MALFORMED, &item->start_mark,
-				    "quote.pcrs lists PCR %u twice", i);
+			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &item->start_mark,
+					       "quote.pcrs lists PCR %u twice", i);
 		c->p->quote_mask |= 1u << i;
 	}
 	if (!c->p->quote_mask)
-		return fail(c, FLEET_E_MALFORMED, &pcrs->start_mark, "quote.pcrs is empty");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &pcrs->start_mark,
+				       "quote.pcrs is empty");
 	return FLEET_OK;
 }
 
 static fleet_err get_bios(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 {
 	yaml_node_t *n;
-	fleet_err e = reach(c, idx, key_mark, &n);
-	if (e || (e = want_type(c, n, YAML_MAPPING_NODE, "pcr0_by_bios")))
+	fleet_err e = fleet_yaml_reach(c->y, idx, key_mark, &n);
+	if (e || (e = fleet_yaml_want(c->y, n, YAML_MAPPING_NODE, "pcr0_by_bios")))
 		return e;
 	size_t count = pairs_len(n);
 	if (count > FLEET_PROFILE_MAX_BIOS)
-		return fail(c, FLEET_E_TOO_LARGE, &n->start_mark,
-			    "pcr0_by_bios has %zu entries, at most %d", count,
-			    FLEET_PROFILE_MAX_BIOS);
+		return fleet_yaml_fail(c->y, FLEET_E_TOO_LARGE, &n->start_mark,
+				       "pcr0_by_bios has %zu entries, at most %d", count,
+				       FLEET_PROFILE_MAX_BIOS);
 	/* Empty would make every machine "pcr0-unknown-bios": surely a slip. */
 	if (count == 0)
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-			    "pcr0_by_bios is empty; leave it out to skip the PCR 0 check");
+		return fleet_yaml_fail(
+			c->y, FLEET_E_MALFORMED, &n->start_mark,
+			"pcr0_by_bios is empty; leave it out to skip the PCR 0 check");
 	if (!(c->p->bios = calloc(count, sizeof(*c->p->bios))))
-		return fail(c, FLEET_E_NOMEM, &n->start_mark, "out of memory");
+		return fleet_yaml_fail(c->y, FLEET_E_NOMEM, &n->start_mark, "out of memory");
 	c->p->has_pcr0_by_bios = true;
 	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
 	     pr++) {
 		yaml_node_t *k, *v;
 		struct fleet_profile_bios *b = &c->p->bios[c->p->n_bios];
-		if ((e = reach(c, pr->key, &n->start_mark, &k)) ||
+		if ((e = fleet_yaml_reach(c->y, pr->key, &n->start_mark, &k)) ||
 		    (e = get_name(c, k, "a BIOS version", true, b->version)))
 			return e;
 		if (fleet_profile_pcr0_for_bios(c->p, b->version))
-			return fail(c, FLEET_E_MALFORMED, &k->start_mark,
-				    "duplicate key '%s' in pcr0_by_bios", b->version);
-		if ((e = reach(c, pr->value, &k->start_mark, &v)) || (e = get_digest(c, v, b->pcr0)))
+			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &k->start_mark,
+					       "duplicate key '%s' in pcr0_by_bios", b->version);
+		if ((e = fleet_yaml_reach(c->y, pr->value, &k->start_mark, &v)) ||
+		    (e = get_digest(c, v, b->pcr0)))
 			return e;
 		c->p->n_bios++;
 	}
@@ -335,27 +217,29 @@ static fleet_err get_bios(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 static fleet_err get_pinned(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 {
 	yaml_node_t *n;
-	fleet_err e = reach(c, idx, key_mark, &n);
-	if (e || (e = want_type(c, n, YAML_MAPPING_NODE, "pcrs")))
+	fleet_err e = fleet_yaml_reach(c->y, idx, key_mark, &n);
+	if (e || (e = fleet_yaml_want(c->y, n, YAML_MAPPING_NODE, "pcrs")))
 		return e;
 	if (pairs_len(n) > FLEET_PCR_COUNT)
-		return fail(c, FLEET_E_TOO_LARGE, &n->start_mark, "pcrs has more than %d entries",
-			    FLEET_PCR_COUNT);
+		return fleet_yaml_fail(c->y, FLEET_E_TOO_LARGE, &n->start_mark,
+				       "pcrs has more than %d entries", FLEET_PCR_COUNT);
 	for (yaml_node_pair_t *pr = n->data.mapping.pairs.start; pr < n->data.mapping.pairs.top;
 	     pr++) {
 		yaml_node_t *k, *v;
 		unsigned i;
-		if ((e = reach(c, pr->key, &n->start_mark, &k)) || (e = get_pcr_index(c, k, &i)))
+		if ((e = fleet_yaml_reach(c->y, pr->key, &n->start_mark, &k)) ||
+		    (e = get_pcr_index(c, k, &i)))
 			return e;
 		if (c->p->pinned_mask & (1u << i))
-			return fail(c, FLEET_E_MALFORMED, &k->start_mark,
-				    "duplicate key '%u' in pcrs", i);
+			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &k->start_mark,
+					       "duplicate key '%u' in pcrs", i);
 		/* A pin on a PCR the quote leaves out would be checked against
 		 * nothing the TPM signed. */
 		if (!(c->p->quote_mask & (1u << i)))
-			return fail(c, FLEET_E_MALFORMED, &k->start_mark,
-				    "pcrs pins PCR %u, which quote.pcrs does not include", i);
-		if ((e = reach(c, pr->value, &k->start_mark, &v)) ||
+			return fleet_yaml_fail(
+				c->y, FLEET_E_MALFORMED, &k->start_mark,
+				"pcrs pins PCR %u, which quote.pcrs does not include", i);
+		if ((e = fleet_yaml_reach(c->y, pr->value, &k->start_mark, &v)) ||
 		    (e = get_digest(c, v, c->p->pinned[i])))
 			return e;
 		c->p->pinned_mask |= 1u << i;
@@ -366,20 +250,20 @@ static fleet_err get_pinned(struct pctx *c, int idx, const yaml_mark_t *key_mark
 static fleet_err get_secure_boot(struct pctx *c, int idx, const yaml_mark_t *key_mark)
 {
 	yaml_node_t *n;
-	fleet_err e = reach(c, idx, key_mark, &n);
-	if (e || (e = want_type(c, n, YAML_SCALAR_NODE, "secure_boot")))
+	fleet_err e = fleet_yaml_reach(c->y, idx, key_mark, &n);
+	if (e || (e = fleet_yaml_want(c->y, n, YAML_SCALAR_NODE, "secure_boot")))
 		return e;
 	/* Plain style only: a quoted "true" is a string to YAML, and the
 	 * operator meant one thing or the other. */
-	if (is_plain(n) && scalar_is(n, "true"))
+	if (fleet_yaml_is_plain(n) && fleet_yaml_is(n, "true"))
 		c->p->secure_boot = FLEET_SECURE_BOOT_ON;
-	else if (is_plain(n) && scalar_is(n, "false"))
+	else if (fleet_yaml_is_plain(n) && fleet_yaml_is(n, "false"))
 		c->p->secure_boot = FLEET_SECURE_BOOT_OFF;
-	else if (is_plain(n) && scalar_is(n, "any"))
+	else if (fleet_yaml_is_plain(n) && fleet_yaml_is(n, "any"))
 		c->p->secure_boot = FLEET_SECURE_BOOT_ANY;
 	else
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-			    "secure_boot must be true, false or any");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "secure_boot must be true, false or any");
 	return FLEET_OK;
 }
 
@@ -394,33 +278,38 @@ static fleet_err cross_checks(struct pctx *c, const yaml_mark_t *marks, const in
 {
 	struct fleet_profile *p = c->p;
 	if (vals[K_BIOS] && !(p->quote_mask & 1u))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_BIOS],
-			    "pcr0_by_bios needs PCR 0 in quote.pcrs");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &marks[K_BIOS],
+				       "pcr0_by_bios needs PCR 0 in quote.pcrs");
 	if (vals[K_BIOS] && (p->pinned_mask & 1u))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_PCRS],
-			    "PCR 0 is set by pcr0_by_bios; do not pin it in pcrs as well");
+		return fleet_yaml_fail(
+			c->y, FLEET_E_MALFORMED, &marks[K_PCRS],
+			"PCR 0 is set by pcr0_by_bios; do not pin it in pcrs as well");
 	if (p->secure_boot != FLEET_SECURE_BOOT_ANY && !(p->quote_mask & (1u << 7)))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_SB], "secure_boot needs PCR 7 in quote.pcrs");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &marks[K_SB],
+				       "secure_boot needs PCR 7 in quote.pcrs");
 	if (vals[K_ALLOWED] && !(p->quote_mask & (1u << 7)))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_ALLOWED],
-			    "allowed_authorities needs PCR 7 in quote.pcrs");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &marks[K_ALLOWED],
+				       "allowed_authorities needs PCR 7 in quote.pcrs");
 	if (vals[K_RENEW] && !(p->quote_mask & (1u << 7)))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_RENEW],
-			    "renew_required_authorities needs PCR 7 in quote.pcrs");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &marks[K_RENEW],
+				       "renew_required_authorities needs PCR 7 in quote.pcrs");
 	if (vals[K_APPS] && !(p->quote_mask & (1u << 4)))
-		return fail(c, FLEET_E_MALFORMED, &marks[K_APPS],
-			    "boot_applications needs PCR 4 in quote.pcrs");
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &marks[K_APPS],
+				       "boot_applications needs PCR 4 in quote.pcrs");
 	if (vals[K_APPS] && p->boot_applications.n == 0)
-		return fail(c, FLEET_E_MALFORMED, &marks[K_APPS],
-			    "boot_applications is empty; leave it out to skip the check");
+		return fleet_yaml_fail(
+			c->y, FLEET_E_MALFORMED, &marks[K_APPS],
+			"boot_applications is empty; leave it out to skip the check");
 	/* A required authority the allow-list refuses could never pass. */
 	if (vals[K_RENEW] && vals[K_ALLOWED])
 		for (size_t i = 0; i < p->renew_required_authorities.n; i++)
 			if (!fleet_digest_list_has(p, &p->allowed_authorities,
 						   p->renew_required_authorities.d[i]))
-				return fail(c, FLEET_E_MALFORMED, &marks[K_RENEW],
-					    "renew_required_authorities entry %zu is not in "
-					    "allowed_authorities", i + 1);
+				return fleet_yaml_fail(
+					c->y, FLEET_E_MALFORMED, &marks[K_RENEW],
+					"renew_required_authorities entry %zu is not in "
+					"allowed_authorities",
+					i + 1);
 	return FLEET_OK;
 }
 
@@ -430,21 +319,22 @@ static fleet_err walk(struct pctx *c, yaml_node_t *root)
 	yaml_mark_t marks[K__N];
 	memset(marks, 0, sizeof(marks));
 	fleet_err e;
-	if ((e = want_type(c, root, YAML_MAPPING_NODE, "a profile")) ||
-	    (e = map_keys(c, root, top_keys, K__N, vals, marks)))
+	if ((e = fleet_yaml_want(c->y, root, YAML_MAPPING_NODE, "a profile")) ||
+	    (e = fleet_yaml_keys(c->y, root, top_keys, K__N, vals, marks)))
 		return e;
 	for (int k = K_VERSION; k <= K_SB; k++)
 		if (!vals[k] && k != K_BIOS)
-			return fail(c, FLEET_E_MALFORMED, &root->start_mark, "missing key '%s'",
-				    top_keys[k]);
+			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &root->start_mark,
+					       "missing key '%s'", top_keys[k]);
 	yaml_node_t *n;
-	if ((e = reach(c, vals[K_VERSION], &marks[K_VERSION], &n)))
+	if ((e = fleet_yaml_reach(c->y, vals[K_VERSION], &marks[K_VERSION], &n)))
 		return e;
-	if (!(n->type == YAML_SCALAR_NODE && is_plain(n) && scalar_is(n, "1")))
-		return fail(c, FLEET_E_MALFORMED, &n->start_mark,
-			    "version must be %d (the only profile version this fleetd reads)",
-			    FLEET_PROFILE_VERSION);
-	if ((e = reach(c, vals[K_CLASS], &marks[K_CLASS], &n)) ||
+	if (!(n->type == YAML_SCALAR_NODE && fleet_yaml_is_plain(n) && fleet_yaml_is(n, "1")))
+		return fleet_yaml_fail(
+			c->y, FLEET_E_MALFORMED, &n->start_mark,
+			"version must be %d (the only profile version this fleetd reads)",
+			FLEET_PROFILE_VERSION);
+	if ((e = fleet_yaml_reach(c->y, vals[K_CLASS], &marks[K_CLASS], &n)) ||
 	    (e = get_name(c, n, "class", false, c->p->class_name)))
 		return e;
 	/* quote first: it fixes the digest size every other key is read in. */
@@ -469,74 +359,72 @@ static fleet_err walk(struct pctx *c, yaml_node_t *root)
 	return cross_checks(c, marks, vals);
 }
 
+/* The profile's error carries the shared reader's refusal word for word
+ * (its message buffer is the shorter: the same truncation as before). */
+static void copy_error(struct fleet_profile_error *err, const struct fleet_yaml_error *ye)
+{
+	if (!err)
+		return;
+	size_t n = strnlen(ye->msg, sizeof(err->msg) - 1);
+	err->line = ye->line;
+	err->column = ye->column;
+	memcpy(err->msg, ye->msg, n);
+	err->msg[n] = '\0';
+}
+
+/* A refusal with no place in the file (line and column 0). */
+__attribute__((format(printf, 2, 3))) static void no_place(struct fleet_profile_error *err,
+							    const char *fmt, ...)
+{
+	if (!err)
+		return;
+	va_list ap;
+	err->line = 0;
+	err->column = 0;
+	va_start(ap, fmt);
+	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	va_end(ap);
+}
+
 fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profile **out,
 			      struct fleet_profile_error *err)
 {
 	if (err)
 		memset(err, 0, sizeof(*err));
 	*out = NULL;
-	if (!buf && len)
-		return fail_at(err, FLEET_E_INVALID_ARG, NULL, "no input");
-	if (len > FLEET_PROFILE_MAX_SIZE)
-		return fail_at(err, FLEET_E_TOO_LARGE, NULL, "profile is %zu bytes, at most %u",
-			       len, FLEET_PROFILE_MAX_SIZE);
-	yaml_parser_t parser;
-	yaml_document_t doc;
-	if (!yaml_parser_initialize(&parser))
-		return fail_at(err, FLEET_E_NOMEM, NULL, "out of memory");
-	yaml_parser_set_input_string(&parser, buf ? buf : (const uint8_t *)"", len);
-	if (!yaml_parser_load(&parser, &doc)) {
-		yaml_mark_t m = parser.problem_mark;
-		fleet_err e = parser.error == YAML_MEMORY_ERROR ? FLEET_E_NOMEM : FLEET_E_MALFORMED;
-		fail_at(err, e, &m, "bad YAML: %s%s%s", parser.problem ? parser.problem : "error",
-			parser.context ? " " : "", parser.context ? parser.context : "");
-		yaml_parser_delete(&parser);
+	/* The refusals before parsing, in the profile's own words. */
+	if (!buf && len) {
+		no_place(err, "no input");
+		return FLEET_E_INVALID_ARG;
+	}
+	if (len > FLEET_PROFILE_MAX_SIZE) {
+		no_place(err, "profile is %zu bytes, at most %u", len, FLEET_PROFILE_MAX_SIZE);
+		return FLEET_E_TOO_LARGE;
+	}
+	struct fleet_yaml_error ye;
+	struct fleet_yaml y;
+	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_PROFILE_MAX_SIZE, "a profile", &ye);
+	if (e) {
+		/* No document at all (the one malformed refusal without a
+		 * place, yaml_strict.h): the profile's words for it. */
+		if (e == FLEET_E_MALFORMED && ye.line == 0)
+			snprintf(ye.msg, sizeof(ye.msg), "empty profile");
+		copy_error(err, &ye);
 		return e;
 	}
-	fleet_err e = FLEET_OK;
-	struct pctx c = {.doc = &doc, .err = err};
-	yaml_node_t *root = yaml_document_get_root_node(&doc);
-	if (!root) {
-		e = fail_at(err, FLEET_E_MALFORMED, NULL, "empty profile");
-		goto done;
-	}
-	/* A second document would be ignored by this reader and read by
-	 * another; refuse the ambiguity. */
-	yaml_document_t next;
-	if (!yaml_parser_load(&parser, &next)) {
-		yaml_mark_t m = parser.problem_mark;
-		e = fail_at(err, FLEET_E_MALFORMED, &m, "bad YAML: %s",
-			    parser.problem ? parser.problem : "error");
-		goto done;
-	}
-	bool second = yaml_document_get_root_node(&next) != NULL;
-	yaml_mark_t second_mark = next.start_mark;
-	yaml_document_delete(&next);
-	if (second) {
-		e = fail_at(err, FLEET_E_MALFORMED, &second_mark,
-			    "a profile is one YAML document, this file has more");
-		goto done;
-	}
-	c.n_nodes = (size_t)(doc.nodes.top - doc.nodes.start);
-	c.used = calloc(c.n_nodes ? c.n_nodes : 1, 1);
-	c.p = calloc(1, sizeof(*c.p));
-	if (!c.used || !c.p) {
-		e = fail_at(err, FLEET_E_NOMEM, NULL, "out of memory");
-		goto done;
-	}
-	if (reach(&c, 1, &root->start_mark, &root) == FLEET_OK)
-		e = walk(&c, root);
+	struct pctx c = {.y = &y, .p = calloc(1, sizeof(*c.p))};
+	if (!c.p)
+		e = fleet_yaml_fail(&y, FLEET_E_NOMEM, NULL, "out of memory");
 	else
-		e = FLEET_E_MALFORMED;
-done:
+		e = walk(&c, y.root);
 	if (e == FLEET_OK) {
 		*out = c.p;
 		c.p = NULL;
+	} else {
+		copy_error(err, &ye);
 	}
 	fleet_profile_free(c.p);
-	free(c.used);
-	yaml_document_delete(&doc);
-	yaml_parser_delete(&parser);
+	fleet_yaml_free(&y);
 	return e;
 }
 
@@ -550,9 +438,9 @@ fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
 		memset(err, 0, sizeof(*err));
 	fleet_err e = fb_read_file(&b, path, FLEET_PROFILE_MAX_SIZE);
 	if (e == FLEET_E_TOO_LARGE)
-		fail_at(err, e, NULL, "profile is over %u bytes", FLEET_PROFILE_MAX_SIZE);
+		no_place(err, "profile is over %u bytes", FLEET_PROFILE_MAX_SIZE);
 	else if (e)
-		fail_at(err, e, NULL, "cannot read the profile: %s", strerror(errno));
+		no_place(err, "cannot read the profile: %s", strerror(errno));
 	else
 		e = fleet_profile_parse(b.data, b.len, out, err);
 	fb_free(&b);

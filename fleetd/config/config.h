@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleetd/config/yaml_strict.h"
+#include "lib/yaml_strict.h"
 #include "lib/fleet_err.h"
 
 #define FLEET_CONFIG_DEFAULT_PATH "/etc/fleetd/fleetd.yaml"

@@ -27,7 +27,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "fleetd/config/yaml_strict.h"
+#include "lib/yaml_strict.h"
 #include "fleetd/inventory/inventory.h"
 #include "lib/fleet_err.h"
 

@@ -1,14 +1,14 @@
 /*
- * yaml_strict.c: strict YAML for fleetd's own files (see yaml_strict.h).
+ * yaml_strict.c: strict YAML for the files fleetd reads (see yaml_strict.h).
  */
-#include "fleetd/config/yaml_strict.h"
+#include "lib/yaml_strict.h"
 
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-static const char *printable(const yaml_node_t *n, char out[48])
+const char *fleet_yaml_printable(const yaml_node_t *n, char out[48])
 {
 	size_t len = n->type == YAML_SCALAR_NODE ? n->data.scalar.length : 0, i;
 	for (i = 0; i < len && i < 40; i++) {
@@ -140,6 +140,8 @@ fleet_err fleet_yaml_reach(struct fleet_yaml *y, int idx, const yaml_mark_t *fro
 	const char *want = n->type == YAML_SCALAR_NODE     ? YAML_DEFAULT_SCALAR_TAG
 			   : n->type == YAML_SEQUENCE_NODE ? YAML_DEFAULT_SEQUENCE_TAG
 							   : YAML_DEFAULT_MAPPING_TAG;
+	/* An explicit tag (!!int, !!binary, !custom) changes what a value means
+	 * to other YAML readers; these files have one meaning only. */
 	if (!n->tag || strcmp((const char *)n->tag, want) != 0)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, &n->start_mark,
 				       "explicit YAML tags are not allowed");
@@ -192,7 +194,7 @@ fleet_err fleet_yaml_keys(struct fleet_yaml *y, const yaml_node_t *map, const ch
 		char pb[48];
 		if (k == n_known)
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &key->start_mark,
-					       "unknown key '%s'", printable(key, pb));
+					       "unknown key '%s'", fleet_yaml_printable(key, pb));
 		if (vals[k])
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &key->start_mark,
 					       "duplicate key '%s'", known[k]);

@@ -1,15 +1,15 @@
 /*
- * yaml_strict.h: the strict YAML reading fleetd's own files share (the
- * daemon's configuration and the nodes file).
+ * yaml_strict.h: the strict YAML reading every YAML file fleetd reads
+ * shares: the daemon's configuration and the nodes file (fleetd/), the
+ * boot-policy profiles (policy/profile.c).
  *
- * The same rules as policy/profile.c, in one place for fleetd/: one
- * document only, a size cap before parsing, every node reached once (so
+ * One document only, a size cap before parsing, every node reached once (so
  * aliases are refused), no explicit tags, every mapping's keys known and
  * none twice. Every refusal names a 1-based line and column and never
  * quotes more than a short, printable rendering of the input.
  */
-#ifndef FLEETD_YAML_STRICT_H
-#define FLEETD_YAML_STRICT_H
+#ifndef FLEET_YAML_STRICT_H
+#define FLEET_YAML_STRICT_H
 
 #include <stdbool.h>
 #include <stddef.h>
@@ -37,7 +37,9 @@ struct fleet_yaml {
 };
 
 /* Parse buf (at most max bytes) as exactly one YAML document with a root
- * node. On failure y needs no fleet_yaml_free. */
+ * node. On failure y needs no fleet_yaml_free. Of the refusals here, only
+ * "%s is empty" (no document at all) is FLEET_E_MALFORMED with line 0: a
+ * caller that words that case its own way can tell it by that. */
 fleet_err fleet_yaml_load(struct fleet_yaml *y, const uint8_t *buf, size_t len, size_t max,
 			  const char *what, struct fleet_yaml_error *err);
 void fleet_yaml_free(struct fleet_yaml *y);
@@ -74,6 +76,10 @@ fleet_err fleet_yaml_bool(struct fleet_yaml *y, const yaml_node_t *n, const char
  * reads 010 as octal), no underscores or exponents. */
 fleet_err fleet_yaml_uint(struct fleet_yaml *y, const yaml_node_t *n, const char *what,
 			  uint64_t min, uint64_t max, uint64_t *out);
+
+/* A scalar from the file, made safe to print: at most 40 bytes, anything
+ * outside printable ASCII shown as '?' ("" for a non-scalar). */
+const char *fleet_yaml_printable(const yaml_node_t *n, char out[48]);
 
 /* True when n is a scalar equal to s. */
 bool fleet_yaml_is(const yaml_node_t *n, const char *s);
