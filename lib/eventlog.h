@@ -198,6 +198,10 @@ char *fleet_evlog_replay_json_str(const struct fleet_pcr_replay *r,
  * applications, firmware blobs and the like measure other bytes.
  */
 fleet_err fleet_evlog_event_data_matches(const struct fleet_evlog_event *ev);
+/* The same for one bank: what a verifier needs when the quote binds only
+ * that bank (the others are the machine's word whatever they hold).
+ * FLEET_E_NOT_FOUND when the event has no digest in alg. */
+fleet_err fleet_evlog_event_data_matches_bank(const struct fleet_evlog_event *ev, uint16_t alg);
 /* True for types whose digest the PFP defines as the hash of the event
  * data: EV_SEPARATOR, EV_ACTION, EV_S_CRTM_VERSION, EV_EFI_ACTION,
  * EV_EFI_GPT_EVENT, EV_EFI_VARIABLE_DRIVER_CONFIG, EV_EFI_VARIABLE_BOOT,

@@ -165,32 +165,48 @@ bool fleet_evlog_type_binds_data(uint32_t type)
 	}
 }
 
+/* One digest against the event's data (or, for EV_EFI_VARIABLE_BOOT, the
+ * variable's data alone: firmware may measure only the EFI_LOAD_OPTION).
+ * FLEET_E_UNSUPPORTED when the bank cannot be computed here. */
+static fleet_err digest_matches(const struct fleet_evlog_event *ev,
+				const struct fleet_evlog_digest *d)
+{
+	uint8_t h[FLEET_DIGEST_MAX];
+	if (fleet_hash_alg_size(d->alg) != d->size ||
+	    fleet_hash(d->alg, ev->data_len ? ev->data : (const uint8_t *)"", ev->data_len, h) !=
+		    FLEET_OK)
+		return FLEET_E_UNSUPPORTED;
+	if (memcmp(h, d->bytes, d->size) == 0)
+		return FLEET_OK;
+	struct fleet_efi_var var;
+	if (ev->type == FLEET_EV_EFI_VARIABLE_BOOT && fleet_evlog_efi_variable(ev, &var) == FLEET_OK &&
+	    fleet_hash(d->alg, var.data_len ? var.data : (const uint8_t *)"", (size_t)var.data_len,
+		       h) == FLEET_OK &&
+	    memcmp(h, d->bytes, d->size) == 0)
+		return FLEET_OK;
+	return FLEET_E_VERIFY;
+}
+
 fleet_err fleet_evlog_event_data_matches(const struct fleet_evlog_event *ev)
 {
 	if (!ev || (ev->data_len > 0 && !ev->data))
 		return FLEET_E_INVALID_ARG;
-	/* EV_EFI_VARIABLE_BOOT may measure only the variable's data (the
-	 * EFI_LOAD_OPTION), so that part is a second acceptable preimage. */
-	struct fleet_efi_var var;
-	int var_data = ev->type == FLEET_EV_EFI_VARIABLE_BOOT &&
-		       fleet_evlog_efi_variable(ev, &var) == FLEET_OK;
 	uint32_t checked = 0;
 	for (uint32_t i = 0; i < ev->n_digests && i < FLEET_EVLOG_MAX_BANKS; i++) {
-		const struct fleet_evlog_digest *d = &ev->digests[i];
-		uint8_t h[FLEET_DIGEST_MAX];
-		if (fleet_hash_alg_size(d->alg) != d->size ||
-		    fleet_hash(d->alg, ev->data_len ? ev->data : (const uint8_t *)"", ev->data_len,
-			       h) != FLEET_OK)
+		fleet_err e = digest_matches(ev, &ev->digests[i]);
+		if (e == FLEET_E_UNSUPPORTED)
 			continue; /* a bank we cannot compute proves nothing either way */
+		if (e != FLEET_OK)
+			return e;
 		checked++;
-		if (memcmp(h, d->bytes, d->size) == 0)
-			continue;
-		if (var_data &&
-		    fleet_hash(d->alg, var.data_len ? var.data : (const uint8_t *)"",
-			       (size_t)var.data_len, h) == FLEET_OK &&
-		    memcmp(h, d->bytes, d->size) == 0)
-			continue;
-		return FLEET_E_VERIFY;
 	}
 	return checked ? FLEET_OK : FLEET_E_UNSUPPORTED;
+}
+
+fleet_err fleet_evlog_event_data_matches_bank(const struct fleet_evlog_event *ev, uint16_t alg)
+{
+	if (!ev || (ev->data_len > 0 && !ev->data))
+		return FLEET_E_INVALID_ARG;
+	const struct fleet_evlog_digest *d = fleet_evlog_event_digest(ev, alg);
+	return d ? digest_matches(ev, d) : FLEET_E_NOT_FOUND;
 }

@@ -45,9 +45,11 @@ static const char *hx(const uint8_t *d, size_t n, char out[2 * FLEET_DIGEST_MAX 
  * digests; a check that reads the data (a separator's value, SecureBoot's
  * byte) must first know the data is what was hashed, or a log could carry
  * the digest of 00 beside data that says 01. One rule, in lib/. */
-static bool digest_covers_data(const struct fleet_evlog_event *ev)
+static bool digest_covers_data(const struct fleet_evlog_event *ev, uint16_t bank)
 {
-	return fleet_evlog_event_data_matches(ev) == FLEET_OK;
+	/* The quoted bank is the one the TPM bound; the log's other banks
+	 * are its own word, so proving them would prove nothing more. */
+	return fleet_evlog_event_data_matches_bank(ev, bank) == FLEET_OK;
 }
 
 struct state {
@@ -171,7 +173,7 @@ static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
 		    ev->offset, ev->data_len);
 		return;
 	}
-	if (!digest_covers_data(ev)) {
+	if (!digest_covers_data(ev, s->p->bank)) {
 		add(s->v, "separator-malformed",
 		    "PCR %u: separator at byte %zu: its %s digest is not the hash of its data",
 		    ev->pcr, ev->offset, fleet_hash_alg_name(s->p->bank));
@@ -206,24 +208,27 @@ static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
  */
 
 /* A separator: type EV_SEPARATOR with proven data 00000000 or ffffffff. */
-static bool is_separator(const struct fleet_evlog_event *ev)
+static bool is_separator(const struct fleet_evlog_event *ev, uint16_t bank)
 {
 	static const uint8_t ok[4] = {0, 0, 0, 0}, err[4] = {0xff, 0xff, 0xff, 0xff};
 	return ev->type == FLEET_EV_SEPARATOR && ev->data_len == 4 &&
-	       (!memcmp(ev->data, ok, 4) || !memcmp(ev->data, err, 4)) && digest_covers_data(ev);
+	       (!memcmp(ev->data, ok, 4) || !memcmp(ev->data, err, 4)) && digest_covers_data(ev, bank);
 }
 
 /* The SecureBoot variable, recognised by its proven data (GUID and name are
  * inside it), never by the event's type. *value: 0/1, or -1 when the data
  * is not a single byte 00 or 01. */
-static bool is_secure_boot(const struct fleet_evlog_event *ev, int *value)
+static bool is_secure_boot(const struct fleet_evlog_event *ev, uint16_t bank, int *value)
 {
 	struct fleet_efi_var var;
 	char guid[37];
-	if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK || !digest_covers_data(ev))
+	if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK)
 		return false;
 	fleet_efi_guid_str(var.guid, guid);
-	if (strcmp(guid, efi_global_guid) || strcmp(var.name, "SecureBoot"))
+	/* Name first (cheap), proof second: an unproven look-alike is no
+	 * SecureBoot measurement, and the caller refuses it as unreadable. */
+	if (strcmp(guid, efi_global_guid) || strcmp(var.name, "SecureBoot") ||
+	    !digest_covers_data(ev, bank))
 		return false;
 	*value = var.data_len == 1 && var.data[0] <= 1 ? var.data[0] : -1;
 	return true;
@@ -232,10 +237,10 @@ static bool is_secure_boot(const struct fleet_evlog_event *ev, int *value)
 /* An EFI action whose proven data is short printable text. Code measured
  * into PCR 4 is a PE image's Authenticode digest; no PE image is 128
  * printable bytes, so this cannot hide a boot application. */
-static bool is_efi_action_text(const struct fleet_evlog_event *ev)
+static bool is_efi_action_text(const struct fleet_evlog_event *ev, uint16_t bank)
 {
 	if (ev->type != FLEET_EV_EFI_ACTION || ev->data_len == 0 || ev->data_len > 128 ||
-	    !digest_covers_data(ev))
+	    !digest_covers_data(ev, bank))
 		return false;
 	for (uint32_t i = 0; i < ev->data_len; i++)
 		if (ev->data[i] < 0x20 || ev->data[i] > 0x7e)
@@ -291,11 +296,11 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 		if (ev->type == FLEET_EV_SEPARATOR) {
 			/* The first proven one is the boundary; any other is
 			 * judged by check_separators (malformed fails there). */
-			if (!separated && is_separator(ev))
+			if (!separated && is_separator(ev, p->bank))
 				separated = true;
 			continue;
 		}
-		if (is_secure_boot(ev, &value)) {
+		if (is_secure_boot(ev, p->bank, &value)) {
 			/* Measured again after the separator can only be a later
 			 * extend by whatever booted: never the firmware's word. */
 			if (separated)
@@ -309,7 +314,8 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 			 * variables, each over its own data. Anything else there
 			 * is an event we cannot read, so cannot judge. */
 			struct fleet_efi_var var;
-			if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK || !digest_covers_data(ev))
+			if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK ||
+			    !digest_covers_data(ev, p->bank))
 				add(s->v, "event-data-mismatch",
 				    "PCR 7: event at byte %zu before the separator is not a "
 				    "configuration variable measured over its data",
@@ -374,11 +380,11 @@ static void check_pcr4(struct state *s)
 		if (ev->type == FLEET_EV_SEPARATOR) {
 			/* An unproven separator fails in check_separators; it
 			 * does not mark the boundary here. */
-			if (is_separator(ev))
+			if (is_separator(ev, p->bank))
 				separated = true;
 			continue;
 		}
-		if (is_efi_action_text(ev))
+		if (is_efi_action_text(ev, p->bank))
 			continue;
 		const uint8_t *d = bank_digest(s, ev);
 		if (!d)

@@ -689,7 +689,23 @@ static void test_data_matches_digest(void **state)
 	struct fleet_evlog_event ev = log->events[3];
 	ev.type = FLEET_EV_EFI_VARIABLE_BOOT2;
 	assert_int_equal(fleet_evlog_event_data_matches(&ev), FLEET_E_VERIFY);
+	/* One bank at a time: the honest event's sha256 proves it; make the
+	 * sha1 digest lie and the sha256 still does, while all-banks fails. */
+	ev = log->events[1];
+	assert_int_equal(fleet_evlog_event_data_matches_bank(&ev, FLEET_ALG_SHA256), FLEET_OK);
+	for (uint32_t k = 0; k < ev.n_digests; k++)
+		if (ev.digests[k].alg == FLEET_ALG_SHA1)
+			ev.digests[k].bytes[0] ^= 1;
+	assert_int_equal(fleet_evlog_event_data_matches_bank(&ev, FLEET_ALG_SHA1), FLEET_E_VERIFY);
+	assert_int_equal(fleet_evlog_event_data_matches_bank(&ev, FLEET_ALG_SHA256), FLEET_OK);
+	assert_int_equal(fleet_evlog_event_data_matches(&ev), FLEET_E_VERIFY);
+	assert_int_equal(fleet_evlog_event_data_matches_bank(&ev, FLEET_ALG_SHA384),
+			 FLEET_E_NOT_FOUND);
+	assert_int_equal(fleet_evlog_event_data_matches_bank(&log->events[2], FLEET_ALG_SHA256),
+			 FLEET_E_VERIFY);
+	ev = log->events[3];
 	/* A digest in no bank fleetd can compute proves nothing. */
+	ev.type = FLEET_EV_EFI_VARIABLE_BOOT2;
 	ev.n_digests = 1;
 	ev.digests[0].alg = 0x0099;
 	assert_int_equal(fleet_evlog_event_data_matches(&ev), FLEET_E_UNSUPPORTED);
