@@ -10,6 +10,7 @@
 #include <limits.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -510,4 +511,20 @@ void fleet_store_close(struct fleet_store *st)
 const char *fleet_store_errmsg(const struct fleet_store *st)
 {
 	return st ? st->msg : "";
+}
+
+void *st_grow(struct fleet_store *st, void *v, size_t *cap, size_t elem)
+{
+	size_t ncap = *cap ? *cap * 2 : 16;
+	if (ncap < *cap || ncap > SIZE_MAX / elem) {
+		st_fail(st, FLEET_STORE_E_NOMEM, "result too large");
+		return NULL;
+	}
+	void *nv = realloc(v, ncap * elem);
+	if (!nv) {
+		st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+		return NULL;
+	}
+	*cap = ncap;
+	return nv;
 }

@@ -284,14 +284,12 @@ enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 16;
-			struct fleet_store_device *nv = realloc(v, ncap * sizeof(*nv));
+			struct fleet_store_device *nv = st_grow(st, v, &cap, sizeof(*nv));
 			if (!nv) {
-				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				e = FLEET_STORE_E_NOMEM;
 				goto out;
 			}
 			v = nv;
-			cap = ncap;
 		}
 		if (!read_device(s, &v[cnt++])) {
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");

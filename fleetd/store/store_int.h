@@ -36,4 +36,10 @@ int st_bind_hash(sqlite3_stmt *s, int i, const char *h);
  * CORRUPT. */
 bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap);
 
+/* Room for one more row of a list result: the array doubles when full
+ * (first 16 rows), the count and capacity stay the caller's. Returns the
+ * array (perhaps moved), or NULL with FLEET_STORE_E_NOMEM said in the
+ * store's message, leaving the old array for the caller to free. */
+void *st_grow(struct fleet_store *st, void *v, size_t *cap, size_t elem);
+
 #endif

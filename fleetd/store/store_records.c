@@ -272,14 +272,12 @@ enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const 
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
-			size_t ncap = cap ? cap * 2 : 8;
-			struct fleet_store_cert *nv = realloc(v, ncap * sizeof(*nv));
+			struct fleet_store_cert *nv = st_grow(st, v, &cap, sizeof(*nv));
 			if (!nv) {
-				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				e = FLEET_STORE_E_NOMEM;
 				goto out;
 			}
 			v = nv;
-			cap = ncap;
 		}
 		struct fleet_store_cert *c = &v[cnt++];
 		memset(c, 0, sizeof(*c));
