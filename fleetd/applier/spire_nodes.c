@@ -29,39 +29,6 @@ static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
 	return FLEET_E_MALFORMED;
 }
 
-int sn_name_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n == 0 || n > SN_NAME_MAX)
-		return 0;
-	/* A SPIFFE path segment and an entry-ID suffix: no '/', no "." or
-	 * "..", nothing a shell or a log would read twice. */
-	if (!((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
-	      (s[0] >= '0' && s[0] <= '9')))
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
-		      c == '-' || c == '_' || c == '.'))
-			return 0;
-	}
-	return 1;
-}
-
-int sn_trust_domain_ok(const char *s)
-{
-	/* The SPIFFE ID standard: lowercase letters, digits, '.', '-', '_'. */
-	size_t n = strlen(s);
-	if (n == 0 || n > SN_TD_MAX)
-		return 0;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-		      c == '_'))
-			return 0;
-	}
-	return 1;
-}
 
 static int two(const char *p, int lo, int hi)
 {
@@ -136,7 +103,7 @@ static fleet_err get_device(json_t *o, int revoked, size_t idx, struct sn_device
 	if (e)
 		return e;
 	if (!get_str(json_object_get(o, "name"), d->name, sizeof(d->name)) ||
-	    !sn_name_ok(d->name))
+	    !fleet_spire_name_ok(d->name))
 		return refuse(why, whylen, "%s.name must be 1 to %d letters, digits, '.', '-' or "
 			      "'_', starting with a letter or digit", where, SN_NAME_MAX);
 	if (!get_str(json_object_get(o, "ek_hash"), d->ek_hash, sizeof(d->ek_hash)) ||
@@ -298,7 +265,7 @@ fleet_err sn_parse(const uint8_t *buf, size_t len, struct sn_file *out, char *wh
 		goto out;
 	}
 	if (!get_str(json_object_get(root, "trust_domain"), out->trust_domain,
-		     sizeof(out->trust_domain)) || !sn_trust_domain_ok(out->trust_domain)) {
+		     sizeof(out->trust_domain)) || !fleet_spire_trust_domain_ok(out->trust_domain)) {
 		refuse(why, whylen, "trust_domain must be 1 to %d lowercase letters, digits, "
 		       "'.', '-' or '_' (a SPIFFE trust domain name)", SN_TD_MAX);
 		goto out;

@@ -17,14 +17,15 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "fleetd/spire/spire_nodes.h"
 #include "lib/fleet_err.h"
 
 #define SN_VERSION 1
 #define SN_MAX_FILE (4u * 1024 * 1024) /* bytes */
 #define SN_MAX_DEVICES 4096            /* per list */
 #define SN_MAX_LDEVID 16               /* fingerprints per device */
-#define SN_NAME_MAX 63
-#define SN_TD_MAX 255
+#define SN_NAME_MAX FLEET_SPIRE_NAME_MAX
+#define SN_TD_MAX FLEET_SPIRE_TRUST_DOMAIN_MAX
 
 struct sn_device {
 	char name[SN_NAME_MAX + 1];
@@ -51,9 +52,9 @@ fleet_err sn_parse(const uint8_t *buf, size_t len, struct sn_file *out, char *wh
 		   size_t whylen);
 void sn_free(struct sn_file *f);
 
-/* The rules the parser applies, for the config and plan code to share. */
-int sn_name_ok(const char *s);
-int sn_trust_domain_ok(const char *s);
+/* The name and trust-domain rules are the writer's own, one definition for
+ * both sides of the handoff: fleet_spire_name_ok and
+ * fleet_spire_trust_domain_ok (fleetd/spire/spire_nodes.h). */
 
 /* The eligible device with this name, or NULL. */
 const struct sn_device *sn_find_eligible(const struct sn_file *f, const char *name);

@@ -6,6 +6,7 @@
  * key is one line (plus its line in docs/configuration.md).
  */
 #include "fleetd/config/config.h"
+#include "fleetd/spire/spire_nodes.h"
 #include "lib/attest_wire.h"
 
 #include <arpa/inet.h>
@@ -254,11 +255,9 @@ static fleet_err get_value(struct cctx *x, const struct key *k, yaml_node_t *v,
 			x->has_author = true;
 			x->author_mark = v->start_mark;
 		}
-		/* SPIFFE trust domain names: lowercase letters, digits, '.',
-		 * '-', '_' (SPIFFE-ID spec 2.1); anything else would make an
-		 * ID no SPIRE server accepts. */
-		if (dst == x->c->spire_trust_domain &&
-		    strspn(dst, "abcdefghijklmnopqrstuvwxyz0123456789.-_") != strlen(dst))
+		/* The same rule the spire-nodes.json writer and the applier
+		 * apply (one definition, fleetd/spire/spire_nodes.h). */
+		if (dst == x->c->spire_trust_domain && !fleet_spire_trust_domain_ok(dst))
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
 					       "spire.trust_domain may hold only a-z, 0-9, '.', "
 					       "'-' and '_'");

@@ -18,7 +18,7 @@
 
 static void check_device(const struct sn_device *d, int revoked)
 {
-	if (!sn_name_ok(d->name) || !fleet_hex_is_lower(d->ek_hash, 64) ||
+	if (!fleet_spire_name_ok(d->name) || !fleet_hex_is_lower(d->ek_hash, 64) ||
 	    (d->ek_hash_ecc[0] && !fleet_hex_is_lower(d->ek_hash_ecc, 64)) ||
 	    d->n_ldevid > SN_MAX_LDEVID || (revoked && strlen(d->not_after) != 20) ||
 	    (!revoked && d->not_after[0]))
@@ -38,7 +38,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		return 0;
 	}
-	if (!sn_trust_domain_ok(f.trust_domain) || f.serial < 0 ||
+	if (!fleet_spire_trust_domain_ok(f.trust_domain) || f.serial < 0 ||
 	    f.n_eligible > SN_MAX_DEVICES || f.n_revoked > SN_MAX_DEVICES)
 		abort();
 	for (size_t i = 0; i < f.n_eligible; i++) {
