@@ -91,14 +91,50 @@ struct daemon {
 	struct fleet_http *http;
 };
 
-/* The pass's session reaper: the admission's, with a journal line. */
+/* The pass's part of session upkeep: the main loop ends sessions every
+ * second (fleet_admission_reap), so the pass reaps what is left and
+ * forgets revoked provisional certificates past their notAfter. */
 static size_t reap_sessions(void *ctx)
 {
 	size_t n = fleet_admission_reap(ctx);
-	if (n)
-		fleet_log(LOG_INFO, "sessions-reaped", NULL, 0, "%zu expired session%s dropped", n,
-			  n == 1 ? "" : "s");
+	fleet_admission_prune(ctx);
 	return n;
+}
+
+/* Start-up, before anything is served: sessions live in memory, so every
+ * certificate a lost session was issued provisionally is revoked; and
+ * verdicts.jsonl is caught up with the store (verdict_log.h). */
+static int recover_state(struct daemon *d)
+{
+	char err[256], sha1s[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t n = 0, appended = 0;
+	bool ahead = false;
+	enum fleet_store_err se = fleet_store_provisional_revoke(d->store, NULL, "fleetd-restart",
+								 time(NULL), sha1s, &n);
+	if (se != FLEET_STORE_OK) {
+		startup_failed("store: revoking the certificates of sessions lost at the last "
+			       "stop: %s", fleet_store_errmsg(d->store));
+		return -1;
+	}
+	if (n)
+		fleet_log(LOG_NOTICE, "provisional-revoked", FLEET_LOG_FIELDS({"FLEET_REASON",
+									       "fleetd-restart"}),
+			  "%zu provisional certificate%s of sessions lost at the last stop revoked",
+			  n, n == 1 ? "" : "s");
+	if (fleet_vlog_reconcile(d->vlog, d->store, &appended, &ahead, err, sizeof(err)) !=
+	    FLEET_OK) {
+		startup_failed("verdicts.jsonl: catching up with the store: %s", err);
+		return -1;
+	}
+	if (appended)
+		fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
+			  "%zu verdict%s the store holds appended to verdicts.jsonl (lost at the "
+			  "last stop)", appended, appended == 1 ? "" : "s");
+	if (ahead)
+		fleet_log(LOG_WARNING, "verdicts-ahead", NULL, 0,
+			  "verdicts.jsonl holds verdicts newer than the store's newest: was the "
+			  "store restored from an older copy?");
+	return 0;
 }
 
 /* The NetBox token: the file's one line, surrounding white space removed. */
@@ -190,6 +226,8 @@ static int open_all(struct daemon *d)
 		startup_failed("verdict log in %s: %s", d->cfg.state_dir, err);
 		return -1;
 	}
+	if (recover_state(d) != 0)
+		return -1;
 	if (open_inventory(d) != 0)
 		return -1;
 	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
@@ -261,7 +299,8 @@ static void close_all(struct daemon *d)
 static int route_intake(void *ctx, const struct fleet_http_request *req,
 			struct fleet_http_reply *reply)
 {
-	return fleet_admission_intake(ctx, req->body, req->body_len, &reply->body, &reply->reason);
+	return fleet_admission_intake(ctx, req->peer, req->body, req->body_len, &reply->body,
+				      &reply->reason);
 }
 
 static int route_answer(void *ctx, const struct fleet_http_request *req,
@@ -332,17 +371,23 @@ static int setup_signals(int pipefd[2])
 	return 0;
 }
 
-/* Until a stop signal: the watchdog, and a pass at start and then every
- * pass interval (fleetd/pass/pass.h). */
+/* Until a stop signal: the watchdog, sessions ended as they expire (every
+ * second), and a pass at start and then every pass interval
+ * (fleetd/pass/pass.h). */
 static void serve(struct daemon *d, int wake_read)
 {
 	struct fleet_sdnotify sd;
 	fleet_sd_init(&sd);
 	const uint64_t pass_usec = (uint64_t)d->cfg.pass_interval_seconds * 1000000u;
 	uint64_t next_pass = fleet_sd_now_usec(); /* the first pass right away */
+	uint64_t next_reap = next_pass;
 	while (!stop_signal) {
 		uint64_t now = fleet_sd_now_usec();
 		uint64_t wd = fleet_sd_watchdog_tick(&sd, now, true);
+		if (now >= next_reap) {
+			fleet_admission_reap(d->adm);
+			next_reap = now + 1000000u;
+		}
 		if (now >= next_pass) {
 			fleet_pass_run(d->pass, time(NULL));
 			next_pass = fleet_sd_now_usec() + pass_usec;
@@ -350,6 +395,8 @@ static void serve(struct daemon *d, int wake_read)
 		uint64_t wait = next_pass > now ? next_pass - now : 0;
 		if (wd < wait)
 			wait = wd;
+		if (next_reap > now && next_reap - now < wait)
+			wait = next_reap - now;
 		int timeout_ms = wait / 1000 > 60000 ? 60000 : (int)(wait / 1000) + 1;
 		struct pollfd p = {.fd = wake_read, .events = POLLIN};
 		if (poll(&p, 1, timeout_ms) > 0) {

@@ -129,7 +129,14 @@ fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
  * Round 1, part 2: a fresh session id, nonce and one secret per EK, each
  * wrapped (MakeCredential) to its EK and bound to the AK's name; the PCR
  * selection is the profile's. Sets state CHALLENGED and the deadline.
+ *
+ * env->profile NULL makes a proof-only session (a machine fleetd has no
+ * class for yet, whose pending claim must record only what a TPM proved):
+ * the selection is FLEET_ATTEST_PROOF_ONLY_SELECTION, and its answer
+ * proves possession of the EKs and the AK's signature over the nonce, and
+ * judges nothing: the verdict is not a pass and no certificate can follow.
  */
+#define FLEET_ATTEST_PROOF_ONLY_SELECTION "sha256:0"
 fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
 				 const struct fleet_wire_intake *in, struct fleet_attest_session *s,
 				 struct fleet_wire_intake_reply *out);

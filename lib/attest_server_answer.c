@@ -106,7 +106,7 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 	if (!reason)
 		reason = &dummy;
 	*reason = NULL;
-	if (!env || !env->profile || !s || !in || !verdict)
+	if (!env || !s || !in || !verdict)
 		return FLEET_E_INVALID_ARG;
 	memset(verdict, 0, sizeof(*verdict));
 
@@ -152,8 +152,10 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 	if ((e = fleet_quote_verify(&q, NULL, reason)) != FLEET_OK)
 		return e;
 
-	/* Authenticated from here on: the TPM's evidence becomes a verdict. */
-	if ((e = judge(env, s, in, verdict)) != FLEET_OK)
+	/* Authenticated from here on: the TPM's evidence becomes a verdict.
+	 * Without a profile nothing is judged: the verdict stays "no pass"
+	 * (no reasons), so such a session can never be issued certificates. */
+	if (env->profile && (e = judge(env, s, in, verdict)) != FLEET_OK)
 		return e;
 	s->verdict_pass = verdict->pass;
 	s->state = FLEET_SESSION_VERIFIED;

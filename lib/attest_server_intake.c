@@ -292,7 +292,7 @@ fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
 	unsigned ttl;
 	fleet_err e;
 
-	if (!env || !env->profile || !in || !s || !out)
+	if (!env || !in || !s || !out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
 	/* Only a session intake filled, for this intake, and only once. */
@@ -300,9 +300,16 @@ fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
 	    s->has_ecc != in->ek_ecc.present)
 		return FLEET_E_INVALID_ARG;
 	ttl = env->challenge_ttl_s ? env->challenge_ttl_s : 300;
-	if ((e = render_selection(env->profile, out->pcr_selection,
-				  sizeof(out->pcr_selection))) != FLEET_OK ||
-	    (e = fleet_pcr_selection_parse(out->pcr_selection, &s->selection)) != FLEET_OK)
+	/* Without a profile (a machine fleetd cannot judge yet: a pending
+	 * claim) the quote proves only that the AK signed this nonce; one PCR
+	 * keeps it small, and nothing about the boot is judged. */
+	if (!env->profile)
+		snprintf(out->pcr_selection, sizeof(out->pcr_selection), "%s",
+			 FLEET_ATTEST_PROOF_ONLY_SELECTION);
+	else if ((e = render_selection(env->profile, out->pcr_selection,
+				       sizeof(out->pcr_selection))) != FLEET_OK)
+		goto fail;
+	if ((e = fleet_pcr_selection_parse(out->pcr_selection, &s->selection)) != FLEET_OK)
 		goto fail;
 	if ((e = fleet_tpm_name(&s->ak.publicArea, name, sizeof(name), &name_len)) != FLEET_OK)
 		goto fail;

@@ -15,11 +15,14 @@
 #include "fleetd/obs/journal.h"
 
 static const char *const intake_results[] = {"challenge", "pending", "refused", "unavailable",
-					     "full", "error", NULL};
-static const char *const round_results[] = {"admitted",  "confirmed",   "refused",
+					     "full", "busy", "error", NULL};
+static const char *const round_results[] = {"admitted",  "confirmed",   "refused", "pending",
 					    "auth-failure", "unavailable", "session-unknown",
 					    "busy",      "error",       NULL};
 static const char *const verdict_results[] = {"pass", "fail", NULL};
+static const char *const unproven_reasons[] = {ADM_UNPROVEN_INTAKE, ADM_UNPROVEN_CAPS,
+					       ADM_UNPROVEN_BUDGET, ADM_UNPROVEN_ANSWER,
+					       ADM_UNPROVEN_CONFIRM, NULL};
 
 time_t adm_now(const struct fleet_admission *a)
 {
@@ -87,14 +90,14 @@ void adm_session_hex(const uint8_t id[FLEET_WIRE_ID_LEN], char out[65])
 	out[64] = '\0';
 }
 
-void adm_log(int priority, const char *event, const struct adm_logf *f, const char *fmt, ...)
+static void adm_vlog(int priority, const char *event, const struct adm_logf *f, const char *fmt,
+		     va_list ap) __attribute__((format(printf, 4, 0)));
+static void adm_vlog(int priority, const char *event, const struct adm_logf *f, const char *fmt,
+		     va_list ap)
 {
 	char msg[512], serial[FLEET_LOG_CLAIMED_BUF], device[FLEET_LOG_CLAIMED_BUF];
 	char status[FLEET_LOG_CLAIMED_BUF], detail[600];
-	va_list ap;
-	va_start(ap, fmt);
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	va_end(ap);
 	fleet_log(priority, event,
 		  FLEET_LOG_FIELDS(
 			  {"FLEET_SERIAL", f->claimed_serial ? fleet_log_claimed(f->claimed_serial,
@@ -123,6 +126,25 @@ void adm_log(int priority, const char *event, const struct adm_logf *f, const ch
 		  "%s", msg);
 }
 
+void adm_log(int priority, const char *event, const struct adm_logf *f, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	adm_vlog(priority, event, f, fmt, ap);
+	va_end(ap);
+}
+
+void adm_log_limited(struct fleet_admission *a, const char *key, int priority, const char *event,
+		     const struct adm_logf *f, const char *fmt, ...)
+{
+	if (!fleet_log_limit_admit(a->limit, key, adm_now(a)))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	adm_vlog(priority, event, f, fmt, ap);
+	va_end(ap);
+}
+
 void adm_store_lock(struct fleet_admission *a)
 {
 	pthread_mutex_lock(&a->store_mu);
@@ -136,7 +158,7 @@ void adm_store_unlock(struct fleet_admission *a)
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons)
 {
-	char sid[65], err[256];
+	char sid[65];
 	const char *device = e->snap.name[0] ? e->snap.name : NULL;
 	adm_session_hex(e->s.id, sid);
 	struct fleet_store_verdict_in v = {
@@ -153,12 +175,12 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 	};
 	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device, .session = sid,
 			      .ek_hash = e->s.ek_hash, .ek_hash_ecc = e->s.ek_hash_ecc};
+	int64_t id = 0;
 	adm_store_lock(a);
-	enum fleet_store_err se = fleet_store_verdict_insert(a->d.store, &v, NULL);
-	if (se != FLEET_STORE_OK)
-		lf.detail = fleet_store_errmsg(a->d.store);
-	/* the message is copied by the journal before the lock is let go */
+	enum fleet_store_err se = fleet_store_verdict_insert(a->d.store, &v, &id);
 	if (se != FLEET_STORE_OK) {
+		/* the message is copied by the journal before the lock is let go */
+		lf.detail = fleet_store_errmsg(a->d.store);
 		lf.reason = fleet_store_err_str(se);
 		adm_count(a->m.store_errors, NULL);
 		adm_log(LOG_ERR, "verdict-store-failed", &lf,
@@ -168,11 +190,22 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 	adm_store_unlock(a);
 	if (se != FLEET_STORE_OK)
 		return -1;
+	adm_vlog_append(a, id, e, pass, reasons, n_reasons);
+	return 0;
+}
+
+void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
+		     bool pass, const char *const *reasons, size_t n_reasons)
+{
+	char sid[65], err[256];
+	const char *device = e->snap.name[0] ? e->snap.name : NULL;
+	adm_session_hex(e->s.id, sid);
 	adm_count(a->m.verdicts, pass ? "pass" : "fail");
 	struct fleet_vlog_record r = {
-		.time = v.time,
+		.id = id,
+		.time = adm_now(a),
 		.device = device,
-		.serial = v.serial,
+		.serial = e->snap.serial[0] ? e->snap.serial : e->s.serial,
 		.session = sid,
 		.pass = pass,
 		.reasons = reasons,
@@ -181,12 +214,50 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 		.ek_hash_ecc = e->s.ek_hash_ecc,
 	};
 	if (fleet_vlog_append(a->d.verdicts, &r, err, sizeof(err)) != FLEET_OK) {
+		struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device,
+				      .session = sid, .detail = err};
 		adm_count(a->m.verdict_log_errors, NULL);
-		lf.detail = err;
 		adm_log(LOG_ERR, "verdict-log-failed", &lf,
-			"verdicts.jsonl append failed; the verdict is in the store");
+			"verdicts.jsonl append failed; the verdict is in the store, and the next "
+			"start appends it");
 	}
-	return 0;
+}
+
+bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, const char *why)
+{
+	char sid[65], sha1s[FLEET_STORE_REVOKE_SHA1S][41], list[FLEET_STORE_REVOKE_SHA1S * 41 + 1];
+	size_t n = 0;
+	adm_lookup_forget(&a->lookup, e->s.serial);
+	if (!e->lak_sha1[0] && !e->ldevid_sha1[0])
+		return true; /* nothing was issued */
+	adm_session_hex(e->s.id, sid);
+	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = e->snap.name,
+			      .session = sid, .reason = why, .ek_hash = e->s.ek_hash,
+			      .ek_hash_ecc = e->s.ek_hash_ecc};
+	adm_store_lock(a);
+	enum fleet_store_err se =
+		fleet_store_provisional_revoke(a->d.store, sid, why, adm_now(a), sha1s, &n);
+	if (se != FLEET_STORE_OK) {
+		lf.detail = fleet_store_errmsg(a->d.store);
+		adm_count(a->m.store_errors, NULL);
+		adm_log(LOG_ERR, "provisional-revoke-failed", &lf,
+			"the session's provisional certificates could not be marked revoked (%s); "
+			"the next start revokes them", fleet_store_err_str(se));
+	}
+	adm_store_unlock(a);
+	if (se != FLEET_STORE_OK)
+		return false;
+	list[0] = '\0';
+	for (size_t i = 0, o = 0; i < n && i < FLEET_STORE_REVOKE_SHA1S; i++)
+		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? " " : "", sha1s[i]);
+	lf.detail = list;
+	if (n)
+		fleet_metric_add(a->m.revoked, n);
+	adm_log(LOG_NOTICE, "provisional-revoked", &lf,
+		"the session ended without an admission (%s): %zu provisional certificate%s "
+		"revoked, nothing else of it was recorded",
+		why, n, n == 1 ? "" : "s");
+	return true;
 }
 
 static bool same_str(const char *x, const char *y)
@@ -278,6 +349,13 @@ static fleet_err register_metrics(struct fleet_admission *a, char *err, size_t e
 		     NULL, &a->m.verdict_log_errors, err, errlen)) ||
 	    (e = reg(m, C, "fleetd_sessions_reaped_total", "Expired sessions dropped.", NULL,
 		     NULL, &a->m.reaped, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_unproven_total",
+		     "Requests that proved nothing, by class; counted, journaled only as the "
+		     "first of their kind in a window.", "reason", unproven_reasons,
+		     &a->m.unproven, err, errlen)) ||
+	    (e = reg(m, C, "fleetd_provisional_revoked_total",
+		     "Certificates issued at an answer whose session ended without an admission.",
+		     NULL, NULL, &a->m.revoked, err, errlen)) ||
 	    (e = reg(m, FLEET_METRIC_GAUGE, "fleetd_open_sessions",
 		     "Attestation sessions open now (intakes deciding included).", NULL, NULL,
 		     &a->m.open_sessions, err, errlen)))
@@ -344,6 +422,16 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 		e = FLEET_E_NOMEM;
 		goto fail;
 	}
+	if (adm_lookup_init(&a->lookup, deps->inventory,
+			    deps->config->inventory_lookups_per_second,
+			    deps->config->inventory_lookup_cache_ms) != 0 ||
+	    !(a->limit = fleet_log_limit_new(ADM_LOG_WINDOW_S, ADM_LOG_KEYS))) {
+		adm_lookup_destroy(&a->lookup);
+		adm_sessions_destroy(&a->sessions);
+		snprintf(err, errlen, "admission: out of memory");
+		e = FLEET_E_NOMEM;
+		goto fail;
+	}
 	*out = a;
 	return FLEET_OK;
 fail:
@@ -359,16 +447,48 @@ void fleet_admission_free(struct fleet_admission *a)
 	if (!a)
 		return;
 	adm_sessions_destroy(&a->sessions);
+	adm_lookup_destroy(&a->lookup);
+	if (a->limit) {
+		fleet_log_limit_flush(a->limit, adm_now(a) + ADM_LOG_WINDOW_S + 1);
+		fleet_log_limit_free(a->limit);
+	}
 	for (size_t i = 0; i < a->n_classes; i++)
 		fleet_profile_free(a->classes[i].profile);
 	pthread_mutex_destroy(&a->store_mu);
 	free(a);
 }
 
+static void reaped(void *ctx, struct adm_session *e, const char *why)
+{
+	(void)adm_session_ended(ctx, e, why);
+}
+
 size_t fleet_admission_reap(struct fleet_admission *a)
 {
-	size_t n = adm_sessions_reap(&a->sessions, adm_now(a));
+	size_t n = adm_sessions_reap(&a->sessions, adm_now(a), reaped, a);
 	if (n)
 		fleet_metric_add(a->m.reaped, n);
+	fleet_log_limit_flush(a->limit, adm_now(a));
+	return n;
+}
+
+void fleet_admission_prune(struct fleet_admission *a)
+{
+	size_t n = 0;
+	adm_store_lock(a);
+	if (fleet_store_provisional_prune(a->d.store, adm_now(a), &n) != FLEET_STORE_OK) {
+		struct adm_logf lf = {.detail = fleet_store_errmsg(a->d.store)};
+		adm_count(a->m.store_errors, NULL);
+		adm_log(LOG_ERR, "provisional-prune-failed", &lf,
+			"old revoked provisional certificates could not be removed");
+	}
+	adm_store_unlock(a);
+}
+
+unsigned long fleet_admission_inventory_lookups(struct fleet_admission *a)
+{
+	pthread_mutex_lock(&a->lookup.mu);
+	unsigned long n = a->lookup.requests;
+	pthread_mutex_unlock(&a->lookup.mu);
 	return n;
 }

@@ -11,17 +11,29 @@
  * The rules, in the order they apply (spec 004, "Check the machine"; each
  * has a test in tests/e2e/test_admission.c):
  *
+ * Every request that proves nothing (an intake, an answer or confirm that
+ * fails its proof) is counted (fleetd_unproven_total{reason} and the round
+ * counters) and journaled only as the first of its kind in a window
+ * (adm_log_limited: keys of stable reasons and inventory names, never a
+ * claimed value); it writes nothing to the store and ends no session.
+ *
  * Intake
  *  I1  Malformed or oversized bodies are the HTTP layer's: 4xx, counted,
  *      not journaled. Claimed fields are sanitised (fleet_log_claimed)
  *      before any log line holds them.
- *  I2  An open (unexpired) session for the same serial: refused
- *      ("session-open"); the open session is untouched (trust rule 4).
- *      At most max_open_sessions sessions: 503, nothing recorded.
- *  I3  Inventory lookup by serial. UNAVAILABLE or INVALID: 503, no claim,
- *      no verdict, nothing quarantined. AMBIGUOUS: refused
- *      ("serial-ambiguous"), journaled. NOT_FOUND: a pending claim
- *      (fleet_store_claim_upsert, reason unknown-serial) and "pending".
+ *  I2  Sessions of the same serial are left as they are: this intake opens
+ *      a parallel challenge (sessions.h), replacing only an unproven one of
+ *      its own source address. At most ADM_SESSIONS_PER_SERIAL per serial
+ *      and ADM_SESSIONS_PER_PEER unproven per source ("session-open" /
+ *      "session-peer": 503, the machine retries), max_open_sessions in all
+ *      (503). An unproven session ends sessions.answer_seconds after its
+ *      intake.
+ *  I3  Inventory lookup by serial, bounded (lookup.h: coalesced, cached a
+ *      moment, a fleet-wide budget: 503 past it). UNAVAILABLE or INVALID:
+ *      503, no claim, no verdict, nothing quarantined. AMBIGUOUS: refused
+ *      ("serial-ambiguous"), journaled. NOT_FOUND: a proof-only challenge;
+ *      the pending claim (reason unknown-serial) is written at the answer,
+ *      once the TPM proved its EKs, never for an intake alone.
  *  I4  The class's profile (config class -> profile); none: refused
  *      ("class-unknown"), journaled.
  *  I5  The intake's own proofs (fleet_attest_intake): EK chains, EK key
@@ -29,8 +41,7 @@
  *      journaled, counted; no verdict (nothing is TPM-authenticated yet).
  *      These run first, before I2 and I3: they need nothing remote, so
  *      an intake that proves nothing costs no inventory request and never
- *      holds its serial's place in the session table, and a pending claim
- *      records only EK hashes whose certificates chain to the roots.
+ *      holds its serial's place in the session table.
  *  I6  Required declarations: class, install_disk, install_disk_serial,
  *      bmc_type, tpm_version, amt, secure_boot_expected, expected_port and
  *      the primary address must all be set ("declaration-missing"); the
@@ -39,7 +50,8 @@
  *  I7  Status planned (first admission):
  *      - the binding: approved_ek_hash must be set, and approved_ek_hash_ecc
  *        must be set exactly when the machine has an ECC EK; a missing
- *        binding is a pending claim (reason no-binding), no access;
+ *        binding is a proof-only challenge and, once proven, a pending
+ *        claim (reason no-binding), no access;
  *      - every presented EK hash must equal its approved one; a different
  *        EK is refused ("ek-not-approved"), journaled, and the binding is
  *        left untouched;
@@ -60,10 +72,14 @@
  *      device id, name, status and the binding snapshot read here.
  *
  * Answer
- *  A1  Unknown or expired session id: refused, no verdict.
+ *  A1  Unknown, expired or superseded session id: refused, no verdict.
  *  A2  fleet_attest_answer: FLEET_E_VERIFY (not TPM-authenticated):
  *      refused, counted, journaled as an authentication failure, NO
  *      verdict, nothing quarantined, the session unchanged.
+ *      Authenticated: this session is proven and every other session of
+ *      the serial ends (the machine's latest proof wins; their provisional
+ *      certificates are revoked). A proof-only session records the pending
+ *      claim with the proven EK hashes and answers "pending".
  *  A3  Authenticated and the profile refuses: a failed verdict (store +
  *      verdicts.jsonl, with reasons and EK hashes), journaled; "refused".
  *  A4  Authenticated and the profile passes: read the device and the
@@ -72,18 +88,26 @@
  *      change id) must equal the intake's snapshot, else refused
  *      ("binding-changed"), journaled, no certificates; so must the
  *      device's serial, name and status ("device-changed").
- *  A5  Issue both certificates (fleet_attest_issue), record them and the
- *      admission in the store (the store refuses to rebind a serial), write
- *      ek_hash/ek_hash_ecc to the inventory (fleetd writes only those two
- *      and status), a passing verdict; "admitted" with the certificates.
- *      An inventory write failure after issuing is journaled and retried by
- *      the next pass; the store is the authority, not NetBox.
+ *  A5  Issue both certificates (fleet_attest_issue) PROVISIONALLY: they are
+ *      recorded under the session (fleet_store_provisional_issue, one
+ *      transaction) and belong to no device; the device is not admitted,
+ *      its EKs are not recorded, no passing verdict is written, SPIRE lists
+ *      neither. "admitted" with the certificates. A session that ends any
+ *      other way than C2 (refused or unauthenticated confirm and its
+ *      deadline, superseded, reaped, a restart) revokes them, and the
+ *      journal names them.
  *
  * Confirm
  *  C1  fleet_attest_confirm (the LDevID's signature over the issued
  *      certificates); a failure: refused, session unchanged.
- *  C2  Read the binding again (as A4); unchanged: the device is admitted
- *      (store state admitted), "confirmed". The session closes.
+ *  C2  Read the binding again (as A4). Changed: the provisional
+ *      certificates are revoked, nothing else was ever recorded; refused.
+ *      Unchanged: ONE transaction (fleet_store_admit) admits the device
+ *      (row, never rebinding a serial), makes the certificates its own and
+ *      writes the passing verdict; then verdicts.jsonl, then
+ *      ek_hash/ek_hash_ecc to the inventory (fleetd writes only those two
+ *      and status; a failure is journaled, the store is the authority);
+ *      "confirmed". The session closes.
  */
 #ifndef FLEET_ADMISSION_H
 #define FLEET_ADMISSION_H
@@ -125,19 +149,29 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 void fleet_admission_free(struct fleet_admission *a);
 
 /* The three rounds: body in, HTTP status and JSON reply out (appended to
- * reply). Thread-safe: the HTTP server may call them concurrently. For a
+ * reply); peer is the client's numeric address. Thread-safe: the HTTP server may call them concurrently. For a
  * 4xx (a body that does not decode), *reject is the reason
  * fleetd_http_rejected_total counts it under (fleetd/http/server.h:
  * malformed-json, malformed-message, unsupported-version,
  * field-too-large); NULL otherwise. */
-int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_t len,
-			   struct fleet_buf *reply, const char **reject);
+int fleet_admission_intake(struct fleet_admission *a, const char *peer, const uint8_t *body,
+			   size_t len, struct fleet_buf *reply, const char **reject);
 int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_t len,
 			   struct fleet_buf *reply, const char **reject);
 int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size_t len,
 			    struct fleet_buf *reply, const char **reject);
 
-/* Drop expired sessions (the pass calls it). Returns how many. */
+/* End sessions past their deadline, past their answer window while
+ * unproven, or superseded, revoking what they were issued; flush the
+ * journal limiter's summaries. The daemon calls it every second. Returns
+ * how many sessions ended. */
 size_t fleet_admission_reap(struct fleet_admission *a);
+
+/* Forget revoked provisional certificates past their notAfter (the pass
+ * calls it; journaled on failure). */
+void fleet_admission_prune(struct fleet_admission *a);
+
+/* Inventory lookups intake has made (lookup.h), for tests and metrics. */
+unsigned long fleet_admission_inventory_lookups(struct fleet_admission *a);
 
 #endif

@@ -80,15 +80,21 @@ static int find_session(struct fleet_admission *a, struct fleet_metric *counter,
 	}
 }
 
-/* A2 / C1: the request is not proven to come from the challenged TPM. */
-static int auth_failure(struct round *r, const char *reason, struct fleet_buf *reply)
+/* A2 / C1: the request is not proven to come from the challenged TPM. It
+ * proves nothing, so it is counted, and journaled as the first of its
+ * reason in the window. */
+static int auth_failure(struct round *r, const char *unproven, const char *reason,
+			struct fleet_buf *reply)
 {
+	char key[96];
 	r->lf.reason = reason ? reason : "unauthenticated";
+	snprintf(key, sizeof(key), "auth-failure/%s", r->lf.reason);
 	adm_count(r->a->m.auth_failures, NULL);
+	adm_count(r->a->m.unproven, unproven);
 	adm_count(r->counter, "auth-failure");
-	adm_log(LOG_WARNING, "auth-failure", &r->lf,
-		"not proven to come from the challenged TPM: no verdict, the session is "
-		"left as it was");
+	adm_log_limited(r->a, key, LOG_WARNING, "auth-failure", &r->lf,
+			"not proven to come from the challenged TPM: no verdict, the session is "
+			"left as it was");
 	round_keep(r);
 	return adm_reply_status(reply, "refused");
 }
@@ -130,89 +136,94 @@ static int check_again(struct round *r, struct fleet_buf *reply)
 	}
 }
 
-static void revoke_issued(struct round *r)
+/* The session ends here without an admission: what it was issued is
+ * revoked (adm_session_ended journals exactly which), then it closes. */
+static void round_end(struct round *r, const char *why)
 {
-	struct fleet_admission *a = r->a;
-	const char *sha1s[2] = {r->e->lak_sha1, r->e->ldevid_sha1};
-	adm_store_lock(a);
-	for (size_t i = 0; i < 2; i++) {
-		if (!sha1s[i][0])
-			continue;
-		enum fleet_store_err se = fleet_store_cert_revoke(a->d.store, sha1s[i], adm_now(a));
-		if (se != FLEET_STORE_OK) {
-			adm_count(a->m.store_errors, NULL);
-			r->lf.detail = sha1s[i];
-			adm_log(LOG_ERR, "cert-revoke-failed", &r->lf,
-				"an issued certificate could not be marked revoked (%s)",
-				fleet_store_err_str(se));
-		}
-	}
-	adm_store_unlock(a);
+	(void)adm_session_ended(r->a, r->e, why);
+	round_close(r);
 }
 
-/* A5, the store's part: the admission, both certificates and the passing
- * verdict. Returns 0, or the status of a failure (the session kept). */
-static int record_admission(struct round *r, const struct fleet_wire_verdict *v,
-			    struct fleet_buf *reply)
+/* A2, proven, for a proof-only session: the pending claim, with the EK
+ * hashes the TPM just proved. Claims grant nothing; they show an operator
+ * which machines wait, with which EKs. */
+static int record_claim(struct round *r, struct fleet_buf *reply)
 {
 	struct fleet_admission *a = r->a;
-	const struct adm_snapshot *snap = &r->e->snap;
-	time_t now = adm_now(a);
-	enum fleet_store_err se;
-	char lak[41] = "", ldevid[41] = "", why[256] = "";
-
+	const char *serial = r->e->snap.serial[0] ? r->e->snap.serial : r->e->s.serial;
+	char why[256] = "";
 	adm_store_lock(a);
-	se = fleet_store_device_record_admission(a->d.store, snap->name, snap->serial,
-						 snap->device_id, r->s.ek_hash, r->s.ek_hash_ecc,
-						 now);
-	if (se == FLEET_STORE_OK)
-		se = fleet_store_cert_insert(a->d.store, snap->name, FLEET_STORE_CERT_LAK,
-					     v->lak_cert.data, v->lak_cert.len, now, lak);
-	if (se == FLEET_STORE_OK)
-		se = fleet_store_cert_insert(a->d.store, snap->name, FLEET_STORE_CERT_LDEVID,
-					     v->ldevid_cert.data, v->ldevid_cert.len, now, ldevid);
-	if (se != FLEET_STORE_OK) {
-		/* copied: the handle's message is only stable under the lock */
+	enum fleet_store_err se = fleet_store_claim_upsert(a->d.store, serial, r->e->claim_reason,
+							   r->s.ek_hash, r->s.ek_hash_ecc,
+							   adm_now(a));
+	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
-		r->lf.detail = why;
-		r->lf.reason = fleet_store_err_str(se);
-		if (lak[0])
-			(void)fleet_store_cert_revoke(a->d.store, lak, now);
-	}
 	adm_store_unlock(a);
-
-	if (se == FLEET_STORE_E_EK_MISMATCH || se == FLEET_STORE_E_CONFLICT) {
-		/* The store never rebinds a serial, nor renames a device. */
-		r->lf.reason = se == FLEET_STORE_E_EK_MISMATCH ? "ek-mismatch" : "name-conflict";
-		adm_count(r->counter, "refused");
-		adm_log(LOG_WARNING, "admission-refused", &r->lf,
-			"the store holds this device with other EKs or another name: refused, "
-			"no certificates");
-		round_close(r);
-		return adm_reply_status(reply, "refused");
+	r->lf.reason = r->e->claim_reason;
+	r->lf.detail = why;
+	if (se == FLEET_STORE_OK) {
+		adm_count(r->counter, "pending");
+		adm_log(LOG_NOTICE, "intake-pending", &r->lf,
+			"the TPM proved its EKs; no decision: pending claim recorded (%s)",
+			r->e->claim_reason);
+	} else {
+		adm_log(LOG_ERR, "claim-store-failed", &r->lf,
+			"the pending claim could not be recorded (%s)", fleet_store_err_str(se));
 	}
+	/* The secrets are spent: the machine starts again with an intake. */
+	adm_lookup_forget(&a->lookup, r->e->s.serial);
+	round_close(r);
+	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO) {
+		adm_count(a->m.store_errors, NULL);
+		adm_count(r->counter, "unavailable");
+		return 503;
+	}
+	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_FULL)
+		adm_count(a->m.store_errors, NULL);
+	/* A full claims table still answers "pending": the machine has no
+	 * decision either way, and the journal says the claim was not kept. */
+	return adm_reply_status(reply, "pending");
+}
+
+/* A5, the store's part: both certificates, provisionally, in one
+ * transaction. Returns 0, or the status of a failure (the session kept:
+ * nothing was recorded and nothing sent, so the answer may come again). */
+static int record_provisional(struct round *r, const struct fleet_wire_verdict *v)
+{
+	struct fleet_admission *a = r->a;
+	char lak[41] = "", ldevid[41] = "", why[256] = "";
+	struct fleet_store_issue_in in = {
+		.session = r->sid,
+		.serial = r->e->snap.serial,
+		.device = r->e->snap.name,
+		.lak_der = v->lak_cert.data,
+		.lak_len = v->lak_cert.len,
+		.ldevid_der = v->ldevid_cert.data,
+		.ldevid_len = v->ldevid_cert.len,
+		.now = adm_now(a),
+	};
+	adm_store_lock(a);
+	enum fleet_store_err se = fleet_store_provisional_issue(a->d.store, &in, lak, ldevid);
+	if (se != FLEET_STORE_OK)
+		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
+	adm_store_unlock(a);
 	if (se != FLEET_STORE_OK) {
+		r->lf.reason = fleet_store_err_str(se);
+		r->lf.detail = why;
 		adm_count(a->m.store_errors, NULL);
 		adm_count(r->counter, "unavailable");
 		adm_log(LOG_ERR, "admission-store-failed", &r->lf,
-			"the admission could not be recorded: no certificates sent, the session "
-			"is left as it was");
+			"the certificates could not be recorded: none sent, the session is left "
+			"as it was");
 		round_keep(r);
 		return 503;
 	}
 	memcpy(r->e->lak_sha1, lak, sizeof(lak));
 	memcpy(r->e->ldevid_sha1, ldevid, sizeof(ldevid));
-	if (adm_record_verdict(a, r->e, true, NULL, 0) != 0) {
-		revoke_issued(r);
-		r->e->lak_sha1[0] = r->e->ldevid_sha1[0] = '\0';
-		adm_count(r->counter, "unavailable");
-		round_keep(r);
-		return 503;
-	}
 	return 0;
 }
 
-/* A5, the inventory's part: what the pass proved, for the owner and SPIRE.
+/* C2, the inventory's part: what the pass proved, for the owner and SPIRE.
  * It authorizes nothing; a failure is journaled and the store stays the
  * authority. */
 static void write_inventory(struct round *r)
@@ -231,7 +242,7 @@ static void write_inventory(struct round *r)
 		r->lf.detail = err;
 		adm_log(LOG_ERR, "inventory-write-failed", &r->lf,
 			"ek_hash/ek_hash_ecc could not be written to the inventory; the store "
-			"holds them and the next pass writes them");
+			"holds them");
 	}
 }
 
@@ -251,6 +262,7 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	*reject = NULL;
 	memset(&ec, 0, sizeof(ec));
 	memset(&v, 0, sizeof(v));
+	memset(&verdict, 0, sizeof(verdict));
 	fleet_err fe = fleet_wire_answer_decode(body, len, &in, &ec);
 	if (fe != FLEET_OK) {
 		fleet_wire_answer_free(&in);
@@ -264,11 +276,23 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	/* A2 */
 	fe = fleet_attest_answer(&env, &r.s, &in, &verdict, &why);
 	if (fe != FLEET_OK && (fe == FLEET_E_VERIFY || why)) {
-		status = auth_failure(&r, why, reply);
+		status = auth_failure(&r, ADM_UNPROVEN_ANSWER, why, reply);
 		goto out;
 	}
 	if (fe != FLEET_OK) {
 		status = internal_error(&r, "judging the answer", fe);
+		goto out;
+	}
+	/* TPM-authenticated: this machine's latest proof wins. The other
+	 * sessions of its serial (forgeries, or its own earlier tries) end,
+	 * and the reaper revokes whatever they were issued. */
+	size_t superseded = adm_sessions_prove(&a->sessions, r.e);
+	if (superseded)
+		adm_log(LOG_INFO, "sessions-superseded", &r.lf,
+			"the TPM proved this session: %zu other session%s of the serial end",
+			superseded, superseded == 1 ? "" : "s");
+	if (r.e->claim) {
+		status = record_claim(&r, reply);
 		goto out;
 	}
 
@@ -289,7 +313,7 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 			"the TPM proved its boot and the profile refuses it (%zu reason%s): "
 			"failed verdict written",
 			n + verdict.n_dropped, n + verdict.n_dropped == 1 ? "" : "s");
-		round_close(&r);
+		round_end(&r, "verdict-failed");
 		status = adm_reply_status(reply, "refused");
 		goto out;
 	}
@@ -297,26 +321,28 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	/* A4 */
 	if ((status = check_again(&r, reply)) != 0) {
 		if (status < 0) {
-			round_close(&r);
+			round_end(&r, r.lf.reason);
 			status = adm_reply_status(reply, "refused");
 		}
 		goto out;
 	}
 
-	/* A5 */
+	/* A5: provisional until C2. */
 	fe = fleet_attest_issue(&env, &r.s, r.e->snap.name, &v);
 	if (fe != FLEET_OK) {
 		status = internal_error(&r, "issuing the certificates", fe);
 		goto out;
 	}
-	if ((status = record_admission(&r, &v, reply)) != 0)
+	if ((status = record_provisional(&r, &v)) != 0)
 		goto out;
-	write_inventory(&r);
 	fe = fleet_wire_verdict_encode(&v, reply);
 	if (fe != FLEET_OK) {
-		revoke_issued(&r);
-		r.e->lak_sha1[0] = r.e->ldevid_sha1[0] = '\0';
-		status = internal_error(&r, "encoding the verdict", fe);
+		/* Nothing left fleetd: revoke the rows at once. */
+		adm_count(r.counter, "error");
+		adm_log(LOG_ERR, "admission-error", &r.lf, "encoding the verdict failed: %s",
+			fleet_err_str(fe));
+		round_end(&r, "internal-error");
+		status = 500;
 		goto out;
 	}
 	r.e->s = r.s; /* commit: ISSUED, awaiting confirm */
@@ -325,7 +351,8 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	r.lf.ldevid_sha1 = r.e->ldevid_sha1;
 	adm_count(r.counter, "admitted");
 	adm_log(LOG_NOTICE, "certificates-issued", &r.lf,
-		"boot verified, binding unchanged: LAK and LDevID certificates issued");
+		"boot verified, binding unchanged: LAK and LDevID certificates issued, "
+		"provisional until the device confirms");
 	adm_sessions_release(&a->sessions, r.e);
 	fleet_attest_session_wipe(&r.s);
 	status = 200;
@@ -334,6 +361,56 @@ out:
 	fleet_wire_verdict_free(&v);
 	fleet_wire_answer_free(&in);
 	return status;
+}
+
+/* C2: the admission, in one transaction. Returns 0, or the status of the
+ * reply written (the session kept or ended as the outcome says). */
+static int admit(struct round *r, struct fleet_buf *reply)
+{
+	struct fleet_admission *a = r->a;
+	const struct adm_snapshot *snap = &r->e->snap;
+	char why[256] = "";
+	int64_t verdict_id = 0;
+	struct fleet_store_admit_in in = {
+		.session = r->sid,
+		.device = snap->name,
+		.serial = snap->serial,
+		.inventory_id = snap->device_id,
+		.ek_hash = r->s.ek_hash,
+		.ek_hash_ecc = r->s.ek_hash_ecc,
+		.may_create = r->e->first_admission,
+		.now = adm_now(a),
+	};
+	adm_store_lock(a);
+	enum fleet_store_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
+	if (se != FLEET_STORE_OK)
+		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
+	adm_store_unlock(a);
+	if (se == FLEET_STORE_OK) {
+		adm_vlog_append(a, verdict_id, r->e, true, NULL, 0);
+		return 0;
+	}
+	r->lf.detail = why;
+	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO || se == FLEET_STORE_E_NOMEM) {
+		r->lf.reason = fleet_store_err_str(se);
+		adm_count(a->m.store_errors, NULL);
+		adm_count(r->counter, "unavailable");
+		adm_log(LOG_ERR, "confirm-store-failed", &r->lf,
+			"the admission could not be recorded; the session is left as it was");
+		round_keep(r);
+		return 503;
+	}
+	/* The store never rebinds a serial, nor renames a device; a device
+	 * past planned must be one it admitted; and the session's
+	 * certificates must still be there, unrevoked. */
+	r->lf.reason = se == FLEET_STORE_E_EK_MISMATCH ? "ek-mismatch"
+		       : se == FLEET_STORE_E_NOT_FOUND ? "ek-not-recorded"
+						       : "store-conflict";
+	adm_count(r->counter, "refused");
+	adm_log(LOG_WARNING, "admission-refused", &r->lf,
+		"the store refuses this admission: refused, the certificates revoked");
+	round_end(r, r->lf.reason);
+	return adm_reply_status(reply, "refused");
 }
 
 int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size_t len,
@@ -362,7 +439,7 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	/* C1 */
 	fe = fleet_attest_confirm(&env, &r.s, &in, &why);
 	if (fe != FLEET_OK && (fe == FLEET_E_VERIFY || why)) {
-		status = auth_failure(&r, why, reply);
+		status = auth_failure(&r, ADM_UNPROVEN_CONFIRM, why, reply);
 		goto out;
 	}
 	if (fe != FLEET_OK) {
@@ -373,43 +450,34 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	/* C2 */
 	if ((status = check_again(&r, reply)) != 0) {
 		if (status < 0) {
-			revoke_issued(&r);
-			round_close(&r);
+			round_end(&r, r.lf.reason);
 			status = adm_reply_status(reply, "refused");
 		}
 		goto out;
 	}
-	adm_store_lock(a);
-	enum fleet_store_err se = fleet_store_device_touch(a->d.store, r.e->snap.name, adm_now(a));
-	if (se == FLEET_STORE_OK && r.e->first_admission)
-		se = fleet_store_device_set_state(a->d.store, r.e->snap.name,
-						  FLEET_STORE_STATE_ADMITTED);
-	if (se != FLEET_STORE_OK) {
-		r.lf.reason = fleet_store_err_str(se);
-		r.lf.detail = fleet_store_errmsg(a->d.store);
-		adm_count(a->m.store_errors, NULL);
-		adm_log(LOG_ERR, "confirm-store-failed", &r.lf,
-			"the confirmation could not be recorded; the session is left as it was");
-	}
-	adm_store_unlock(a);
-	if (se != FLEET_STORE_OK) {
-		adm_count(r.counter, "unavailable");
-		round_keep(&r);
-		status = 503;
+	if ((status = admit(&r, reply)) != 0)
 		goto out;
-	}
+	write_inventory(&r);
 	struct fleet_wire_confirm_reply cr;
 	memset(&cr, 0, sizeof(cr));
 	cr.status = FLEET_WIRE_CONFIRMED;
 	if ((fe = fleet_wire_confirm_reply_encode(&cr, reply)) != FLEET_OK) {
-		status = internal_error(&r, "encoding the confirmation", fe);
+		/* Admitted already (the store says so); the machine's retry of
+		 * the confirm finds no session and starts again. */
+		adm_count(r.counter, "error");
+		adm_log(LOG_ERR, "admission-error", &r.lf, "encoding the confirmation failed: %s",
+			fleet_err_str(fe));
+		round_close(&r);
+		status = 500;
 		goto out;
 	}
 	r.lf.reason = NULL;
 	r.lf.detail = NULL;
+	r.lf.ldevid_sha1 = r.e->ldevid_sha1;
 	adm_count(r.counter, "confirmed");
 	adm_log(LOG_NOTICE, "device-admitted", &r.lf,
 		"confirmation signed by the LDevID key, binding unchanged: admitted");
+	adm_lookup_forget(&a->lookup, r.e->s.serial);
 	round_close(&r);
 	status = 200;
 out:

@@ -11,9 +11,14 @@
 #include <time.h>
 
 #include "fleetd/admission/admission.h"
+#include "fleetd/admission/lookup.h"
 #include "fleetd/admission/sessions.h"
+#include "fleetd/obs/log_limit.h"
 #include "policy/evaluate.h"
 #include "policy/profile.h"
+
+#define ADM_LOG_WINDOW_S 60 /* the journal limiter's window */
+#define ADM_LOG_KEYS 1024    /* kinds it tracks at once */
 
 struct adm_class {
 	const char *name; /* the config's class name */
@@ -23,6 +28,10 @@ struct adm_class {
 struct fleet_admission {
 	struct fleet_admission_deps d;
 	struct adm_sessions sessions;
+	struct adm_lookup lookup;
+	/* Journal lines of requests that prove nothing: the first of each
+	 * kind in full, the rest counted (fleetd/obs/log_limit.h). */
+	struct fleet_log_limit *limit;
 	/* The store handle is used by one thread at a time (store.h). */
 	pthread_mutex_t store_mu;
 	size_t n_classes;
@@ -39,6 +48,8 @@ struct fleet_admission {
 		struct fleet_metric *verdict_log_errors;
 		struct fleet_metric *open_sessions;
 		struct fleet_metric *reaped;
+		struct fleet_metric *unproven; /* fleetd_unproven_total{reason} */
+		struct fleet_metric *revoked;  /* fleetd_provisional_revoked_total */
 	} m;
 };
 
@@ -77,6 +88,28 @@ struct adm_logf {
 };
 void adm_log(int priority, const char *event, const struct adm_logf *f, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
+/* adm_log for what a request that proves nothing caused: journaled when
+ * key's window admits it (the first of its kind), else only counted by the
+ * limiter. key is made of stable reasons and inventory names, never of a
+ * claimed value. */
+void adm_log_limited(struct fleet_admission *a, const char *key, int priority, const char *event,
+		     const struct adm_logf *f, const char *fmt, ...)
+	__attribute__((format(printf, 6, 7)));
+
+/* Classes of requests that proved nothing, counted in
+ * fleetd_unproven_total{reason}. */
+#define ADM_UNPROVEN_INTAKE "intake-proof"    /* I5 failed */
+#define ADM_UNPROVEN_CAPS "session-caps"      /* per-serial or per-source cap */
+#define ADM_UNPROVEN_BUDGET "lookup-budget"   /* the inventory budget said no */
+#define ADM_UNPROVEN_ANSWER "answer-proof"    /* A2 failed */
+#define ADM_UNPROVEN_CONFIRM "confirm-proof"  /* C1 failed */
+
+/* A session ends other than by its confirm: its provisional certificates
+ * (if it was issued any) are revoked with why, and the journal names
+ * them; the inventory lookup cache forgets its serial. Store lock taken
+ * here. Returns false when the store could not revoke (journaled and
+ * counted; start-up revokes whatever is left). */
+bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, const char *why);
 
 /* Store calls go through the admission's store lock. */
 void adm_store_lock(struct fleet_admission *a);
@@ -90,6 +123,10 @@ void adm_store_unlock(struct fleet_admission *a);
  */
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons);
+/* The verdicts.jsonl line of a verdict the store holds as id (a failed
+ * append is journaled and counted; start-up reconciles it). */
+void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
+		     bool pass, const char *const *reasons, size_t n_reasons);
 
 enum adm_reread {
 	ADM_REREAD_SAME = 0,

@@ -24,12 +24,28 @@ struct intake {
 	struct adm_logf lf;
 };
 
+/* The limiter's key for what this intake caused: the reason, and the
+ * inventory's device name once there is one (never the claimed serial: an
+ * attacker varies that at will). */
+static void key_of(const struct intake *t, const char *what, const char *reason, char *key,
+		   size_t cap)
+{
+	snprintf(key, cap, "%s/%s%s%s", what, reason, t->lf.device ? "/" : "",
+		 t->lf.device ? t->lf.device : "");
+}
+
+/* A refusal. An intake proves nothing, so the journal holds the first of
+ * each kind per window (per device once the inventory named one: the spec
+ * journals a port mismatch or an unexpected boot, and one device's line
+ * cannot hide another's), the counters every one. */
 static int refuse(struct intake *t, const char *reason, struct fleet_buf *reply,
 		  const char *fmt, const char *detail)
 {
+	char key[256];
 	t->lf.reason = reason;
 	t->lf.detail = detail;
-	adm_log(LOG_WARNING, "intake-refused", &t->lf, "%s", fmt);
+	key_of(t, "intake-refused", reason, key, sizeof(key));
+	adm_log_limited(t->a, key, LOG_WARNING, "intake-refused", &t->lf, "%s", fmt);
 	adm_count(t->a->m.intake, "refused");
 	return adm_reply_status(reply, "refused");
 }
@@ -38,42 +54,35 @@ static int unavailable(struct intake *t, const char *what, const char *err)
 {
 	t->lf.reason = "inventory-unavailable";
 	t->lf.detail = err;
-	adm_log(LOG_WARNING, "intake-unavailable", &t->lf,
-		"%s did not answer; the machine will retry, nothing is recorded", what);
+	adm_log_limited(t->a, "intake-unavailable", LOG_WARNING, "intake-unavailable", &t->lf,
+			"%s did not answer; the machine will retry, nothing is recorded", what);
 	adm_count(t->a->m.intake, "unavailable");
 	return 503;
 }
 
-/* I3 / I7: a pending claim. Claims grant nothing; they show an operator
- * which machines are waiting and with which (chain-checked) EKs. */
-static int pending(struct intake *t, const char *serial, const char *why,
+/* Not now, for reasons that say nothing about the machine: 503, retried. */
+static int busy(struct intake *t, const char *unproven, const char *reason)
+{
+	char key[64];
+	t->lf.reason = reason;
+	snprintf(key, sizeof(key), "intake-busy/%s", reason);
+	adm_log_limited(t->a, key, LOG_NOTICE, "intake-busy", &t->lf,
+			"not now (%s): the machine retries; nothing is recorded", reason);
+	adm_count(t->a->m.unproven, unproven);
+	adm_count(t->a->m.intake, "busy");
+	return 503;
+}
+
+static int challenge(struct intake *t, const struct fleet_profile *profile,
+		     const struct adm_snapshot *snap, const char *claim, struct fleet_buf *reply);
+
+/* I3 / I7: no decision can be made for this machine, and an intake alone
+ * proves nothing: challenge it without a profile, and let the answer write
+ * the pending claim once its TPM proved the EKs (admission_answer.c). */
+static int pending(struct intake *t, const struct adm_snapshot *snap, const char *why,
 		   struct fleet_buf *reply)
 {
-	struct fleet_admission *a = t->a;
-	adm_store_lock(a);
-	enum fleet_store_err se = fleet_store_claim_upsert(a->d.store, serial, why, t->s.ek_hash,
-							   t->s.ek_hash_ecc, adm_now(a));
-	if (se != FLEET_STORE_OK)
-		t->lf.detail = fleet_store_errmsg(a->d.store);
-	t->lf.reason = why;
-	if (se == FLEET_STORE_OK)
-		adm_log(LOG_NOTICE, "intake-pending", &t->lf,
-			"no decision: pending claim recorded (%s)", why);
-	else
-		adm_log(LOG_ERR, "claim-store-failed", &t->lf,
-			"the pending claim could not be recorded (%s)", fleet_store_err_str(se));
-	adm_store_unlock(a);
-	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO) {
-		adm_count(a->m.store_errors, NULL);
-		adm_count(a->m.intake, "unavailable");
-		return 503;
-	}
-	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_FULL)
-		adm_count(a->m.store_errors, NULL);
-	/* A full claims table still answers "pending": the machine has no
-	 * decision either way, and the journal says the claim was not kept. */
-	adm_count(a->m.intake, "pending");
-	return adm_reply_status(reply, "pending");
+	return challenge(t, NULL, snap, why, reply);
 }
 
 /* I6: every declaration admission needs, and the port. */
@@ -133,7 +142,7 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 	bool has_ecc = t->s.ek_hash_ecc[0] != '\0';
 
 	if (!d->approved_ek_hash[0] || (has_ecc && !d->approved_ek_hash_ecc[0]))
-		return pending(t, d->serial, FLEET_STORE_CLAIM_NO_BINDING, reply);
+		return pending(t, snap, FLEET_STORE_CLAIM_NO_BINDING, reply);
 	if (!ek_equal(t->s.ek_hash, d->approved_ek_hash) ||
 	    !ek_equal(t->s.ek_hash_ecc, d->approved_ek_hash_ecc))
 		return refuse(t, "ek-not-approved", reply,
@@ -142,6 +151,8 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 				      ? "the binding approves an ECC EK the machine did not present"
 				      : NULL);
 	memset(&ch, 0, sizeof(ch));
+	if (!adm_lookup_budget(&a->lookup))
+		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	enum fleet_inv_result r =
 		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
 	if (r != FLEET_INV_OK) {
@@ -178,8 +189,8 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	    se != FLEET_STORE_E_EK_MISMATCH) {
 		t->lf.reason = fleet_store_err_str(se);
 		t->lf.detail = fleet_store_errmsg(a->d.store);
-		adm_log(LOG_ERR, "intake-store-failed", &t->lf,
-			"the store could not be read; nothing is decided");
+		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
+				"the store could not be read; nothing is decided");
 	}
 	adm_store_unlock(a);
 	if (se == FLEET_STORE_E_NOT_FOUND)
@@ -203,6 +214,8 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 			      NULL);
 	}
 	memset(&ch, 0, sizeof(ch));
+	if (!adm_lookup_budget(&a->lookup))
+		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	enum fleet_inv_result r =
 		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
 	if (r != FLEET_INV_OK) {
@@ -214,9 +227,10 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	return 0;
 }
 
-/* I8: the challenge; the entry becomes an open session. */
+/* I8: the challenge; the entry becomes an open session. claim: the
+ * pending claim's reason for a proof-only session (profile NULL). */
 static int challenge(struct intake *t, const struct fleet_profile *profile,
-		     const struct adm_snapshot *snap, struct fleet_buf *reply)
+		     const struct adm_snapshot *snap, const char *claim, struct fleet_buf *reply)
 {
 	struct fleet_admission *a = t->a;
 	struct fleet_attest_env env;
@@ -229,7 +243,8 @@ static int challenge(struct intake *t, const struct fleet_profile *profile,
 	if (fleet_attest_challenge(&env, t->in, &t->s, &out) != FLEET_OK ||
 	    fleet_wire_intake_reply_encode(&out, reply) != FLEET_OK) {
 		fleet_wire_intake_reply_free(&out);
-		adm_log(LOG_ERR, "intake-error", &t->lf, "the challenge could not be made");
+		adm_log_limited(a, "intake-error", LOG_ERR, "intake-error", &t->lf,
+				"the challenge could not be made");
 		adm_count(a->m.intake, "error");
 		return 500;
 	}
@@ -238,13 +253,24 @@ static int challenge(struct intake *t, const struct fleet_profile *profile,
 	t->e->snap = *snap;
 	t->e->profile = profile;
 	t->e->first_admission = strcmp(snap->status, "planned") == 0;
+	t->e->claim = claim != NULL;
+	if (claim)
+		snprintf(t->e->claim_reason, sizeof(t->e->claim_reason), "%s", claim);
+	/* Unproven until its answer: it holds its place this long at most. */
+	t->e->answer_by = t->s.created + (time_t)a->d.config->session_answer_seconds;
+	if (!t->e->answer_by || t->e->answer_by > t->s.deadline)
+		t->e->answer_by = t->s.deadline;
 	memcpy(t->e->ek_hash_inv, t->dev.ek_hash, sizeof(t->e->ek_hash_inv));
 	memcpy(t->e->ek_hash_ecc_inv, t->dev.ek_hash_ecc, sizeof(t->e->ek_hash_ecc_inv));
 	adm_session_hex(t->s.id, sid);
 	t->lf.session = sid;
-	t->lf.reason = NULL;
-	adm_log(LOG_INFO, "intake-challenged", &t->lf, "challenge sent; session open until %lld",
-		(long long)t->s.deadline);
+	t->lf.reason = claim;
+	char key[256];
+	key_of(t, "intake-challenged", claim ? claim : "admission", key, sizeof(key));
+	adm_log_limited(a, key, LOG_INFO, "intake-challenged", &t->lf,
+			"challenge sent%s; unproven, it ends at %lld unless answered",
+			claim ? " (proof only: a pending claim once the TPM answers)" : "",
+			(long long)t->e->answer_by);
 	adm_count(a->m.intake, "challenge");
 	return status;
 }
@@ -259,13 +285,17 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	int status;
 
 	/* I3 */
-	struct fleet_inventory *inv = a->d.inventory;
-	enum fleet_inv_result r = inv->ops->find_by_serial(inv, t->in->serial, d, err, sizeof(err));
+	memset(&snap, 0, sizeof(snap));
+	bool over_budget;
+	enum fleet_inv_result r =
+		adm_lookup_device(&a->lookup, t->in->serial, d, &over_budget, err, sizeof(err));
+	if (over_budget)
+		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	switch (r) {
 	case FLEET_INV_OK:
 		break;
 	case FLEET_INV_NOT_FOUND:
-		return pending(t, t->in->serial, FLEET_STORE_CLAIM_UNKNOWN_SERIAL, reply);
+		return pending(t, &snap, FLEET_STORE_CLAIM_UNKNOWN_SERIAL, reply);
 	case FLEET_INV_AMBIGUOUS:
 		return refuse(t, "serial-ambiguous", reply,
 			      "more than one inventory device has this serial", NULL);
@@ -299,7 +329,6 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	}
 
 	/* I7 */
-	memset(&snap, 0, sizeof(snap));
 	snap.device_id = d->id;
 	memcpy(snap.name, d->name, sizeof(snap.name));
 	memcpy(snap.serial, d->serial, sizeof(snap.serial));
@@ -325,11 +354,11 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 		return status;
 
 	/* I8 */
-	return challenge(t, profile, &snap, reply);
+	return challenge(t, profile, &snap, NULL, reply);
 }
 
-int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_t len,
-			   struct fleet_buf *reply, const char **reject)
+int fleet_admission_intake(struct fleet_admission *a, const char *peer, const uint8_t *body,
+			   size_t len, struct fleet_buf *reply, const char **reject)
 {
 	struct fleet_wire_intake in;
 	struct fleet_errctx ec;
@@ -356,6 +385,7 @@ int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_
 	adm_env(a, NULL, &env);
 	e = fleet_attest_intake(&env, &in, &t.s, &why);
 	if (e == FLEET_E_VERIFY || (e != FLEET_OK && why)) {
+		adm_count(a->m.unproven, ADM_UNPROVEN_INTAKE);
 		status = refuse(&t, why ? why : "intake-invalid", reply,
 				"the intake's own proofs failed; no verdict (nothing is "
 				"TPM-authenticated)",
@@ -363,8 +393,8 @@ int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_
 		goto out;
 	}
 	if (e != FLEET_OK) {
-		adm_log(LOG_ERR, "intake-error", &t.lf, "intake checks failed: %s",
-			fleet_err_str(e));
+		adm_log_limited(a, "intake-error", LOG_ERR, "intake-error", &t.lf,
+				"intake checks failed: %s", fleet_err_str(e));
 		adm_count(a->m.intake, "error");
 		status = 500;
 		goto out;
@@ -373,12 +403,14 @@ int fleet_admission_intake(struct fleet_admission *a, const uint8_t *body, size_
 	t.lf.ek_hash_ecc = t.s.ek_hash_ecc;
 
 	/* I2 */
-	switch (adm_sessions_reserve(&a->sessions, in.serial, adm_now(a), &t.e)) {
+	switch (adm_sessions_reserve(&a->sessions, in.serial, peer, adm_now(a), &t.e)) {
 	case ADM_SESS_OK:
 		break;
 	case ADM_SESS_OPEN:
-		status = refuse(&t, "session-open", reply,
-				"this serial has an open session; it is left as it is", NULL);
+		status = busy(&t, ADM_UNPROVEN_CAPS, "session-open");
+		goto out;
+	case ADM_SESS_PEER:
+		status = busy(&t, ADM_UNPROVEN_CAPS, "session-peer");
 		goto out;
 	case ADM_SESS_FULL:
 		adm_count(a->m.intake, "full");

@@ -13,20 +13,32 @@ static void set_gauge(struct adm_sessions *t)
 		fleet_metric_set(t->gauge, (int64_t)t->n);
 }
 
-/* Remove entry i (lock held): wipe its secrets, free it. */
-static void remove_at(struct adm_sessions *t, size_t i)
+static void free_entry(struct adm_session *e)
 {
-	struct adm_session *e = t->v[i];
 	fleet_attest_session_wipe(&e->s);
 	OPENSSL_cleanse(e, sizeof(*e));
 	free(e);
-	t->v[i] = t->v[--t->n];
-	t->v[t->n] = NULL;
 }
 
-static bool expired(const struct adm_session *e, time_t now)
+/* Take entry i out of the table (lock held); the caller frees it. */
+static struct adm_session *unlink_at(struct adm_sessions *t, size_t i)
 {
-	return e->published && now > e->s.deadline;
+	struct adm_session *e = t->v[i];
+	t->v[i] = t->v[--t->n];
+	t->v[t->n] = NULL;
+	return e;
+}
+
+/* Why an idle published entry must end now, or NULL. */
+static const char *ending(const struct adm_session *e, time_t now)
+{
+	if (!e->published)
+		return NULL;
+	if (e->superseded)
+		return "superseded";
+	if (now > e->s.deadline || (!e->proven && e->answer_by && now > e->answer_by))
+		return "session-expired";
+	return NULL;
 }
 
 int adm_sessions_init(struct adm_sessions *t, size_t cap, struct fleet_metric *gauge)
@@ -53,28 +65,54 @@ void adm_sessions_destroy(struct adm_sessions *t)
 	if (!t->v)
 		return;
 	while (t->n)
-		remove_at(t, t->n - 1);
+		free_entry(unlink_at(t, t->n - 1));
 	free(t->v);
 	t->v = NULL;
 	pthread_mutex_destroy(&t->mu);
 }
 
-enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *serial, time_t now,
+enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *serial,
+					  const char *peer, time_t now,
 					  struct adm_session **out)
 {
 	enum adm_sess_result r = ADM_SESS_OK;
+	size_t of_serial = 0, of_peer = 0;
+	struct adm_session *replace = NULL;
 	*out = NULL;
+	if (!peer)
+		peer = "";
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		struct adm_session *e = t->v[i];
+		if (ending(e, now))
+			continue; /* the reaper's: it may hold certificates to revoke */
+		bool unproven = !e->proven;
+		bool same_peer = strcmp(e->peer, peer) == 0;
+		if (unproven && same_peer)
+			of_peer++;
 		if (strcasecmp(e->s.serial, serial) != 0)
 			continue;
-		if (e->busy || !expired(e, now)) {
-			r = ADM_SESS_OPEN;
-			goto out;
-		}
-		remove_at(t, i); /* expired and idle: the clock ended it */
-		break;           /* at most one entry per serial */
+		of_serial++;
+		/* This source's own earlier unproven try for this serial. */
+		if (unproven && same_peer && !e->busy && e->published && !replace)
+			replace = e;
+	}
+	if (replace) {
+		for (size_t i = 0; i < t->n; i++)
+			if (t->v[i] == replace) {
+				free_entry(unlink_at(t, i));
+				break;
+			}
+		of_serial--;
+		of_peer--;
+	}
+	if (of_serial >= ADM_SESSIONS_PER_SERIAL) {
+		r = ADM_SESS_OPEN;
+		goto out;
+	}
+	if (of_peer >= ADM_SESSIONS_PER_PEER) {
+		r = ADM_SESS_PEER;
+		goto out;
 	}
 	if (t->n >= t->cap) {
 		r = ADM_SESS_FULL;
@@ -89,11 +127,15 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	if (len >= sizeof(e->s.serial))
 		len = sizeof(e->s.serial) - 1; /* the decoder capped it already */
 	memcpy(e->s.serial, serial, len);
+	len = strlen(peer);
+	if (len >= sizeof(e->peer))
+		len = sizeof(e->peer) - 1;
+	memcpy(e->peer, peer, len);
 	e->busy = true;
 	t->v[t->n++] = e;
 	*out = e;
-	set_gauge(t);
 out:
+	set_gauge(t);
 	pthread_mutex_unlock(&t->mu);
 	return r;
 }
@@ -125,7 +167,7 @@ enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
 		r = ADM_SESS_UNKNOWN;
 	else if (found->busy)
 		r = ADM_SESS_BUSY;
-	else if (expired(found, now))
+	else if (ending(found, now))
 		r = ADM_SESS_EXPIRED;
 	else {
 		found->busy = true;
@@ -134,6 +176,22 @@ enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
 	}
 	pthread_mutex_unlock(&t->mu);
 	return r;
+}
+
+size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e)
+{
+	size_t n = 0;
+	pthread_mutex_lock(&t->mu);
+	e->proven = true;
+	for (size_t i = 0; i < t->n; i++) {
+		struct adm_session *o = t->v[i];
+		if (o != e && !o->superseded && strcasecmp(o->s.serial, e->s.serial) == 0) {
+			o->superseded = true;
+			n++;
+		}
+	}
+	pthread_mutex_unlock(&t->mu);
+	return n;
 }
 
 void adm_sessions_release(struct adm_sessions *t, struct adm_session *e)
@@ -148,7 +206,7 @@ void adm_sessions_drop(struct adm_sessions *t, struct adm_session *e)
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->v[i] == e) {
-			remove_at(t, i);
+			free_entry(unlink_at(t, i));
 			break;
 		}
 	}
@@ -156,19 +214,33 @@ void adm_sessions_drop(struct adm_sessions *t, struct adm_session *e)
 	pthread_mutex_unlock(&t->mu);
 }
 
-size_t adm_sessions_reap(struct adm_sessions *t, time_t now)
+size_t adm_sessions_reap(struct adm_sessions *t, time_t now, adm_sess_ended ended, void *ctx)
 {
-	size_t dropped = 0;
+	struct adm_session **gone;
+	const char **why;
+	size_t n = 0;
 	pthread_mutex_lock(&t->mu);
-	for (size_t i = t->n; i-- > 0;) {
-		if (!t->v[i]->busy && expired(t->v[i], now)) {
-			remove_at(t, i);
-			dropped++;
+	/* At most the whole table; allocated under the lock so the count is
+	 * the one the loop sees. Without memory, nothing is reaped this time. */
+	gone = t->n ? calloc(t->n, sizeof(*gone)) : NULL;
+	why = t->n ? calloc(t->n, sizeof(*why)) : NULL;
+	for (size_t i = t->n; gone && why && i-- > 0;) {
+		const char *w = t->v[i]->busy ? NULL : ending(t->v[i], now);
+		if (w) {
+			why[n] = w;
+			gone[n++] = unlink_at(t, i);
 		}
 	}
 	set_gauge(t);
 	pthread_mutex_unlock(&t->mu);
-	return dropped;
+	for (size_t i = 0; i < n; i++) {
+		if (ended)
+			ended(ctx, gone[i], why[i]);
+		free_entry(gone[i]);
+	}
+	free(gone);
+	free(why);
+	return n;
 }
 
 size_t adm_sessions_count(struct adm_sessions *t)

@@ -1,18 +1,37 @@
 /*
  * sessions.h: fleetd's open attestation sessions, in memory only (they hold
  * challenge secrets that never reach disk; a restart makes a machine start
- * intake again).
+ * intake again, and start-up revokes whatever certificates the lost
+ * sessions had provisionally issued).
  *
- * One table, one mutex, a cap. An entry is checked out ("busy") while a
+ * One table, one mutex, caps. An entry is checked out ("busy") while a
  * round works on it, so the slow parts of a round (the inventory, the
  * store) run without the lock, and no second request for the same session
  * can touch it meanwhile: such a request is told "busy" and the entry is
- * left as it was (trust rule 4). A round works on a copy of the protocol
- * session and commits it only when the round's outcome should stick, so a
- * round that ends in "try again" leaves the session exactly as it found it.
+ * left as it was. A round works on a copy of the protocol session and
+ * commits it only when the round's outcome should stick.
  *
- * Serials are compared ignoring ASCII case, as the inventory looks them up:
- * "SER-1" and "ser-1" are one machine with one open session.
+ * Parallel challenges (trust rule 4 without a lock-out): an intake proves
+ * nothing (the EK certificates are public, any key can claim to be an AK),
+ * so it must neither end another session nor be blocked by one. Each
+ * intake opens its own session beside the others of its serial, up to
+ * ADM_SESSIONS_PER_SERIAL; the first session whose answer is
+ * TPM-authenticated ends the others (adm_sessions_prove), unproven or
+ * proven alike, so the machine's latest proof wins. An unproven session
+ * lives ADM's answer window (answer_by), not the whole session TTL, so
+ * forgeries age out quickly; and an intake from the same source address as
+ * an unproven session of the same serial replaces it (that source's own
+ * earlier try), so one source holds at most one unproven session per
+ * serial, and ADM_SESSIONS_PER_PEER in all. Blocking a machine therefore
+ * takes ADM_SESSIONS_PER_SERIAL distinct source addresses sustaining
+ * intakes, each within its rate limit (docs/admission.md).
+ *
+ * Ending a session is the reaper's (adm_sessions_reap): an entry past its
+ * deadline, past its answer window while unproven, or superseded, is
+ * unlinked and handed to a callback (which revokes provisional
+ * certificates) before it is wiped. The daemon reaps every second.
+ *
+ * Serials are compared ignoring ASCII case, as the inventory looks them up.
  * Session ids are compared in constant time.
  */
 #ifndef FLEET_ADMISSION_SESSIONS_H
@@ -41,8 +60,18 @@ struct adm_snapshot {
 	long change_id;
 };
 
+#define ADM_SESSIONS_PER_SERIAL 8 /* open sessions of one serial at once */
+#define ADM_SESSIONS_PER_PEER 32  /* unproven sessions of one source address */
+#define ADM_PEER_MAX 48           /* a numeric IPv6 address and its NUL */
+
 struct adm_session {
 	struct fleet_attest_session s; /* the protocol's state; holds secrets */
+	char peer[ADM_PEER_MAX];       /* the source address of the intake */
+	time_t answer_by;              /* unproven after this: ended */
+	bool proven;                   /* an answer was TPM-authenticated */
+	bool superseded;               /* another session of the serial proved itself */
+	bool claim;                    /* a pending-claim challenge: no profile */
+	char claim_reason[16];         /* FLEET_STORE_CLAIM_* */
 	struct adm_snapshot snap;
 	const struct fleet_profile *profile;
 	bool first_admission; /* the device was planned at intake */
@@ -64,7 +93,8 @@ struct adm_sessions {
 
 enum adm_sess_result {
 	ADM_SESS_OK = 0,
-	ADM_SESS_OPEN,    /* reserve: this serial has an open session */
+	ADM_SESS_OPEN,    /* reserve: this serial has ADM_SESSIONS_PER_SERIAL open */
+	ADM_SESS_PEER,    /* reserve: this source has ADM_SESSIONS_PER_PEER unproven */
 	ADM_SESS_FULL,    /* reserve: the cap is reached */
 	ADM_SESS_UNKNOWN, /* acquire: no such session */
 	ADM_SESS_EXPIRED, /* acquire: past its deadline */
@@ -75,11 +105,13 @@ enum adm_sess_result {
 int adm_sessions_init(struct adm_sessions *t, size_t cap, struct fleet_metric *gauge);
 void adm_sessions_destroy(struct adm_sessions *t);
 
-/* Intake: reserve an entry for serial, checked out to the caller. An
- * unexpired session for the serial (or another intake still deciding)
- * is ADM_SESS_OPEN and is not touched; an expired one that nobody holds is
- * dropped to make room. */
-enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *serial, time_t now,
+/* Intake: reserve an entry for serial from peer, checked out to the
+ * caller (who sets answer_by once it has challenged). Other sessions of the serial are left as they are, except an
+ * idle unproven one from the same peer, which this one replaces; an
+ * expired entry is left for the reaper (it may hold certificates to
+ * revoke) and does not count. */
+enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *serial,
+					  const char *peer, time_t now,
 					  struct adm_session **out);
 /* Intake done: the session is open for answer and confirm. */
 void adm_sessions_publish(struct adm_sessions *t, struct adm_session *e);
@@ -88,13 +120,21 @@ void adm_sessions_publish(struct adm_sessions *t, struct adm_session *e);
 enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
 					  const uint8_t id[FLEET_WIRE_ID_LEN], time_t now,
 					  struct adm_session **out);
+/* The checked-out e's answer is TPM-authenticated: it is proven, and every
+ * other session of its serial is superseded (the reaper ends them at once
+ * if idle, or when their round gives them back). Returns how many. */
+size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e);
 /* Give a checked-out entry back unchanged (or as the caller committed it). */
 void adm_sessions_release(struct adm_sessions *t, struct adm_session *e);
 /* Remove a checked-out entry: wiped and freed. */
 void adm_sessions_drop(struct adm_sessions *t, struct adm_session *e);
 
-/* Drop every expired entry nobody holds; returns how many. */
-size_t adm_sessions_reap(struct adm_sessions *t, time_t now);
+/* Unlink every idle entry that is expired, past its answer window while
+ * unproven, or superseded; call ended(ctx, e, why) for each outside the
+ * lock (why: "session-expired" or "superseded"), then wipe and free it.
+ * Returns how many. */
+typedef void (*adm_sess_ended)(void *ctx, struct adm_session *e, const char *why);
+size_t adm_sessions_reap(struct adm_sessions *t, time_t now, adm_sess_ended ended, void *ctx);
 size_t adm_sessions_count(struct adm_sessions *t);
 
 #endif

@@ -36,6 +36,9 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->netbox_page_size = 100;
 	c->session_ttl_seconds = 600;
 	c->max_open_sessions = 1024;
+	c->session_answer_seconds = 60;
+	c->inventory_lookups_per_second = 50;
+	c->inventory_lookup_cache_ms = 2000;
 	c->cert_validity_days = 90;
 	c->verdict_log_max_bytes = 16 * MIB;
 	c->verdict_log_max_files = 5;
@@ -99,6 +102,8 @@ static const struct key netbox_keys[] = {
 	{"ca_file", K_PATH, F(netbox_ca_file), 0, 0},
 	{"timeout_ms", K_U32, F(netbox_timeout_ms), 100, 600000},
 	{"page_size", K_U32, F(netbox_page_size), 1, 1000},
+	{"lookups_per_second", K_U32, F(inventory_lookups_per_second), 1, 100000},
+	{"lookup_cache_ms", K_U32, F(inventory_lookup_cache_ms), 0, 60000},
 };
 static const struct key file_keys[] = {
 	{"path", K_PATH, F(nodes_file), 0, 0},
@@ -106,6 +111,7 @@ static const struct key file_keys[] = {
 static const struct key sess_keys[] = {
 	{"ttl_seconds", K_U32, F(session_ttl_seconds), 30, 86400},
 	{"max_open", K_U32, F(max_open_sessions), 1, 100000},
+	{"answer_seconds", K_U32, F(session_answer_seconds), 5, 3600},
 };
 /* Renewal starts 30 days before expiry: a shorter life would renew always. */
 static const struct key cert_keys[] = {

@@ -53,6 +53,15 @@ struct fleet_config {
 
 	uint32_t session_ttl_seconds;
 	uint32_t max_open_sessions;
+	/* An unproven session (challenged, not yet answered) ends this long
+	 * after its intake: a TPM answers in seconds, a forgery never. */
+	uint32_t session_answer_seconds;
+	/* Intake's inventory lookups, fleet-wide (a token bucket with a burst
+	 * of twice this): what a flood of intakes can cost NetBox. */
+	uint32_t inventory_lookups_per_second;
+	/* How long intake may reuse a device lookup (0: never); the answer's
+	 * and confirm's re-reads are never cached. */
+	uint32_t inventory_lookup_cache_ms;
 	uint32_t cert_validity_days;
 	uint64_t verdict_log_max_bytes;
 	uint32_t verdict_log_max_files;

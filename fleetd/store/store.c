@@ -129,6 +129,28 @@ static const struct migration {
 	 " count INTEGER NOT NULL CHECK (count >= 1),"
 	 " PRIMARY KEY (claim_id, ek_hash, ek_hash_ecc)"
 	 ") STRICT, WITHOUT ROWID;"},
+	/* Certificates issued at the answer round belong to no device until a
+	 * signed confirmation admits it (store_admission.c); until then they
+	 * live here, and a session that ends any other way revokes them here.
+	 * Nothing reads this table to decide eligibility: SPIRE's list is made
+	 * from certificates alone. */
+	{2, "provisional certificates",
+	 "CREATE TABLE provisional_certs ("
+	 " id INTEGER PRIMARY KEY,"
+	 " session TEXT NOT NULL CHECK (length(session) = 64 AND session NOT GLOB '*[^0-9a-f]*'),"
+	 " serial TEXT NOT NULL CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " device TEXT NOT NULL CHECK (length(device) BETWEEN 1 AND 127),"
+	 " kind TEXT NOT NULL CHECK (kind IN ('lak', 'ldevid')),"
+	 " sha1 TEXT NOT NULL UNIQUE CHECK (length(sha1) = 40 AND sha1 NOT GLOB '*[^0-9a-f]*'),"
+	 " not_after INTEGER NOT NULL,"
+	 " issued_at INTEGER NOT NULL,"
+	 " der BLOB NOT NULL CHECK (length(der) BETWEEN 1 AND 16384),"
+	 " revoked_at INTEGER,"
+	 " revoke_reason TEXT CHECK (revoke_reason IS NULL OR"
+	 "  length(revoke_reason) BETWEEN 1 AND 64),"
+	 " CHECK ((revoked_at IS NULL) = (revoke_reason IS NULL)),"
+	 " UNIQUE (session, kind)"
+	 ") STRICT;"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");

@@ -49,7 +49,7 @@ enum fleet_store_err {
 const char *fleet_store_err_str(enum fleet_store_err e);
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 1
+#define FLEET_STORE_SCHEMA_VERSION 2
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -230,5 +230,77 @@ enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const 
 enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
 					     time_t now);
 void fleet_store_certs_free(struct fleet_store_cert *c, size_t n);
+
+/*
+ * One admission, as the spec orders it, in transactions of its own
+ * (store_admission.c). The answer round issues both certificates
+ * provisionally: they are recorded under the session, and belong to no
+ * device. Only the confirm round, after the LDevID's signature and a fresh
+ * read of the binding, admits the device: its row, the session's
+ * certificates and the passing verdict in ONE transaction. A session that
+ * ends any other way (refused or bad confirm, deadline, superseded, a
+ * restart) revokes its provisional certificates, and nothing else of it
+ * was ever written. So kill -9 at any point leaves the store before or
+ * after an admission, never between.
+ */
+struct fleet_store_issue_in {
+	const char *session; /* 64 lowercase hex */
+	const char *serial;
+	const char *device; /* the name the certificates carry */
+	const uint8_t *lak_der;
+	size_t lak_len;
+	const uint8_t *ldevid_der;
+	size_t ldevid_len;
+	time_t now;
+};
+/* Both provisional certificates in one transaction; each SHA-1 out. */
+enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
+						   const struct fleet_store_issue_in *in,
+						   char lak_sha1[41], char ldevid_sha1[41]);
+
+struct fleet_store_admit_in {
+	const char *session; /* whose provisional certificates become the device's */
+	const char *device;
+	const char *serial;
+	int64_t inventory_id;
+	const char *ek_hash, *ek_hash_ecc; /* proven by activation */
+	/* false (a device past planned): the device row must exist already */
+	bool may_create;
+	time_t now;
+};
+/* The admission in one transaction: the device row (inserted admitted, or
+ * the known row checked, never rebound, and touched), the session's two
+ * unrevoked provisional certificates moved to certificates, a passing
+ * verdict, the serial's claim removed. CONFLICT when the session has no
+ * two unrevoked provisional certificates (a reaper got there first);
+ * NOT_FOUND when !may_create and the device is unknown; EK_MISMATCH as
+ * fleet_store_device_record_admission. *verdict_id (may be NULL) out. */
+enum fleet_store_err fleet_store_admit(struct fleet_store *st,
+				       const struct fleet_store_admit_in *in,
+				       int64_t *verdict_id);
+
+#define FLEET_STORE_REVOKE_SHA1S 8
+/* Revoke the unrevoked provisional certificates of session (NULL: of every
+ * session: what start-up does, since sessions do not survive a restart),
+ * in one transaction, with reason (1..64 printable). *n gets how many;
+ * up to FLEET_STORE_REVOKE_SHA1S of their SHA-1s go to sha1s (may be NULL)
+ * for the journal. */
+enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
+						    const char *reason, time_t now,
+						    char sha1s[][41], size_t *n);
+/* Forget revoked provisional certificates past their notAfter. */
+enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_t now,
+						   size_t *n);
+/* Provisional certificates (revoked or not), newest first, for fleetctl
+ * and tests; free with fleet_store_certs_free (device = the name they
+ * carry, revoked/revoked_at as for certificates). */
+enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
+						  struct fleet_store_cert **out, size_t *n);
+
+/* Verdicts with id > after_id, oldest first, at most limit
+ * (1..FLEET_STORE_LIST_MAX): what verdicts.jsonl is reconciled from. */
+enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
+						size_t limit, struct fleet_store_verdict **out,
+						size_t *n);
 
 #endif

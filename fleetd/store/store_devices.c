@@ -98,7 +98,7 @@ enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const 
 }
 
 /* One write statement with bound values; `changes` gets the row count. */
-static enum fleet_store_err step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+enum fleet_store_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
 				      int *changes)
 {
 	int rc = sqlite3_step(s);
@@ -110,10 +110,9 @@ static enum fleet_store_err step_done(struct fleet_store *st, sqlite3_stmt *s, c
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
-							 const char *serial, int64_t inventory_id,
-							 const char *ek_hash,
-							 const char *ek_hash_ecc, time_t now)
+enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name,
+				       const char *serial, int64_t inventory_id, const char *ek_hash,
+				       const char *ek_hash_ecc, time_t now, int64_t *device_id)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -128,8 +127,6 @@ enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st,
 		return st_fail(st, FLEET_STORE_E_INVALID, "an admission needs at least one EK");
 	if (inventory_id < 0)
 		return st_fail(st, FLEET_STORE_E_INVALID, "an inventory id is positive");
-	if ((e = st_begin(st)))
-		return e;
 	struct fleet_store_device d;
 	sqlite3_stmt *s;
 	e = fleet_store_device_get_by_serial(st, serial, &d);
@@ -137,31 +134,30 @@ enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st,
 		/* The store never rebinds: a different EK under a known serial
 		 * is a different machine, or a TPM that was cleared. */
 		if (!same_hash(d.ek_hash, ek_hash) || !same_hash(d.ek_hash_ecc, ek_hash_ecc)) {
-			e = st_fail(st, FLEET_STORE_E_EK_MISMATCH,
-				    "serial is admitted with other EKs; the store keeps them");
-			goto fail;
+			return st_fail(st, FLEET_STORE_E_EK_MISMATCH,
+				       "serial is admitted with other EKs; the store keeps them");
 		}
 		if (strcmp(d.name, name) != 0) {
-			e = st_fail(st, FLEET_STORE_E_CONFLICT,
-				    "serial is admitted as another device name");
-			goto fail;
+			return st_fail(st, FLEET_STORE_E_CONFLICT,
+				       "serial is admitted as another device name");
 		}
 		if ((e = st_prepare(st, "UPDATE devices SET last_seen = ?1, "
 					"inventory_id = coalesce(?2, inventory_id) WHERE id = ?3", &s)))
-			goto fail;
+			return e;
 		sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
 		if (inventory_id)
 			sqlite3_bind_int64(s, 2, inventory_id);
 		else
 			sqlite3_bind_null(s, 2);
 		sqlite3_bind_int64(s, 3, d.id);
-		if ((e = step_done(st, s, "update device", NULL)))
-			goto fail;
+		if ((e = st_step_done(st, s, "update device", NULL)))
+			return e;
+		*device_id = d.id;
 	} else if (e == FLEET_STORE_E_NOT_FOUND) {
 		if ((e = st_prepare(st, "INSERT INTO devices (name, serial, inventory_id, state, "
 					"ek_hash, ek_hash_ecc, first_admitted, last_seen) "
 					"VALUES (?1, ?2, ?3, 'admitted', ?4, ?5, ?6, ?6)", &s)))
-			goto fail;
+			return e;
 		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
 		sqlite3_bind_text(s, 2, serial, -1, SQLITE_STATIC);
 		if (inventory_id)
@@ -171,30 +167,42 @@ enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st,
 		st_bind_hash(s, 4, ek_hash);
 		st_bind_hash(s, 5, ek_hash_ecc);
 		sqlite3_bind_int64(s, 6, (sqlite3_int64)now);
-		if ((e = step_done(st, s, "insert device", NULL))) {
+		if ((e = st_step_done(st, s, "insert device", NULL))) {
 			if (e == FLEET_STORE_E_CONFLICT)
 				st_fail(st, e, "another device already has that name");
-			goto fail;
+			return e;
 		}
+		*device_id = sqlite3_last_insert_rowid(st->db);
 	} else {
-		goto fail;
+		return e;
 	}
 	/* Admitted: the machine's claim is answered. */
 	if ((e = st_prepare(st, "DELETE FROM claims WHERE serial = ?1", &s)))
-		goto fail;
+		return e;
 	sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
-	if ((e = step_done(st, s, "delete claim", NULL)))
-		goto fail;
+	return st_step_done(st, s, "delete claim", NULL);
+}
+
+enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+							 const char *serial, int64_t inventory_id,
+							 const char *ek_hash,
+							 const char *ek_hash_ecc, time_t now)
+{
+	int64_t id;
+	enum fleet_store_err e = st_writable(st);
+	if (e || (e = st_begin(st)))
+		return e;
+	if ((e = st_device_admit_tx(st, name, serial, inventory_id, ek_hash, ek_hash_ecc, now, &id))) {
+		st_rollback(st);
+		return e;
+	}
 	return st_commit(st);
-fail:
-	st_rollback(st);
-	return e;
 }
 
 static enum fleet_store_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
 {
 	int changes = 0;
-	enum fleet_store_err e = step_done(st, s, what, &changes);
+	enum fleet_store_err e = st_step_done(st, s, what, &changes);
 	if (!e && changes == 0)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that name");
 	return e;

@@ -24,6 +24,27 @@ enum fleet_store_err st_commit(struct fleet_store *st);
 void st_rollback(struct fleet_store *st);
 enum fleet_store_err st_writable(struct fleet_store *st);
 
+/* Run one bound write statement and finalize it; *changes (may be NULL)
+ * gets the rows it changed. */
+enum fleet_store_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+				  int *changes);
+
+/* The body of fleet_store_device_record_admission, inside a transaction the
+ * caller holds (store_admission.c joins it with the certificates and the
+ * verdict). *device_id gets the row's id. */
+enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name,
+				       const char *serial, int64_t inventory_id, const char *ek_hash,
+				       const char *ek_hash_ecc, time_t now, int64_t *device_id);
+/* Parse DER as the store's own check (one whole certificate, nothing after
+ * it): its notAfter and lowercase hex SHA-1 fingerprint. */
+bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41]);
+
+/* Step a prepared certificate query (kind, sha1, not_after, issued_at,
+ * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
+ * each row's name is its eighth column. */
+enum fleet_store_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+				   struct fleet_store_cert **out, size_t *n);
+
 /* Checks on values going in. */
 bool st_text_ok(const char *s, size_t max);      /* 1..max printable ASCII */
 bool st_hash_ok(const char *s);                  /* NULL, "" or 64 lowercase hex */

@@ -4,6 +4,7 @@
  */
 #include "fleetd/store/store_int.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -101,35 +102,20 @@ static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v
 	return ok;
 }
 
-enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
-					       size_t limit, struct fleet_store_verdict **out,
-					       size_t *n)
+/* Step a prepared verdict query (its columns as VERDICT_COLS) into at most
+ * limit rows; finalizes s. */
+#define VERDICT_COLS "id, time, device, serial, session, result, reasons, ek_hash, ek_hash_ecc"
+static enum fleet_store_err read_verdicts(struct fleet_store *st, sqlite3_stmt *s, size_t limit,
+					  struct fleet_store_verdict **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
-		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
-			       FLEET_STORE_LIST_MAX);
-	if (device && !st_text_ok(device, FLEET_STORE_NAME_MAX))
-		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
-	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
-		st, "SELECT id, time, device, serial, session, result, reasons, ek_hash, ek_hash_ecc "
-		    "FROM verdicts WHERE ?1 IS NULL OR device = ?1 ORDER BY id DESC LIMIT ?2", &s);
-	if (e)
-		return e;
-	if (device)
-		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 1);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	enum fleet_store_err e = FLEET_STORE_OK;
 	struct fleet_store_verdict *v = calloc(limit, sizeof(*v));
 	if (!v) {
 		sqlite3_finalize(s);
 		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
 	}
 	size_t cnt = 0;
-	int rc;
+	int rc = SQLITE_DONE;
 	while (cnt < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
 		struct fleet_store_verdict *r = &v[cnt++];
 		char result[8];
@@ -159,9 +145,53 @@ out:
 	return FLEET_STORE_OK;
 }
 
+enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+					       size_t limit, struct fleet_store_verdict **out,
+					       size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
+		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
+			       FLEET_STORE_LIST_MAX);
+	if (device && !st_text_ok(device, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(
+		st, "SELECT " VERDICT_COLS " FROM verdicts WHERE ?1 IS NULL OR device = ?1 "
+		    "ORDER BY id DESC LIMIT ?2", &s);
+	if (e)
+		return e;
+	if (device)
+		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 1);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	return read_verdicts(st, s, limit, out, n);
+}
+
+enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
+						size_t limit, struct fleet_store_verdict **out,
+						size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
+		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
+			       FLEET_STORE_LIST_MAX);
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(
+		st, "SELECT " VERDICT_COLS " FROM verdicts WHERE id > ?1 ORDER BY id LIMIT ?2", &s);
+	if (e)
+		return e;
+	sqlite3_bind_int64(s, 1, after_id);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	return read_verdicts(st, s, limit, out, n);
+}
+
 /* Parse the DER as the store's own check: one whole certificate, nothing
  * after it; its notAfter and SHA-1 fingerprint. */
-static bool cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41])
+bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41])
 {
 	const unsigned char *p = der;
 	X509 *x = d2i_X509(NULL, &p, (long)len);
@@ -196,7 +226,7 @@ enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char 
 			       FLEET_STORE_CERT_MAX);
 	int64_t not_after;
 	char sha1[41];
-	if (!cert_facts(der, der_len, &not_after, sha1))
+	if (!st_cert_facts(der, der_len, &not_after, sha1))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate");
 	struct fleet_store_device d;
 	if ((e = fleet_store_device_get_by_name(st, device, &d)))
@@ -251,25 +281,18 @@ void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
 	free(c);
 }
 
-enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
-						  struct fleet_store_cert **out, size_t *n)
+/* Step a prepared certificate query (kind, sha1, not_after, issued_at,
+ * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
+ * each row's name is its eighth column. */
+enum fleet_store_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+				   struct fleet_store_cert **out, size_t *n)
 {
-	*out = NULL;
-	*n = 0;
-	struct fleet_store_device d;
-	enum fleet_store_err e = fleet_store_device_get_by_name(st, device, &d);
-	if (e)
-		return e;
-	sqlite3_stmt *s;
-	if ((e = st_prepare(st, "SELECT kind, sha1, not_after, issued_at, revoked, revoked_at, der "
-				"FROM certificates WHERE device_id = ?1 ORDER BY issued_at DESC, "
-				"id DESC LIMIT ?2", &s)))
-		return e;
-	sqlite3_bind_int64(s, 1, d.id);
-	sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
+	enum fleet_store_err e = FLEET_STORE_OK;
 	struct fleet_store_cert *v = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc;
+	*out = NULL;
+	*n = 0;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
 		if (cnt == cap) {
 			struct fleet_store_cert *nv = st_grow(st, v, &cap, sizeof(*nv));
@@ -281,7 +304,8 @@ enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const 
 		}
 		struct fleet_store_cert *c = &v[cnt++];
 		memset(c, 0, sizeof(*c));
-		memcpy(c->device, d.name, sizeof(c->device));
+		if (device)
+			snprintf(c->device, sizeof(c->device), "%s", device);
 		c->not_after = sqlite3_column_int64(s, 2);
 		c->issued_at = sqlite3_column_int64(s, 3);
 		c->revoked = sqlite3_column_int64(s, 4) != 0;
@@ -290,7 +314,9 @@ enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const 
 		int blen = sqlite3_column_bytes(s, 6);
 		if (!st_col_text(s, 0, c->kind, sizeof(c->kind)) ||
 		    !st_col_text(s, 1, c->sha1, sizeof(c->sha1)) || !blob || blen <= 0 ||
-		    blen > FLEET_STORE_CERT_MAX) {
+		    blen > FLEET_STORE_CERT_MAX ||
+		    (!device && (!st_col_text(s, 7, c->device, sizeof(c->device)) ||
+				 !c->device[0]))) {
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a certificate row is impossible");
 			goto out;
 		}
@@ -312,4 +338,23 @@ out:
 	*out = v;
 	*n = cnt;
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+						  struct fleet_store_cert **out, size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct fleet_store_device d;
+	enum fleet_store_err e = fleet_store_device_get_by_name(st, device, &d);
+	if (e)
+		return e;
+	sqlite3_stmt *s;
+	if ((e = st_prepare(st, "SELECT kind, sha1, not_after, issued_at, revoked, revoked_at, der "
+				"FROM certificates WHERE device_id = ?1 ORDER BY issued_at DESC, "
+				"id DESC LIMIT ?2", &s)))
+		return e;
+	sqlite3_bind_int64(s, 1, d.id);
+	sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
+	return st_read_certs(st, s, d.name, out, n);
 }

@@ -82,6 +82,8 @@ char *fleet_vlog_format(const struct fleet_vlog_record *r)
 		json_decref(reasons);
 		return NULL;
 	}
+	if (r->id > 0)
+		json_object_set_new(o, "id", json_integer((json_int_t)r->id));
 	json_object_set_new(o, "time", json_string(when));
 	json_object_set_new(o, "device", capped(r->device, true));
 	json_object_set_new(o, "serial", capped(r->serial, false));
@@ -288,4 +290,85 @@ void fleet_vlog_close(struct fleet_vlog *log)
 		close(log->dfd);
 	pthread_mutex_destroy(&log->mu);
 	free(log);
+}
+
+/* A line is at most a few KiB (every string capped, at most
+ * FLEET_VLOG_MAX_REASONS reasons): the tail read covers the longest. */
+#define LAST_LINE_MAX 16384
+
+/* The id of the last line of dir/name. *found false for an empty or
+ * missing file. */
+static fleet_err file_last_id(struct fleet_vlog *log, const char *name, int64_t *id, bool *found,
+			      char *err, size_t errlen)
+{
+	*found = false;
+	*id = 0;
+	int fd = openat(log->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0)
+		return errno == ENOENT ? FLEET_OK
+				       : say(err, errlen, "cannot read %s/%s: %s", log->dir, name,
+					     strerror(errno));
+	struct stat sb;
+	char *buf = malloc(LAST_LINE_MAX);
+	fleet_err e = FLEET_OK;
+	if (!buf) {
+		e = say(err, errlen, "out of memory");
+		goto out;
+	}
+	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
+		e = say(err, errlen, "%s/%s is not a regular file", log->dir, name);
+		goto out;
+	}
+	off_t start = sb.st_size > LAST_LINE_MAX ? sb.st_size - LAST_LINE_MAX : 0;
+	ssize_t r = pread(fd, buf, (size_t)(sb.st_size - start), start);
+	if (r != sb.st_size - start) {
+		e = say(err, errlen, "cannot read %s/%s", log->dir, name);
+		goto out;
+	}
+	/* the last complete line: from after the newline before the final one */
+	ssize_t end = r;
+	while (end > 0 && buf[end - 1] != '\n')
+		end--; /* an unfinished tail (trimmed on open) is not a line */
+	if (end == 0)
+		goto out;
+	ssize_t b = end - 1;
+	while (b > 0 && buf[b - 1] != '\n')
+		b--;
+	if (b == 0 && start > 0) {
+		e = say(err, errlen, "%s/%s: the last line is longer than %d bytes", log->dir, name,
+			LAST_LINE_MAX);
+		goto out;
+	}
+	json_error_t je;
+	json_t *o = json_loadb(buf + b, (size_t)(end - 1 - b), 0, &je);
+	if (!o || !json_is_object(o)) {
+		json_decref(o);
+		e = say(err, errlen, "%s/%s: the last line is not a verdict: %s", log->dir, name,
+			je.text);
+		goto out;
+	}
+	json_t *v = json_object_get(o, "id");
+	*found = true;
+	if (json_is_integer(v) && json_integer_value(v) > 0)
+		*id = (int64_t)json_integer_value(v);
+	json_decref(o);
+out:
+	free(buf);
+	close(fd);
+	return e;
+}
+
+fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found, char *err,
+			     size_t errlen)
+{
+	fleet_err e;
+	pthread_mutex_lock(&log->mu);
+	e = file_last_id(log, FLEET_VLOG_FILE, id, found, err, errlen);
+	for (unsigned i = 1; !e && !*found && i <= log->max_files; i++) {
+		char name[64];
+		snprintf(name, sizeof(name), "%s.%u", FLEET_VLOG_FILE, i);
+		e = file_last_id(log, name, id, found, err, errlen);
+	}
+	pthread_mutex_unlock(&log->mu);
+	return e;
 }

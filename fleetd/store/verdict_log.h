@@ -6,7 +6,7 @@
  * (which journals it and counts it).
  *
  * A line:
- *   {"time":"2026-11-30T06:30:00Z","device":"w1","serial":"ABC","session":"0a1b..",
+ *   {"id":42,"time":"2026-11-30T06:30:00Z","device":"w1","serial":"ABC","session":"0a1b..",
  *    "result":"fail","reasons":["pcr7-authority"],"ek_hash":"..","ek_hash_ecc":null}
  *
  * Every string is capped (FLEET_VLOG_STR_MAX bytes, truncated ones end in
@@ -21,6 +21,12 @@
  * matters, and a line the caller was told is written survives a power cut.
  * A write that fails part-way is cut back off the file (ftruncate), so the
  * file never holds half a line.
+ *
+ * Reconciliation: "id" is the store's verdict id. A crash between the
+ * store's commit and the append loses the line, never the verdict: on
+ * start the daemon appends every store verdict whose id is above the
+ * newest line's (fleet_vlog_reconcile), so the two hold the same verdicts
+ * before fleetd serves anything.
  *
  * Rotation: before a line would take the file past max_bytes, the file is
  * renamed to .1 (.1 to .2, and so on up to .max_files; the oldest is
@@ -46,6 +52,7 @@
 struct fleet_vlog;
 
 struct fleet_vlog_record {
+	int64_t id; /* the store's verdict id; 0: written without one */
 	time_t time;
 	const char *device;  /* NULL: no device (written as null) */
 	const char *serial;
@@ -66,6 +73,21 @@ fleet_err fleet_vlog_open(const char *dir, uint64_t max_bytes, unsigned max_file
 fleet_err fleet_vlog_append(struct fleet_vlog *log, const struct fleet_vlog_record *r,
 			    char *err, size_t errlen);
 void fleet_vlog_close(struct fleet_vlog *log);
+
+/* The id of the newest line (the current file's last line, or, when it is
+ * empty, the newest old file's): *id 0 and *found false when every file is
+ * empty; *found true and *id 0 for a line written before lines had ids. */
+fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found, char *err,
+			     size_t errlen);
+
+struct fleet_store;
+/* Append every verdict of st whose id is above the newest line's, oldest
+ * first (*appended counts them). A log whose newest line predates ids is
+ * taken as complete up to the store's newest verdict. *ahead is set when
+ * the log's newest id is above the store's (a store restored from an older
+ * copy): nothing is appended, and the caller says so. */
+fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, size_t *appended,
+			       bool *ahead, char *err, size_t errlen);
 
 /* The line for r, without writing it (malloc'd, ends in '\n'). */
 char *fleet_vlog_format(const struct fleet_vlog_record *r);

@@ -224,6 +224,25 @@ size_t store_certs(const char *device, size_t *revoked)
 	return n;
 }
 
+size_t store_provisional(const char *device, size_t *revoked)
+{
+	struct fleet_store *st = store_ro();
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0, mine = 0, r = 0;
+	assert_int_equal(fleet_store_provisional_list(st, &c, &n), FLEET_STORE_OK);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(c[i].device, device) != 0)
+			continue;
+		mine++;
+		r += c[i].revoked;
+	}
+	fleet_store_certs_free(c, n);
+	fleet_store_close(st);
+	if (revoked)
+		*revoked = r;
+	return mine;
+}
+
 /* Lines of verdicts.jsonl holding both needles. */
 size_t vlog_count(const char *a, const char *b)
 {

@@ -68,6 +68,9 @@ bool store_device(const char *serial, struct fleet_store_device *d);
  * when reason is not NULL). */
 void store_verdicts(const char *device, size_t *pass, size_t *fail, const char *reason);
 size_t store_certs(const char *device, size_t *revoked);
+/* Provisional certificates carrying device's name (store.h), and how many
+ * of them are revoked. */
+size_t store_provisional(const char *device, size_t *revoked);
 /* Lines of verdicts.jsonl holding both needles. */
 size_t vlog_count(const char *a, const char *b);
 /* One series' value from GET /metrics (fails the test when absent). */

@@ -106,7 +106,8 @@ static void test_schema_and_settings(void **state)
 	fleet_store_close(f->st);
 	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
 	db = raw(f);
-	assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"), 1);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
 	sqlite3_close(db);
 }
 
@@ -538,6 +539,159 @@ static void test_damaged_row_is_corrupt(void **state)
 			 FLEET_STORE_E_CORRUPT);
 }
 
+#define SESS1 "1111111111111111111111111111111111111111111111111111111111111111"
+#define SESS2 "2222222222222222222222222222222222222222222222222222222222222222"
+
+static void issue(struct fx *f, const char *session, const char *serial, const char *name,
+		  char lak[41], char ldevid[41])
+{
+	size_t l1, l2;
+	unsigned char *d1 = make_cert(&l1, 1900000000), *d2 = make_cert(&l2, 1900000000);
+	struct fleet_store_issue_in in = {.session = session, .serial = serial, .device = name,
+					  .lak_der = d1, .lak_len = l1, .ldevid_der = d2,
+					  .ldevid_len = l2, .now = 1500};
+	assert_int_equal(fleet_store_provisional_issue(f->st, &in, lak, ldevid), FLEET_STORE_OK);
+	free(d1);
+	free(d2);
+}
+
+static size_t raw_count(struct fx *f, const char *sql)
+{
+	sqlite3 *db = raw(f);
+	size_t n = (size_t)raw_int(db, sql);
+	sqlite3_close(db);
+	return n;
+}
+
+/* The answer's certificates belong to no device, and nothing else of the
+ * admission exists, until fleet_store_admit; which does all of it at once. */
+static void test_provisional_then_admit(void **state)
+{
+	struct fx *f = *state;
+	char lak[41], ldevid[41];
+	struct fleet_store_device d;
+	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM certificates"), 0);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM verdicts"), 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "SER-1", "no-binding", HA, HB, 1400), 0);
+	struct fleet_store_admit_in in = {.session = SESS1, .device = "w1", .serial = "SER-1",
+					  .inventory_id = 7, .ek_hash = HA, .ek_hash_ecc = HB,
+					  .may_create = true, .now = 1600};
+	int64_t vid = 0;
+	assert_int_equal(fleet_store_admit(f->st, &in, &vid), FLEET_STORE_OK);
+	assert_true(vid > 0);
+	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d), FLEET_STORE_OK);
+	assert_string_equal(d.ek_hash, HA);
+	struct fleet_store_cert *c = NULL;
+	size_t nc = 0;
+	assert_int_equal(fleet_store_certs_for_device(f->st, "w1", &c, &nc), 0);
+	assert_int_equal(nc, 2);
+	assert_true(!strcmp(c[0].sha1, lak) || !strcmp(c[1].sha1, lak));
+	fleet_store_certs_free(c, nc);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs"), 0);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM claims"), 0);
+	struct fleet_store_verdict *v = NULL;
+	size_t nv = 0;
+	assert_int_equal(fleet_store_verdicts_after(f->st, 0, 10, &v, &nv), 0);
+	assert_int_equal(nv, 1);
+	assert_true(v[0].pass);
+	assert_int_equal(v[0].id, vid);
+	assert_string_equal(v[0].session, SESS1);
+	free(v);
+	/* the same session cannot admit twice: its certificates are spent */
+	assert_int_equal(fleet_store_admit(f->st, &in, NULL), FLEET_STORE_E_CONFLICT);
+}
+
+/* A failure anywhere in the admission leaves nothing of it. */
+static void test_admit_is_one_transaction(void **state)
+{
+	struct fx *f = *state;
+	char lak[41], ldevid[41], sha1s[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t n;
+	admit(f, "w1", "SER-1", HA, HB, 1000); /* a device the store knows with other EKs */
+	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
+	struct fleet_store_admit_in in = {.session = SESS1, .device = "w1", .serial = "SER-1",
+					  .ek_hash = HC, .ek_hash_ecc = HD, .now = 1600};
+	assert_int_equal(fleet_store_admit(f->st, &in, NULL), FLEET_STORE_E_EK_MISMATCH);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM certificates"), 0);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM verdicts"), 0);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs"), 2);
+	/* past planned: the row must exist */
+	in.serial = "SER-9";
+	in.device = "w9";
+	in.ek_hash = HA;
+	in.ek_hash_ecc = HB;
+	assert_int_equal(fleet_store_admit(f->st, &in, NULL), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
+	/* revoked first (the reaper won): the confirm admits nothing */
+	assert_int_equal(fleet_store_provisional_revoke(f->st, SESS1, "session-expired", 1700,
+							sha1s, &n), 0);
+	assert_int_equal(n, 2);
+	assert_true(!strcmp(sha1s[0], lak) && !strcmp(sha1s[1], ldevid));
+	in.serial = "SER-1";
+	in.device = "w1";
+	assert_int_equal(fleet_store_admit(f->st, &in, NULL), FLEET_STORE_E_CONFLICT);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM verdicts"), 0);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM certificates"), 0);
+}
+
+static void test_provisional_revoke_and_prune(void **state)
+{
+	struct fx *f = *state;
+	char a1[41], b1[41], a2[41], b2[41];
+	size_t n;
+	issue(f, SESS1, "SER-1", "w1", a1, b1);
+	issue(f, SESS2, "SER-2", "w2", a2, b2);
+	/* one session's only */
+	assert_int_equal(fleet_store_provisional_revoke(f->st, SESS2, "binding-changed", 1700,
+							NULL, &n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs WHERE "
+				      "revoked_at IS NULL"), 2);
+	/* start-up: all that is left */
+	assert_int_equal(fleet_store_provisional_revoke(f->st, NULL, "fleetd-restart", 1800, NULL,
+							&n), 0);
+	assert_int_equal(n, 2);
+	assert_int_equal(fleet_store_provisional_revoke(f->st, NULL, "fleetd-restart", 1800, NULL,
+							&n), 0);
+	assert_int_equal(n, 0);
+	struct fleet_store_cert *c = NULL;
+	size_t nc = 0;
+	assert_int_equal(fleet_store_provisional_list(f->st, &c, &nc), 0);
+	assert_int_equal(nc, 4);
+	for (size_t i = 0; i < nc; i++)
+		assert_true(c[i].revoked);
+	fleet_store_certs_free(c, nc);
+	assert_int_equal(fleet_store_provisional_prune(f->st, 1899999999, &n), 0);
+	assert_int_equal(n, 0); /* still valid: kept */
+	assert_int_equal(fleet_store_provisional_prune(f->st, 1900000001, &n), 0);
+	assert_int_equal(n, 4);
+}
+
+/* A version-1 store (the tables before provisional certificates) is
+ * migrated in place. */
+static void test_migrates_v1(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	fleet_store_close(f->st);
+	f->st = NULL;
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DELETE FROM "
+					  "schema_migrations WHERE version = 2",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
+	char lak[41], ldevid[41];
+	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -549,7 +703,9 @@ int main(void)
 		T(test_state_touch_quarantine), T(test_claims),
 		T(test_claim_caps),            T(test_verdicts),
 		T(test_certificates),          T(test_readonly),
-		T(test_damaged_row_is_corrupt),
+		T(test_damaged_row_is_corrupt), T(test_provisional_then_admit),
+		T(test_admit_is_one_transaction), T(test_provisional_revoke_and_prune),
+		T(test_migrates_v1),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -16,6 +16,7 @@
 
 #include <jansson.h>
 
+#include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
 
 #define HA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -255,6 +256,81 @@ static void test_open_refusals(void **state)
 	assert_null(log);
 }
 
+/* The newest line's id, across a rotation, and an old line without one. */
+static void test_last_id(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_vlog *log = open_log(f, FLEET_VLOG_MIN_BYTES, 3);
+	int64_t id = -1;
+	bool found = true;
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_false(found);
+	assert_int_equal(id, 0);
+	struct fleet_vlog_record r = {.serial = "SER-1", .session = "ab", .pass = true};
+	for (int64_t i = 1; i <= 40; i++) { /* ~170 bytes a line: rotates */
+		r.id = i;
+		assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	}
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_true(found);
+	assert_int_equal(id, 40);
+	r.id = 0; /* a line from before ids */
+	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_true(found);
+	assert_int_equal(id, 0);
+	fleet_vlog_close(log);
+}
+
+/* A crash between the store's commit and the append: the start appends
+ * exactly the missing verdicts, in order, once. */
+static void test_reconcile(void **state)
+{
+	struct fx *f = *state;
+	char sdir[600], err[256];
+	struct fleet_store *st;
+	snprintf(sdir, sizeof(sdir), "%s/state", f->dir);
+	assert_int_equal(fleet_store_open(sdir, FLEET_STORE_RW, &st, err, sizeof(err)), 0);
+	struct fleet_vlog *log;
+	assert_int_equal(fleet_vlog_open(sdir, 1 << 20, 3, &log, err, sizeof(err)), FLEET_OK);
+	const char *why[] = {"pcr4-app"};
+	struct fleet_store_verdict_in v = {.time = 1764484200, .device = "w1", .serial = "SER-1",
+					   .session = "0a1b", .pass = false, .reasons = why,
+					   .n_reasons = 1};
+	int64_t ids[5];
+	for (int i = 0; i < 5; i++)
+		assert_int_equal(fleet_store_verdict_insert(st, &v, &ids[i]), 0);
+	/* only the first two made it to the file */
+	for (int i = 0; i < 2; i++) {
+		struct fleet_vlog_record r = {.id = ids[i], .time = v.time, .device = "w1",
+					      .serial = "SER-1", .session = "0a1b",
+					      .reasons = why, .n_reasons = 1};
+		assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	}
+	size_t appended = 0;
+	bool ahead = true;
+	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, err, sizeof(err)),
+			 FLEET_OK);
+	assert_int_equal(appended, 3);
+	assert_false(ahead);
+	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, err, sizeof(err)),
+			 FLEET_OK);
+	assert_int_equal(appended, 0);
+	fleet_vlog_close(log);
+	char path[700];
+	json_t *o[8];
+	snprintf(path, sizeof(path), "%s/verdicts.jsonl", sdir);
+	assert_int_equal(lines(path, o, 8), 5);
+	for (int i = 0; i < 5; i++) {
+		assert_int_equal(json_integer_value(json_object_get(o[i], "id")), ids[i]);
+		assert_string_equal(json_string_value(json_array_get(json_object_get(o[i], "reasons"),
+								     0)),
+				    "pcr4-app");
+		json_decref(o[i]);
+	}
+	fleet_store_close(st);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -262,6 +338,7 @@ int main(void)
 		T(test_line_format),        T(test_escaping_and_caps),
 		T(test_rotation_bounded),   T(test_unfinished_line_cut),
 		T(test_failed_write_reported_and_undone), T(test_open_refusals),
+		T(test_last_id),            T(test_reconcile),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

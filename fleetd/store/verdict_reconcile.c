@@ -1,0 +1,85 @@
+/*
+ * verdict_reconcile.c: verdicts.jsonl caught up with the store on start
+ * (verdict_log.h, "Reconciliation"). The store commits a verdict before
+ * the line is appended, so after a crash the log can only lack lines,
+ * never hold one the store does not: appending what is missing, in id
+ * order, makes them agree.
+ */
+#include "fleetd/store/verdict_log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+#include "fleetd/store/store.h"
+
+#define BATCH 1000
+
+static fleet_err store_newest(struct fleet_store *st, int64_t *id, char *err, size_t errlen)
+{
+	struct fleet_store_verdict *v = NULL;
+	size_t n = 0;
+	enum fleet_store_err se = fleet_store_verdicts_list(st, NULL, 1, &v, &n);
+	if (se != FLEET_STORE_OK) {
+		snprintf(err, errlen, "the store's verdicts: %s", fleet_store_errmsg(st));
+		return FLEET_E_IO;
+	}
+	*id = n ? v[0].id : 0;
+	free(v);
+	return FLEET_OK;
+}
+
+fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, size_t *appended,
+			       bool *ahead, char *err, size_t errlen)
+{
+	int64_t last = 0, newest = 0;
+	bool found = false;
+	fleet_err e;
+	*appended = 0;
+	*ahead = false;
+	if ((e = fleet_vlog_last_id(log, &last, &found, err, errlen)) ||
+	    (e = store_newest(st, &newest, err, errlen)))
+		return e;
+	if (found && last == 0)
+		return FLEET_OK; /* a log from before ids: taken as complete */
+	if (last > newest) {
+		*ahead = true;
+		return FLEET_OK;
+	}
+	while (last < newest) {
+		struct fleet_store_verdict *v = NULL;
+		size_t n = 0;
+		if (fleet_store_verdicts_after(st, last, BATCH, &v, &n) != FLEET_STORE_OK) {
+			snprintf(err, errlen, "the store's verdicts: %s", fleet_store_errmsg(st));
+			return FLEET_E_IO;
+		}
+		if (n == 0) {
+			free(v);
+			break;
+		}
+		for (size_t i = 0; i < n; i++) {
+			const char *reasons[FLEET_STORE_MAX_REASONS];
+			for (size_t k = 0; k < v[i].n_reasons; k++)
+				reasons[k] = v[i].reasons[k];
+			struct fleet_vlog_record r = {
+				.id = v[i].id,
+				.time = (time_t)v[i].time,
+				.device = v[i].device[0] ? v[i].device : NULL,
+				.serial = v[i].serial,
+				.session = v[i].session,
+				.pass = v[i].pass,
+				.reasons = reasons,
+				.n_reasons = v[i].n_reasons,
+				.ek_hash = v[i].ek_hash,
+				.ek_hash_ecc = v[i].ek_hash_ecc,
+			};
+			if ((e = fleet_vlog_append(log, &r, err, errlen))) {
+				free(v);
+				return e;
+			}
+			last = v[i].id;
+			(*appended)++;
+		}
+		free(v);
+	}
+	return FLEET_OK;
+}
