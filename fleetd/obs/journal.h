@@ -85,12 +85,14 @@ void fleet_log_at(const char *file, int line, const char *func, int priority, co
  * as is; a backslash becomes "\\"; every other byte that is a control
  * character (C0, DEL, the C1 range U+0080..U+009F), part of invalid UTF-8
  * (stray continuation, overlong, surrogate, beyond U+10FFFF, truncated
- * sequence), or a character that reorders or breaks a line when displayed
- * (U+2028, U+2029, U+200E/F, U+202A..U+202E, U+2066..U+2069) becomes
- * "\xNN" per byte. At most FLEET_LOG_CLAIMED_MAX characters are shown; if
- * more of the value is left (or out is too small to hold more), "[+N]"
- * follows, N the number of input bytes not shown. The output never ends in
- * half an escape or half a UTF-8 sequence.
+ * sequence), or a character that breaks a line or acts unseen when
+ * displayed (U+2028, U+2029, and every format character, general category
+ * Cf: the bidi controls, zero-width characters, U+00AD, U+FEFF, the tag
+ * characters, ...; sanitize.c lists them) becomes "\xNN" per byte. At
+ * most FLEET_LOG_CLAIMED_MAX characters are shown; if more of the value is
+ * left (or out is too small to hold more), "[+N]" follows, N the number of
+ * input bytes not shown. The output never ends in half an escape or half a
+ * UTF-8 sequence.
  *
  * out is always NUL-terminated when cap > 0; s NULL reads as "(null)".
  * Returns out, so the call can sit inside a field list.

@@ -5,6 +5,9 @@
  * The sanitiser: caps at 64 characters with a "[+N]" mark, escapes control
  * characters, DEL, C1, invalid UTF-8 and display-reordering characters as
  * \xNN, never splits an escape or a character when the buffer is small.
+ * Display-reordering means U+2028/2029 and every format character (Cf),
+ * checked over all of Unicode against a list written here and, where
+ * python3 is installed, against python's unicodedata.
  *
  * The log: with log_target=stderr each entry is exactly one line carrying
  * the event, the FLEET_* fields and the message, with nothing a value holds
@@ -150,6 +153,172 @@ static void test_small_buffers(void **state)
 	longv[200] = '\0';
 	fleet_log_escape_n(longv, 200, big, sizeof(big));
 	assert_string_equal(big, longv);
+}
+
+/* ---- format characters ---------------------------------------------------- */
+
+/* Unicode 15.0's format characters (general category Cf) and the two
+ * separators: what the sanitiser must escape above U+009F, and nothing
+ * else. Written out here on purpose rather than taken from sanitize.c, so a
+ * change to its table shows up as a failure. */
+static const struct {
+	uint32_t lo, hi;
+} want_escaped[] = {
+	{0x00ad, 0x00ad},   {0x0600, 0x0605},   {0x061c, 0x061c},   {0x06dd, 0x06dd},
+	{0x070f, 0x070f},   {0x0890, 0x0891},   {0x08e2, 0x08e2},   {0x180e, 0x180e},
+	{0x200b, 0x200f},   {0x2028, 0x2029},   {0x202a, 0x202e},   {0x2060, 0x2064},
+	{0x2066, 0x206f},   {0xfeff, 0xfeff},   {0xfff9, 0xfffb},   {0x110bd, 0x110bd},
+	{0x110cd, 0x110cd}, {0x13430, 0x1343f}, {0x1bca0, 0x1bca3}, {0x1d173, 0x1d17a},
+	{0xe0001, 0xe0001}, {0xe0020, 0xe007f},
+};
+#define N_WANT (sizeof(want_escaped) / sizeof(want_escaped[0]))
+
+static bool in_want(uint32_t cp)
+{
+	for (size_t i = 0; i < N_WANT; i++)
+		if (cp >= want_escaped[i].lo && cp <= want_escaped[i].hi)
+			return true;
+	return false;
+}
+
+static size_t utf8_encode(uint32_t cp, char out[5])
+{
+	size_t n;
+	if (cp < 0x80) {
+		out[0] = (char)cp, n = 1;
+	} else if (cp < 0x800) {
+		out[0] = (char)(0xc0 | (cp >> 6)), out[1] = (char)(0x80 | (cp & 0x3f)), n = 2;
+	} else if (cp < 0x10000) {
+		out[0] = (char)(0xe0 | (cp >> 12)), out[1] = (char)(0x80 | ((cp >> 6) & 0x3f));
+		out[2] = (char)(0x80 | (cp & 0x3f)), n = 3;
+	} else {
+		out[0] = (char)(0xf0 | (cp >> 18)), out[1] = (char)(0x80 | ((cp >> 12) & 0x3f));
+		out[2] = (char)(0x80 | ((cp >> 6) & 0x3f)), out[3] = (char)(0x80 | (cp & 0x3f));
+		n = 4;
+	}
+	out[n] = '\0';
+	return n;
+}
+
+/* Whether fleet_log_claimed writes cp escaped; fails the test when it
+ * writes anything but the raw character or its exact per-byte escape. */
+static bool escaped(uint32_t cp)
+{
+	char in[5], esc[17] = "", out[FLEET_LOG_CLAIMED_BUF];
+	size_t n = utf8_encode(cp, in);
+	for (size_t i = 0; i < n; i++)
+		snprintf(esc + 4 * i, 5, "\\x%02X", (unsigned char)in[i]);
+	fleet_log_claimed(in, out, sizeof(out));
+	if (strcmp(out, in) == 0)
+		return false;
+	if (strcmp(out, esc) != 0)
+		fail_msg("U+%04X came out as \"%s\"", (unsigned)cp, out);
+	return true;
+}
+
+static void test_format_characters(void **state)
+{
+	/* The ones that used to pass raw, spelled out. */
+	claimed_is("a\xd8\x9c" "b", "a\\xD8\\x9Cb");             /* U+061C ALM */
+	claimed_is("a\xe2\x80\x8b" "b", "a\\xE2\\x80\\x8Bb");    /* U+200B ZWSP */
+	claimed_is("a\xe2\x81\xa0" "b", "a\\xE2\\x81\\xA0b");    /* U+2060 WJ */
+	claimed_is("\xef\xbb\xbf" "SN1", "\\xEF\\xBB\\xBFSN1");  /* U+FEFF BOM */
+	claimed_is("S\xc2\xad" "N1", "S\\xC2\\xADN1");           /* U+00AD SHY */
+	claimed_is("\xf3\xa0\x80\x81", "\\xF3\\xA0\\x80\\x81");  /* U+E0001 tag */
+	claimed_is("\xf3\xa0\x81\xbf", "\\xF3\\xA0\\x81\\xBF");  /* U+E007F cancel tag */
+	/* Every listed code point, each byte escaped. */
+	for (size_t i = 0; i < N_WANT; i++)
+		for (uint32_t cp = want_escaped[i].lo; cp <= want_escaped[i].hi; cp++)
+			if (!escaped(cp))
+				fail_msg("U+%04X passed raw", (unsigned)cp);
+	/* Ordinary letters and symbols, also right next to the ranges, pass. */
+	claimed_is("caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac", "caf\xc3\xa9 \xe6\x97\xa5\xe6\x9c\xac");
+	static const uint32_t neighbours[] = {0x00a0, 0x00ac, 0x00ae, 0x061b, 0x061d, 0x200a,
+					      0x2010, 0x2027, 0x202f, 0x205f, 0x2070, 0xfefc,
+					      0xfff8, 0xfffc, 0xfffd, 0xe0100};
+	for (size_t i = 0; i < sizeof(neighbours) / sizeof(neighbours[0]); i++)
+		if (escaped(neighbours[i]))
+			fail_msg("U+%04X was escaped", (unsigned)neighbours[i]);
+	/* Nothing else above the C1 range is escaped. */
+	for (uint32_t cp = 0xa0; cp <= 0x10ffff; cp++) {
+		if (cp >= 0xd800 && cp <= 0xdfff)
+			continue;
+		if (escaped(cp) != in_want(cp))
+			fail_msg("U+%04X: escaped %d, want %d", (unsigned)cp, escaped(cp), in_want(cp));
+	}
+	/* An escaped byte is one unit, as for any other escape: 22 U+FEFF are
+	 * 66 bytes, 64 of them shown. */
+	char in[67] = "", out[FLEET_LOG_CLAIMED_BUF];
+	for (int i = 0; i < 22; i++)
+		strcat(in, "\xef\xbb\xbf");
+	fleet_log_claimed(in, out, sizeof(out));
+	assert_int_equal(strlen(out), 64 * 4 + 4);
+	assert_string_equal(out + 64 * 4, "[+2]");
+	assert_memory_equal(out, "\\xEF\\xBB\\xBF\\xEF", 16);
+	/* fleet_log_escape_n escapes them the same way. */
+	fleet_log_escape_n("x\xe2\x80\x8by", 5, out, sizeof(out));
+	assert_string_equal(out, "x\\xE2\\x80\\x8By");
+}
+
+/* The table against python3's Unicode Character Database: every code point
+ * python calls Cf is escaped; every escaped one (bar U+2028/2029) is Cf in
+ * python, or unassigned in python's older Unicode. */
+static void test_format_characters_match_python(void **state)
+{
+	/* The version, then "Cf lo hi" and "Cn lo hi" ranges, inclusive. */
+	static const char script[] =
+		"python3 -c 'import unicodedata as u, itertools as it\n"
+		"print(u.unidata_version)\n"
+		"k = lambda c: u.category(chr(c))\n"
+		"for cat, g in it.groupby(range(0x110000), k):\n"
+		"    if cat in (\"Cf\", \"Cn\"):\n"
+		"        g = list(g); print(cat, g[0], g[-1])\n' 2>/dev/null";
+	struct fleet_buf b;
+	fb_init(&b);
+	int st = run_capture(script, &b);
+	if (st != 0 || b.len == 0) {
+		printf("python3 (with unicodedata) is not here: skipped comparing the Cf "
+		       "table with python's Unicode Character Database\n");
+		fb_free(&b);
+		return;
+	}
+	char *cat = calloc(0x110000, 1);
+	assert_non_null(cat);
+	char *save = NULL, *line = strtok_r((char *)b.data, "\n", &save);
+	assert_non_null(line);
+	char version[32];
+	snprintf(version, sizeof(version), "%s", line);
+	size_t n_cf = 0;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		char *end;
+		unsigned long lo = strtoul(line + 3, &end, 10);
+		unsigned long hi = strtoul(end, NULL, 10);
+		assert_true(lo <= hi && hi < 0x110000);
+		memset(cat + lo, line[1], hi - lo + 1); /* 'f' or 'n' */
+		if (line[1] == 'f')
+			n_cf += hi - lo + 1;
+	}
+	fb_free(&b);
+	assert_true(n_cf > 100);
+
+	size_t newer = 0;
+	for (uint32_t cp = 0xa0; cp <= 0x10ffff; cp++) {
+		if (cp >= 0xd800 && cp <= 0xdfff)
+			continue;
+		bool e = escaped(cp);
+		if (cat[cp] == 'f' && !e)
+			fail_msg("U+%04X is Cf in Unicode %s but passes raw", (unsigned)cp, version);
+		if (e && cat[cp] != 'f' && cp != 0x2028 && cp != 0x2029) {
+			if (cat[cp] != 'n')
+				fail_msg("U+%04X is escaped but not Cf in Unicode %s", (unsigned)cp,
+					 version);
+			newer++;
+		}
+	}
+	free(cat);
+	printf("compared with python3's unicodedata, Unicode %s: %zu Cf code points, all "
+	       "escaped; %zu escaped ones are unassigned there (Cf in a later version)\n",
+	       version, n_cf, newer);
 }
 
 /* ---- the log ------------------------------------------------------------- */
@@ -311,6 +480,8 @@ int main(void)
 		cmocka_unit_test(test_control_characters),
 		cmocka_unit_test(test_utf8),
 		cmocka_unit_test(test_small_buffers),
+		cmocka_unit_test(test_format_characters),
+		cmocka_unit_test(test_format_characters_match_python),
 		cmocka_unit_test(test_target_parse),
 		cmocka_unit_test(test_stderr_line),
 		cmocka_unit_test(test_bad_names_and_priority),
