@@ -328,7 +328,10 @@ static const char *credential_reason(const TPMT_PUBLIC *ek)
 					    &es, &reason);
 	fb_free(&id);
 	fb_free(&es);
-	return e == FLEET_OK ? NULL : reason;
+	if (e == FLEET_OK)
+		return NULL;
+	assert_non_null(reason); /* an EK refusal always says why */
+	return reason;
 }
 
 static const struct {
