@@ -25,9 +25,16 @@
  *   intake:  "ek-cert-unparseable", "ek-chain-*" (lib/x509_ek.h),
  *            "ek-key-mismatch", "ek-rsa-missing", "ek-public-malformed",
  *            "ek-wrong-type" (an ECC key in the RSA slot or back),
- *            "ek-not-restricted", "ek-not-decrypt", "ek-sign-set",
- *            "ek-not-fixedtpm", "ek-not-fixedparent" (an EK is a storage
- *            key: only such a key runs ActivateCredential),
+ *            "ek-not-restricted", "ek-not-decrypt", "ek-sign-set"
+ *            (an EK is a storage key: only such a key runs
+ *            ActivateCredential), "ek-name-alg-unsupported" (SHA-1, SM3),
+ *            "ek-scheme-unsupported" (OAEP, ...), "ek-kdf-unsupported",
+ *            "ek-key-unsupported" (key size, exponent, curve),
+ *            "ek-symmetric-unsupported" (NULL, CTR, ...): the EK is not
+ *            one MakeCredential wraps to (fleet_credential_ek_supported,
+ *            lib/tpm_credential.h, the very rule fleet_make_credential
+ *            applies, so the challenge never fails on an accepted EK),
+ *            "ek-not-fixedtpm", "ek-not-fixedparent",
  *            "ek-hash-mismatch" (the certificate's SPKI hash is not the
  *            public area's: required unless the certificate labels its
  *            key id-RSAES-OAEP, whose SPKI no public area reproduces),

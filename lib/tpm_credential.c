@@ -7,17 +7,21 @@
  * credential (not a restricted decryption key, an unexpected scheme, sizes
  * that disagree with the declared key size, a point off its curve) is
  * refused here rather than producing a blob nobody can open, or one that
- * some other key can. Refusals:
+ * some other key can. That check is one rule (ek_rule), which
+ * fleet_credential_ek_supported exposes so that intake refuses exactly the
+ * EKs this file would. Refusals:
  *   FLEET_E_INVALID_ARG  NULL pointers; secret empty or longer than the EK
  *                        nameAlg's digest (the TPM refuses those too)
- *   FLEET_E_UNSUPPORTED  EK not RSA 2048/3072/4096 or ECC P-256/P-384,
- *                        not a restricted decrypt-only key, nameAlg not
+ *   FLEET_E_UNSUPPORTED  with the reasons of tpm_credential.h: EK not RSA
+ *                        2048/3072/4096 or ECC P-256/P-384, not a
+ *                        restricted decrypt-only key, nameAlg not
  *                        SHA-256/384/512, symmetric not AES-128/256-CFB,
- *                        a scheme set, RSA exponent other than 65537;
- *                        object name of an unknown hash algorithm
- *   FLEET_E_MALFORMED    modulus or point sizes inconsistent with the key
- *                        size, point not on the curve, object name length
- *                        not 2 + its digest size
+ *                        a scheme or ECC KDF set, RSA exponent other than
+ *                        65537; (no reason) object name of an unknown hash
+ *   FLEET_E_MALFORMED    "ek-public-malformed": modulus or point sizes
+ *                        inconsistent with the key size, point not on the
+ *                        curve; (no reason) object name length not 2 + its
+ *                        digest size
  * Every intermediate secret (seed, Z, keys, plaintext) is wiped before
  * return, on every path.
  */
@@ -46,32 +50,34 @@ struct ek_prot {
 };
 
 /* The EK's nameAlg protects the seed and the HMAC: SHA-1 is refused because
- * a credential protected by it is weaker than the EK it claims to bind. */
-static fleet_err check_name_alg(uint16_t alg, struct ek_prot *p)
+ * a credential protected by it is weaker than the EK it claims to bind;
+ * SM3-256 (and anything else) because no TCG EK template uses it and the
+ * KDFs here are verified against known answers for SHA-256/384/512 only. */
+static const char *check_name_alg(uint16_t alg, struct ek_prot *p)
 {
 	if (alg != FLEET_ALG_SHA256 && alg != FLEET_ALG_SHA384 && alg != FLEET_ALG_SHA512)
-		return FLEET_E_UNSUPPORTED;
+		return "ek-name-alg-unsupported";
 	if (!fleet_hash_alg_md(alg))
-		return FLEET_E_UNSUPPORTED;
+		return "ek-name-alg-unsupported";
 	p->name_alg = alg;
 	p->dsize = fleet_hash_alg_size(alg);
-	return FLEET_OK;
+	return NULL;
 }
 
 /* The TPM protects the credential with the EK's own symmetric definition;
  * anything but AES-CFB at 128 or 256 bits is outside every EK template. */
-static fleet_err check_sym(const TPMT_SYM_DEF_OBJECT *s, struct ek_prot *p)
+static const char *check_sym(const TPMT_SYM_DEF_OBJECT *s, struct ek_prot *p)
 {
 	if (s->algorithm != TPM2_ALG_AES || s->mode.aes != TPM2_ALG_CFB)
-		return FLEET_E_UNSUPPORTED;
+		return "ek-symmetric-unsupported";
 	if (s->keyBits.aes == 128)
 		p->cfb = EVP_aes_128_cfb128();
 	else if (s->keyBits.aes == 256)
 		p->cfb = EVP_aes_256_cfb128();
-	else
-		return FLEET_E_UNSUPPORTED;
+	if (!p->cfb)
+		return "ek-symmetric-unsupported";
 	p->sym_bits = s->keyBits.aes;
-	return p->cfb ? FLEET_OK : FLEET_E_CRYPTO;
+	return NULL;
 }
 
 static size_t curve_bytes(TPMI_ECC_CURVE c)
@@ -79,45 +85,111 @@ static size_t curve_bytes(TPMI_ECC_CURVE c)
 	return c == TPM2_ECC_NIST_P256 ? 32 : c == TPM2_ECC_NIST_P384 ? 48 : 0;
 }
 
-static fleet_err check_ek(const TPMT_PUBLIC *ek, struct ek_prot *p)
+static fleet_err refuse(const char **reason, const char *why, fleet_err e)
 {
+	*reason = why;
+	return e;
+}
+
+#define UNSUPPORTED(why) refuse(reason, why, FLEET_E_UNSUPPORTED)
+#define MALFORMED(why) refuse(reason, why, FLEET_E_MALFORMED)
+
+/* The fields of the public area, before any OpenSSL key is made of them. */
+static fleet_err ek_params(const TPMT_PUBLIC *ek, struct ek_prot *p, const char **reason)
+{
+	const char *r;
 	/* A storage key: restricted, decrypt, never sign. Only such a key
 	 * performs ActivateCredential, and only it keeps the seed inside. */
 	TPMA_OBJECT a = ek->objectAttributes;
-	if (!(a & TPMA_OBJECT_RESTRICTED) || !(a & TPMA_OBJECT_DECRYPT) ||
-	    (a & TPMA_OBJECT_SIGN_ENCRYPT))
-		return FLEET_E_UNSUPPORTED;
-	fleet_err e = check_name_alg(ek->nameAlg, p);
-	if (e != FLEET_OK)
-		return e;
+	if (!(a & TPMA_OBJECT_RESTRICTED))
+		return UNSUPPORTED("ek-not-restricted");
+	if (!(a & TPMA_OBJECT_DECRYPT))
+		return UNSUPPORTED("ek-not-decrypt");
+	if (a & TPMA_OBJECT_SIGN_ENCRYPT)
+		return UNSUPPORTED("ek-sign-set");
+	if ((r = check_name_alg(ek->nameAlg, p)) != NULL)
+		return UNSUPPORTED(r);
 	if (ek->type == TPM2_ALG_RSA) {
-		const TPMS_RSA_PARMS *r = &ek->parameters.rsaDetail;
-		if (r->scheme.scheme != TPM2_ALG_NULL)
-			return FLEET_E_UNSUPPORTED;
-		if (r->keyBits != 2048 && r->keyBits != 3072 && r->keyBits != 4096)
-			return FLEET_E_UNSUPPORTED;
+		const TPMS_RSA_PARMS *rsa = &ek->parameters.rsaDetail;
+		/* A storage key has no scheme of its own: the seed is always
+		 * OAEP with the nameAlg, whatever a scheme would say. */
+		if (rsa->scheme.scheme != TPM2_ALG_NULL)
+			return UNSUPPORTED("ek-scheme-unsupported");
+		if (rsa->keyBits != 2048 && rsa->keyBits != 3072 && rsa->keyBits != 4096)
+			return UNSUPPORTED("ek-key-unsupported");
 		/* Every EK template uses the default exponent (0 means 65537).
 		 * Another one is refused: with e = 1 the "encrypted" seed would
 		 * be the padded seed itself, and anyone could open the blob. */
-		if (r->exponent != 0 && r->exponent != 65537)
-			return FLEET_E_UNSUPPORTED;
+		if (rsa->exponent != 0 && rsa->exponent != 65537)
+			return UNSUPPORTED("ek-key-unsupported");
 		/* The modulus must be exactly keyBits long, top bit set: a
 		 * shorter one is a different (weaker) key than declared. */
-		if (ek->unique.rsa.size != r->keyBits / 8 || !(ek->unique.rsa.buffer[0] & 0x80))
-			return FLEET_E_MALFORMED;
-		return check_sym(&r->symmetric, p);
+		if (ek->unique.rsa.size != rsa->keyBits / 8 || !(ek->unique.rsa.buffer[0] & 0x80))
+			return MALFORMED("ek-public-malformed");
+		r = check_sym(&rsa->symmetric, p);
+		return r ? UNSUPPORTED(r) : FLEET_OK;
 	}
 	if (ek->type == TPM2_ALG_ECC) {
 		const TPMS_ECC_PARMS *c = &ek->parameters.eccDetail;
 		size_t cb = curve_bytes(c->curveID);
-		if (!cb || c->scheme.scheme != TPM2_ALG_NULL || c->kdf.scheme != TPM2_ALG_NULL)
-			return FLEET_E_UNSUPPORTED;
+		if (c->scheme.scheme != TPM2_ALG_NULL)
+			return UNSUPPORTED("ek-scheme-unsupported");
+		/* The seed's KDF is KDFe with the nameAlg (Part 1, 11.4.10.3). */
+		if (c->kdf.scheme != TPM2_ALG_NULL)
+			return UNSUPPORTED("ek-kdf-unsupported");
+		if (!cb)
+			return UNSUPPORTED("ek-key-unsupported");
 		if (ek->unique.ecc.x.size == 0 || ek->unique.ecc.x.size > cb ||
 		    ek->unique.ecc.y.size == 0 || ek->unique.ecc.y.size > cb)
-			return FLEET_E_MALFORMED;
-		return check_sym(&c->symmetric, p);
+			return MALFORMED("ek-public-malformed");
+		r = check_sym(&c->symmetric, p);
+		return r ? UNSUPPORTED(r) : FLEET_OK;
 	}
-	return FLEET_E_UNSUPPORTED;
+	return UNSUPPORTED("ek-key-unsupported");
+}
+
+#undef UNSUPPORTED
+#undef MALFORMED
+
+/*
+ * The one rule for an EK MakeCredential wraps to (fleet_credential_ek_supported
+ * and fleet_make_credential both run exactly this): the public area's fields,
+ * then the OpenSSL key every seed is made with (lib/tpm_public.c: an ECC point
+ * on its curve, an odd modulus). On FLEET_OK *pk is that key and *p what the
+ * area says about the protection.
+ */
+static fleet_err ek_rule(const TPMT_PUBLIC *ek, struct ek_prot *p, EVP_PKEY **pk,
+			 const char **reason)
+{
+	fleet_err e;
+
+	*pk = NULL;
+	if ((e = ek_params(ek, p, reason)) != FLEET_OK)
+		return e;
+	e = fleet_tpm_public_to_pkey(ek, pk);
+	if (e == FLEET_E_MALFORMED)
+		*reason = "ek-public-malformed";
+	else if (e == FLEET_E_UNSUPPORTED)
+		*reason = "ek-key-unsupported";
+	/* Anything else (memory, OpenSSL) says nothing about the EK. */
+	return e;
+}
+
+fleet_err fleet_credential_ek_supported(const TPMT_PUBLIC *ek, const char **reason)
+{
+	const char *dummy;
+	struct ek_prot p = {0};
+	EVP_PKEY *pk = NULL;
+	fleet_err e;
+
+	if (!reason)
+		reason = &dummy;
+	*reason = NULL;
+	if (!ek)
+		return FLEET_E_INVALID_ARG;
+	e = ek_rule(ek, &p, &pk, reason);
+	EVP_PKEY_free(pk);
+	return e;
 }
 
 /* A TPM name: nameAlg (big-endian) then that algorithm's digest. The TPM
@@ -134,24 +206,17 @@ static fleet_err check_name(const uint8_t *name, size_t len)
 }
 
 /* RSA: a random seed, OAEP-encrypted to the EK with label "IDENTITY\0". */
-static fleet_err rsa_seed(const TPMT_PUBLIC *ek, const struct ek_prot *p, uint8_t *seed,
-			  TPM2B_ENCRYPTED_SECRET *out)
+static fleet_err rsa_seed(const TPMT_PUBLIC *ek, EVP_PKEY *pk, const struct ek_prot *p,
+			  uint8_t *seed, TPM2B_ENCRYPTED_SECRET *out)
 {
 	static const char label[] = "IDENTITY"; /* sizeof includes the NUL */
-	fleet_err e;
+	fleet_err e = FLEET_E_CRYPTO;
 	EVP_PKEY_CTX *ctx = NULL;
-	EVP_PKEY *pk = NULL;
 	unsigned char *lab = NULL;
 	size_t outlen = sizeof(out->secret);
 	/* OAEP's hash and MGF1's hash are both the EK's nameAlg (Part 1, B.10.3). */
 	const char *mdname = EVP_MD_get0_name(fleet_hash_alg_md(p->name_alg));
 
-	/* The one conversion every use of a TPM key goes through (lib/tpm_public.c:
-	 * modulus length, exponent, sizes). */
-	e = fleet_tpm_public_to_pkey(ek, &pk);
-	if (e != FLEET_OK)
-		return e;
-	e = FLEET_E_CRYPTO;
 	if (!(lab = OPENSSL_memdup(label, sizeof(label)))) {
 		e = FLEET_E_NOMEM;
 		goto done;
@@ -174,7 +239,6 @@ static fleet_err rsa_seed(const TPMT_PUBLIC *ek, const struct ek_prot *p, uint8_
 done:
 	OPENSSL_free(lab);
 	EVP_PKEY_CTX_free(ctx);
-	EVP_PKEY_free(pk);
 	return e;
 }
 
@@ -194,21 +258,17 @@ static int bn_param_pad(const EVP_PKEY *k, const char *name, uint8_t *out, size_
  * EK's x exactly as its public area holds it, because that is what the TPM
  * feeds KDFe on its side.
  */
-static fleet_err ecc_seed(const TPMT_PUBLIC *ek, const struct ek_prot *p, uint8_t *seed,
-			  TPM2B_ENCRYPTED_SECRET *out)
+static fleet_err ecc_seed(const TPMT_PUBLIC *ek, EVP_PKEY *ekk, const struct ek_prot *p,
+			  uint8_t *seed, TPM2B_ENCRYPTED_SECRET *out)
 {
 	size_t cb = curve_bytes(ek->parameters.eccDetail.curveID), zlen = 0, off = 0;
 	uint8_t z[48];
 	TPMS_ECC_POINT eph_pt = {0};
-	EVP_PKEY *ekk = NULL, *eph = NULL;
+	EVP_PKEY *eph = NULL;
 	EVP_PKEY_CTX *dctx = NULL;
-	/* fleet_tpm_public_to_pkey refuses a point off the curve: ECDH with
-	 * such a point leaks the ephemeral scalar's arithmetic, and no TPM has
-	 * such an EK. */
-	fleet_err e = fleet_tpm_public_to_pkey(ek, &ekk);
-	if (e != FLEET_OK)
-		return e;
-	e = FLEET_E_CRYPTO;
+	/* ekk is on its curve (ek_rule): ECDH with a point off it leaks the
+	 * ephemeral scalar's arithmetic, and no TPM has such an EK. */
+	fleet_err e = FLEET_E_CRYPTO;
 	eph = EVP_PKEY_Q_keygen(NULL, NULL, "EC", cb == 32 ? "P-256" : "P-384");
 	if (!eph || !(dctx = EVP_PKEY_CTX_new_from_pkey(NULL, eph, NULL)) ||
 	    EVP_PKEY_derive_init(dctx) <= 0 || EVP_PKEY_derive_set_peer_ex(dctx, ekk, 1) <= 0)
@@ -235,7 +295,6 @@ done:
 	OPENSSL_cleanse(z, sizeof(z));
 	EVP_PKEY_CTX_free(dctx);
 	EVP_PKEY_free(eph); /* OpenSSL clears the private scalar on free */
-	EVP_PKEY_free(ekk);
 	return e;
 }
 
@@ -311,9 +370,12 @@ done:
 
 fleet_err fleet_make_credential(const TPMT_PUBLIC *ek, const uint8_t *secret, size_t secret_len,
 				const uint8_t *obj_name, size_t obj_name_len,
-				struct fleet_buf *id_object, struct fleet_buf *enc_secret)
+				struct fleet_buf *id_object, struct fleet_buf *enc_secret,
+				const char **reason)
 {
+	const char *dummy;
 	struct ek_prot p = {0};
+	EVP_PKEY *pk = NULL;
 	uint8_t seed[FLEET_DIGEST_MAX];
 	TPM2B_ID_OBJECT id = {0};
 	TPM2B_ENCRYPTED_SECRET es = {0};
@@ -321,20 +383,25 @@ fleet_err fleet_make_credential(const TPMT_PUBLIC *ek, const uint8_t *secret, si
 	size_t id_len = 0, es_len = 0;
 	fleet_err e;
 
+	if (!reason)
+		reason = &dummy;
+	*reason = NULL;
 	if (!ek || !secret || !obj_name || !id_object || !enc_secret)
 		return FLEET_E_INVALID_ARG;
-	e = check_ek(ek, &p);
+	e = ek_rule(ek, &p, &pk, reason);
 	if (e != FLEET_OK)
 		return e;
 	/* The TPM unwraps the secret as a TPM2B_DIGEST and refuses one longer
 	 * than the EK's nameAlg digest (TPM2_MakeCredential checks the same). */
+	e = FLEET_E_INVALID_ARG;
 	if (secret_len == 0 || secret_len > p.dsize)
-		return FLEET_E_INVALID_ARG;
+		goto done;
 	e = check_name(obj_name, obj_name_len);
 	if (e != FLEET_OK)
-		return e;
+		goto done;
 
-	e = ek->type == TPM2_ALG_RSA ? rsa_seed(ek, &p, seed, &es) : ecc_seed(ek, &p, seed, &es);
+	e = ek->type == TPM2_ALG_RSA ? rsa_seed(ek, pk, &p, seed, &es)
+				     : ecc_seed(ek, pk, &p, seed, &es);
 	if (e == FLEET_OK)
 		e = protect(&p, seed, secret, secret_len, obj_name, obj_name_len, &id);
 	OPENSSL_cleanse(seed, sizeof(seed));
@@ -356,5 +423,6 @@ fleet_err fleet_make_credential(const TPMT_PUBLIC *ek, const uint8_t *secret, si
 			id_object->len = id_before;
 	}
 done:
+	EVP_PKEY_free(pk);
 	return e;
 }

@@ -28,14 +28,44 @@
 #include "lib/fleet_err.h"
 
 /*
+ * Whether fleet_make_credential can wrap a credential to this EK: the one
+ * rule both it and fleetd's intake (lib/attest_server_intake.c) apply, so an
+ * EK intake accepts never fails at the challenge. It is what the code can
+ * do, derived from the TCG EK Credential Profile templates (L-1 RSA 2048 /
+ * SHA-256 / AES-128-CFB, L-2 ECC P-256, the high range H-1..H-7 with
+ * SHA-384/512, AES-256, RSA 3072/4096, P-384). On refusal *reason (may be
+ * NULL) the first failing rule's:
+ *   "ek-not-restricted", "ek-not-decrypt", "ek-sign-set"
+ *                               not a storage key (FLEET_E_UNSUPPORTED)
+ *   "ek-name-alg-unsupported"   nameAlg not SHA-256/384/512 (SHA-1, SM3-256)
+ *   "ek-scheme-unsupported"     a scheme set (OAEP, RSAES, ECDH, ...): a
+ *                               storage key has none
+ *   "ek-kdf-unsupported"        ECC: a KDF set (the seed's KDF is KDFe)
+ *   "ek-key-unsupported"        not RSA 2048/3072/4096 with exponent 65537
+ *                               nor ECC NIST P-256/P-384
+ *   "ek-symmetric-unsupported"  symmetric not AES-128/256 in CFB (NULL,
+ *                               CTR, CBC, SM4, AES-192, ...)
+ *   "ek-public-malformed"       modulus or coordinates that contradict the
+ *                               declared size, a point off the curve, an
+ *                               even modulus (FLEET_E_MALFORMED)
+ * Another error (FLEET_E_NOMEM, FLEET_E_CRYPTO) leaves *reason NULL: it
+ * says nothing about the EK. FLEET_E_INVALID_ARG for a NULL ek.
+ */
+fleet_err fleet_credential_ek_supported(const TPMT_PUBLIC *ek, const char **reason);
+
+/*
  * secret: 1..64 bytes (at most the nameAlg digest size). obj_name: the AK's
  * TPM name. Appends to id_object a marshaled TPM2B_ID_OBJECT and to
  * enc_secret a marshaled TPM2B_ENCRYPTED_SECRET, the two inputs of
- * TPM2_ActivateCredential.
+ * TPM2_ActivateCredential. The EK is judged by
+ * fleet_credential_ek_supported's rule, and a refused one gets its reason
+ * in *reason (may be NULL); other refusals (arguments, secret, name) leave
+ * it NULL.
  */
 fleet_err fleet_make_credential(const TPMT_PUBLIC *ek, const uint8_t *secret, size_t secret_len,
 				const uint8_t *obj_name, size_t obj_name_len,
-				struct fleet_buf *id_object, struct fleet_buf *enc_secret);
+				struct fleet_buf *id_object, struct fleet_buf *enc_secret,
+				const char **reason);
 
 /* KDFa (SP 800-108 counter mode HMAC, TPM 2.0 Part 1, 11.4.10.2). */
 fleet_err fleet_kdfa(uint16_t hash_alg, const uint8_t *key, size_t key_len, const char *label,

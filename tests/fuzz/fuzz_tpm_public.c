@@ -1,17 +1,49 @@
 /*
  * fuzz_tpm_public.c: a TPM2B_PUBLIC from the wire, through everything fleetd
- * does with one: parse, name, OpenSSL key, SPKI hash, the AK rules. The
- * input, NUL-terminated, is also a PCR selection string.
+ * does with one: parse, name, OpenSSL key, SPKI hash, the AK rules, the EK
+ * rule of MakeCredential. The input, NUL-terminated, is also a PCR
+ * selection string.
+ *
+ * What must hold for the EK rule: a refusal names its reason, and an EK
+ * fleet_credential_ek_supported accepts (as intake does) is one
+ * fleet_make_credential wraps to (the challenge cannot fail on it).
  *
  * Seeds (tests/fuzz/corpus/fuzz_tpm_public/) are public areas tpm2-tools 5.4
  * wrote from swtpm 0.7.1: ECDSA and RSAPSS AKs (tpm2_createak -u), P-256 and
- * RSA signing keys (tpm2_create -u), the RSA and P-384 EKs (tpm2_readpublic).
+ * RSA signing keys (tpm2_create -u), the RSA and P-384 EKs (tpm2_readpublic);
+ * and the RSA EK with what MakeCredential cannot use: nameAlg SHA-1
+ * (ek_sha1_pub), symmetric NULL (ek_symnull_pub), AES-128-CTR
+ * (ek_ctr_pub), an OAEP scheme (ek_oaep_pub).
  */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/tpm.h"
+#include "lib/tpm_credential.h"
+
+/* The EK rule on a parsed public area (see the top). */
+static void ek_rule(const TPMT_PUBLIC *pub)
+{
+	static const uint8_t name[34] = {0x00, 0x0b};
+	static const uint8_t secret[32] = {1};
+	struct fleet_buf id, es;
+	const char *reason = NULL;
+	fleet_err e = fleet_credential_ek_supported(pub, &reason);
+
+	if (e != FLEET_OK) {
+		if (!reason && e != FLEET_E_NOMEM && e != FLEET_E_CRYPTO)
+			abort();
+		return;
+	}
+	fb_init(&id);
+	fb_init(&es);
+	if (fleet_make_credential(pub, secret, sizeof(secret), name, sizeof(name), &id, &es,
+				  &reason) != FLEET_OK)
+		abort();
+	fb_free(&id);
+	fb_free(&es);
+}
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
@@ -36,6 +68,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		if (fleet_tpm_ak_check(&pub.publicArea, &reason) != FLEET_OK && !reason)
 			abort();
+		ek_rule(&pub.publicArea);
 	} else if (ec.detail[0] == '\0') {
 		abort(); /* every refusal explains itself */
 	}

@@ -150,7 +150,7 @@ static int provision(struct inproc_server *s, struct fleet_wire_confirm_reply *r
 	if (RAND_bytes(s->code, sizeof(s->code)) != 1 ||
 	    fleet_tpm_name(&s->session.ak.publicArea, name, sizeof(name), &name_len) != FLEET_OK ||
 	    fleet_make_credential(&s->session.ek_rsa.publicArea, s->code, sizeof(s->code), name,
-				  name_len, id, es) != FLEET_OK)
+				  name_len, id, es, NULL) != FLEET_OK)
 		return -1;
 	r->has_provision = true;
 	r->code.present = true;

@@ -280,7 +280,7 @@ static struct blob make(const struct key *ek, const uint8_t *secret, size_t len,
 	fb_init(&id);
 	fb_init(&es);
 	assert_int_equal(fleet_make_credential(&ek->pub->publicArea, secret, len, obj->name,
-					       obj->name_len, &id, &es),
+					       obj->name_len, &id, &es, NULL),
 			 FLEET_OK);
 	assert_int_equal(Tss2_MU_TPM2B_ID_OBJECT_Unmarshal(id.data, id.len, &off, &b.id),
 			 TSS2_RC_SUCCESS);

@@ -22,6 +22,7 @@
 #include "lib/attest_server.h"
 #include "lib/eventlog_build.h"
 #include "lib/hex.h"
+#include "lib/tpm_credential.h"
 #include "tests/tpm/swtpm_harness.h"
 #include "tests/tpm/tpm_evidence.h"
 
@@ -444,6 +445,54 @@ static void test_intake_refusals(void **st)
 	tev_public_bytes(&p, &in.ek_rsa.pub);
 	expect_refused_intake(&in, FLEET_E_VERIFY, "ek-not-restricted");
 	fleet_wire_intake_free(&in);
+
+	/* This TPM's own EK public areas, their keys (so the certificates'
+	 * match) unchanged, with what MakeCredential cannot wrap to: refused
+	 * at intake, with the reason the challenge would have failed with. */
+	static const struct {
+		int ecc;
+		uint16_t name_alg;      /* 0: unchanged */
+		uint16_t sym_alg, mode; /* 0: unchanged */
+		uint16_t scheme;        /* 0: unchanged */
+		const char *reason;
+	} ek_cases[] = {
+		{0, TPM2_ALG_SHA1, 0, 0, 0, "ek-name-alg-unsupported"},
+		{1, TPM2_ALG_SHA1, 0, 0, 0, "ek-name-alg-unsupported"},
+		{0, 0, TPM2_ALG_NULL, 0, 0, "ek-symmetric-unsupported"},
+		{1, 0, 0, TPM2_ALG_CTR, 0, "ek-symmetric-unsupported"},
+		{0, 0, 0, 0, TPM2_ALG_OAEP, "ek-scheme-unsupported"},
+		{1, 0, 0, 0, TPM2_ALG_ECDH, "ek-scheme-unsupported"},
+	};
+	for (size_t i = 0; i < sizeof(ek_cases) / sizeof(ek_cases[0]); i++) {
+		struct fleet_wire_ek *ek;
+		TPMT_SYM_DEF_OBJECT *sym;
+		const char *why = NULL;
+		make_intake(&in, BIOS);
+		ek = ek_cases[i].ecc ? &in.ek_ecc : &in.ek_rsa;
+		assert_int_equal(fleet_tpm_public_parse(ek->pub.data, ek->pub.len, &p, NULL),
+				 FLEET_OK);
+		sym = &p.publicArea.parameters.asymDetail.symmetric;
+		if (ek_cases[i].name_alg)
+			p.publicArea.nameAlg = ek_cases[i].name_alg;
+		if (ek_cases[i].sym_alg) {
+			memset(sym, 0, sizeof(*sym));
+			sym->algorithm = ek_cases[i].sym_alg;
+		}
+		if (ek_cases[i].mode)
+			sym->mode.aes = ek_cases[i].mode;
+		if (ek_cases[i].scheme) {
+			/* The scheme's hash, as a TPM would fill it. */
+			p.publicArea.parameters.asymDetail.scheme.scheme = ek_cases[i].scheme;
+			p.publicArea.parameters.asymDetail.scheme.details.anySig.hashAlg =
+				TPM2_ALG_SHA256;
+		}
+		free(ek->pub.data);
+		tev_public_bytes(&p, &ek->pub);
+		expect_refused_intake(&in, FLEET_E_VERIFY, ek_cases[i].reason);
+		assert_int_not_equal(fleet_credential_ek_supported(&p.publicArea, &why), FLEET_OK);
+		assert_string_equal(why, ek_cases[i].reason);
+		fleet_wire_intake_free(&in);
+	}
 
 	/* The AK without restricted: it could sign a forged quote. */
 	make_intake(&in, BIOS);

@@ -398,7 +398,7 @@ static void made_blob_opens_in_software(const TPMT_PUBLIC *ek, EVP_PKEY *priv,
 		fb_init(&id);
 		fb_init(&es);
 		assert_int_equal(fleet_make_credential(ek, secret, lens[l], ak_name,
-						       sizeof(ak_name), &id, &es),
+						       sizeof(ak_name), &id, &es, NULL),
 				 FLEET_OK);
 		/* TPM2B(TPM2B(outerHMAC) || TPM2B(secret) encrypted) */
 		assert_int_equal(id.len, 2 + (2 + dsize) + (2 + lens[l]));
@@ -448,10 +448,10 @@ static void each_blob_has_a_fresh_seed(void **state)
 	fb_init(&id2);
 	fb_init(&es2);
 	assert_int_equal(fleet_make_credential(&ek, (const uint8_t *)"code", 4, ak_name,
-					       sizeof(ak_name), &id1, &es1),
+					       sizeof(ak_name), &id1, &es1, NULL),
 			 FLEET_OK);
 	assert_int_equal(fleet_make_credential(&ek, (const uint8_t *)"code", 4, ak_name,
-					       sizeof(ak_name), &id2, &es2),
+					       sizeof(ak_name), &id2, &es2, NULL),
 			 FLEET_OK);
 	assert_int_equal(id1.len, id2.len);
 	assert_memory_not_equal(id1.data, id2.data, id1.len);
@@ -475,7 +475,7 @@ static void appends_after_existing_bytes(void **state)
 	assert_int_equal(fb_put(&id, "ID", 2), FLEET_OK);
 	assert_int_equal(fb_put(&es, "ES", 2), FLEET_OK);
 	assert_int_equal(fleet_make_credential(&ek, (const uint8_t *)"s", 1, ak_name,
-					       sizeof(ak_name), &id, &es),
+					       sizeof(ak_name), &id, &es, NULL),
 			 FLEET_OK);
 	assert_memory_equal(id.data, "ID", 2);
 	assert_memory_equal(es.data, "ES", 2);
@@ -493,7 +493,7 @@ static fleet_err make_into(const TPMT_PUBLIC *ek, const uint8_t *secret, size_t 
 	struct fleet_buf id, es;
 	fb_init(&id);
 	fb_init(&es);
-	fleet_err e = fleet_make_credential(ek, secret, len, name, name_len, &id, &es);
+	fleet_err e = fleet_make_credential(ek, secret, len, name, name_len, &id, &es, NULL);
 	/* A refusal leaves nothing behind for a caller to send. */
 	if (e != FLEET_OK) {
 		assert_int_equal(id.len, 0);
@@ -518,15 +518,15 @@ static void refuses_bad_secret_and_name(void **state)
 	/* Longer than the SHA-256 EK's digest: the TPM would refuse it. */
 	assert_int_equal(make_into(&ek, s, 33, ak_name, sizeof(ak_name)), FLEET_E_INVALID_ARG);
 	assert_int_equal(make_into(&ek, s, 65, ak_name, sizeof(ak_name)), FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_make_credential(NULL, s, 1, ak_name, sizeof(ak_name), &id, &es),
+	assert_int_equal(fleet_make_credential(NULL, s, 1, ak_name, sizeof(ak_name), &id, &es, NULL),
 			 FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_make_credential(&ek, NULL, 1, ak_name, sizeof(ak_name), &id, &es),
+	assert_int_equal(fleet_make_credential(&ek, NULL, 1, ak_name, sizeof(ak_name), &id, &es, NULL),
 			 FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_make_credential(&ek, s, 1, NULL, 34, &id, &es),
+	assert_int_equal(fleet_make_credential(&ek, s, 1, NULL, 34, &id, &es, NULL),
 			 FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_make_credential(&ek, s, 1, ak_name, sizeof(ak_name), NULL, &es),
+	assert_int_equal(fleet_make_credential(&ek, s, 1, ak_name, sizeof(ak_name), NULL, &es, NULL),
 			 FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_make_credential(&ek, s, 1, ak_name, sizeof(ak_name), &id, NULL),
+	assert_int_equal(fleet_make_credential(&ek, s, 1, ak_name, sizeof(ak_name), &id, NULL, NULL),
 			 FLEET_E_INVALID_ARG);
 
 	/* Names: the length must be 2 + the digest size of the name's alg. */
@@ -549,71 +549,169 @@ static void refuses_bad_secret_and_name(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* fleet_make_credential on ek, its code and reason; and
+ * fleet_credential_ek_supported (the rule intake applies) must say the same:
+ * the same code and the very same reason. */
+static fleet_err make_why(const TPMT_PUBLIC *ek, const char **reason)
+{
+	const uint8_t s[1] = {1};
+	const char *rule_reason = "unset";
+	struct fleet_buf id, es;
+	fb_init(&id);
+	fb_init(&es);
+	*reason = "unset";
+	fleet_err e = fleet_make_credential(ek, s, 1, ak_name, sizeof(ak_name), &id, &es, reason);
+	if (e != FLEET_OK) {
+		assert_int_equal(id.len, 0);
+		assert_int_equal(es.len, 0);
+	}
+	fb_free(&id);
+	fb_free(&es);
+	fleet_err rule = fleet_credential_ek_supported(ek, &rule_reason);
+	assert_int_equal(rule, e);
+	if (*reason)
+		assert_string_equal(rule_reason, *reason);
+	else
+		assert_null(rule_reason);
+	return e;
+}
+
 /* Each EK mutation that makes the key one the TPM would not (or should
- * not) use for credential activation. */
+ * not) use for credential activation, with its stable reason. */
 static void refuses_unusable_eks(void **state)
 {
 	(void)state;
-	TPMT_PUBLIC rsa, ecc, ecc384, t;
+	TPMT_PUBLIC rsa, rsa3072, ecc, ecc384, t;
 	EVP_PKEY *kr = rsa_ek(&rsa), *ke = ecc_ek(&ecc, TPM2_ECC_NIST_P256);
 	EVP_PKEY *k3 = ecc_ek(&ecc384, TPM2_ECC_NIST_P384);
-	const uint8_t s[1] = {1};
-#define EXPECT(base, mutation, code)                                                          \
+	EVP_PKEY *kr3 = rsa_ek_sized(&rsa3072, 3072, TPM2_ALG_SHA384, 256);
+	const char *why;
+#define EXPECT(base, mutation, code, reason)                                                  \
 	do {                                                                                  \
 		t = base;                                                                     \
 		mutation;                                                                     \
-		assert_int_equal(make_into(&t, s, 1, ak_name, sizeof(ak_name)), code);        \
+		assert_int_equal(make_why(&t, &why), code);                                   \
+		if (reason)                                                                   \
+			assert_string_equal(why, reason);                                     \
+		else                                                                          \
+			assert_null(why);                                                     \
 	} while (0)
 	/* The unmutated keys are accepted, so each refusal is the mutation's. */
-	EXPECT(rsa, (void)0, FLEET_OK);
-	EXPECT(ecc, (void)0, FLEET_OK);
-	EXPECT(ecc384, (void)0, FLEET_OK);
+	EXPECT(rsa, (void)0, FLEET_OK, NULL);
+	EXPECT(rsa3072, (void)0, FLEET_OK, NULL);
+	EXPECT(ecc, (void)0, FLEET_OK, NULL);
+	EXPECT(ecc384, (void)0, FLEET_OK, NULL);
+	/* The other templates' choices within the rule: SHA-512, AES-256. */
+	EXPECT(ecc, t.nameAlg = TPM2_ALG_SHA512, FLEET_OK, NULL);
+	EXPECT(rsa, t.parameters.rsaDetail.symmetric.keyBits.aes = 256, FLEET_OK, NULL);
 
 	/* Not a storage key. */
-	EXPECT(rsa, t.objectAttributes &= ~TPMA_OBJECT_RESTRICTED, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.objectAttributes &= ~TPMA_OBJECT_DECRYPT, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.objectAttributes |= TPMA_OBJECT_SIGN_ENCRYPT, FLEET_E_UNSUPPORTED);
+	EXPECT(rsa, t.objectAttributes &= ~TPMA_OBJECT_RESTRICTED, FLEET_E_UNSUPPORTED,
+	       "ek-not-restricted");
+	EXPECT(ecc, t.objectAttributes &= ~TPMA_OBJECT_DECRYPT, FLEET_E_UNSUPPORTED,
+	       "ek-not-decrypt");
+	EXPECT(ecc, t.objectAttributes |= TPMA_OBJECT_SIGN_ENCRYPT, FLEET_E_UNSUPPORTED,
+	       "ek-sign-set");
 	/* Key types and sizes. */
-	EXPECT(rsa, t.type = TPM2_ALG_KEYEDHASH, FLEET_E_UNSUPPORTED);
-	EXPECT(rsa, t.parameters.rsaDetail.keyBits = 1024, FLEET_E_UNSUPPORTED);
+	EXPECT(rsa, t.type = TPM2_ALG_KEYEDHASH, FLEET_E_UNSUPPORTED, "ek-key-unsupported");
+	EXPECT(rsa, t.parameters.rsaDetail.keyBits = 1024, FLEET_E_UNSUPPORTED,
+	       "ek-key-unsupported");
 	/* Exponents: 0 means 65537 and 65537 may be spelled out; e = 1 would
 	 * leave the seed readable by anyone, e = 3 is in no EK template. */
-	EXPECT(rsa, t.parameters.rsaDetail.exponent = 65537, FLEET_OK);
-	EXPECT(rsa, t.parameters.rsaDetail.exponent = 1, FLEET_E_UNSUPPORTED);
-	EXPECT(rsa, t.parameters.rsaDetail.exponent = 3, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P521, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_BN_P256, FLEET_E_UNSUPPORTED);
-	/* nameAlg: SHA-1 and unknown algorithms protect nothing fleetd trusts. */
-	EXPECT(rsa, t.nameAlg = TPM2_ALG_SHA1, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.nameAlg = TPM2_ALG_NULL, FLEET_E_UNSUPPORTED);
+	EXPECT(rsa, t.parameters.rsaDetail.exponent = 65537, FLEET_OK, NULL);
+	EXPECT(rsa, t.parameters.rsaDetail.exponent = 1, FLEET_E_UNSUPPORTED,
+	       "ek-key-unsupported");
+	EXPECT(rsa, t.parameters.rsaDetail.exponent = 3, FLEET_E_UNSUPPORTED,
+	       "ek-key-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P521, FLEET_E_UNSUPPORTED,
+	       "ek-key-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_BN_P256, FLEET_E_UNSUPPORTED,
+	       "ek-key-unsupported");
+	/* nameAlg: SHA-1, SM3 and unknown algorithms protect nothing fleetd
+	 * trusts. */
+	EXPECT(rsa, t.nameAlg = TPM2_ALG_SHA1, FLEET_E_UNSUPPORTED, "ek-name-alg-unsupported");
+	EXPECT(rsa, t.nameAlg = TPM2_ALG_SM3_256, FLEET_E_UNSUPPORTED,
+	       "ek-name-alg-unsupported");
+	EXPECT(ecc, t.nameAlg = TPM2_ALG_SHA1, FLEET_E_UNSUPPORTED, "ek-name-alg-unsupported");
+	EXPECT(ecc384, t.nameAlg = TPM2_ALG_SM3_256, FLEET_E_UNSUPPORTED,
+	       "ek-name-alg-unsupported");
+	EXPECT(ecc, t.nameAlg = TPM2_ALG_NULL, FLEET_E_UNSUPPORTED, "ek-name-alg-unsupported");
 	/* Symmetric: only AES-128/256 in CFB. */
 	EXPECT(rsa, t.parameters.rsaDetail.symmetric.algorithm = TPM2_ALG_NULL,
-	       FLEET_E_UNSUPPORTED);
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
+	EXPECT(rsa, t.parameters.rsaDetail.symmetric.mode.aes = TPM2_ALG_CTR,
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
 	EXPECT(rsa, t.parameters.rsaDetail.symmetric.mode.aes = TPM2_ALG_CBC,
-	       FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.parameters.eccDetail.symmetric.keyBits.aes = 192, FLEET_E_UNSUPPORTED);
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL,
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
+	EXPECT(ecc384, t.parameters.eccDetail.symmetric.mode.aes = TPM2_ALG_CTR,
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.symmetric.keyBits.aes = 192, FLEET_E_UNSUPPORTED,
+	       "ek-symmetric-unsupported");
 	EXPECT(ecc, t.parameters.eccDetail.symmetric.algorithm = TPM2_ALG_SM4,
-	       FLEET_E_UNSUPPORTED);
+	       FLEET_E_UNSUPPORTED, "ek-symmetric-unsupported");
 	/* A storage key has no scheme of its own. */
-	EXPECT(rsa, t.parameters.rsaDetail.scheme.scheme = TPM2_ALG_OAEP, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDH, FLEET_E_UNSUPPORTED);
-	EXPECT(ecc, t.parameters.eccDetail.kdf.scheme = TPM2_ALG_KDF2, FLEET_E_UNSUPPORTED);
+	EXPECT(rsa, t.parameters.rsaDetail.scheme.scheme = TPM2_ALG_OAEP, FLEET_E_UNSUPPORTED,
+	       "ek-scheme-unsupported");
+	EXPECT(rsa3072, t.parameters.rsaDetail.scheme.scheme = TPM2_ALG_RSAES,
+	       FLEET_E_UNSUPPORTED, "ek-scheme-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDH, FLEET_E_UNSUPPORTED,
+	       "ek-scheme-unsupported");
+	EXPECT(ecc, t.parameters.eccDetail.kdf.scheme = TPM2_ALG_KDF2, FLEET_E_UNSUPPORTED,
+	       "ek-kdf-unsupported");
 	/* Sizes that contradict the declared key. */
-	EXPECT(rsa, t.unique.rsa.size = 255, FLEET_E_MALFORMED);
-	EXPECT(rsa, t.unique.rsa.buffer[0] = 0x01, FLEET_E_MALFORMED);
-	EXPECT(rsa, t.parameters.rsaDetail.keyBits = 3072, FLEET_E_MALFORMED);
-	EXPECT(ecc, t.unique.ecc.x.size = 33, FLEET_E_MALFORMED);
-	EXPECT(ecc, t.unique.ecc.y.size = 0, FLEET_E_MALFORMED);
-	EXPECT(ecc384, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256, FLEET_E_MALFORMED);
+	EXPECT(rsa, t.unique.rsa.size = 255, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(rsa, t.unique.rsa.buffer[0] = 0x01, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(rsa, t.parameters.rsaDetail.keyBits = 3072, FLEET_E_MALFORMED,
+	       "ek-public-malformed");
+	EXPECT(rsa, t.unique.rsa.buffer[255] &= 0xfe, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(ecc, t.unique.ecc.x.size = 33, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(ecc, t.unique.ecc.y.size = 0, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(ecc384, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P256, FLEET_E_MALFORMED,
+	       "ek-public-malformed");
 	/* A point that is not on the curve. */
-	EXPECT(ecc, t.unique.ecc.y.buffer[31] ^= 1, FLEET_E_MALFORMED);
-	EXPECT(ecc384, t.unique.ecc.x.buffer[0] ^= 0x80, FLEET_E_MALFORMED);
+	EXPECT(ecc, t.unique.ecc.y.buffer[31] ^= 1, FLEET_E_MALFORMED, "ek-public-malformed");
+	EXPECT(ecc384, t.unique.ecc.x.buffer[0] ^= 0x80, FLEET_E_MALFORMED,
+	       "ek-public-malformed");
 	/* A P-256 point presented as a P-384 key (sizes fit, curve does not). */
-	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P384, FLEET_E_MALFORMED);
+	EXPECT(ecc, t.parameters.eccDetail.curveID = TPM2_ECC_NIST_P384, FLEET_E_MALFORMED,
+	       "ek-public-malformed");
 #undef EXPECT
+	assert_int_equal(fleet_credential_ek_supported(NULL, &why), FLEET_E_INVALID_ARG);
+	assert_null(why);
+	assert_int_equal(fleet_credential_ek_supported(&rsa, NULL), FLEET_OK);
 	EVP_PKEY_free(kr);
+	EVP_PKEY_free(kr3);
 	EVP_PKEY_free(ke);
 	EVP_PKEY_free(k3);
+}
+
+/* Refusals that are not the EK's leave the reason NULL: a caller must not
+ * blame the machine's EK for its own bad arguments. */
+static void non_ek_refusals_have_no_reason(void **state)
+{
+	(void)state;
+	TPMT_PUBLIC ek;
+	EVP_PKEY *k = rsa_ek(&ek);
+	uint8_t s[33] = {0};
+	const char *why = "unset";
+	struct fleet_buf id, es;
+	fb_init(&id);
+	fb_init(&es);
+	assert_int_equal(fleet_make_credential(&ek, s, 33, ak_name, sizeof(ak_name), &id, &es,
+					       &why),
+			 FLEET_E_INVALID_ARG);
+	assert_null(why);
+	why = "unset";
+	assert_int_equal(fleet_make_credential(&ek, s, 1, ak_name, 33, &id, &es, &why),
+			 FLEET_E_MALFORMED);
+	assert_null(why);
+	assert_int_equal(id.len, 0);
+	assert_int_equal(es.len, 0);
+	fb_free(&id);
+	fb_free(&es);
+	EVP_PKEY_free(k);
 }
 
 int main(void)
@@ -629,6 +727,7 @@ int main(void)
 		cmocka_unit_test(appends_after_existing_bytes),
 		cmocka_unit_test(refuses_bad_secret_and_name),
 		cmocka_unit_test(refuses_unusable_eks),
+		cmocka_unit_test(non_ek_refusals_have_no_reason),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
