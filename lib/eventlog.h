@@ -12,6 +12,17 @@
  *
  * The whole input is untrusted. Parsing goes through lib/reader.h only, and
  * every error names the byte offset where the log went wrong.
+ *
+ * What a quote makes of a log: replay proves the digests (the TPM extended
+ * them, in this order, into these PCRs) and nothing else. An event's type is
+ * never bound; its data is bound only as far as the digest in the quoted
+ * bank is a hash of it, which fleet_evlog_event_bound() reports per event
+ * and bank as ALL (every byte), VARIABLE_DATA (an EV_EFI_VARIABLE_BOOT
+ * measured over its VariableData alone: GUID and name NOT bound) or NONE.
+ * The rule for every reader that judges a machine (policy/evaluate.h): a
+ * field the quoted digest does not bind is never read. Unbound data is at
+ * most "an event extended into PCR n"; fleet_evlog_efi_variable_bound()
+ * gives an EFI variable's GUID and name only when they are bound.
  */
 #ifndef FLEET_EVENTLOG_H
 #define FLEET_EVENTLOG_H
@@ -184,17 +195,46 @@ char *fleet_evlog_replay_json_str(const struct fleet_pcr_replay *r,
 				  enum fleet_evlog_format format);
 
 /*
- * Whether an event's data is what its digests measured. Replay proves the
- * digests are what the TPM saw; it proves nothing about the data beside
- * them. A log can pair the digest of "SecureBoot = 0" with data saying 1 and
- * still replay to the quoted PCRs, so a policy must not read decoded data
- * (EFI variables, actions, the GPT) unless this returns FLEET_OK.
+ * Which part of an event's data the digest in bank alg binds. Replay proves
+ * the digests are what the TPM saw; it proves nothing about the data beside
+ * them. A log can pair the digest of "SecureBoot = 0" with data saying 1, or
+ * wrap a digest of VariableData alone in a record with any GUID and name,
+ * and still replay to the quoted PCRs.
  *
- * FLEET_OK: every digest in a bank fleetd can compute equals H(data); for
- * EV_EFI_VARIABLE_BOOT, H(data) or H(VariableData), since firmware measures
- * either (both occur in the shared real logs). FLEET_E_VERIFY: some digest
- * differs. FLEET_E_UNSUPPORTED: no digest could be checked. Only types for
- * which fleet_evlog_type_binds_data is true are meant to match; boot
+ *   FLEET_EVLOG_BOUND_ALL: the digest is H(event data); every byte is bound
+ *     (the type still is not).
+ *   FLEET_EVLOG_BOUND_VARIABLE_DATA: EV_EFI_VARIABLE_BOOT only, digest =
+ *     H(VariableData) (firmware measures the EFI_LOAD_OPTION alone; both
+ *     forms occur in the shared real logs). The VariableData bytes are
+ *     bound; the VariableName GUID, the UnicodeName and the length fields
+ *     are NOT. EV_EFI_VARIABLE_BOOT2 exists so that the whole record is
+ *     measured: for it, as for every other type, a VariableData-only digest
+ *     is NONE.
+ *   FLEET_EVLOG_BOUND_NONE: nothing: the digest differs, the event has no
+ *     digest in alg, or fleetd cannot compute alg.
+ *
+ * Computed on demand for the bank asked (the quoted one), so parsing and
+ * replay do not hash every bank of every event.
+ */
+enum fleet_evlog_bound {
+	FLEET_EVLOG_BOUND_NONE = 0,
+	FLEET_EVLOG_BOUND_VARIABLE_DATA = 1,
+	FLEET_EVLOG_BOUND_ALL = 2,
+};
+enum fleet_evlog_bound fleet_evlog_event_bound(const struct fleet_evlog_event *ev, uint16_t alg);
+/* "all", "variable-data", "none". */
+const char *fleet_evlog_bound_name(enum fleet_evlog_bound b);
+
+/*
+ * Whether an event's data is what its digests measured, in any part
+ * (fleet_evlog_event_bound is not NONE): for tools that flag a lying log.
+ * A policy must ask fleet_evlog_event_bound (or fleet_evlog_efi_variable_bound)
+ * instead, since an OK here for EV_EFI_VARIABLE_BOOT may bind no name.
+ *
+ * FLEET_OK: every digest in a bank fleetd can compute binds the data (all of
+ * it, or for EV_EFI_VARIABLE_BOOT its VariableData). FLEET_E_VERIFY: some
+ * digest differs. FLEET_E_UNSUPPORTED: no digest could be checked. Only types
+ * for which fleet_evlog_type_binds_data is true are meant to match; boot
  * applications, firmware blobs and the like measure other bytes.
  */
 fleet_err fleet_evlog_event_data_matches(const struct fleet_evlog_event *ev);
@@ -227,6 +267,16 @@ struct fleet_efi_var {
 	uint64_t data_len;
 };
 fleet_err fleet_evlog_efi_variable(const struct fleet_evlog_event *ev, struct fleet_efi_var *out);
+/*
+ * The same, holding only what the digest in bank alg binds (*bound says
+ * which): ALL fills GUID, name and data; VARIABLE_DATA fills the data and
+ * leaves the GUID all zeros and the name "" (they are not bound, so they are
+ * not given). FLEET_E_VERIFY (bound NONE, *out all zeros) when the digest
+ * binds nothing; FLEET_E_MALFORMED when the data is no UEFI_VARIABLE_DATA.
+ * This is the reader a policy uses.
+ */
+fleet_err fleet_evlog_efi_variable_bound(const struct fleet_evlog_event *ev, uint16_t alg,
+					 struct fleet_efi_var *out, enum fleet_evlog_bound *bound);
 /* "8be4df61-93ca-11d2-aa0d-00e098032b8c"; out holds 37 bytes. */
 void fleet_efi_guid_str(const uint8_t guid[16], char out[37]);
 

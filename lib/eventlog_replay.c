@@ -165,26 +165,97 @@ bool fleet_evlog_type_binds_data(uint32_t type)
 	}
 }
 
-/* One digest against the event's data (or, for EV_EFI_VARIABLE_BOOT, the
- * variable's data alone: firmware may measure only the EFI_LOAD_OPTION).
- * FLEET_E_UNSUPPORTED when the bank cannot be computed here. */
-static fleet_err digest_matches(const struct fleet_evlog_event *ev,
-				const struct fleet_evlog_digest *d)
+/*
+ * What digest d binds of ev's data. FLEET_E_UNSUPPORTED when the bank cannot
+ * be computed here (then *out is NONE: an unchecked digest binds nothing).
+ *
+ * ALL when d = H(data), whatever the type says: the hash binds every byte.
+ * VARIABLE_DATA only for EV_EFI_VARIABLE_BOOT whose d = H(VariableData):
+ * firmware measures the EFI_LOAD_OPTION alone there (both forms occur in the
+ * shared real logs), so the GUID, the name and both length fields are the
+ * log's word. Not for EV_EFI_VARIABLE_BOOT2, which the PFP added precisely
+ * so that the whole UEFI_VARIABLE_DATA is measured, nor for any other type.
+ */
+static fleet_err digest_binds(const struct fleet_evlog_event *ev,
+			      const struct fleet_evlog_digest *d, enum fleet_evlog_bound *out)
 {
 	uint8_t h[FLEET_DIGEST_MAX];
+	*out = FLEET_EVLOG_BOUND_NONE;
 	if (fleet_hash_alg_size(d->alg) != d->size ||
 	    fleet_hash(d->alg, ev->data_len ? ev->data : (const uint8_t *)"", ev->data_len, h) !=
 		    FLEET_OK)
 		return FLEET_E_UNSUPPORTED;
-	if (memcmp(h, d->bytes, d->size) == 0)
+	if (memcmp(h, d->bytes, d->size) == 0) {
+		*out = FLEET_EVLOG_BOUND_ALL;
 		return FLEET_OK;
+	}
 	struct fleet_efi_var var;
 	if (ev->type == FLEET_EV_EFI_VARIABLE_BOOT && fleet_evlog_efi_variable(ev, &var) == FLEET_OK &&
 	    fleet_hash(d->alg, var.data_len ? var.data : (const uint8_t *)"", (size_t)var.data_len,
 		       h) == FLEET_OK &&
 	    memcmp(h, d->bytes, d->size) == 0)
-		return FLEET_OK;
-	return FLEET_E_VERIFY;
+		*out = FLEET_EVLOG_BOUND_VARIABLE_DATA;
+	return FLEET_OK;
+}
+
+enum fleet_evlog_bound fleet_evlog_event_bound(const struct fleet_evlog_event *ev, uint16_t alg)
+{
+	enum fleet_evlog_bound b = FLEET_EVLOG_BOUND_NONE;
+	if (!ev || (ev->data_len > 0 && !ev->data))
+		return b;
+	const struct fleet_evlog_digest *d = fleet_evlog_event_digest(ev, alg);
+	if (d)
+		(void)digest_binds(ev, d, &b); /* NONE when it cannot be computed */
+	return b;
+}
+
+const char *fleet_evlog_bound_name(enum fleet_evlog_bound b)
+{
+	switch (b) {
+	case FLEET_EVLOG_BOUND_ALL:
+		return "all";
+	case FLEET_EVLOG_BOUND_VARIABLE_DATA:
+		return "variable-data";
+	case FLEET_EVLOG_BOUND_NONE:
+	default:
+		return "none";
+	}
+}
+
+fleet_err fleet_evlog_efi_variable_bound(const struct fleet_evlog_event *ev, uint16_t alg,
+					 struct fleet_efi_var *out, enum fleet_evlog_bound *bound)
+{
+	if (!ev || !out || !bound)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	*bound = fleet_evlog_event_bound(ev, alg);
+	if (*bound == FLEET_EVLOG_BOUND_NONE)
+		return FLEET_E_VERIFY;
+	struct fleet_efi_var var;
+	fleet_err e = fleet_evlog_efi_variable(ev, &var);
+	if (e != FLEET_OK)
+		return e;
+	/* VariableData is bound in both cases; the GUID and the name only
+	 * when the whole record is. An unbound name is not copied at all, so
+	 * no caller can compare it by mistake. */
+	out->data = var.data;
+	out->data_len = var.data_len;
+	if (*bound == FLEET_EVLOG_BOUND_ALL) {
+		memcpy(out->guid, var.guid, sizeof(out->guid));
+		memcpy(out->name, var.name, sizeof(out->name));
+	}
+	return FLEET_OK;
+}
+
+/* One digest against the event's data: bound in any part. */
+static fleet_err digest_matches(const struct fleet_evlog_event *ev,
+				const struct fleet_evlog_digest *d)
+{
+	enum fleet_evlog_bound b;
+	fleet_err e = digest_binds(ev, d, &b);
+	if (e != FLEET_OK)
+		return e;
+	return b != FLEET_EVLOG_BOUND_NONE ? FLEET_OK : FLEET_E_VERIFY;
 }
 
 fleet_err fleet_evlog_event_data_matches(const struct fleet_evlog_event *ev)

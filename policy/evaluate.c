@@ -2,10 +2,12 @@
  * evaluate.c: a profile's verdict on a log and a quote.
  *
  * Order of trust: the quote is signed by the TPM; the replay of the log must
- * reproduce it PCR by PCR before any event on that PCR means anything; and an
- * event whose data the policy reads (a separator's value, the SecureBoot
- * byte) must hash to the digest that was extended, or the data is a story
- * the firmware never measured.
+ * reproduce it PCR by PCR before any event on that PCR means anything; and a
+ * field of an event the policy reads (a separator's value, a variable's
+ * GUID, name and byte) must be bound by the digest that was extended in the
+ * quoted bank (lib/eventlog.h, fleet_evlog_event_bound), or it is a story
+ * the firmware never measured. Nothing here reads a field the digest does
+ * not bind.
  */
 #include "policy/evaluate.h"
 
@@ -41,15 +43,15 @@ static const char *hx(const uint8_t *d, size_t n, char out[2 * FLEET_DIGEST_MAX 
 	return out;
 }
 
-/* Is the event's data what its digests measured? Replay proves only the
- * digests; a check that reads the data (a separator's value, SecureBoot's
- * byte) must first know the data is what was hashed, or a log could carry
- * the digest of 00 beside data that says 01. One rule, in lib/. */
-static bool digest_covers_data(const struct fleet_evlog_event *ev, uint16_t bank)
+/* Is every byte of the event's data what its digest measured? Replay proves
+ * only the digests; a check that reads the data (a separator's value, an
+ * action's text) must first know the whole data is what was hashed, or a
+ * log could carry the digest of 00 beside data that says 01. One rule, in
+ * lib/. The quoted bank is the one the TPM bound; the log's other banks are
+ * its own word, so proving them would prove nothing more. */
+static bool data_bound(const struct fleet_evlog_event *ev, uint16_t bank)
 {
-	/* The quoted bank is the one the TPM bound; the log's other banks
-	 * are its own word, so proving them would prove nothing more. */
-	return fleet_evlog_event_data_matches_bank(ev, bank) == FLEET_OK;
+	return fleet_evlog_event_bound(ev, bank) == FLEET_EVLOG_BOUND_ALL;
 }
 
 struct state {
@@ -167,16 +169,17 @@ static void check_pcr0_and_pins(struct state *s)
 static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
 {
 	static const uint8_t ok[4] = {0, 0, 0, 0}, err[4] = {0xff, 0xff, 0xff, 0xff};
+	/* Bound first: unbound data is not read, not even to describe it. */
+	if (!data_bound(ev, s->p->bank)) {
+		add(s->v, "separator-malformed",
+		    "PCR %u: separator at byte %zu: its %s digest is not the hash of its data",
+		    ev->pcr, ev->offset, fleet_hash_alg_name(s->p->bank));
+		return;
+	}
 	if (ev->data_len != 4 || (memcmp(ev->data, ok, 4) && memcmp(ev->data, err, 4))) {
 		add(s->v, "separator-malformed",
 		    "PCR %u: separator at byte %zu holds %u bytes, not 00000000", ev->pcr,
 		    ev->offset, ev->data_len);
-		return;
-	}
-	if (!digest_covers_data(ev, s->p->bank)) {
-		add(s->v, "separator-malformed",
-		    "PCR %u: separator at byte %zu: its %s digest is not the hash of its data",
-		    ev->pcr, ev->offset, fleet_hash_alg_name(s->p->bank));
 		return;
 	}
 	/* 0xFFFFFFFF: the firmware hit an error before handing over
@@ -190,15 +193,27 @@ static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
  * Why the event checks below never trust an event's type or name.
  *
  * The TPM binds only the digests, in order. An event's type is the machine's
- * word, and so is its data unless fleet_evlog_event_data_matches() proves the
- * digests were computed over it. A log that relabels an event (an unlisted
- * boot application called a "driver", SecureBoot=00 called an "authority",
- * an unlisted authority called a config variable) still replays to the
- * quote. So every rule here decides from what the TPM bound:
+ * word, and so is every field of its data that fleet_evlog_event_bound() does
+ * not report bound in the quoted bank: the whole data when the digest is not
+ * its hash, and an EV_EFI_VARIABLE_BOOT's GUID and name when the digest is
+ * of its VariableData alone. A log that relabels an event (an unlisted boot
+ * application called a "driver", SecureBoot=00 called an "authority", an
+ * unlisted authority called a config variable, a data-only digest wrapped
+ * in a record named SecureBoot) still replays to the quote. So every rule
+ * here decides from what the TPM bound, and a field it did not bind is
+ * never read:
  *   - which events are code (PCR 4) or authorities (PCR 7 after its
  *     separator): all of them, whatever their type, judged by digest;
  *   - what an event says (SecureBoot's byte, an EFI action's text, a
- *     separator's value): only from data proven to be what was measured;
+ *     separator's value): only from data bound by the digest, and only
+ *     when the type agrees (a bound record of another type is not read as
+ *     one of these: the type is not bound, so it may only narrow);
+ *   - which variable a PCR 7 record is (SecureBoot, PK, KEK, db, dbx): by
+ *     type EV_EFI_VARIABLE_DRIVER_CONFIG and a GUID and name the digest
+ *     binds. A record whose name is not bound is no variable at all; it
+ *     counts only as an event extended into its PCR (the replay and the
+ *     "logged" test above need nothing more), and where a rule judges by
+ *     digest (code, authorities) it is judged by digest like any other;
  *   - where an event stands: by the order the digests were extended in,
  *     relative to a separator whose own data is proven. Firmware measures
  *     PCR 7's configuration (SecureBoot, PK, KEK, db, dbx), then its
@@ -207,40 +222,59 @@ static void check_separator(struct state *s, const struct fleet_evlog_event *ev)
  *     the relabelling attacks found in review).
  */
 
-/* A separator: type EV_SEPARATOR with proven data 00000000 or ffffffff. */
+/* A separator: type EV_SEPARATOR with bound data 00000000 or ffffffff. */
 static bool is_separator(const struct fleet_evlog_event *ev, uint16_t bank)
 {
 	static const uint8_t ok[4] = {0, 0, 0, 0}, err[4] = {0xff, 0xff, 0xff, 0xff};
-	return ev->type == FLEET_EV_SEPARATOR && ev->data_len == 4 &&
-	       (!memcmp(ev->data, ok, 4) || !memcmp(ev->data, err, 4)) && digest_covers_data(ev, bank);
+	return ev->type == FLEET_EV_SEPARATOR && data_bound(ev, bank) && ev->data_len == 4 &&
+	       (!memcmp(ev->data, ok, 4) || !memcmp(ev->data, err, 4));
 }
 
-/* The SecureBoot variable, recognised by its proven data (GUID and name are
- * inside it), never by the event's type. *value: 0/1, or -1 when the data
- * is not a single byte 00 or 01. */
-static bool is_secure_boot(const struct fleet_evlog_event *ev, uint16_t bank, int *value)
+/*
+ * A PCR 7 configuration variable (SecureBoot, PK, KEK, db, dbx, ...): type
+ * EV_EFI_VARIABLE_DRIVER_CONFIG and a digest that binds the whole
+ * UEFI_VARIABLE_DATA, so the GUID and the name in var are the ones
+ * measured. Any other record is none, and *why says why, for the detail:
+ * another type (an EV_EFI_VARIABLE_BOOT, whose digest may bind its
+ * VariableData alone, among them), a digest that binds nothing, data that
+ * is no UEFI_VARIABLE_DATA.
+ */
+static bool config_variable(const struct fleet_evlog_event *ev, uint16_t bank,
+			    struct fleet_efi_var *var, const char **why)
 {
-	struct fleet_efi_var var;
+	enum fleet_evlog_bound bound;
+	*why = "it is not EV_EFI_VARIABLE_DRIVER_CONFIG";
+	if (ev->type != FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG)
+		return false;
+	fleet_err e = fleet_evlog_efi_variable_bound(ev, bank, var, &bound);
+	if (e == FLEET_OK && bound == FLEET_EVLOG_BOUND_ALL)
+		return true;
+	/* VARIABLE_DATA is for EV_EFI_VARIABLE_BOOT only, so not seen here. */
+	*why = e == FLEET_E_MALFORMED ? "its data is not a UEFI_VARIABLE_DATA"
+				      : "its digest is not the hash of its data";
+	return false;
+}
+
+/* SecureBoot: a configuration variable (above: type and bound GUID and
+ * name) with the EFI global GUID and that name. *value: 0/1, or -1 when the
+ * data is not a single byte 00 or 01. */
+static bool is_secure_boot(const struct fleet_efi_var *var, int *value)
+{
 	char guid[37];
-	if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK)
+	fleet_efi_guid_str(var->guid, guid);
+	if (strcmp(guid, efi_global_guid) || strcmp(var->name, "SecureBoot"))
 		return false;
-	fleet_efi_guid_str(var.guid, guid);
-	/* Name first (cheap), proof second: an unproven look-alike is no
-	 * SecureBoot measurement, and the caller refuses it as unreadable. */
-	if (strcmp(guid, efi_global_guid) || strcmp(var.name, "SecureBoot") ||
-	    !digest_covers_data(ev, bank))
-		return false;
-	*value = var.data_len == 1 && var.data[0] <= 1 ? var.data[0] : -1;
+	*value = var->data_len == 1 && var->data[0] <= 1 ? var->data[0] : -1;
 	return true;
 }
 
-/* An EFI action whose proven data is short printable text. Code measured
+/* An EFI action whose bound data is short printable text. Code measured
  * into PCR 4 is a PE image's Authenticode digest; no PE image is 128
  * printable bytes, so this cannot hide a boot application. */
 static bool is_efi_action_text(const struct fleet_evlog_event *ev, uint16_t bank)
 {
-	if (ev->type != FLEET_EV_EFI_ACTION || ev->data_len == 0 || ev->data_len > 128 ||
-	    !digest_covers_data(ev, bank))
+	if (ev->type != FLEET_EV_EFI_ACTION || !data_bound(ev, bank) || ev->data_len == 0 ||
+	    ev->data_len > 128)
 		return false;
 	for (uint32_t i = 0; i < ev->data_len; i++)
 		if (ev->data[i] < 0x20 || ev->data[i] > 0x7e)
@@ -273,8 +307,9 @@ static void check_separators(struct state *s)
 	}
 }
 
-/* PCR 7: SecureBoot exactly once, before the separator, with the profile's
- * value; everything after the separator an allowed authority. */
+/* PCR 7: before the separator only configuration variables (type and bound
+ * GUID and name), SecureBoot among them exactly once with the profile's
+ * value; everything after the separator an allowed authority, by digest. */
 static void check_pcr7(struct state *s, bool renew_seen[])
 {
 	const struct fleet_profile *p = s->p;
@@ -289,6 +324,8 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 		return;
 	for (size_t k = 0; k < log->n_events; k++) {
 		const struct fleet_evlog_event *ev = &log->events[k];
+		struct fleet_efi_var var;
+		const char *why;
 		int value;
 		if (ev->type == FLEET_EV_NO_ACTION || ev->pcr != 7)
 			continue;
@@ -300,7 +337,10 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 				separated = true;
 			continue;
 		}
-		if (is_secure_boot(ev, p->bank, &value)) {
+		/* The type test comes first, so an authority after the
+		 * separator is judged by digest without hashing its data. */
+		bool config = config_variable(ev, p->bank, &var, &why);
+		if (config && is_secure_boot(&var, &value)) {
 			/* Measured again after the separator can only be a later
 			 * extend by whatever booted: never the firmware's word. */
 			if (separated)
@@ -311,15 +351,15 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 		}
 		if (!separated) {
 			/* Before the separator firmware measures configuration
-			 * variables, each over its own data. Anything else there
-			 * is an event we cannot read, so cannot judge. */
-			struct fleet_efi_var var;
-			if (fleet_evlog_efi_variable(ev, &var) != FLEET_OK ||
-			    !digest_covers_data(ev, p->bank))
+			 * variables, each over its whole record. Anything else
+			 * there is an event we cannot read, so cannot judge. */
+			if (!config)
 				add(s->v, "event-data-mismatch",
-				    "PCR 7: event at byte %zu before the separator is not a "
-				    "configuration variable measured over its data",
-				    ev->offset);
+				    "PCR 7: %s at byte %zu before the separator is not a "
+				    "configuration variable: %s (what its %s digest binds: %s)",
+				    fleet_evlog_type_name(ev->type), ev->offset, why,
+				    fleet_hash_alg_name(p->bank),
+				    fleet_evlog_bound_name(fleet_evlog_event_bound(ev, p->bank)));
 			continue;
 		}
 		/* After the separator: authorities, judged by digest alone. */
@@ -343,8 +383,8 @@ static void check_pcr7(struct state *s, bool renew_seen[])
 		return;
 	if (sb_count == 0) {
 		add(s->v, "secure-boot-unmeasured",
-		    "PCR 7 has no SecureBoot variable (EFI global GUID) measured over its data "
-		    "before its separator");
+		    "PCR 7 has no SecureBoot variable (EV_EFI_VARIABLE_DRIVER_CONFIG, EFI global "
+		    "GUID) whose digest binds its GUID, name and data before its separator");
 	} else if (sb_count > 1) {
 		add(s->v, "secure-boot-ambiguous",
 		    "PCR 7: SecureBoot measured more than once, or after the separator");

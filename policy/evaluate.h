@@ -7,6 +7,20 @@
  * quoted values, and only for PCRs the quote covers. Every check runs and
  * every failure is collected, so an operator sees the whole story at once.
  *
+ * The rule over every check: a field the quoted digest does not bind is
+ * never read. What an event's digest binds in the profile's bank comes from
+ * lib/eventlog.h (fleet_evlog_event_bound: all of the data, only an
+ * EV_EFI_VARIABLE_BOOT's VariableData, or nothing); the event type is never
+ * bound and may only narrow what a record is. So a separator is an
+ * EV_SEPARATOR whose data is bound; a PCR 7 configuration variable
+ * (SecureBoot, PK, KEK, db, dbx) is an EV_EFI_VARIABLE_DRIVER_CONFIG whose
+ * whole record, GUID and name included, is bound, and SecureBoot is matched
+ * by that type and that bound GUID and name. A record whose name is not
+ * bound is no variable: it counts only as an event extended into its PCR
+ * (replay, "the log has events on this PCR"), is refused as unreadable
+ * before PCR 7's separator and judged by digest alone after it
+ * (docs/policy.md, "What a digest binds").
+ *
  * Reasons are stable strings (docs/policy.md lists them with one line each):
  *   "bank-not-replayable", "pcr-not-quoted", "log-quote-mismatch",
  *   "pcr-unlogged-nonzero", "bios-version-missing", "pcr0-unknown-bios",

@@ -41,6 +41,16 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			(void)fleet_evlog_efi_variable(ev, &v);
 			(void)fleet_evlog_type_name(ev->type);
 			(void)fleet_evlog_event_data_matches(ev);
+			for (uint32_t k = 0; k < log->n_algs && k < FLEET_EVLOG_MAX_BANKS; k++) {
+				enum fleet_evlog_bound bound;
+				/* Only bound fields are given: an unbound name is
+				 * never handed out. */
+				if (fleet_evlog_efi_variable_bound(ev, log->algs[k].alg, &v,
+								   &bound) == FLEET_OK &&
+				    (bound == FLEET_EVLOG_BOUND_NONE ||
+				     (bound != FLEET_EVLOG_BOUND_ALL && v.name[0])))
+					abort();
+			}
 		}
 		struct fleet_pcr_replay r;
 		if (fleet_evlog_replay(log, &r, &ec) == FLEET_OK) {

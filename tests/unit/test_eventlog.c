@@ -713,6 +713,118 @@ static void test_data_matches_digest(void **state)
 	fb_free(&buf), fb_free(&zero), fb_free(&one);
 }
 
+/*
+ * What each digest binds. An EV_EFI_VARIABLE_BOOT measured over its
+ * VariableData alone binds that data and not its GUID or name: the bound
+ * reader must not hand them out, whatever the record says, and the same
+ * data-only digest binds nothing under any other type.
+ */
+static void test_event_bound(void **state)
+{
+	(void)state;
+	struct fleet_buf sb, sb0;
+	fb_init(&sb), fb_init(&sb0);
+	assert_int_equal(fleet_evlog_efi_variable_data(efi_global, "SecureBoot", "\1", 1, &sb),
+			 FLEET_OK);
+	assert_int_equal(fleet_evlog_efi_variable_data(efi_global, "SecureBoot", "\0", 1, &sb0),
+			 FLEET_OK);
+	struct fleet_evlog_builder *b = mk(algs2, 2);
+	/* 1: the whole record measured. */
+	assert_int_equal(fleet_evlog_builder_add(b, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG,
+						 sb.data, sb.len),
+			 FLEET_OK);
+	/* 2: a boot variable measured over its VariableData (01) alone. */
+	assert_int_equal(fleet_evlog_builder_add_measured(b, 7, FLEET_EV_EFI_VARIABLE_BOOT, sb.data,
+							  sb.len, "\1", 1),
+			 FLEET_OK);
+	/* 3: a digest of something else (SecureBoot=00 beside data saying 01). */
+	assert_int_equal(fleet_evlog_builder_add_measured(b, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG,
+							  sb.data, sb.len, sb0.data, sb0.len),
+			 FLEET_OK);
+	struct fleet_buf buf;
+	finish_free(b, &buf);
+	struct fleet_evlog *log = parse_ok(&buf);
+	struct fleet_efi_var v;
+	enum fleet_evlog_bound bound;
+	char g[37];
+
+	const struct fleet_evlog_event *whole = &log->events[1];
+	assert_int_equal(fleet_evlog_event_bound(whole, FLEET_ALG_SHA256), FLEET_EVLOG_BOUND_ALL);
+	assert_int_equal(fleet_evlog_event_bound(whole, FLEET_ALG_SHA1), FLEET_EVLOG_BOUND_ALL);
+	assert_int_equal(fleet_evlog_efi_variable_bound(whole, FLEET_ALG_SHA256, &v, &bound),
+			 FLEET_OK);
+	assert_int_equal(bound, FLEET_EVLOG_BOUND_ALL);
+	assert_string_equal(v.name, "SecureBoot");
+	fleet_efi_guid_str(v.guid, g);
+	assert_string_equal(g, "8be4df61-93ca-11d2-aa0d-00e098032b8c");
+	assert_int_equal(v.data_len, 1);
+	assert_int_equal(v.data[0], 1);
+
+	/* Data-only: the data is bound, GUID and name are not given. The
+	 * unbound reader still sees the name the log wrote; that is why a
+	 * policy never uses it. */
+	const struct fleet_evlog_event *data_only = &log->events[2];
+	assert_int_equal(fleet_evlog_event_bound(data_only, FLEET_ALG_SHA256),
+			 FLEET_EVLOG_BOUND_VARIABLE_DATA);
+	assert_int_equal(fleet_evlog_efi_variable_bound(data_only, FLEET_ALG_SHA256, &v, &bound),
+			 FLEET_OK);
+	assert_int_equal(bound, FLEET_EVLOG_BOUND_VARIABLE_DATA);
+	assert_string_equal(v.name, "");
+	static const uint8_t zero_guid[16] = {0};
+	assert_memory_equal(v.guid, zero_guid, 16);
+	assert_int_equal(v.data_len, 1);
+	assert_int_equal(v.data[0], 1);
+	assert_int_equal(fleet_evlog_efi_variable(data_only, &v), FLEET_OK);
+	assert_string_equal(v.name, "SecureBoot");
+	/* "Matches" keeps its meaning (some part bound) for tools. */
+	assert_int_equal(fleet_evlog_event_data_matches_bank(data_only, FLEET_ALG_SHA256), FLEET_OK);
+	/* The same digest under any other type binds nothing: BOOT2 is
+	 * measured whole by definition, the rest are not boot variables. */
+	static const uint32_t others[] = {FLEET_EV_EFI_VARIABLE_BOOT2,
+					  FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG,
+					  FLEET_EV_EFI_VARIABLE_AUTHORITY};
+	for (size_t i = 0; i < sizeof(others) / sizeof(others[0]); i++) {
+		struct fleet_evlog_event ev = *data_only;
+		ev.type = others[i];
+		assert_int_equal(fleet_evlog_event_bound(&ev, FLEET_ALG_SHA256),
+				 FLEET_EVLOG_BOUND_NONE);
+		assert_int_equal(fleet_evlog_efi_variable_bound(&ev, FLEET_ALG_SHA256, &v, &bound),
+				 FLEET_E_VERIFY);
+		assert_int_equal(bound, FLEET_EVLOG_BOUND_NONE);
+		assert_string_equal(v.name, "");
+		assert_null(v.data);
+	}
+
+	/* A digest of other bytes binds nothing, in every bank. */
+	const struct fleet_evlog_event *lie = &log->events[3];
+	assert_int_equal(fleet_evlog_event_bound(lie, FLEET_ALG_SHA256), FLEET_EVLOG_BOUND_NONE);
+	assert_int_equal(fleet_evlog_event_bound(lie, FLEET_ALG_SHA1), FLEET_EVLOG_BOUND_NONE);
+	assert_int_equal(fleet_evlog_efi_variable_bound(lie, FLEET_ALG_SHA256, &v, &bound),
+			 FLEET_E_VERIFY);
+	assert_null(v.data);
+
+	/* Per bank: a lying sha1 digest leaves sha256 bound; a bank the event
+	 * lacks, or one fleetd cannot compute, binds nothing. */
+	struct fleet_evlog_event ev = *whole;
+	for (uint32_t k = 0; k < ev.n_digests; k++)
+		if (ev.digests[k].alg == FLEET_ALG_SHA1)
+			ev.digests[k].bytes[0] ^= 1;
+	assert_int_equal(fleet_evlog_event_bound(&ev, FLEET_ALG_SHA1), FLEET_EVLOG_BOUND_NONE);
+	assert_int_equal(fleet_evlog_event_bound(&ev, FLEET_ALG_SHA256), FLEET_EVLOG_BOUND_ALL);
+	assert_int_equal(fleet_evlog_event_bound(&ev, FLEET_ALG_SHA384), FLEET_EVLOG_BOUND_NONE);
+	ev.n_digests = 1;
+	ev.digests[0].alg = 0x0099;
+	assert_int_equal(fleet_evlog_event_bound(&ev, 0x0099), FLEET_EVLOG_BOUND_NONE);
+	assert_int_equal(fleet_evlog_event_bound(NULL, FLEET_ALG_SHA256), FLEET_EVLOG_BOUND_NONE);
+
+	assert_string_equal(fleet_evlog_bound_name(FLEET_EVLOG_BOUND_ALL), "all");
+	assert_string_equal(fleet_evlog_bound_name(FLEET_EVLOG_BOUND_VARIABLE_DATA),
+			    "variable-data");
+	assert_string_equal(fleet_evlog_bound_name(FLEET_EVLOG_BOUND_NONE), "none");
+	fleet_evlog_free(log);
+	fb_free(&buf), fb_free(&sb), fb_free(&sb0);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -731,6 +843,7 @@ int main(void)
 		cmocka_unit_test(test_describe_boot_application),
 		cmocka_unit_test(test_builder_last_digests),
 		cmocka_unit_test(test_data_matches_digest),
+		cmocka_unit_test(test_event_bound),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -608,6 +608,194 @@ static void test_relabelled_events_still_judged(void **state)
 	assert_true(fleet_verdict_has(&v, "boot-application-not-allowed"));
 }
 
+/*
+ * A digest binds what it hashes and nothing more. Firmware measures an
+ * EV_EFI_VARIABLE_BOOT over its VariableData alone, so in such a record the
+ * GUID and the name are the log's word; and no record's type is bound. Each
+ * log below replays to its own quote, and only PCR 7 is quoted. The policy
+ * must read a PCR 7 variable's name only when the digest binds it, and only
+ * from an EV_EFI_VARIABLE_DRIVER_CONFIG record.
+ */
+enum bind_case {
+	BIND_HONEST,      /* SecureBoot=01, DRIVER_CONFIG, digest of the record */
+	BIND_REWRAPPED,   /* that record as EV_EFI_VARIABLE_BOOT, digest of 01 alone */
+	BIND_SWAPPED,     /* the real SecureBoot=00 hidden, a data-only 01 named SecureBoot */
+	BIND_OTHER_TYPE,  /* SecureBoot=01 bound whole, under another type */
+	BIND_LOOKALIKES,  /* honest, plus unbound or mistyped SecureBoot=00 after the separator */
+};
+
+/* A UEFI_VARIABLE_DATA record whose digests (every bank) are of measured. */
+static void add_var_measured(struct fleet_evlog_builder *lb, uint32_t type, const char *name,
+			     const void *data, size_t len, const void *measured, size_t mlen)
+{
+	struct fleet_buf v;
+	fb_init(&v);
+	ok(fleet_evlog_efi_variable_data(global_guid, name, data, len, &v));
+	ok(fleet_evlog_builder_add_measured(lb, 7, type, v.data, v.len, measured, mlen));
+	fb_free(&v);
+}
+
+static void bind_log(enum bind_case which, uint32_t other_type, struct fleet_buf *out)
+{
+	static const uint16_t algs[] = {FLEET_ALG_SHA1, FLEET_ALG_SHA256};
+	static const uint8_t sep[4] = {0, 0, 0, 0};
+	uint8_t off = 0, on = 1;
+	struct fleet_evlog_builder *lb;
+	ok(fleet_evlog_builder_new(algs, 2, &lb));
+	switch (which) {
+	case BIND_HONEST:
+	case BIND_LOOKALIKES:
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_DRIVER_CONFIG, global_guid, "SecureBoot", &on, 1);
+		break;
+	case BIND_REWRAPPED:
+		/* GUID, name and byte kept; the digest the TPM holds is of the
+		 * byte 01 alone, which binds neither GUID nor name. */
+		add_var_measured(lb, FLEET_EV_EFI_VARIABLE_BOOT, "SecureBoot", &on, 1, &on, 1);
+		break;
+	case BIND_SWAPPED: {
+		/* Firmware measured SecureBoot=00 (the whole record) and some
+		 * one-byte 01 over its data alone. The log wraps the first in a
+		 * boot variable whose VariableData is that whole record (so its
+		 * digest is "of the data"), and names the second SecureBoot. */
+		struct fleet_buf real;
+		fb_init(&real);
+		ok(fleet_evlog_efi_variable_data(global_guid, "SecureBoot", &off, 1, &real));
+		add_var_measured(lb, FLEET_EV_EFI_VARIABLE_BOOT, "Boot0000", real.data, real.len,
+				 real.data, real.len);
+		add_var_measured(lb, FLEET_EV_EFI_VARIABLE_BOOT, "SecureBoot", &on, 1, &on, 1);
+		fb_free(&real);
+		break;
+	}
+	case BIND_OTHER_TYPE:
+		add_var(lb, 7, other_type, global_guid, "SecureBoot", &on, 1);
+		break;
+	}
+	ok(fleet_evlog_builder_add(lb, 7, FLEET_EV_SEPARATOR, sep, 4));
+	if (which == BIND_LOOKALIKES) {
+		/* Whatever booted may extend PCR 7 later. Neither of these is
+		 * a SecureBoot measurement: the first's name is not bound, the
+		 * second is not a configuration variable. They are events
+		 * extended into PCR 7, judged (by digest) as authorities. */
+		add_var_measured(lb, FLEET_EV_EFI_VARIABLE_BOOT, "SecureBoot", &off, 1, &off, 1);
+		add_var(lb, 7, FLEET_EV_EFI_VARIABLE_AUTHORITY, global_guid, "SecureBoot", &off, 1);
+	}
+	fb_init(out);
+	ok(fleet_evlog_builder_finish(lb, out));
+	fleet_evlog_builder_free(lb);
+}
+
+/* The bind_log under a profile that quotes PCR 7 alone and wants Secure Boot
+ * on; the quote is the log's own replay. */
+static void judge_bind(enum bind_case which, uint32_t other_type, struct fleet_verdict *v)
+{
+	static const char *y = "version: 1\nclass: t\nquote: {bank: sha256, pcrs: [7]}\n"
+			       "secure_boot: true\n";
+	struct fleet_profile *p;
+	struct fleet_profile_error err;
+	ok(fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err));
+	struct fleet_buf raw;
+	struct fleet_errctx ec = {0};
+	struct fleet_evlog *log;
+	struct fleet_pcr_replay r;
+	bind_log(which, other_type, &raw);
+	ok(fleet_evlog_parse(raw.data, raw.len, &log, &ec));
+	fb_free(&raw);
+	ok(fleet_evlog_replay(log, &r, &ec));
+	const struct fleet_pcr_bank *bank = fleet_pcr_replay_bank(&r, FLEET_ALG_SHA256);
+	assert_non_null(bank);
+	assert_true(bank->replayable);
+	struct fleet_pcr_value q = {.alg = FLEET_ALG_SHA256, .index = 7, .size = 32};
+	memcpy(q.digest, bank->pcr[7], 32);
+	struct fleet_policy_input in = {.log = log, .replay = &r, .quoted = &q, .n_quoted = 1};
+	ok(fleet_policy_evaluate(p, &in, v));
+	assert_true(v->quote_checked);
+	assert_false(fleet_verdict_has(v, "log-quote-mismatch"));
+	for (size_t i = 0; i < v->n_reasons; i++)
+		print_message("  bind %d/0x%x: %s: %s\n", (int)which, other_type,
+			      v->reasons[i].reason, v->reasons[i].detail);
+	fleet_evlog_free(log);
+	fleet_profile_free(p);
+}
+
+/* Exactly n reasons, each one of want[0..n) and every one of them present. */
+static void reasons_are(const struct fleet_verdict *v, size_t n, const char *const *want,
+			size_t n_want)
+{
+	bool ok_ = !v->pass && v->n_reasons == n && v->n_dropped == 0;
+	for (size_t i = 0; ok_ && i < v->n_reasons; i++) {
+		bool listed = false;
+		for (size_t k = 0; k < n_want; k++)
+			listed |= !strcmp(v->reasons[i].reason, want[k]);
+		ok_ = listed;
+	}
+	for (size_t k = 0; ok_ && k < n_want; k++)
+		ok_ = fleet_verdict_has(v, want[k]);
+	if (!ok_)
+		fail_msg("want %zu reasons among the %zu expected, got %zu (pass=%d)", n, n_want,
+			 v->n_reasons, v->pass);
+}
+
+/* (d) A SecureBoot record the digest binds whole, typed as configuration,
+ * is read: it passes, its 00 twin fails as off, and look-alikes whose name
+ * is not bound or whose type is not configuration change nothing. */
+static void test_bound_secure_boot_is_read(void **state)
+{
+	(void)state;
+	struct fleet_verdict v;
+	judge_bind(BIND_HONEST, 0, &v);
+	assert_true(v.pass);
+	assert_int_equal(v.n_reasons, 0);
+	judge_bind(BIND_LOOKALIKES, 0, &v);
+	assert_true(v.pass);
+	assert_int_equal(v.n_reasons, 0);
+}
+
+/* (a) The honest SecureBoot=01 record re-wrapped as EV_EFI_VARIABLE_BOOT,
+ * its digest over the byte alone: the name is not bound, so this is no
+ * SecureBoot measurement and no readable configuration variable. */
+static void test_rewrapped_boot_variable_not_secure_boot(void **state)
+{
+	(void)state;
+	struct fleet_verdict v;
+	judge_bind(BIND_REWRAPPED, 0, &v);
+	static const char *const want[] = {"event-data-mismatch", "secure-boot-unmeasured"};
+	reasons_are(&v, 2, want, 2);
+	assert_non_null(strstr(v.reasons[0].detail, "EV_EFI_VARIABLE_BOOT at byte"));
+	assert_non_null(strstr(v.reasons[0].detail, "binds: variable-data"));
+}
+
+/* (b) A data-only boot variable whose name claims SecureBoot, while the real
+ * SecureBoot=00 is hidden in another data-only wrapper: neither is read. */
+static void test_unbound_name_claiming_secure_boot(void **state)
+{
+	(void)state;
+	struct fleet_verdict v;
+	judge_bind(BIND_SWAPPED, 0, &v);
+	static const char *const want[] = {"event-data-mismatch", "secure-boot-unmeasured"};
+	reasons_are(&v, 3, want, 2);
+	assert_false(fleet_verdict_has(&v, "secure-boot-mismatch"));
+}
+
+/* (c) SecureBoot=01, the whole record bound, under a type that is not
+ * EV_EFI_VARIABLE_DRIVER_CONFIG: the name is bound, the type is not, and
+ * the rule wants both, so it is not SecureBoot. */
+static void test_other_type_named_secure_boot_not_matched(void **state)
+{
+	(void)state;
+	static const uint32_t types[] = {
+		FLEET_EV_EFI_VARIABLE_AUTHORITY, FLEET_EV_EFI_VARIABLE_BOOT,
+		FLEET_EV_EFI_VARIABLE_BOOT2,     FLEET_EV_EFI_ACTION,
+		FLEET_EV_EFI_PLATFORM_FIRMWARE_BLOB, FLEET_EV_PLATFORM_CONFIG_FLAGS,
+	};
+	static const char *const want[] = {"event-data-mismatch", "secure-boot-unmeasured"};
+	for (size_t i = 0; i < sizeof(types) / sizeof(types[0]); i++) {
+		struct fleet_verdict v;
+		judge_bind(BIND_OTHER_TYPE, types[i], &v);
+		reasons_are(&v, 2, want, 2);
+		assert_non_null(strstr(v.reasons[0].detail, "not EV_EFI_VARIABLE_DRIVER_CONFIG"));
+	}
+}
+
 static void test_authorities(void **state)
 {
 	(void)state;
@@ -729,6 +917,10 @@ int main(void)
 		cmocka_unit_test(test_separators),
 		cmocka_unit_test(test_secure_boot),
 		cmocka_unit_test(test_relabelled_events_still_judged),
+		cmocka_unit_test(test_bound_secure_boot_is_read),
+		cmocka_unit_test(test_rewrapped_boot_variable_not_secure_boot),
+		cmocka_unit_test(test_unbound_name_claiming_secure_boot),
+		cmocka_unit_test(test_other_type_named_secure_boot_not_matched),
 		cmocka_unit_test(test_authorities),
 		cmocka_unit_test(test_boot_applications),
 		cmocka_unit_test(test_all_reasons_collected_and_capped),
