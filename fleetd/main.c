@@ -332,6 +332,10 @@ static int start_http(struct daemon *d)
 		.tls_cert_file = d->cfg.tls_cert,
 		.tls_key_file = d->cfg.tls_key,
 		.max_body = (size_t)d->cfg.max_body_bytes,
+		.request_deadline_seconds = d->cfg.listen_request_deadline_seconds,
+		.body_memory = (size_t)d->cfg.listen_body_memory_bytes,
+		.rate_per_second = d->cfg.listen_rate_per_second,
+		.rate_burst = d->cfg.listen_rate_burst,
 		.no_metrics = !d->cfg.metrics,
 	};
 	d->http = fleet_http_new(&hc, d->metrics, &ec);

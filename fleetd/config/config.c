@@ -28,6 +28,10 @@ void fleet_config_defaults(struct fleet_config *c)
 	memset(c, 0, sizeof(*c));
 	snprintf(c->listen_address, sizeof(c->listen_address), "::");
 	c->listen_port = 8443;
+	c->listen_request_deadline_seconds = 10;
+	c->listen_body_memory_bytes = 16 * MIB;
+	c->listen_rate_per_second = 5;
+	c->listen_rate_burst = 20;
 	snprintf(c->state_dir, sizeof(c->state_dir), "/var/lib/fleetd");
 	snprintf(c->roots_dir, sizeof(c->roots_dir), "/etc/fleetd/roots");
 	snprintf(c->ca_dir, sizeof(c->ca_dir), "/var/lib/fleetd/ca");
@@ -86,6 +90,10 @@ static const struct key top_keys[] = {
 static const struct key listen_keys[] = {
 	{"address", K_ADDR, F(listen_address), 0, 0},
 	{"port", K_U32, F(listen_port), 1, 65535},
+	{"request_deadline_seconds", K_U32, F(listen_request_deadline_seconds), 1, 3600},
+	{"body_memory_bytes", K_U64, F(listen_body_memory_bytes), 64 * 1024, 4096ull * MIB},
+	{"rate_per_second", K_U32, F(listen_rate_per_second), 1, 100000},
+	{"rate_burst", K_U32, F(listen_rate_burst), 1, 100000},
 };
 static const struct key tls_keys[] = {
 	{"cert", K_PATH, F(tls_cert), 0, 0},
@@ -352,6 +360,15 @@ static fleet_err cross_checks(struct cctx *x)
 	if (!x->seen[S_TLS] || !c->tls_cert[0] || !c->tls_key[0])
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_TLS] ? &x->mark[S_TLS] : top,
 				       "tls.cert and tls.key are required");
+	if (c->listen_body_memory_bytes < c->max_body_bytes)
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED,
+				       x->seen[S_LISTEN] ? &x->mark[S_LISTEN]
+				       : x->seen[S_HTTP] ? &x->mark[S_HTTP] : top,
+				       "listen.body_memory_bytes (%llu) must be at least "
+				       "http.max_body_bytes (%llu): a request at the cap could "
+				       "never be read",
+				       (unsigned long long)c->listen_body_memory_bytes,
+				       (unsigned long long)c->max_body_bytes);
 	if (!x->has_classes)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, top,
 				       "classes is required (class name: profile file)");

@@ -32,6 +32,10 @@ struct fleet_config_class {
 struct fleet_config {
 	char listen_address[64];
 	uint16_t listen_port;
+	uint32_t listen_request_deadline_seconds; /* headers and body of one request */
+	uint64_t listen_body_memory_bytes;        /* request bodies in flight, all told */
+	uint32_t listen_rate_per_second;          /* POSTs per source, sustained */
+	uint32_t listen_rate_burst;               /* and in a burst */
 	char tls_cert[FLEET_CONFIG_PATH_MAX];
 	char tls_key[FLEET_CONFIG_PATH_MAX];
 

@@ -25,7 +25,8 @@ const char *const fleet_http_reject_reasons[] = {
 	/* decided by the server */
 	"unknown-path", "method-not-allowed", "unsupported-media-type",
 	"unsupported-encoding", "length-required", "body-too-large", "expectation-failed",
-	"conditional-request", "range-request", "unexpected-body",
+	"conditional-request", "range-request", "unexpected-body", "request-deadline",
+	"busy", "rate-limited",
 	/* named by handlers */
 	"malformed-json", "malformed-message", "unsupported-version", "field-too-large",
 	"other", NULL};
@@ -62,7 +63,9 @@ static fleet_err register_metrics(struct fleet_http *s, struct fleet_errctx *ec)
 {
 	fleet_err e = fleet_metrics_register(
 		s->metrics, FLEET_METRIC_COUNTER, "fleetd_http_rejected_total",
-		"Requests refused with a 4xx, by reason; none of them is journaled.", "reason",
+		"Requests refused, by reason: the server's own refusals (4xx, 503 busy, "
+		"connections cut at the request deadline) and handlers' 4xx; none of them "
+		"is journaled.", "reason",
 		fleet_http_reject_reasons, &s->rejected, ec);
 	if (e == FLEET_OK)
 		e = fleet_metrics_register(s->metrics, FLEET_METRIC_COUNTER,
@@ -75,6 +78,12 @@ static fleet_err register_metrics(struct fleet_http *s, struct fleet_errctx *ec)
 			"Errors libmicrohttpd or GnuTLS reported while serving (failed TLS "
 			"handshakes, sockets); journaled at most once a minute.",
 			NULL, NULL, &s->internal, ec);
+	if (e == FLEET_OK)
+		e = fleet_metrics_register(
+			s->metrics, FLEET_METRIC_GAUGE, "fleetd_http_body_bytes_reserved",
+			"Bytes of the request-body budget (listen.body_memory_bytes) held by "
+			"requests in flight, reserved from their Content-Length.",
+			NULL, NULL, &s->reserved_gauge, ec);
 	return e;
 }
 
@@ -112,11 +121,34 @@ struct fleet_http *fleet_http_new(const struct fleet_http_config *cfg,
 	s->max_per_ip = cfg->max_per_ip ? cfg->max_per_ip : 16;
 	s->timeout_seconds = cfg->timeout_seconds ? cfg->timeout_seconds : 30;
 	s->max_body = cfg->max_body ? cfg->max_body : FLEET_WIRE_MAX_BODY;
+	s->request_deadline_seconds = cfg->request_deadline_seconds
+					      ? cfg->request_deadline_seconds
+					      : FLEET_HTTP_DEFAULT_DEADLINE;
+	s->body_memory = cfg->body_memory ? cfg->body_memory : FLEET_HTTP_DEFAULT_BODY_MEMORY;
+	s->rate_per_second = cfg->rate_per_second ? cfg->rate_per_second
+						  : FLEET_HTTP_DEFAULT_RATE;
+	s->rate_burst = cfg->rate_burst ? cfg->rate_burst : FLEET_HTTP_DEFAULT_BURST;
 	s->metrics = metrics_reg;
 	fb_init(&s->cert);
 	fb_init(&s->key);
+	if (fleet_http_guard_init(s, ec) != FLEET_OK) {
+		fb_free(&s->cert);
+		free(s->cert_file);
+		free(s->key_file);
+		free(s->priorities);
+		free(s);
+		return NULL;
+	}
 	if (!s->cert_file || !s->key_file || !s->priorities) {
 		fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
+		fleet_http_free(s);
+		return NULL;
+	}
+	if (s->body_memory < s->max_body) {
+		fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+				 "the body memory budget (%zu bytes) is less than the body cap "
+				 "(%zu bytes): a request at the cap could never be read",
+				 s->body_memory, s->max_body);
 		fleet_http_free(s);
 		return NULL;
 	}
@@ -172,8 +204,28 @@ static long long mono_seconds(void)
 	return (long long)ts.tv_sec;
 }
 
+/* What libmicrohttpd 0.9.75 says when a connection's socket reads
+ * end-of-file: in the handshake, in a request, or between. */
+static bool is_close_report(const char *text)
+{
+	static const char *const reports[] = {
+		"Connection was closed by remote side",
+		"Socket has been disconnected when reading",
+		"Connection socket is closed when reading",
+		"Error: received handshake message out of context",
+	};
+	for (size_t i = 0; i < sizeof(reports) / sizeof(reports[0]); i++)
+		if (strncmp(text, reports[i], strlen(reports[i])) == 0)
+			return true;
+	return false;
+}
+
 /*
- * While starting, keep the text for the start error. While serving, count
+ * While starting, keep the text for the start error. While serving, a
+ * connection the request deadline cut (server_guard.c) reads end-of-file
+ * and libmicrohttpd reports it: that report is the cut's, already counted
+ * under request-deadline, and is dropped while such a connection is open
+ * (a client's own abort in that moment is dropped with it). Otherwise count
  * it and journal at most one a minute: these messages follow what a client
  * did (a failed TLS handshake), so one per event would let any client write
  * the journal. The text can hold client bytes and is escaped.
@@ -191,6 +243,8 @@ static void mhd_logger(void *cls, const char *fmt, va_list ap)
 		fleet_log_escape_n(text, n, s->start_error, sizeof(s->start_error));
 		return;
 	}
+	if (atomic_load(&s->cuts_open) > 0 && is_close_report(text))
+		return; /* the request-deadline cut itself: counted there */
 	fleet_metric_inc(s->internal);
 	long long now = mono_seconds();
 	long long last = atomic_load(&s->last_internal_log);
@@ -287,6 +341,7 @@ fleet_err fleet_http_start(struct fleet_http *s, struct fleet_errctx *ec)
 		{MHD_OPTION_STRICT_FOR_CLIENT, 1, NULL},
 		{MHD_OPTION_UNESCAPE_CALLBACK, (intptr_t)no_unescape, NULL},
 		{MHD_OPTION_NOTIFY_COMPLETED, (intptr_t)fleet_http_on_completed, s},
+		{MHD_OPTION_NOTIFY_CONNECTION, (intptr_t)fleet_http_on_connection, s},
 		{s->threads > 1 ? MHD_OPTION_THREAD_POOL_SIZE : MHD_OPTION_END,
 		 (intptr_t)s->threads, NULL},
 		{MHD_OPTION_END, 0, NULL},
@@ -304,7 +359,10 @@ fleet_err fleet_http_start(struct fleet_http *s, struct fleet_errctx *ec)
 							       MHD_DAEMON_INFO_BIND_PORT);
 	s->bound_port = info ? info->port : s->port;
 	atomic_store(&s->serving, true);
-	return FLEET_OK;
+	e = fleet_http_sweeper_start(s, ec);
+	if (e != FLEET_OK)
+		fleet_http_stop(s);
+	return e;
 }
 
 uint16_t fleet_http_port(const struct fleet_http *s)
@@ -316,6 +374,7 @@ void fleet_http_stop(struct fleet_http *s)
 {
 	if (!s || !s->daemon)
 		return;
+	fleet_http_sweeper_stop(s);
 	MHD_stop_daemon(s->daemon);
 	s->daemon = NULL;
 	s->bound_port = 0;
@@ -332,5 +391,6 @@ void fleet_http_free(struct fleet_http *s)
 	free(s->cert_file);
 	free(s->key_file);
 	free(s->priorities);
+	fleet_http_guard_free(s);
 	free(s);
 }

@@ -27,10 +27,41 @@
  *                               If-Unmodified-Since or If-Range
  *   400 range-request           a Range header
  *   400 unexpected-body         a body on a method other than POST
+ *   429 rate-limited            a POST to a route past its source's token
+ *                               bucket (rate_per_second, rate_burst; keyed by
+ *                               the IPv4 address or the IPv6 /64, at most
+ *                               4096 sources, the least
+ *                               recently seen one forgotten first), with
+ *                               Retry-After: every intake costs an inventory
+ *                               call, so requests must not cost nothing to
+ *                               send. /healthz and /metrics are not limited.
+ *   503 busy                    a POST whose Content-Length would take the
+ *                               bodies in flight past body_memory, with
+ *                               Retry-After, the body not read: each body is
+ *                               buffered whole before its handler runs, so
+ *                               stalled bodies would otherwise hold memory
+ *                               without bound. The Content-Length is reserved
+ *                               from the headers and returned when the
+ *                               request ends, however it ends.
+ *       request-deadline        no answer: the connection is closed when a
+ *                               request is not in (headers and body) within
+ *                               request_deadline_seconds of its start, the
+ *                               connection's accept for its first request (so
+ *                               the TLS handshake counts) and its first bytes
+ *                               for a later one. The idle timeout is reset by
+ *                               any byte, so one byte a second would otherwise
+ *                               hold a connection for ever. The handler's own
+ *                               time does not count; the wait between
+ *                               requests on a kept-alive connection has only
+ *                               the idle timeout (timeout_seconds).
+ *
+ * Each connection (and request) is also bounded by the connection limits
+ * (max_connections, max_per_ip).
  *
  * A handler's own 4xx names its reason from the same counter's set
  * (malformed-json, malformed-message, unsupported-version, field-too-large;
- * anything else counts as "other"). Every one of these increments
+ * anything else counts as "other"). Every one of these (the 503 and the
+ * cut connections too) increments
  * fleetd_http_rejected_total{reason} and none is journaled: a request that
  * proves nothing must not be able to fill the journal.
  *
@@ -52,6 +83,11 @@
 #define FLEET_HTTP_MAX_ROUTES 32
 #define FLEET_HTTP_MAX_PATH 128
 
+#define FLEET_HTTP_DEFAULT_DEADLINE 10
+#define FLEET_HTTP_DEFAULT_BODY_MEMORY ((size_t)16 << 20)
+#define FLEET_HTTP_DEFAULT_RATE 5
+#define FLEET_HTTP_DEFAULT_BURST 20
+
 /* The GnuTLS priority string: TLS 1.3 and 1.2, AEAD ciphers, ECDHE only. */
 #define FLEET_HTTP_TLS_PRIORITIES                                                   \
 	"SECURE128:-VERS-ALL:+VERS-TLS1.3:+VERS-TLS1.2:-CIPHER-ALL:+AES-256-GCM:" \
@@ -69,6 +105,10 @@ struct fleet_http_config {
 	unsigned max_per_ip;        /* 0: 16 */
 	unsigned timeout_seconds;   /* idle connection timeout; 0: 30 */
 	size_t max_body;            /* 0: FLEET_WIRE_MAX_BODY */
+	unsigned request_deadline_seconds; /* headers and body in; 0: 10 */
+	size_t body_memory;         /* bodies in flight; 0: 16 MiB; >= max_body */
+	unsigned rate_per_second;   /* POSTs per source; 0: 5 */
+	unsigned rate_burst;        /* bucket size; 0: 20 */
 	bool no_metrics;            /* true: no /metrics route (metrics.enabled: false) */
 };
 

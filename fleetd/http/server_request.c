@@ -8,6 +8,12 @@
  * must say its Content-Length, which must not pass max_body. The body calls
  * append to a buffer that can therefore never pass the cap; the last call
  * runs the route's handler.
+ *
+ * The first call also takes a token from the source's bucket (POST routes)
+ * and reserves the body's Content-Length from the body budget; the
+ * completion callback, which libmicrohttpd calls for every request the
+ * access handler saw however it ended, returns the reservation and puts the
+ * connection's deadline (server_guard.c) to rest until the next request.
  */
 #include <netdb.h>
 #include <stdio.h>
@@ -20,7 +26,10 @@
 
 struct request {
 	const struct fleet_http_route_entry *route;
+	struct fleet_http_conn *conn;
 	struct fleet_buf body;
+	size_t reserved; /* of the body budget, returned on completion */
+	unsigned retry_after; /* for a 429 or 503 */
 	bool refused;  /* a refusal is queued; ignore whatever else arrives */
 	bool has_body; /* the headers announce one */
 };
@@ -112,6 +121,15 @@ static bool length_over(const char *v, size_t cap)
 	return n > cap;
 }
 
+/* A Content-Length already checked against the cap (length_over false). */
+static size_t length_value(const char *v)
+{
+	size_t n = 0;
+	for (v = skip_ows(v); *v >= '0' && *v <= '9'; v++)
+		n = n * 10 + (size_t)(*v - '0');
+	return n;
+}
+
 static void count_response(struct fleet_http *s, unsigned status, const char *reason)
 {
 	static const char *const classes[] = {"2xx", "3xx", "4xx", "5xx"};
@@ -124,7 +142,8 @@ static void count_response(struct fleet_http *s, unsigned status, const char *re
 
 static enum MHD_Result send_reply(struct fleet_http *s, struct MHD_Connection *c,
 				  unsigned status, const void *body, size_t len,
-				  const char *content_type, const char *allow, bool close)
+				  const char *content_type, const char *allow, bool close,
+				  unsigned retry_after)
 {
 	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
 								 MHD_RESPMEM_MUST_COPY);
@@ -140,6 +159,10 @@ static enum MHD_Result send_reply(struct fleet_http *s, struct MHD_Connection *c
 		ok = MHD_add_response_header(r, MHD_HTTP_HEADER_ALLOW, allow);
 	if (ok == MHD_YES && close)
 		ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONNECTION, "close");
+	char ra[16];
+	snprintf(ra, sizeof(ra), "%u", retry_after);
+	if (ok == MHD_YES && retry_after)
+		ok = MHD_add_response_header(r, MHD_HTTP_HEADER_RETRY_AFTER, ra);
 	if (ok == MHD_YES)
 		ok = MHD_queue_response(c, status, r);
 	MHD_destroy_response(r);
@@ -148,12 +171,16 @@ static enum MHD_Result send_reply(struct fleet_http *s, struct MHD_Connection *c
 
 /* A refusal the server decides: counted, answered, never journaled. */
 static enum MHD_Result refuse(struct fleet_http *s, struct MHD_Connection *c, unsigned status,
-			      const char *reason, const char *allow, bool close)
+			      const char *reason, const char *allow, bool close,
+			      unsigned retry_after)
 {
 	char body[96];
 	int n = snprintf(body, sizeof(body), "{\"error\":\"%s\"}", reason);
 	count_response(s, status, reason);
-	return send_reply(s, c, status, body, (size_t)n, "application/json", allow, close);
+	if (status >= 500) /* 503 busy: the server's refusal, counted like its 4xx */
+		fleet_metric_inc_label(s->rejected, reason);
+	return send_reply(s, c, status, body, (size_t)n, "application/json", allow, close,
+			  retry_after);
 }
 
 /* Every check the headers decide. Returns the status to refuse with (and
@@ -182,6 +209,14 @@ static unsigned check_headers(struct fleet_http *s, struct MHD_Connection *c, co
 		return *reason = "unknown-path", 404;
 	if (!req->route)
 		return *reason = "method-not-allowed", 405;
+	if (strcmp(method, "POST") == 0) {
+		/* First: every POST to a route costs a token, refused or not. */
+		const union MHD_ConnectionInfo *ci =
+			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
+		if (!fleet_http_rate_take(s, ci ? ci->client_addr : NULL, &req->retry_after))
+			return *reason = "rate-limited", 429;
+		req->retry_after = 0;
+	}
 	if (h.content_encoding && strcasecmp(skip_ows(h.content_encoding), "identity") != 0)
 		return *reason = "unsupported-encoding", 415;
 	if (h.expect && strcasecmp(skip_ows(h.expect), "100-continue") != 0)
@@ -203,6 +238,14 @@ static unsigned check_headers(struct fleet_http *s, struct MHD_Connection *c, co
 		return *reason = "length-required", 411;
 	if (length_over(h.content_length, s->max_body))
 		return *reason = "body-too-large", 413;
+	/* Reserved before a byte of it is read; the buffer can hold no more. */
+	size_t n = length_value(h.content_length);
+	if (!fleet_http_budget_take(s, n)) {
+		req->retry_after = 1;
+		return *reason = "busy", 503;
+	}
+	req->reserved = n;
+	req->body.max = n;
 	return 0;
 }
 
@@ -239,12 +282,12 @@ static enum MHD_Result dispatch(struct fleet_http *s, struct MHD_Connection *c, 
 		fb_free(&reply.body);
 		count_response(s, 500, NULL);
 		return send_reply(s, c, 500, internal, sizeof(internal) - 1, "application/json",
-				  NULL, false);
+				  NULL, false, 0);
 	}
 	count_response(s, (unsigned)status, reply.reason);
 	enum MHD_Result r = send_reply(s, c, (unsigned)status, reply.body.data, reply.body.len,
 				       reply.content_type ? reply.content_type : "application/json",
-				       NULL, false);
+				       NULL, false, 0);
 	fb_free(&reply.body);
 	return r;
 }
@@ -258,11 +301,16 @@ enum MHD_Result fleet_http_on_request(void *cls, struct MHD_Connection *c, const
 	struct request *req = *req_cls;
 
 	if (!req) { /* headers complete */
+		struct fleet_http_conn *conn = fleet_http_conn_of(c);
+		/* Without its record the deadline could not be kept: refuse. */
+		if (!conn || !fleet_http_conn_request(s, conn))
+			return MHD_NO;
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
 		fb_init(&req->body);
 		req->body.max = s->max_body;
+		req->conn = conn;
 		*req_cls = req;
 		const char *reason = NULL;
 		char allow[128];
@@ -272,8 +320,9 @@ enum MHD_Result fleet_http_on_request(void *cls, struct MHD_Connection *c, const
 			/* A refused request's body is never read, so the connection
 			 * cannot carry another request after it: close it. */
 			req->refused = true;
+			fleet_http_conn_handling(s, conn);
 			return refuse(s, c, status, reason, status == 405 ? allow : NULL,
-				      req->has_body);
+				      req->has_body, req->retry_after);
 		}
 		return MHD_YES;
 	}
@@ -297,15 +346,22 @@ enum MHD_Result fleet_http_on_request(void *cls, struct MHD_Connection *c, const
 
 	if (req->refused)
 		return MHD_YES;
+	/* Past its deadline the sweep has shut the socket: answer nothing. */
+	if (!fleet_http_conn_handling(s, req->conn))
+		return MHD_NO;
 	return dispatch(s, c, url, method, req);
 }
 
 void fleet_http_on_completed(void *cls, struct MHD_Connection *c, void **req_cls,
 			     enum MHD_RequestTerminationCode toe)
 {
+	struct fleet_http *s = cls;
 	struct request *req = *req_cls;
 	if (!req)
 		return;
+	if (req->reserved)
+		fleet_http_budget_return(s, req->reserved);
+	fleet_http_conn_idle(s, req->conn);
 	fb_free(&req->body);
 	free(req);
 	*req_cls = NULL;

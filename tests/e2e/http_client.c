@@ -62,6 +62,7 @@ static size_t on_header(char *p, size_t size, size_t n, void *ud)
 	struct http_reply *r = ud;
 	keep_header(p, size * n, "Content-Type", r->content_type, sizeof(r->content_type));
 	keep_header(p, size * n, "Allow", r->allow, sizeof(r->allow));
+	keep_header(p, size * n, "Retry-After", r->retry_after, sizeof(r->retry_after));
 	return size * n;
 }
 
@@ -97,6 +98,11 @@ long http_do(struct http_client *c, const struct http_req *req, struct http_repl
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, r);
 	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, on_header);
 	curl_easy_setopt(h, CURLOPT_HEADERDATA, r);
+	char source[64];
+	if (c->source[0]) {
+		snprintf(source, sizeof(source), "host!%s", c->source);
+		curl_easy_setopt(h, CURLOPT_INTERFACE, source);
+	}
 
 	struct curl_slist *hdrs = NULL;
 	char ct[160];

@@ -12,6 +12,7 @@ struct http_client {
 	void *curl; /* CURL *, reused so connections are kept alive */
 	uint16_t port;
 	char ca[256];
+	char source[48]; /* "": any; else the loopback address to send from */
 };
 
 struct http_req {
@@ -30,6 +31,7 @@ struct http_reply {
 	size_t len;
 	char content_type[128];
 	char allow[64];
+	char retry_after[16];
 	long long uploaded; /* request body bytes curl sent */
 };
 

@@ -109,8 +109,12 @@ static void write_seed(const char *path)
 static void write_config(const char *path)
 {
 	char cfg[4096];
+	/* Every client here is 127.0.0.1, and the flood below sends 1,000
+	 * requests at once: no rate limit to speak of (test_http_server checks
+	 * the limit itself). */
 	snprintf(cfg, sizeof(cfg),
 		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
+		 "  rate_per_second: 100000\n  rate_burst: 100000\n"
 		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
 		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
 		 "classes:\n  worker: worker.yaml\n"

@@ -10,6 +10,12 @@
  * a chunked body, whose length nobody knows up front, is refused (411)
  * before it is sent. Then 1,000 malformed requests: counted exactly, not one line
  * on stderr (the log target here), and the server still answers.
+ *
+ * What bounds a client's cost, each on a server of its own: a request
+ * trickled a byte a second (headers, body, a kept-alive connection's next
+ * request) is cut at its deadline; 100 stalled 2 MiB bodies get no more
+ * than the body budget (503 busy for the rest, RSS growth bounded) and give
+ * it all back; one source past its burst gets 429 until its bucket refills.
  */
 #include "tests/testutil.h"
 
@@ -18,7 +24,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
+#include <signal.h>
+#include <time.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
@@ -152,6 +162,10 @@ static int group_setup(void **state)
 		.max_connections = 32,
 		.max_per_ip = 8,
 		.timeout_seconds = 10,
+		/* The rate limit has its own server (test_rate_limit): here
+		 * 1,000 requests in a row must all reach the handler. */
+		.rate_per_second = 1000000,
+		.rate_burst = 1000000,
 	};
 	struct fleet_errctx ec = {0};
 	fx->http = fleet_http_new(&cfg, fx->metrics, &ec);
@@ -202,19 +216,33 @@ static long stderr_restore(const struct fixture *fx, int saved)
 	return (long)st.st_size;
 }
 
-/* The counter as /metrics shows it. */
-static long long scraped(struct fixture *fx, const char *reason)
+/* A series' value as /metrics shows it ("name{labels}" or "name"). */
+static long long scraped_series(struct http_client *c, const char *series)
 {
 	struct http_reply r;
-	assert_int_equal(http_get(&fx->client, "/metrics", NULL, &r), 200);
+	assert_int_equal(http_get(c, "/metrics", NULL, &r), 200);
 	assert_non_null(strstr(r.content_type, "text/plain; version=0.0.4"));
-	char needle[160];
-	snprintf(needle, sizeof(needle), "\nfleetd_http_rejected_total{reason=\"%s\"} ", reason);
+	char needle[200];
+	snprintf(needle, sizeof(needle), "\n%s ", series);
 	const char *p = strstr(r.body, needle);
-	assert_non_null(p);
+	if (!p)
+		fail_msg("no series %s in /metrics", series);
 	long long v = strtoll(p + strlen(needle), NULL, 10);
 	http_reply_free(&r);
 	return v;
+}
+
+static long long scraped_from(struct http_client *c, const char *reason)
+{
+	char series[160];
+	snprintf(series, sizeof(series), "fleetd_http_rejected_total{reason=\"%s\"}", reason);
+	return scraped_series(c, series);
+}
+
+/* The counter as /metrics shows it. */
+static long long scraped(struct fixture *fx, const char *reason)
+{
+	return scraped_from(&fx->client, reason);
 }
 
 /* One refusal: the status, the counter +1 in /metrics, no handler ran. */
@@ -577,9 +605,458 @@ static void test_stop(void **state)
 	http_reply_free(&r);
 }
 
+/* ---- the request deadline, the body budget, the rate limit --------------- */
+
+/* A second server beside the fixture's, with its own limits. */
+struct side {
+	struct fleet_metrics *metrics;
+	struct fleet_http *http;
+	struct http_client client;
+	uint16_t port;
+};
+
+static void side_start(struct fixture *fx, struct fleet_http_config cfg, struct side *sd)
+{
+	cfg.bind_address = "127.0.0.1";
+	cfg.tls_cert_file = fx->cert;
+	cfg.tls_key_file = fx->key;
+	sd->metrics = fleet_metrics_new();
+	struct fleet_errctx ec = {0};
+	sd->http = fleet_http_new(&cfg, sd->metrics, &ec);
+	if (!sd->http)
+		fail_msg("new: %s", ec.detail);
+	assert_int_equal(fleet_http_route(sd->http, "POST", "/v1/echo", echo, NULL), FLEET_OK);
+	assert_int_equal(fleet_http_route(sd->http, "POST", "/v1/sink", sink, NULL), FLEET_OK);
+	fleet_http_set_health(sd->http, health, NULL);
+	if (fleet_http_start(sd->http, &ec) != FLEET_OK)
+		fail_msg("start: %s", ec.detail);
+	sd->port = fleet_http_port(sd->http);
+	http_client_init(&sd->client, sd->port, fx->cert);
+}
+
+static void side_free(struct side *sd)
+{
+	http_client_free(&sd->client);
+	fleet_http_free(sd->http);
+	fleet_metrics_free(sd->metrics);
+}
+
+static double now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void sleep_ms(long ms)
+{
+	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000l};
+	nanosleep(&ts, NULL);
+}
+
+/* A raw TLS connection to 127.0.0.1:port, made non-blocking once the
+ * handshake is done (so a TLS 1.3 session ticket cannot block a read). */
+struct raw_tls {
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+};
+
+static void raw_open(struct raw_tls *t, uint16_t port, const char *ca)
+{
+	t->ctx = SSL_CTX_new(TLS_client_method());
+	assert_non_null(t->ctx);
+	assert_int_equal(SSL_CTX_load_verify_locations(t->ctx, ca, NULL), 1);
+	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t->ssl = SSL_new(t->ctx);
+	SSL_set_fd(t->ssl, t->fd);
+	assert_int_equal(SSL_connect(t->ssl), 1);
+	assert_int_equal(fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) | O_NONBLOCK), 0);
+}
+
+static void raw_close(struct raw_tls *t)
+{
+	SSL_free(t->ssl);
+	close(t->fd);
+	SSL_CTX_free(t->ctx);
+}
+
+/* Wait up to ms for the peer: 1 data came (appended to buf), 0 nothing,
+ * -1 the connection is closed. */
+static int raw_wait(struct raw_tls *t, int ms, char *buf, size_t cap, size_t *len)
+{
+	struct pollfd pfd = {.fd = t->fd, .events = POLLIN};
+	if (SSL_pending(t->ssl) == 0 && poll(&pfd, 1, ms) <= 0)
+		return 0;
+	char tmp[4096];
+	int n = SSL_read(t->ssl, tmp, sizeof(tmp));
+	if (n > 0) {
+		size_t k = (size_t)n < cap - *len - 1 ? (size_t)n : cap - *len - 1;
+		memcpy(buf + *len, tmp, k);
+		*len += k;
+		buf[*len] = '\0';
+		return 1;
+	}
+	int err = SSL_get_error(t->ssl, n);
+	return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/* Send text a byte a second, watching for the connection to close; then
+ * go on watching until limit_s. Returns the seconds from t0 at which it
+ * closed, or -1 if it did not (or if an answer came instead). */
+static double trickle(struct raw_tls *t, const char *text, double t0, double limit_s)
+{
+	size_t sent = 0, n = strlen(text);
+	char buf[1024];
+	size_t len = 0;
+	while (now_s() - t0 < limit_s) {
+		if (sent < n) {
+			int w = SSL_write(t->ssl, text + sent, 1);
+			if (w == 1)
+				sent++;
+			else if (SSL_get_error(t->ssl, w) != SSL_ERROR_WANT_WRITE)
+				return now_s() - t0; /* the write found it closed */
+		}
+		double tick = now_s();
+		while (now_s() - tick < 1.0) {
+			int r = raw_wait(t, 100, buf, sizeof(buf), &len);
+			if (r < 0)
+				return now_s() - t0;
+			if (r > 0 && strstr(buf, "HTTP/1.1 "))
+				return -1;
+		}
+	}
+	return -1;
+}
+
+/* One whole request on t; its status (0: none within 5 s). */
+static int raw_request(struct raw_tls *t, const char *req)
+{
+	size_t n = strlen(req);
+	assert_int_equal(SSL_write(t->ssl, req, (int)n), (int)n);
+	char buf[2048];
+	size_t len = 0;
+	double t0 = now_s();
+	while (now_s() - t0 < 5.0) {
+		if (raw_wait(t, 100, buf, sizeof(buf), &len) < 0)
+			return 0;
+		const char *end = strstr(buf, "\r\n\r\n");
+		const char *cl = strstr(buf, "Content-Length: ");
+		if (end && cl && (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10) <= len)
+			return atoi(buf + 9);
+	}
+	return 0;
+}
+
+#define DEADLINE 3
+#define SLACK 1.5
+
+/* One byte a second of headers, then of a body, then of a kept-alive
+ * connection's second request: each is cut at the deadline (and counted,
+ * and journals nothing), where the idle timeout alone (30 s, reset by each
+ * byte) never would. An idle kept-alive connection outlives the deadline. */
+static void test_request_deadline(void **state)
+{
+	struct fixture *fx = *state;
+	struct side sd = {0};
+	side_start(fx, (struct fleet_http_config){.timeout_seconds = 30,
+						  .request_deadline_seconds = DEADLINE,
+						  .rate_per_second = 1000, .rate_burst = 1000},
+		   &sd);
+	static const char headers[] = "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+				      "Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}";
+	static const char body_head[] = "POST /v1/echo HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					"Content-Type: application/json\r\nContent-Length: 64\r\n\r\n";
+	int e0 = atomic_load(&echo_calls);
+
+	/* Headers, a byte a second. */
+	long long cut0 = scraped_from(&sd.client, "request-deadline");
+	int saved = stderr_to_file(fx);
+	double t0 = now_s();
+	struct raw_tls t;
+	raw_open(&t, sd.port, fx->cert);
+	double closed_headers = trickle(&t, headers, t0, DEADLINE + 10);
+	raw_close(&t);
+
+	/* The headers at once, then the body a byte a second. */
+	t0 = now_s();
+	raw_open(&t, sd.port, fx->cert);
+	assert_int_equal(SSL_write(t.ssl, body_head, (int)strlen(body_head)),
+			 (int)strlen(body_head));
+	double closed_body = trickle(&t, "{\"a\":\"0123456789012345678901234567890123456789012345678\"}",
+				     t0, DEADLINE + 10);
+	raw_close(&t);
+	long logged = stderr_restore(fx, saved);
+
+	if (closed_headers < DEADLINE - 0.5 || closed_headers > DEADLINE + SLACK)
+		fail_msg("trickled headers: closed after %.2f s, want %d s", closed_headers,
+			 DEADLINE);
+	if (closed_body < DEADLINE - 0.5 || closed_body > DEADLINE + SLACK)
+		fail_msg("trickled body: closed after %.2f s, want %d s", closed_body, DEADLINE);
+	assert_int_equal(scraped_from(&sd.client, "request-deadline"), cut0 + 2);
+	assert_int_equal(logged, 0);
+	assert_int_equal(atomic_load(&echo_calls), e0);
+
+	/* Kept alive: a request, idle past the deadline, another request on
+	 * the same connection (the idle timeout governs idling), then the
+	 * third one trickled: its clock starts at its first byte. */
+	raw_open(&t, sd.port, fx->cert);
+	assert_int_equal(raw_request(&t, headers), 200);
+	sleep_ms(1000 * DEADLINE + 1000);
+	assert_int_equal(raw_request(&t, headers), 200);
+	sleep_ms(1000);
+	t0 = now_s();
+	double closed_next = trickle(&t, headers, t0, DEADLINE + 10);
+	raw_close(&t);
+	if (closed_next < DEADLINE - 0.5 || closed_next > DEADLINE + SLACK)
+		fail_msg("trickled second request: closed after %.2f s, want %d s", closed_next,
+			 DEADLINE);
+	assert_int_equal(scraped_from(&sd.client, "request-deadline"), cut0 + 3);
+	assert_int_equal(atomic_load(&echo_calls), e0 + 2);
+
+	/* Still serving. */
+	struct http_reply r;
+	assert_int_equal(http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r), 200);
+	http_reply_free(&r);
+	side_free(&sd);
+}
+
+static long rss_kib(void)
+{
+	FILE *f = fopen("/proc/self/status", "r");
+	assert_non_null(f);
+	char line[256];
+	long kib = -1;
+	while (fgets(line, sizeof(line), f))
+		if (strncmp(line, "VmRSS:", 6) == 0)
+			kib = strtol(line + 6, NULL, 10);
+	fclose(f);
+	assert_true(kib > 0);
+	return kib;
+}
+
+#define STALLERS 100
+#define STALL_BODY ((size_t)2 << 20)
+
+struct staller {
+	CURL *h;
+	size_t left; /* body bytes still to give curl before pausing */
+	bool paused, done;
+	long status;
+};
+
+/* All but the last byte of the body, then stall. */
+static size_t staller_read(char *p, size_t size, size_t n, void *ud)
+{
+	struct staller *st = ud;
+	if (st->left <= 1) {
+		st->paused = true;
+		return CURL_READFUNC_PAUSE;
+	}
+	size_t k = size * n < st->left - 1 ? size * n : st->left - 1;
+	memset(p, ' ', k);
+	st->left -= k;
+	return k;
+}
+
+static size_t discard(char *p, size_t size, size_t n, void *ud)
+{
+	return size * n;
+}
+
+/* 100 clients, each a Content-Length of 2 MiB, all of it but a byte sent,
+ * then stalling. The 16 MiB budget holds 8 of them; the other 92 are
+ * answered 503 busy from their headers, their bodies not read. The
+ * process' RSS grows by less than budget + 32 MiB (without the budget it
+ * grew by the 200 MiB of bodies), and once the clients are gone the whole
+ * budget is back. */
+static void test_body_budget(void **state)
+{
+	struct fixture *fx = *state;
+	struct side sd = {0};
+	side_start(fx, (struct fleet_http_config){.threads = 2, .max_connections = 256,
+						  .max_per_ip = 128, .timeout_seconds = 60,
+						  .request_deadline_seconds = 60,
+						  .rate_per_second = 1000, .rate_burst = 1000},
+		   &sd);
+	const size_t budget = FLEET_HTTP_DEFAULT_BODY_MEMORY;
+	const int fit = (int)(budget / STALL_BODY);
+	long long busy0 = scraped_from(&sd.client, "busy");
+	int s0 = atomic_load(&sink_calls);
+
+	CURLM *m = curl_multi_init();
+	static struct staller st[STALLERS];
+	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	hdrs = curl_slist_append(hdrs, "Expect:"); /* the body goes up at once */
+	char url[64];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/v1/sink", (unsigned)sd.port);
+	long rss0 = rss_kib();
+	for (int i = 0; i < STALLERS; i++) {
+		st[i] = (struct staller){.h = curl_easy_init(), .left = STALL_BODY};
+		CURL *h = st[i].h;
+		curl_easy_setopt(h, CURLOPT_URL, url);
+		curl_easy_setopt(h, CURLOPT_CAINFO, fx->cert);
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)STALL_BODY);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, staller_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, &st[i]);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
+		curl_easy_setopt(h, CURLOPT_PRIVATE, &st[i]);
+		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
+		curl_multi_add_handle(m, h);
+	}
+	/* Until every client is answered or stalled, then a second more for
+	 * the server to take in what the stalled ones sent. Bounded: 30 s. */
+	int done = 0, paused = 0, busy = 0;
+	long rss_max = rss0;
+	double settled = 0, t0 = now_s();
+	while (now_s() - t0 < 30 && (!settled || now_s() - settled < 1.0)) {
+		int running;
+		curl_multi_perform(m, &running);
+		curl_multi_poll(m, NULL, 0, 50, NULL);
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(m, &left)))
+			if (msg->msg == CURLMSG_DONE) {
+				struct staller *x;
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &x->status);
+				x->done = true;
+			}
+		done = paused = busy = 0;
+		for (int i = 0; i < STALLERS; i++) {
+			done += st[i].done;
+			busy += st[i].done && st[i].status == 503;
+			paused += !st[i].done && st[i].paused;
+		}
+		if (!settled && done + paused == STALLERS)
+			settled = now_s();
+		long rss = rss_kib();
+		rss_max = rss > rss_max ? rss : rss_max;
+	}
+	long long reserved = scraped_series(&sd.client, "fleetd_http_body_bytes_reserved");
+
+	/* While they hold the budget, one more is turned away at once. */
+	char *big = malloc(STALL_BODY);
+	memset(big, ' ', STALL_BODY);
+	struct http_reply r;
+	long st_more = http_post(&sd.client, "/v1/sink", "application/json", big, STALL_BODY, &r);
+	char retry_after[16];
+	snprintf(retry_after, sizeof(retry_after), "%s", r.retry_after);
+	bool says_busy = strcmp(r.body, "{\"error\":\"busy\"}") == 0;
+	http_reply_free(&r);
+
+	for (int i = 0; i < STALLERS; i++) {
+		curl_multi_remove_handle(m, st[i].h);
+		curl_easy_cleanup(st[i].h);
+	}
+	curl_multi_cleanup(m);
+	curl_slist_free_all(hdrs);
+
+	fprintf(stderr, "body budget: %d answered (%d busy), %d stalled, RSS +%ld KiB\n", done,
+		busy, paused, rss_max - rss0);
+	assert_int_equal(busy, STALLERS - fit);
+	assert_int_equal(done, STALLERS - fit);
+	assert_int_equal(paused, fit);
+	assert_int_equal(reserved, (long long)fit * (long long)STALL_BODY);
+	assert_true(rss_max - rss0 < (long)((budget + (32u << 20)) / 1024));
+	assert_int_equal(st_more, 503);
+	assert_string_equal(retry_after, "1");
+	assert_true(says_busy);
+	assert_int_equal(scraped_from(&sd.client, "busy"), busy0 + STALLERS - fit + 1);
+	assert_int_equal(atomic_load(&sink_calls), s0);
+
+	/* Gone: the server sees them close and every reservation comes back. */
+	for (int i = 0; i < 100 && reserved != 0; i++) {
+		sleep_ms(50);
+		reserved = scraped_series(&sd.client, "fleetd_http_body_bytes_reserved");
+	}
+	assert_int_equal(reserved, 0);
+	assert_int_equal(http_post(&sd.client, "/v1/sink", "application/json", big, STALL_BODY, &r),
+			 200);
+	http_reply_free(&r);
+	assert_int_equal(http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r), 200);
+	http_reply_free(&r);
+	free(big);
+	side_free(&sd);
+}
+
+#define RATE 1
+#define BURST 10
+
+/* Past its burst one source gets 429 with Retry-After, counted and not
+ * journaled, until its bucket refills; another source and the built-in
+ * GET routes are not affected. */
+static void test_rate_limit(void **state)
+{
+	struct fixture *fx = *state;
+	struct side sd = {0};
+	side_start(fx, (struct fleet_http_config){.rate_per_second = RATE, .rate_burst = BURST},
+		   &sd);
+	long long limited0 = scraped_from(&sd.client, "rate-limited");
+	int e0 = atomic_load(&echo_calls);
+	struct http_reply r;
+	int ok = 0, first_429 = -1;
+	char retry_after[16] = "";
+	bool says_limited = false;
+	int saved = stderr_to_file(fx);
+	for (int i = 0; i < BURST + 5 && first_429 < 0; i++) {
+		long st = http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r);
+		if (st == 200)
+			ok++;
+		if (st == 429) {
+			first_429 = i;
+			snprintf(retry_after, sizeof(retry_after), "%s", r.retry_after);
+			says_limited = strcmp(r.body, "{\"error\":\"rate-limited\"}") == 0;
+		}
+		http_reply_free(&r);
+	}
+	/* The same again: still limited, and counted each time. */
+	long again = http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r);
+	http_reply_free(&r);
+	long logged = stderr_restore(fx, saved);
+	assert_true(first_429 >= BURST && first_429 <= BURST + 1); /* one refill if slow */
+	assert_int_equal(ok, first_429);
+	assert_string_equal(retry_after, "1");
+	assert_true(says_limited);
+	assert_int_equal(again, 429);
+	assert_int_equal(logged, 0);
+	assert_int_equal(scraped_from(&sd.client, "rate-limited"), limited0 + 2);
+	assert_int_equal(atomic_load(&echo_calls), e0 + ok);
+
+	/* /healthz and /metrics are not limited. */
+	for (int i = 0; i < 3 * BURST; i++) {
+		assert_int_equal(http_get(&sd.client, "/healthz", NULL, &r), 200);
+		http_reply_free(&r);
+		assert_int_equal(http_get(&sd.client, "/metrics", NULL, &r), 200);
+		http_reply_free(&r);
+	}
+	/* Another source has its own bucket. */
+	struct http_client other;
+	http_client_init(&other, sd.port, fx->cert);
+	snprintf(other.source, sizeof(other.source), "127.0.0.2");
+	assert_int_equal(http_post(&other, "/v1/echo", "application/json", "{}", 2, &r), 200);
+	http_reply_free(&r);
+	http_client_free(&other);
+
+	/* A second later the first source has a token again. */
+	sleep_ms(1100 / RATE);
+	assert_int_equal(http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r), 200);
+	http_reply_free(&r);
+	side_free(&sd);
+}
+
 int main(void)
 {
 	curl_global_init(CURL_GLOBAL_DEFAULT);
+	signal(SIGPIPE, SIG_IGN); /* the raw TLS clients write to closed sockets */
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_echo),
 		cmocka_unit_test(test_metrics_can_be_off),
@@ -593,6 +1070,9 @@ int main(void)
 		cmocka_unit_test(test_tls_versions),
 		cmocka_unit_test(test_tls_garbage_counted_not_logged),
 		cmocka_unit_test(test_start_refusals),
+		cmocka_unit_test(test_request_deadline),
+		cmocka_unit_test(test_body_budget),
+		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_stop),
 	};
 	int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);

@@ -47,6 +47,10 @@ static void test_minimal_file_inventory_defaults(void **state)
 	/* The defaults docs/configuration.md lists. */
 	assert_string_equal(c.listen_address, "::");
 	assert_int_equal(c.listen_port, 8443);
+	assert_int_equal(c.listen_request_deadline_seconds, 10);
+	assert_int_equal(c.listen_body_memory_bytes, 16u * 1024 * 1024);
+	assert_int_equal(c.listen_rate_per_second, 5);
+	assert_int_equal(c.listen_rate_burst, 20);
 	assert_string_equal(c.state_dir, "/var/lib/fleetd");
 	assert_string_equal(c.roots_dir, "/etc/fleetd/roots");
 	assert_string_equal(c.ca_dir, "/var/lib/fleetd/ca");
@@ -67,6 +71,8 @@ static void test_every_key(void **state)
 {
 	(void)state;
 	const char *y = "listen:\n  address: 10.0.0.1\n  port: 9443\n"
+			"  request_deadline_seconds: 7\n  body_memory_bytes: 33554432\n"
+			"  rate_per_second: 3\n  rate_burst: 9\n"
 			"tls:\n  cert: /a/c.pem\n  key: /a/k.pem\n"
 			"state_dir: /srv/fleetd\nroots_dir: /srv/roots\nca_dir: /srv/ca\n"
 			"profiles_dir: /srv/profiles\n"
@@ -87,6 +93,10 @@ static void test_every_key(void **state)
 		fail_msg("line %u: %s", err.line, err.msg);
 	assert_string_equal(c.listen_address, "10.0.0.1");
 	assert_int_equal(c.listen_port, 9443);
+	assert_int_equal(c.listen_request_deadline_seconds, 7);
+	assert_int_equal(c.listen_body_memory_bytes, 33554432);
+	assert_int_equal(c.listen_rate_per_second, 3);
+	assert_int_equal(c.listen_rate_burst, 9);
 	assert_string_equal(c.tls_cert, "/a/c.pem");
 	assert_string_equal(c.tls_key, "/a/k.pem");
 	assert_string_equal(c.state_dir, "/srv/fleetd");
@@ -133,6 +143,16 @@ static void test_refusals(void **state)
 	refused_at(FILE_INV "listen:\n  port: \"8443\"\n", 11, "unquoted number");
 	refused_at(FILE_INV "listen:\n  port: 0100\n", 11, "whole number");
 	refused_at(FILE_INV "listen:\n  address: localhost\n", 11, "IPv4 or IPv6");
+	refused_at(FILE_INV "listen:\n  request_deadline_seconds: 0\n", 11, "from 1 to 3600");
+	refused_at(FILE_INV "listen:\n  body_memory_bytes: 1024\n", 11,
+		   "from 65536 to 4294967296");
+	refused_at(FILE_INV "listen:\n  rate_per_second: 0\n", 11, "from 1 to 100000");
+	refused_at(FILE_INV "listen:\n  rate_burst: 100001\n", 11, "from 1 to 100000");
+	/* The budget must hold one body at the cap. */
+	refused_at(FILE_INV "listen:\n  body_memory_bytes: 1048576\n", 10,
+		   "must be at least http.max_body_bytes");
+	refused_at(FILE_INV "http:\n  max_body_bytes: 33554432\n", 10,
+		   "listen.body_memory_bytes (16777216) must be at least");
 	refused_at(FILE_INV "state_dir: var/lib/fleetd\n", 10, "absolute path");
 	refused_at(FILE_INV "state_dir: /var/lib/../etc\n", 10, "absolute path");
 	refused_at(FILE_INV "metrics:\n  enabled: yes\n", 11, "true or false");
