@@ -302,9 +302,17 @@ void assert_refused_with(const char *serial, const char *reason)
 void post_raw(const char *path, const void *body, size_t len, long want_status,
 		     const char *want_in_body)
 {
+	post_raw_from(NULL, path, body, len, want_status, want_in_body);
+}
+
+void post_raw_from(const char *source, const char *path, const void *body, size_t len,
+		   long want_status, const char *want_in_body)
+{
 	struct http_client c;
 	struct http_reply r;
 	http_client_init(&c, FD.port, FD.tls_ca);
+	if (source)
+		snprintf(c.source, sizeof(c.source), "%s", source);
 	assert_int_equal(http_post(&c, path, "application/json", body, len, &r), want_status);
 	if (want_in_body && !strstr(r.body, want_in_body))
 		fail_msg("%s answered %s", path, r.body);

@@ -84,5 +84,9 @@ void assert_refused_with(const char *serial, const char *reason);
  * want_in_body (when not NULL). */
 void post_raw(const char *path, const void *body, size_t len, long want_status,
 	      const char *want_in_body);
+/* The same from another loopback source address (e.g. "127.0.0.2"): a
+ * client other than the machine, as fleetd sees it. */
+void post_raw_from(const char *source, const char *path, const void *body, size_t len,
+		   long want_status, const char *want_in_body);
 
 #endif

@@ -614,7 +614,7 @@ static void second_intake(struct hooked *h, const char *path, const struct fleet
 {
 	(void)reply;
 	if (strcmp(path, "/v1/attest/intake") == 0 && status == 200 && h->seen++ == 0)
-		post_raw(path, body->data, body->len, 200, "\"challenge\"");
+		post_raw_from("127.0.0.2", path, body->data, body->len, 200, "\"challenge\"");
 }
 
 static void open_session_kept(void **state)
