@@ -28,6 +28,11 @@
  *   A4 binding_changed_in_session, netbox_down_at_answer
  *   C2 binding_changed_before_confirm
  *   the daemon: startup_refusals
+ * and, for rules tests/mutants/ found untested (scripts/mutants.sh):
+ *   I1 lldp_fields_capped_in_log  I6 each_declaration_refused
+ *   I7 rsa_ek_mismatch_refused, past_planned_store_only,
+ *      other_statuses_refused
+ *   A2 ecc_secret_missing_refused A4 device_changed_in_session
  */
 #include "tests/e2e/admission_fixture.h"
 
@@ -39,9 +44,14 @@
 #include <jansson.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <tss2/tss2_mu.h>
 
 #include "lib/attest_wire.h"
 #include "lib/ca.h"
+#include "lib/tpm.h"
+#include "lib/tpm_alg.h"
+#include "lib/tpm_credential.h"
+#include "fleetd/obs/journal.h"
 #include "tests/e2e/http_client.h"
 #include "tests/e2e/netbox_harness.h"
 
@@ -64,6 +74,56 @@ static void seed_device(FILE *f, int id, const char *serial, const char *by,
 		disk ? "\"" : "", id, port, approved ? "\"" : "", approved ? approved : "null",
 		approved ? "\"" : "", approved_ecc ? "\"" : "",
 		approved_ecc ? approved_ecc : "null", approved_ecc ? "\"" : "", last ? "" : ",");
+}
+
+/* The nine declarations I6 requires (seed_more's null_field names one;
+ * the first is the device's class, the last its primary address), as
+ * fleetd names them in FLEET_DETAIL. */
+static const char *const DECLARATIONS[] = {
+	"class",	  "install_disk",	  "install_disk_serial",
+	"bmc_type",	  "tpm_version",	  "amt",
+	"secure_boot_expected", "expected_port", "primary_ip4",
+};
+#define N_DECLARATIONS (sizeof(DECLARATIONS) / sizeof(DECLARATIONS[0]))
+
+/* NetBox statuses that are neither planned nor staged/active (I7). */
+static const char *const OTHER_STATUSES[] = {"failed", "offline", "decommissioning",
+					     "inventory"};
+#define N_OTHER_STATUSES (sizeof(OTHER_STATUSES) / sizeof(OTHER_STATUSES[0]))
+
+/* One device w<id> (serial ADM-00<id>) with every declaration set and the
+ * binding written by Terraform, in status; ek/ek_ecc NULL: NetBox's
+ * ek_hash fields null; null_field: that declaration null (primary_ip4:
+ * no primary address). */
+static void seed_more(FILE *f, int id, const char *status, const char *approved,
+		      const char *approved_ecc, const char *ek, const char *ek_ecc,
+		      const char *null_field, bool last)
+{
+	char name[16], serial[16], ip[32], disk_serial[32];
+	snprintf(name, sizeof(name), "w%d", id);
+	snprintf(serial, sizeof(serial), "ADM-%04d", id);
+	snprintf(ip, sizeof(ip), "10.0.0.%d/24", 10 + id);
+	snprintf(disk_serial, sizeof(disk_serial), "S5GXNF0R%d", id);
+	json_t *cf = json_pack("{s:s, s:s, s:s, s:s, s:s, s:b, s:b, s:s, s:s?, s:s?, s:s?, s:s?, s:n}",
+			       "class", "worker", "install_disk", "/dev/nvme0n1",
+			       "install_disk_serial", disk_serial, "bmc_type", "ipmi",
+			       "tpm_version", "2.0", "amt", 0, "secure_boot_expected", 1,
+			       "expected_port", PORT_OK, "approved_ek_hash", approved,
+			       "approved_ek_hash_ecc", approved_ecc, "ek_hash", ek, "ek_hash_ecc",
+			       ek_ecc, "desired_action");
+	json_t *d = json_pack("{s:i, s:s, s:s, s:s, s:s, s:s, s:o}", "id", id, "name", name,
+			      "serial", serial, "status", status, "primary_ip4", ip, "created_by",
+			      "terraform", "custom_fields", cf);
+	assert_non_null(d);
+	if (null_field && strcmp(null_field, "primary_ip4") == 0)
+		json_object_set_new(d, "primary_ip4", json_null());
+	else if (null_field)
+		json_object_set_new(cf, null_field, json_null());
+	char *text = json_dumps(d, JSON_COMPACT);
+	assert_non_null(text);
+	fprintf(f, "  %s%s\n", text, last ? "" : ",");
+	free(text);
+	json_decref(d);
 }
 
 static void write_seed(const char *path)
@@ -99,7 +159,30 @@ static void write_seed(const char *path)
 	/* w14: a class fleetd.yaml does not list */
 	seed_device(f, 14, "ADM-0014", "terraform", MA.ek, MA.ek_ecc, PORT_OK, disk, false);
 	/* w15: A's RSA EK approved beside another TPM's ECC EK */
-	seed_device(f, 15, "ADM-0015", "terraform", MA.ek, MB.ek_ecc, PORT_OK, disk, true);
+	seed_device(f, 15, "ADM-0015", "terraform", MA.ek, MB.ek_ecc, PORT_OK, disk, false);
+	/* w16: B's RSA EK approved beside A's ECC EK */
+	seed_more(f, 16, "planned", MB.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w17, w18: approved for A; the answer's proof without A's ECC secret */
+	seed_more(f, 17, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 18, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w19: staged, NetBox naming B's EKs everywhere; fleetd's store has no w19 */
+	seed_more(f, 19, "staged", MB.ek, MB.ek_ecc, MB.ek, MB.ek_ecc, NULL, false);
+	/* w20: approved for A, admitted, then staged with NetBox naming B's EKs */
+	seed_more(f, 20, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w21..w23: approved for A; the name, status, serial change mid-session */
+	seed_more(f, 21, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 22, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 23, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w24: approved for A; an LLDP report with hostile fields */
+	seed_more(f, 24, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w25..w33: approved for A, one declaration each not set */
+	for (size_t i = 0; i < N_DECLARATIONS; i++)
+		seed_more(f, 25 + (int)i, "planned", MA.ek, MA.ek_ecc, NULL, NULL, DECLARATIONS[i],
+			  false);
+	/* w34..w37: approved for A, in a status that admits nothing */
+	for (size_t i = 0; i < N_OTHER_STATUSES; i++)
+		seed_more(f, 34 + (int)i, OTHER_STATUSES[i], MA.ek, MA.ek_ecc, NULL, NULL, NULL,
+			  i + 1 == N_OTHER_STATUSES);
 	fprintf(f, " ]}\n");
 	assert_int_equal(fclose(f), 0);
 }
@@ -886,6 +969,374 @@ static void startup_refusals(void **state)
 	assert_int_equal(adm_log_count(errf, "event=stopping", (char *)NULL), 1);
 }
 
+/* ---- rules the mutants of tests/mutants/ found untested ------------------------ */
+
+/* Nothing of an admission for device: no device in the store, no verdict,
+ * no certificate, none written to out. */
+static void nothing_recorded(const char *serial, const char *device, const char *out)
+{
+	struct fleet_store_device d;
+	size_t pass, fail;
+	assert_false(store_device(serial, &d));
+	store_verdicts(device, &pass, &fail, NULL);
+	assert_int_equal(pass + fail, 0);
+	assert_int_equal(store_certs(device, NULL), 0);
+	assert_false(exists_in(out, "lak.pem"));
+	assert_false(exists_in(out, "ldevid.pem"));
+}
+
+/* I7: every presented EK hash equals its approved one, the RSA one too:
+ * B's RSA EK is approved beside A's ECC EK, and A is refused. */
+static void rsa_ek_mismatch_refused(void **state)
+{
+	(void)state;
+	char out[800];
+	json_t *before = nb_device(16);
+	size_t writes = nb_writes();
+	assert_int_equal(run_tink(&MA, "ADM-0016", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0016", "ek-not-approved");
+	assert_int_equal(adm_log_count(LOG, "event=intake-challenged", "FLEET_SERIAL=ADM-0016",
+				       (char *)NULL),
+			 0);
+	json_t *after = nb_device(16);
+	assert_true(json_equal(before, after));
+	assert_int_equal(nb_writes(), writes);
+	nothing_recorded("ADM-0016", "w16", out);
+	json_decref(before);
+	json_decref(after);
+}
+
+/* A2: the proof is keyed by both activated secrets. The challenge's ECC
+ * credential is replaced, on its way to the machine, by one for the same
+ * EK and AK that wraps 32 zero bytes (the RSA activation is fleetd's, the
+ * ECC one is wrong), or taken out (the machine then keys the proof with
+ * the RSA secret alone). HMAC pads a 32-byte key with zeros, so both give
+ * the proof of the RSA secret alone: refused as proof-invalid, no verdict,
+ * no certificates. */
+static enum { ECC_CRED_ZERO, ECC_CRED_DROP } ECC_TAMPER;
+
+static void tamper_ecc_credential(struct hooked *h, const char *path,
+				  const struct fleet_buf *body, long status,
+				  const struct fleet_buf *reply)
+{
+	struct fleet_wire_intake in;
+	struct fleet_wire_intake_reply ch;
+	struct fleet_buf re;
+	if (strcmp(path, "/v1/attest/intake") != 0 || status != 200)
+		return;
+	assert_int_equal(fleet_wire_intake_decode(body->data, body->len, &in, NULL), FLEET_OK);
+	assert_int_equal(fleet_wire_intake_reply_decode(reply->data, reply->len, &ch, NULL),
+			 FLEET_OK);
+	assert_int_equal(ch.status, FLEET_WIRE_CHALLENGE);
+	assert_true(ch.cred_ecc.present);
+	free(ch.cred_ecc.id_object.data);
+	free(ch.cred_ecc.enc_secret.data);
+	memset(&ch.cred_ecc, 0, sizeof(ch.cred_ecc));
+	if (ECC_TAMPER == ECC_CRED_ZERO) {
+		TPM2B_PUBLIC ek, ak;
+		uint8_t name[2 + FLEET_DIGEST_MAX], zero[FLEET_WIRE_ID_LEN];
+		size_t off = 0, name_len = 0;
+		struct fleet_buf id, es;
+		memset(&ek, 0, sizeof(ek));
+		memset(&ak, 0, sizeof(ak));
+		memset(zero, 0, sizeof(zero));
+		assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Unmarshal(in.ek_ecc.pub.data,
+								in.ek_ecc.pub.len, &off, &ek),
+				 TSS2_RC_SUCCESS);
+		off = 0;
+		assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Unmarshal(in.ak_public.data,
+								in.ak_public.len, &off, &ak),
+				 TSS2_RC_SUCCESS);
+		assert_int_equal(fleet_tpm_name(&ak.publicArea, name, sizeof(name), &name_len),
+				 FLEET_OK);
+		fb_init(&id);
+		fb_init(&es);
+		assert_int_equal(fleet_make_credential(&ek.publicArea, zero, sizeof(zero), name,
+						       name_len, &id, &es),
+				 FLEET_OK);
+		ch.cred_ecc.present = true; /* the buffers become the reply's */
+		ch.cred_ecc.id_object.data = id.data;
+		ch.cred_ecc.id_object.len = id.len;
+		ch.cred_ecc.enc_secret.data = es.data;
+		ch.cred_ecc.enc_secret.len = es.len;
+	}
+	fb_init(&re);
+	assert_int_equal(fleet_wire_intake_reply_encode(&ch, &re), FLEET_OK);
+	/* The reply is the run's own buffer: what tink_run decodes next. */
+	struct fleet_buf *w = (struct fleet_buf *)reply;
+	fb_reset(w);
+	assert_int_equal(fb_put(w, re.data, re.len), FLEET_OK);
+	fb_free(&re);
+	fleet_wire_intake_reply_free(&ch);
+	fleet_wire_intake_free(&in);
+	h->seen++;
+}
+
+static void ecc_secret_missing_refused(void **state)
+{
+	(void)state;
+	static const struct {
+		int mode;
+		const char *serial, *device;
+	} runs[] = {{ECC_CRED_ZERO, "ADM-0017", "w17"}, {ECC_CRED_DROP, "ADM-0018", "w18"}};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		char out[800], dev[40];
+		struct hooked h;
+		long long auth0 = metric("fleetd_auth_failures_total");
+		size_t writes = nb_writes();
+		snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s", runs[i].device);
+		ECC_TAMPER = runs[i].mode;
+		memset(&h, 0, sizeof(h));
+		h.after = tamper_ecc_credential;
+		assert_int_equal(run_hooked(&MA, runs[i].serial, &h, 2, out, sizeof(out)),
+				 TINK_EXIT_REFUSED);
+		assert_int_equal(h.seen, 1);
+		assert_int_equal(metric("fleetd_auth_failures_total"), auth0 + 1);
+		assert_int_equal(adm_log_count(LOG, "event=auth-failure", dev,
+					       "FLEET_REASON=proof-invalid", (char *)NULL),
+				 1);
+		assert_int_equal(adm_log_count(LOG, "event=certificates-issued", dev, (char *)NULL),
+				 0);
+		assert_int_equal(nb_writes(), writes);
+		nothing_recorded(runs[i].serial, runs[i].device, out);
+	}
+}
+
+/* I7 past planned: only fleetd's store vouches for a device's EKs; NetBox's
+ * ek_hash fields (and approved ones) naming the machine's EKs stand in for
+ * nothing. w19 is staged and NetBox names B everywhere, the store has no
+ * w19: ek-not-recorded. w20 is admitted with A, then staged with NetBox
+ * naming B: B is refused ek-mismatch, the store still holds A. */
+static void past_planned_store_only(void **state)
+{
+	(void)state;
+	char out[800], req[600];
+	struct fleet_store_device d;
+	size_t writes = nb_writes();
+	assert_int_equal(run_tink(&MB, "ADM-0019", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0019", "ek-not-recorded");
+	assert_int_equal(nb_writes(), writes);
+	nothing_recorded("ADM-0019", "w19", out);
+
+	assert_int_equal(run_tink(&MA, "ADM-0020", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
+	assert_true(store_device("ADM-0020", &d));
+	assert_string_equal(d.ek_hash, MA.ek);
+	size_t certs = store_certs("w20", NULL), pass, fail;
+	store_verdicts("w20", &pass, &fail, NULL);
+	snprintf(req, sizeof(req),
+		 "{\"device\": 20, \"user\": \"owner\", \"status\": \"staged\", \"custom_fields\":"
+		 " {\"ek_hash\": \"%s\", \"ek_hash_ecc\": \"%s\"}}",
+		 MB.ek, MB.ek_ecc);
+	nbf_ctl("/_fake/change", req);
+	writes = nb_writes();
+	size_t refused0 = adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0020",
+					"FLEET_REASON=ek-mismatch", (char *)NULL);
+	assert_int_equal(run_tink(&MB, "ADM-0020", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0020",
+				       "FLEET_REASON=ek-mismatch", (char *)NULL),
+			 refused0 + 1);
+	assert_int_equal(nb_writes(), writes);
+	assert_true(store_device("ADM-0020", &d));
+	assert_string_equal(d.ek_hash, MA.ek);
+	assert_string_equal(d.ek_hash_ecc, MA.ek_ecc);
+	assert_int_equal(store_certs("w20", NULL), certs);
+	size_t pass1, fail1;
+	store_verdicts("w20", &pass1, &fail1, NULL);
+	assert_int_equal(pass1, pass);
+	assert_int_equal(fail1, fail);
+	assert_false(exists_in(out, "lak.pem"));
+}
+
+/* A4: the device's name, status or serial changes in NetBox between the
+ * intake and the answer (not the binding): device-changed, no
+ * certificates. */
+static const char *DEVICE_CHANGE; /* the /_fake/change body */
+
+static void change_device(struct hooked *h, const char *path, const struct fleet_buf *body,
+			  long status, const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, "/v1/attest/intake") != 0 || status != 200)
+		return;
+	nbf_ctl("/_fake/change", DEVICE_CHANGE);
+	h->seen++;
+}
+
+static void device_changed_in_session(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *serial, *device, *change;
+	} runs[] = {
+		{"ADM-0021", "w21",
+		 "{\"device\": 21, \"user\": \"owner\", \"name\": \"w21-renamed\"}"},
+		{"ADM-0022", "w22", "{\"device\": 22, \"user\": \"owner\", \"status\": \"staged\"}"},
+		{"ADM-0023", "w23",
+		 "{\"device\": 23, \"user\": \"owner\", \"serial\": \"ADM-0023-MOVED\"}"},
+	};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		char out[800], dev[40];
+		struct hooked h;
+		snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s ", runs[i].device);
+		DEVICE_CHANGE = runs[i].change;
+		memset(&h, 0, sizeof(h));
+		h.after = change_device;
+		assert_int_equal(run_hooked(&MA, runs[i].serial, &h, 2, out, sizeof(out)),
+				 TINK_EXIT_REFUSED);
+		assert_int_equal(h.seen, 1);
+		assert_int_equal(adm_log_count(LOG, "event=device-changed", dev,
+					       "FLEET_REASON=device-changed", (char *)NULL),
+				 1);
+		assert_int_equal(adm_log_count(LOG, "event=binding-changed", dev, (char *)NULL), 0);
+		assert_int_equal(adm_log_count(LOG, "event=certificates-issued", dev, (char *)NULL),
+				 0);
+		nothing_recorded(runs[i].serial, runs[i].device, out);
+	}
+}
+
+/* The one line of fleetd's log holding all three needles (malloc'd). */
+static char *log_line(const char *a, const char *b, const char *c)
+{
+	FILE *f = fopen(LOG, "r");
+	char *line = NULL, *found = NULL;
+	size_t cap = 0, n = 0;
+	assert_non_null(f);
+	while (getline(&line, &cap, f) >= 0)
+		if (strstr(line, a) && strstr(line, b) && strstr(line, c)) {
+			free(found);
+			found = strdup(line);
+			n++;
+		}
+	free(line);
+	fclose(f);
+	if (n != 1)
+		fail_msg("%zu log lines hold %s %s %s", n, a, b, c);
+	return found;
+}
+
+static size_t longest_run(const char *s, char ch)
+{
+	size_t best = 0, cur = 0;
+	for (; *s; s++) {
+		cur = *s == ch ? cur + 1 : 0;
+		if (cur > best)
+			best = cur;
+	}
+	return best;
+}
+
+/* I1, I6: the LLDP neighbour's system name and port id are claimed: the
+ * port-mismatch line shows each escaped and capped at
+ * FLEET_LOG_CLAIMED_MAX characters. Each field is as long as the protocol
+ * allows (255 bytes) and holds a backslash, a quote, "FIELD=" text and
+ * characters that reorder or break a displayed line (U+202E, U+2028,
+ * U+2029); the wire refuses C0/C1 controls, so these are what a machine
+ * can send. */
+static void lldp_fields_capped_in_log(void **state)
+{
+	(void)state;
+	char sys[FLEET_WIRE_MAX_LLDP_FIELD + 1], port[FLEET_WIRE_MAX_LLDP_FIELD + 1];
+	char out[800];
+	size_t n;
+	/* "evil\sw" U+202E U+2028 then A... ; Eth"12 FLEET_REASON=forged U+2029 then B... */
+	n = (size_t)snprintf(sys, sizeof(sys), "evil\\sw\xe2\x80\xae\xe2\x80\xa8");
+	memset(sys + n, 'A', FLEET_WIRE_MAX_LLDP_FIELD - n);
+	sys[FLEET_WIRE_MAX_LLDP_FIELD] = '\0';
+	n = (size_t)snprintf(port, sizeof(port), "Eth\"12 FLEET_REASON=forged\xe2\x80\xa9");
+	memset(port + n, 'B', FLEET_WIRE_MAX_LLDP_FIELD - n);
+	port[FLEET_WIRE_MAX_LLDP_FIELD] = '\0';
+
+	json_t *doc = json_pack("{s:{s:{s:{s:s, s:{s:{s:{s:s, s:s}}}, s:{s:{s:s, s:s}}}}}}",
+				"lldp", "interface", "eno1", "via", "LLDP", "chassis", sys, "id",
+				"type", "mac", "value", "0c:42:a1:00:07:00", "port", "id", "type",
+				"ifname", "value", port);
+	assert_non_null(doc);
+	char *text = json_dumps(doc, JSON_COMPACT);
+	assert_non_null(text);
+	put(LLDP, text);
+	free(text);
+	json_decref(doc);
+	int code = run_tink(&MA, "ADM-0024", NULL, out, sizeof(out));
+	put(LLDP, lldp_json); /* the other tests' neighbour, whatever happened */
+	assert_int_equal(code, TINK_EXIT_REFUSED);
+	assert_refused_with("ADM-0024", "port-mismatch");
+	nothing_recorded("ADM-0024", "w24", out);
+
+	/* What fleetd must have written: each field through fleet_log_claimed,
+	 * the detail escaped by adm_log, quoted on the stderr line. */
+	char csys[FLEET_LOG_CLAIMED_BUF], cport[FLEET_LOG_CLAIMED_BUF];
+	char detail[2 * FLEET_LOG_CLAIMED_BUF + 64], esc[600], want[1400];
+	snprintf(detail, sizeof(detail), "expected %s, reported %s/%s", PORT_OK,
+		 fleet_log_claimed(sys, csys, sizeof(csys)),
+		 fleet_log_claimed(port, cport, sizeof(cport)));
+	fleet_log_escape_n(detail, strlen(detail), esc, sizeof(esc));
+	size_t o = (size_t)snprintf(want, sizeof(want), " FLEET_DETAIL=\"");
+	for (const char *p = esc; *p && o < sizeof(want) - 3; p++) {
+		if (*p == '"' || *p == '\\')
+			want[o++] = '\\';
+		want[o++] = *p;
+	}
+	want[o++] = '"';
+	want[o] = '\0';
+
+	char *line = log_line("event=intake-refused", "FLEET_SERIAL=ADM-0024",
+			      "FLEET_REASON=port-mismatch");
+	if (!strstr(line, want))
+		fail_msg("the port-mismatch line\n%s\ndoes not hold\n%s", line, want);
+	for (const unsigned char *p = (const unsigned char *)line; *p && *p != '\n'; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			fail_msg("the port-mismatch line holds the raw byte 0x%02x", *p);
+	assert_true(longest_run(line, 'A') <= FLEET_LOG_CLAIMED_MAX);
+	assert_true(longest_run(line, 'B') <= FLEET_LOG_CLAIMED_MAX);
+	assert_non_null(strstr(line, "[+")); /* the cut is marked */
+	assert_true(strlen(line) < 1024);
+	free(line);
+}
+
+/* I6: each of the nine declarations, not set: declaration-missing naming
+ * it; fleetd fills in none. */
+static void each_declaration_refused(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_DECLARATIONS; i++) {
+		char out[800], serial[16], device[16], sfield[40], detail[64];
+		snprintf(serial, sizeof(serial), "ADM-%04zu", 25 + i);
+		snprintf(device, sizeof(device), "w%zu", 25 + i);
+		snprintf(sfield, sizeof(sfield), "FLEET_SERIAL=%s ", serial);
+		snprintf(detail, sizeof(detail), " FLEET_DETAIL=%s msg=", DECLARATIONS[i]);
+		size_t writes = nb_writes();
+		assert_int_equal(run_tink(&MA, serial, NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+		assert_refused_with(serial, "declaration-missing");
+		if (adm_log_count(LOG, "event=intake-refused", sfield,
+				  "FLEET_REASON=declaration-missing", detail, (char *)NULL) != 1)
+			fail_msg("%s: no declaration-missing naming %s", serial, DECLARATIONS[i]);
+		assert_int_equal(nb_writes(), writes);
+		nothing_recorded(serial, device, out);
+	}
+}
+
+/* I7: failed, offline, decommissioning and inventory admit nothing, even
+ * with Terraform's binding for this very machine: status-<value>. */
+static void other_statuses_refused(void **state)
+{
+	(void)state;
+	for (size_t i = 0; i < N_OTHER_STATUSES; i++) {
+		char out[800], serial[16], device[16], sfield[40], reason[48];
+		snprintf(serial, sizeof(serial), "ADM-%04zu", 34 + i);
+		snprintf(device, sizeof(device), "w%zu", 34 + i);
+		snprintf(sfield, sizeof(sfield), "FLEET_SERIAL=%s ", serial);
+		snprintf(reason, sizeof(reason), "status-%s", OTHER_STATUSES[i]);
+		size_t writes = nb_writes();
+		assert_int_equal(run_tink(&MA, serial, NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+		assert_refused_with(serial, reason);
+		assert_int_equal(adm_log_count(LOG, "event=intake-refused", sfield, (char *)NULL),
+				 1);
+		assert_int_equal(nb_writes(), writes);
+		nothing_recorded(serial, device, out);
+	}
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -910,6 +1361,13 @@ int main(void)
 		cmocka_unit_test(unexpected_boot),
 		cmocka_unit_test(malformed_flood),
 		cmocka_unit_test(startup_refusals),
+		cmocka_unit_test(rsa_ek_mismatch_refused),
+		cmocka_unit_test(ecc_secret_missing_refused),
+		cmocka_unit_test(past_planned_store_only),
+		cmocka_unit_test(device_changed_in_session),
+		cmocka_unit_test(lldp_fields_capped_in_log),
+		cmocka_unit_test(each_declaration_refused),
+		cmocka_unit_test(other_statuses_refused),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,0 +1,151 @@
+#!/usr/bin/env bash
+# Mutation check of the admission rules (fleetd/admission/admission.h): each
+# mutant under tests/mutants/ removes or weakens one rule, and the e2e test
+# (tests/e2e/test_admission.c, `ctest -R test_admission`) must FAIL with it.
+#
+#   scripts/mutants.sh                 every tests/mutants/*.mutant
+#   scripts/mutants.sh tests/mutants/05-device-serial-not-reread.mutant ...
+#
+# A mutant file (NN-name.mutant) holds comment lines (#: the rule, the test
+# that kills it), "file: PATH" (relative to the source tree), then
+#   @@ original      the exact text to replace, whole lines, matching once
+#   @@ replacement   what replaces it (may be empty)
+#   @@ end
+# A snippet rather than a patch, so unrelated edits to the file do not break
+# it; when the snippet no longer matches exactly once the run says which
+# mutant is stale and fails: update the snippet with the code.
+#
+# Nothing touches the working tree. The tree (tracked and untracked files that
+# git does not ignore, uncommitted edits included) is copied to a temporary
+# directory, built there once (fleetd, tink-attest, fleetctl, test_admission)
+# and tested unmutated: that run must pass. Then, per mutant, the file is
+# mutated, only the fleetd target is rebuilt (the test binary and tink-attest
+# stay the unmutated ones), test_admission runs, and the file is restored.
+# Prints KILLED or SURVIVED per mutant; exits 1 if any survived, a snippet no
+# longer matches, a mutant does not build, or the unmutated test fails.
+# About 30 s per mutant on 2 cores (a few minutes in all). For developers and
+# a CI job; not part of .ci/run. docs/testing.md describes it.
+#
+# Environment: MUTANTS_JOBS (build parallelism, default nproc),
+# MUTANTS_TIMEOUT (seconds per test run, default 300), MUTANTS_KEEP=1 (keep
+# the scratch directory and print its path).
+set -euo pipefail
+root=$(cd "$(dirname "$0")/.." && pwd)
+jobs=${MUTANTS_JOBS:-$(nproc)}
+timeout=${MUTANTS_TIMEOUT:-300}
+
+if [ $# -gt 0 ]; then
+  specs=("$@")
+else
+  specs=("$root"/tests/mutants/*.mutant)
+fi
+[ -e "${specs[0]}" ] || { echo "mutants: no tests/mutants/*.mutant" >&2; exit 1; }
+for s in "${specs[@]}"; do
+  [ -f "$s" ] || { echo "mutants: no such mutant file: $s" >&2; exit 1; }
+done
+
+scratch=$(mktemp -d "${TMPDIR:-/tmp}/fleetd-mutants.XXXXXX")
+cleanup() {
+  if [ "${MUTANTS_KEEP:-0}" = 1 ]; then echo "mutants: kept $scratch"; else rm -rf "$scratch"; fi
+}
+trap cleanup EXIT
+src=$scratch/src
+build=$scratch/build
+mkdir -p "$src"
+
+# mutate SPEC TREE check|apply: check that the snippet matches exactly once
+# in TREE's file, or replace it there. Prints the file path on success.
+mutate() {
+  python3 - "$1" "$2" "$3" <<'PY'
+import sys
+spec, tree, mode = sys.argv[1:4]
+path, orig, repl, part = None, [], [], None
+for line in open(spec, encoding="utf-8").read().splitlines(keepends=True):
+    tag = line.rstrip("\n")
+    if part is None and tag.startswith("#"):
+        continue
+    if part is None and tag.startswith("file:"):
+        path = tag[5:].strip()
+    elif tag == "@@ original":
+        part = orig
+    elif tag == "@@ replacement":
+        part = repl
+    elif tag == "@@ end":
+        part = "end"
+    elif isinstance(part, list):
+        part.append(line)
+    elif tag.strip():
+        sys.exit(f"{spec}: unexpected line {tag!r}")
+if not path or part != "end" or not orig:
+    sys.exit(f"{spec}: needs file:, @@ original, @@ replacement and @@ end")
+orig, repl = "".join(orig), "".join(repl)
+full = f"{tree}/{path}"
+try:
+    text = open(full, encoding="utf-8").read()
+except OSError as e:
+    sys.exit(f"{spec}: {path}: {e.strerror}")
+n = text.count(orig)
+if n != 1:
+    sys.exit(f"{spec}: the original snippet matches {path} {n} times, not once (stale mutant?)")
+if mode == "apply":
+    open(full, "w", encoding="utf-8").write(text.replace(orig, repl))
+print(path)
+PY
+}
+
+stale=0
+for s in "${specs[@]}"; do
+  mutate "$s" "$root" check >/dev/null || stale=$((stale + 1))
+done
+if [ "$stale" -gt 0 ]; then
+  echo "mutants: $stale mutant(s) no longer match the source; nothing was run" >&2
+  exit 1
+fi
+
+echo "mutants: copying the tree to $src"
+(cd "$root" && git ls-files -z -co --exclude-standard |
+  tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$src"
+
+echo "mutants: building (unmutated)"
+cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$scratch/configure.log" 2>&1 ||
+  { cat "$scratch/configure.log"; exit 1; }
+cmake --build "$build" -j"$jobs" --target fleetd tink-attest fleetctl test_admission \
+  >"$scratch/build.log" 2>&1 || { tail -40 "$scratch/build.log"; exit 1; }
+
+run_test() { # log file; returns ctest's status
+  (cd "$build" && ctest -R '^test_admission$' --timeout "$timeout" --output-on-failure) >"$1" 2>&1
+}
+if ! run_test "$scratch/baseline.log"; then
+  tail -40 "$scratch/baseline.log"
+  echo "mutants: test_admission fails without any mutant; fix that first" >&2
+  exit 1
+fi
+echo "mutants: test_admission passes unmutated"
+
+killed=0 survived=0 broken=0
+for s in "${specs[@]}"; do
+  name=$(basename "$s" .mutant)
+  file=$(mutate "$s" "$src" check)
+  cp -p "$src/$file" "$scratch/pristine"
+  mutate "$s" "$src" apply >/dev/null
+  if ! cmake --build "$build" -j"$jobs" --target fleetd >"$scratch/$name.build.log" 2>&1; then
+    echo "BUILD-FAILED $name (the mutant does not compile: $scratch/$name.build.log)"
+    tail -15 "$scratch/$name.build.log"
+    broken=$((broken + 1))
+  elif run_test "$scratch/$name.log"; then
+    echo "SURVIVED     $name ($file): test_admission passed with the rule removed"
+    survived=$((survived + 1))
+  else
+    failed=$(grep -E '^\[  FAILED  \] [a-z_]+$' "$scratch/$name.log" | awk '{print $4}' |
+      sort -u | paste -sd, - || true)
+    echo "KILLED       $name (${failed:-test_admission failed})"
+    killed=$((killed + 1))
+  fi
+  # Restored with a new mtime, so the next build recompiles it.
+  cp "$scratch/pristine" "$src/$file"
+  touch "$src/$file"
+done
+
+total=${#specs[@]}
+echo "mutants: $killed killed, $survived survived, $broken did not build, of $total"
+[ "$survived" -eq 0 ] && [ "$broken" -eq 0 ]
