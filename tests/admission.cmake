@@ -15,3 +15,19 @@ endif()
 # The open-session table on its own (I2: one session per serial, the cap,
 # expiry, checked-out entries).
 fleet_test(test_admission_sessions unit unit/test_admission_sessions.c LIBS fleetdcore)
+
+# Admission's state under attack and outage (test_admission_state.c): a
+# forger on 127.0.0.2, kill -9 at every durable write through an
+# LD_PRELOAD shim that only this test loads into fleetd.
+if(TARGET fleetd)
+  add_library(fleet_crash_shim MODULE e2e/crash_shim.c)
+  target_link_libraries(fleet_crash_shim PRIVATE ${CMAKE_DL_LIBS})
+  fleet_test(test_admission_state e2e e2e/test_admission_state.c e2e/admission_harness.c
+             e2e/admission_fixture.c e2e/netbox_harness.c e2e/http_client.c
+             LIBS fleetdcore tinkattest fleet_fwsim fleet_swtpm OpenSSL::SSL)
+  target_compile_definitions(test_admission_state PRIVATE
+    FLEETD_BIN="$<TARGET_FILE:fleetd>" TINK_ATTEST_BIN="$<TARGET_FILE:tink-attest>"
+    CRASH_SHIM="$<TARGET_FILE:fleet_crash_shim>")
+  add_dependencies(test_admission_state fleetd tink-attest fleetctl fleet_crash_shim)
+  set_tests_properties(test_admission_state PROPERTIES TIMEOUT 900)
+endif()

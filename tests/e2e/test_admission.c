@@ -1052,7 +1052,7 @@ static void tamper_ecc_credential(struct hooked *h, const char *path,
 		fb_init(&id);
 		fb_init(&es);
 		assert_int_equal(fleet_make_credential(&ek.publicArea, zero, sizeof(zero), name,
-						       name_len, &id, &es),
+						       name_len, &id, &es, NULL),
 				 FLEET_OK);
 		ch.cred_ecc.present = true; /* the buffers become the reply's */
 		ch.cred_ecc.id_object.data = id.data;
