@@ -31,3 +31,6 @@ if(TARGET fleetd)
   add_dependencies(test_admission_state fleetd tink-attest fleetctl fleet_crash_shim)
   set_tests_properties(test_admission_state PROPERTIES TIMEOUT 900)
 endif()
+
+# Intake's bounded inventory lookup (fleetd/admission/lookup.h).
+fleet_test(test_admission_lookup unit unit/test_admission_lookup.c LIBS fleetdcore)

@@ -91,6 +91,8 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 	size_t len = strlen(serial);
 	if (len >= FLEET_INV_STR) /* the wire caps serials below this */
 		return l->inv->ops->find_by_serial(l->inv, serial, out, err, errlen);
+	bool waited = false;
+	unsigned long gen = 0;
 	pthread_mutex_lock(&l->mu);
 	for (;;) {
 		clock_gettime(CLOCK_MONOTONIC, &now);
@@ -98,7 +100,8 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 		if (!e)
 			break;
 		if (!e->inflight) {
-			if (secs_between(&e->at, &now) < l->ttl_s) {
+			/* the answer this intake waited for, or a fresh one */
+			if ((waited && e->gen == gen) || secs_between(&e->at, &now) < l->ttl_s) {
 				enum fleet_inv_result r = e->r;
 				*out = e->dev;
 				pthread_mutex_unlock(&l->mu);
@@ -111,6 +114,8 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 		 * bounded wait: its request has the inventory's own timeout. */
 		struct timespec until = now;
 		until.tv_sec += 1;
+		waited = true;
+		gen = e->gen;
 		pthread_cond_timedwait(&l->cv, &l->mu, &until);
 	}
 	if (!take_token(l, &now)) {
@@ -123,6 +128,7 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 		memset(e, 0, sizeof(*e));
 		memcpy(e->serial, serial, len + 1);
 		e->used = e->inflight = true;
+		e->gen = ++l->gens;
 	}
 	l->requests++;
 	pthread_mutex_unlock(&l->mu);

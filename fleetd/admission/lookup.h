@@ -32,6 +32,7 @@
 struct adm_lookup_entry {
 	char serial[FLEET_INV_STR];
 	bool used, inflight;
+	unsigned long gen; /* which lookup filled it: its waiters take its answer */
 	struct timespec at; /* CLOCK_MONOTONIC of the answer */
 	enum fleet_inv_result r;
 	struct fleet_inv_device dev;
@@ -46,6 +47,7 @@ struct adm_lookup {
 	struct timespec refilled;
 	struct adm_lookup_entry *v; /* ADM_LOOKUP_ENTRIES */
 	unsigned long requests;     /* inventory requests made (tests, metrics) */
+	unsigned long gens;
 };
 
 int adm_lookup_init(struct adm_lookup *l, struct fleet_inventory *inv, unsigned per_second,
