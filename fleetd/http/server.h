@@ -42,7 +42,12 @@
  *                               stalled bodies would otherwise hold memory
  *                               without bound. The Content-Length is reserved
  *                               from the headers and returned when the
- *                               request ends, however it ends.
+ *                               request ends, however it ends. One source
+ *                               (keyed as for the rate limit) holds at most a
+ *                               quarter of the budget (and always room for one
+ *                               body at the cap): else a few stalled bodies
+ *                               from one source, within its rate limit, would
+ *                               turn every machine's answer away.
  *       request-deadline        no answer: the connection is closed when a
  *                               request is not in (headers and body) within
  *                               request_deadline_seconds of its start, the
@@ -85,6 +90,11 @@
 
 #define FLEET_HTTP_DEFAULT_DEADLINE 10
 #define FLEET_HTTP_DEFAULT_BODY_MEMORY ((size_t)16 << 20)
+/* One source holds at most 1/this of the body budget (but always room for
+ * one body at the cap): else a single source could keep the whole budget
+ * with a few stalled bodies, within its rate limit, and every machine's
+ * answer would be turned away. */
+#define FLEET_HTTP_BODY_SHARE_DIV 4
 #define FLEET_HTTP_DEFAULT_RATE 5
 #define FLEET_HTTP_DEFAULT_BURST 20
 

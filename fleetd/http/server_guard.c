@@ -60,7 +60,9 @@ fleet_err fleet_http_guard_init(struct fleet_http *s, struct fleet_errctx *ec)
 	}
 	s->rate = calloc(FLEET_HTTP_RATE_SOURCES, sizeof(*s->rate));
 	s->rate_buckets = calloc(FLEET_HTTP_RATE_BUCKETS, sizeof(*s->rate_buckets));
-	if (!s->rate || !s->rate_buckets) {
+	s->body_sources_cap = (size_t)s->max_connections + 1;
+	s->body_sources = calloc(s->body_sources_cap, sizeof(*s->body_sources));
+	if (!s->rate || !s->rate_buckets || !s->body_sources) {
 		fleet_http_guard_free(s);
 		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	}
@@ -73,6 +75,8 @@ fleet_err fleet_http_guard_init(struct fleet_http *s, struct fleet_errctx *ec)
 
 void fleet_http_guard_free(struct fleet_http *s)
 {
+	free(s->body_sources);
+	s->body_sources = NULL;
 	free(s->rate);
 	free(s->rate_buckets);
 	s->rate = NULL;
@@ -242,22 +246,57 @@ void fleet_http_sweeper_stop(struct fleet_http *s)
 
 /* ---- the body budget ----------------------------------------------------- */
 
-bool fleet_http_budget_take(struct fleet_http *s, size_t n)
+static bool source_key(const struct sockaddr *sa, uint8_t key[16]);
+
+size_t fleet_http_body_share(const struct fleet_http *s)
 {
+	size_t share = s->body_memory / FLEET_HTTP_BODY_SHARE_DIV;
+	return share > s->max_body ? share : s->max_body;
+}
+
+/* The source's entry (guard held); a free one for a new source, NULL when
+ * none is free (cannot happen: one entry per connection at most). */
+static struct fleet_http_body_source *body_source(struct fleet_http *s, const uint8_t key[16],
+						  bool add)
+{
+	struct fleet_http_body_source *free_one = NULL;
+	for (size_t i = 0; i < s->body_sources_cap; i++) {
+		struct fleet_http_body_source *b = &s->body_sources[i];
+		if (b->bytes && memcmp(b->key, key, 16) == 0)
+			return b;
+		if (!b->bytes && !free_one)
+			free_one = b;
+	}
+	if (add && free_one)
+		memcpy(free_one->key, key, 16);
+	return add ? free_one : NULL;
+}
+
+bool fleet_http_budget_take(struct fleet_http *s, const struct sockaddr *sa, size_t n,
+			    uint8_t key[16])
+{
+	if (!source_key(sa, key))
+		memset(key, 0, 16); /* no address: all such requests share one entry */
 	pthread_mutex_lock(&s->guard);
-	bool ok = n <= s->body_memory - s->body_reserved;
+	struct fleet_http_body_source *b = body_source(s, key, true);
+	bool ok = b && n <= s->body_memory - s->body_reserved &&
+		  n <= fleet_http_body_share(s) - b->bytes;
 	if (ok) {
 		s->body_reserved += n;
+		b->bytes += n;
 		fleet_metric_set(s->reserved_gauge, (int64_t)s->body_reserved);
 	}
 	pthread_mutex_unlock(&s->guard);
 	return ok;
 }
 
-void fleet_http_budget_return(struct fleet_http *s, size_t n)
+void fleet_http_budget_return(struct fleet_http *s, const uint8_t key[16], size_t n)
 {
 	pthread_mutex_lock(&s->guard);
 	s->body_reserved -= n <= s->body_reserved ? n : s->body_reserved;
+	struct fleet_http_body_source *b = body_source(s, key, false);
+	if (b)
+		b->bytes -= n <= b->bytes ? n : b->bytes;
 	fleet_metric_set(s->reserved_gauge, (int64_t)s->body_reserved);
 	pthread_mutex_unlock(&s->guard);
 }

@@ -83,6 +83,13 @@ struct fleet_http {
 	struct fleet_http_conn *conns;
 	_Atomic int cuts_open; /* connections cut and not yet closed */
 	size_t body_reserved;
+	/* Per source (as the rate table keys them): what its bodies in flight
+	 * hold. At most one entry per connection, so max_connections + 1. */
+	struct fleet_http_body_source {
+		uint8_t key[16];
+		size_t bytes;
+	} *body_sources;
+	size_t body_sources_cap;
 	struct fleet_http_rate_entry *rate;   /* FLEET_HTTP_RATE_SOURCES */
 	uint32_t *rate_buckets;               /* FLEET_HTTP_RATE_BUCKETS heads */
 	uint32_t rate_used, rate_lru_head, rate_lru_tail;
@@ -122,9 +129,13 @@ bool fleet_http_conn_request(struct fleet_http *s, struct fleet_http_conn *k);
 bool fleet_http_conn_handling(struct fleet_http *s, struct fleet_http_conn *k);
 /* The request ended (any way): the connection is idle until the next. */
 void fleet_http_conn_idle(struct fleet_http *s, struct fleet_http_conn *k);
-/* Reserve n bytes of the body budget; false: it would pass the budget. */
-bool fleet_http_budget_take(struct fleet_http *s, size_t n);
-void fleet_http_budget_return(struct fleet_http *s, size_t n);
+/* body_memory / FLEET_HTTP_BODY_SHARE_DIV, but at least one body at the cap. */
+size_t fleet_http_body_share(const struct fleet_http *s);
+/* Reserve n bytes of the body budget for the source at sa (its key out);
+ * false: it would pass the budget or the source's share. */
+bool fleet_http_budget_take(struct fleet_http *s, const struct sockaddr *sa, size_t n,
+			    uint8_t key[16]);
+void fleet_http_budget_return(struct fleet_http *s, const uint8_t key[16], size_t n);
 /* One token from the client's bucket; false: none (then *retry_after is
  * the whole seconds until there is one, at least 1). */
 bool fleet_http_rate_take(struct fleet_http *s, const struct sockaddr *sa,

@@ -29,6 +29,7 @@ struct request {
 	struct fleet_http_conn *conn;
 	struct fleet_buf body;
 	size_t reserved; /* of the body budget, returned on completion */
+	uint8_t source[16]; /* whose share it was reserved from */
 	unsigned retry_after; /* for a 429 or 503 */
 	bool refused;  /* a refusal is queued; ignore whatever else arrives */
 	bool has_body; /* the headers announce one */
@@ -209,10 +210,10 @@ static unsigned check_headers(struct fleet_http *s, struct MHD_Connection *c, co
 		return *reason = "unknown-path", 404;
 	if (!req->route)
 		return *reason = "method-not-allowed", 405;
+	const union MHD_ConnectionInfo *ci =
+		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 	if (strcmp(method, "POST") == 0) {
 		/* First: every POST to a route costs a token, refused or not. */
-		const union MHD_ConnectionInfo *ci =
-			MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
 		if (!fleet_http_rate_take(s, ci ? ci->client_addr : NULL, &req->retry_after))
 			return *reason = "rate-limited", 429;
 		req->retry_after = 0;
@@ -240,7 +241,7 @@ static unsigned check_headers(struct fleet_http *s, struct MHD_Connection *c, co
 		return *reason = "body-too-large", 413;
 	/* Reserved before a byte of it is read; the buffer can hold no more. */
 	size_t n = length_value(h.content_length);
-	if (!fleet_http_budget_take(s, n)) {
+	if (!fleet_http_budget_take(s, ci ? ci->client_addr : NULL, n, req->source)) {
 		req->retry_after = 1;
 		return *reason = "busy", 503;
 	}
@@ -360,7 +361,7 @@ void fleet_http_on_completed(void *cls, struct MHD_Connection *c, void **req_cls
 	if (!req)
 		return;
 	if (req->reserved)
-		fleet_http_budget_return(s, req->reserved);
+		fleet_http_budget_return(s, req->source, req->reserved);
 	fleet_http_conn_idle(s, req->conn);
 	fb_free(&req->body);
 	free(req);

@@ -868,12 +868,97 @@ static size_t discard(char *p, size_t size, size_t n, void *ud)
 	return size * n;
 }
 
-/* 100 clients, each a Content-Length of 2 MiB, all of it but a byte sent,
- * then stalling. The 16 MiB budget holds 8 of them; the other 92 are
- * answered 503 busy from their headers, their bodies not read. The
- * process' RSS grows by less than budget + 32 MiB (without the budget it
- * grew by the 200 MiB of bodies), and once the clients are gone the whole
- * budget is back. */
+/* n stalling clients against sd, client i sending from sources[i % n_sources]
+ * (a loopback address); until every one is answered or stalled, then a
+ * second more for the server to take in what the stalled ones sent.
+ * Bounded: 30 s. The handles stay open (stalled) until stall_end. */
+struct stall_run {
+	CURLM *m;
+	struct curl_slist *hdrs;
+	struct staller *st;
+	int n, done, paused, busy;
+	long rss0, rss_max;
+};
+
+static void stall_begin(struct fixture *fx, struct side *sd, struct stall_run *run, int n,
+			const char *const *sources, int n_sources)
+{
+	memset(run, 0, sizeof(*run));
+	run->n = n;
+	run->m = curl_multi_init();
+	run->st = calloc((size_t)n, sizeof(*run->st));
+	run->hdrs = curl_slist_append(NULL, "Content-Type: application/json");
+	run->hdrs = curl_slist_append(run->hdrs, "Expect:"); /* the body goes up at once */
+	char url[64], iface[64];
+	snprintf(url, sizeof(url), "https://127.0.0.1:%u/v1/sink", (unsigned)sd->port);
+	run->rss0 = run->rss_max = rss_kib();
+	for (int i = 0; i < n; i++) {
+		run->st[i] = (struct staller){.h = curl_easy_init(), .left = STALL_BODY};
+		CURL *h = run->st[i].h;
+		curl_easy_setopt(h, CURLOPT_URL, url);
+		curl_easy_setopt(h, CURLOPT_CAINFO, fx->cert);
+		curl_easy_setopt(h, CURLOPT_POST, 1L);
+		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)STALL_BODY);
+		curl_easy_setopt(h, CURLOPT_READFUNCTION, staller_read);
+		curl_easy_setopt(h, CURLOPT_READDATA, &run->st[i]);
+		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
+		curl_easy_setopt(h, CURLOPT_HTTPHEADER, run->hdrs);
+		curl_easy_setopt(h, CURLOPT_PRIVATE, &run->st[i]);
+		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
+		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
+		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
+		snprintf(iface, sizeof(iface), "host!%s", sources[i % n_sources]);
+		curl_easy_setopt(h, CURLOPT_INTERFACE, iface);
+		curl_multi_add_handle(run->m, h);
+	}
+	double settled = 0, t0 = now_s();
+	while (now_s() - t0 < 30 && (!settled || now_s() - settled < 1.0)) {
+		int running;
+		curl_multi_perform(run->m, &running);
+		curl_multi_poll(run->m, NULL, 0, 50, NULL);
+		CURLMsg *msg;
+		int left;
+		while ((msg = curl_multi_info_read(run->m, &left)))
+			if (msg->msg == CURLMSG_DONE) {
+				struct staller *x;
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
+				curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &x->status);
+				x->done = true;
+			}
+		run->done = run->paused = run->busy = 0;
+		for (int i = 0; i < n; i++) {
+			run->done += run->st[i].done;
+			run->busy += run->st[i].done && run->st[i].status == 503;
+			run->paused += !run->st[i].done && run->st[i].paused;
+		}
+		if (!settled && run->done + run->paused == n)
+			settled = now_s();
+		long rss = rss_kib();
+		run->rss_max = rss > run->rss_max ? rss : run->rss_max;
+	}
+}
+
+static void stall_end(struct stall_run *run)
+{
+	for (int i = 0; i < run->n; i++) {
+		curl_multi_remove_handle(run->m, run->st[i].h);
+		curl_easy_cleanup(run->st[i].h);
+	}
+	curl_multi_cleanup(run->m);
+	curl_slist_free_all(run->hdrs);
+	free(run->st);
+}
+
+static const char *const EIGHT_SOURCES[] = {"127.0.0.2", "127.0.0.3", "127.0.0.4",
+					    "127.0.0.5", "127.0.0.6", "127.0.0.7",
+					    "127.0.0.8", "127.0.0.9"};
+
+/* 100 clients from 8 sources, each a Content-Length of 2 MiB, all of it
+ * but a byte sent, then stalling. The 16 MiB budget holds 8 of them; the
+ * other 92 are answered 503 busy from their headers, their bodies not
+ * read. The process' RSS grows by less than budget + 32 MiB (without the
+ * budget it grew by the 200 MiB of bodies), and once the clients are gone
+ * the whole budget is back. */
 static void test_body_budget(void **state)
 {
 	struct fixture *fx = *state;
@@ -887,60 +972,10 @@ static void test_body_budget(void **state)
 	const int fit = (int)(budget / STALL_BODY);
 	long long busy0 = scraped_from(&sd.client, "busy");
 	int s0 = atomic_load(&sink_calls);
-
-	CURLM *m = curl_multi_init();
-	static struct staller st[STALLERS];
-	struct curl_slist *hdrs = curl_slist_append(NULL, "Content-Type: application/json");
-	hdrs = curl_slist_append(hdrs, "Expect:"); /* the body goes up at once */
-	char url[64];
-	snprintf(url, sizeof(url), "https://127.0.0.1:%u/v1/sink", (unsigned)sd.port);
-	long rss0 = rss_kib();
-	for (int i = 0; i < STALLERS; i++) {
-		st[i] = (struct staller){.h = curl_easy_init(), .left = STALL_BODY};
-		CURL *h = st[i].h;
-		curl_easy_setopt(h, CURLOPT_URL, url);
-		curl_easy_setopt(h, CURLOPT_CAINFO, fx->cert);
-		curl_easy_setopt(h, CURLOPT_POST, 1L);
-		curl_easy_setopt(h, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t)STALL_BODY);
-		curl_easy_setopt(h, CURLOPT_READFUNCTION, staller_read);
-		curl_easy_setopt(h, CURLOPT_READDATA, &st[i]);
-		curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, discard);
-		curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdrs);
-		curl_easy_setopt(h, CURLOPT_PRIVATE, &st[i]);
-		curl_easy_setopt(h, CURLOPT_FRESH_CONNECT, 1L);
-		curl_easy_setopt(h, CURLOPT_UPLOAD_BUFFERSIZE, 16384L);
-		curl_easy_setopt(h, CURLOPT_BUFFERSIZE, 4096L);
-		curl_multi_add_handle(m, h);
-	}
-	/* Until every client is answered or stalled, then a second more for
-	 * the server to take in what the stalled ones sent. Bounded: 30 s. */
-	int done = 0, paused = 0, busy = 0;
-	long rss_max = rss0;
-	double settled = 0, t0 = now_s();
-	while (now_s() - t0 < 30 && (!settled || now_s() - settled < 1.0)) {
-		int running;
-		curl_multi_perform(m, &running);
-		curl_multi_poll(m, NULL, 0, 50, NULL);
-		CURLMsg *msg;
-		int left;
-		while ((msg = curl_multi_info_read(m, &left)))
-			if (msg->msg == CURLMSG_DONE) {
-				struct staller *x;
-				curl_easy_getinfo(msg->easy_handle, CURLINFO_PRIVATE, (char **)&x);
-				curl_easy_getinfo(msg->easy_handle, CURLINFO_RESPONSE_CODE, &x->status);
-				x->done = true;
-			}
-		done = paused = busy = 0;
-		for (int i = 0; i < STALLERS; i++) {
-			done += st[i].done;
-			busy += st[i].done && st[i].status == 503;
-			paused += !st[i].done && st[i].paused;
-		}
-		if (!settled && done + paused == STALLERS)
-			settled = now_s();
-		long rss = rss_kib();
-		rss_max = rss > rss_max ? rss : rss_max;
-	}
+	struct stall_run run;
+	stall_begin(fx, &sd, &run, STALLERS, EIGHT_SOURCES, 8);
+	int done = run.done, paused = run.paused, busy = run.busy;
+	long rss0 = run.rss0, rss_max = run.rss_max;
 	long long reserved = scraped_series(&sd.client, "fleetd_http_body_bytes_reserved");
 
 	/* While they hold the budget, one more is turned away at once. */
@@ -953,12 +988,7 @@ static void test_body_budget(void **state)
 	bool says_busy = strcmp(r.body, "{\"error\":\"busy\"}") == 0;
 	http_reply_free(&r);
 
-	for (int i = 0; i < STALLERS; i++) {
-		curl_multi_remove_handle(m, st[i].h);
-		curl_easy_cleanup(st[i].h);
-	}
-	curl_multi_cleanup(m);
-	curl_slist_free_all(hdrs);
+	stall_end(&run);
 
 	fprintf(stderr, "body budget: %d answered (%d busy), %d stalled, RSS +%ld KiB\n", done,
 		busy, paused, rss_max - rss0);
@@ -985,6 +1015,37 @@ static void test_body_budget(void **state)
 	assert_int_equal(http_post(&sd.client, "/v1/echo", "application/json", "{}", 2, &r), 200);
 	http_reply_free(&r);
 	free(big);
+	side_free(&sd);
+}
+
+/* One source holds at most a quarter of the budget: 10 stalled bodies from
+ * one address keep 2 (4 MiB) and the rest are busy, while another source
+ * still has room. Without the share, one source within its rate limit
+ * would hold the whole budget and turn every machine away. */
+static void test_body_share_per_source(void **state)
+{
+	struct fixture *fx = *state;
+	struct side sd = {0};
+	side_start(fx, (struct fleet_http_config){.threads = 2, .max_connections = 256,
+						  .max_per_ip = 128, .timeout_seconds = 60,
+						  .request_deadline_seconds = 60,
+						  .rate_per_second = 1000, .rate_burst = 1000},
+		   &sd);
+	const int share = (int)(FLEET_HTTP_DEFAULT_BODY_MEMORY / FLEET_HTTP_BODY_SHARE_DIV /
+				STALL_BODY);
+	static const char *const one[] = {"127.0.0.2"};
+	struct stall_run run, other;
+	stall_begin(fx, &sd, &run, 10, one, 1);
+	fprintf(stderr, "one source: %d stalled, %d busy\n", run.paused, run.busy);
+	assert_int_equal(run.paused, share);
+	assert_int_equal(run.busy, 10 - share);
+	static const char *const two[] = {"127.0.0.3"};
+	stall_begin(fx, &sd, &other, 1, two, 1);
+	assert_int_equal(other.paused, 1); /* another source is not turned away */
+	assert_int_equal(scraped_series(&sd.client, "fleetd_http_body_bytes_reserved"),
+			 (long long)(share + 1) * (long long)STALL_BODY);
+	stall_end(&other);
+	stall_end(&run);
 	side_free(&sd);
 }
 
@@ -1072,6 +1133,7 @@ int main(void)
 		cmocka_unit_test(test_start_refusals),
 		cmocka_unit_test(test_request_deadline),
 		cmocka_unit_test(test_body_budget),
+		cmocka_unit_test(test_body_share_per_source),
 		cmocka_unit_test(test_rate_limit),
 		cmocka_unit_test(test_stop),
 	};
