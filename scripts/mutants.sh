@@ -7,7 +7,8 @@
 #   scripts/mutants.sh tests/mutants/05-device-serial-not-reread.mutant ...
 #
 # A mutant file (NN-name.mutant) holds comment lines (#: the rule, the test
-# that kills it), "file: PATH" (relative to the source tree), then
+# that kills it), "file: PATH" (relative to the source tree), optionally
+# "test: NAME" (the ctest test that must fail; default test_admission), then
 #   @@ original      the exact text to replace, whole lines, matching once
 #   @@ replacement   what replaces it (may be empty)
 #   @@ end
@@ -66,6 +67,8 @@ for line in open(spec, encoding="utf-8").read().splitlines(keepends=True):
         continue
     if part is None and tag.startswith("file:"):
         path = tag[5:].strip()
+    elif part is None and tag.startswith("test:"):
+        pass  # read by the shell (test_of)
     elif tag == "@@ original":
         part = orig
     elif tag == "@@ replacement":
@@ -93,6 +96,13 @@ print(path)
 PY
 }
 
+test_of() { # the ctest test a mutant names (default test_admission)
+  local t
+  t=$(sed -n 's/^test:[[:space:]]*//p' "$1" | head -n 1)
+  echo "${t:-test_admission}"
+}
+tests=$(for s in "${specs[@]}"; do test_of "$s"; done | sort -u)
+
 stale=0
 for s in "${specs[@]}"; do
   mutate "$s" "$root" check >/dev/null || stale=$((stale + 1))
@@ -109,22 +119,26 @@ echo "mutants: copying the tree to $src"
 echo "mutants: building (unmutated)"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$scratch/configure.log" 2>&1 ||
   { cat "$scratch/configure.log"; exit 1; }
-cmake --build "$build" -j"$jobs" --target fleetd tink-attest fleetctl test_admission \
+# shellcheck disable=SC2086 # $tests: one word per test
+cmake --build "$build" -j"$jobs" --target fleetd tink-attest fleetctl $tests \
   >"$scratch/build.log" 2>&1 || { tail -40 "$scratch/build.log"; exit 1; }
 
-run_test() { # log file; returns ctest's status
-  (cd "$build" && ctest -R '^test_admission$' --timeout "$timeout" --output-on-failure) >"$1" 2>&1
+run_test() { # test, log file; returns ctest's status
+  (cd "$build" && ctest -R "^$1\$" --timeout "$timeout" --output-on-failure) >"$2" 2>&1
 }
-if ! run_test "$scratch/baseline.log"; then
-  tail -40 "$scratch/baseline.log"
-  echo "mutants: test_admission fails without any mutant; fix that first" >&2
-  exit 1
-fi
-echo "mutants: test_admission passes unmutated"
+for t in $tests; do
+  if ! run_test "$t" "$scratch/baseline-$t.log"; then
+    tail -40 "$scratch/baseline-$t.log"
+    echo "mutants: $t fails without any mutant; fix that first" >&2
+    exit 1
+  fi
+  echo "mutants: $t passes unmutated"
+done
 
 killed=0 survived=0 broken=0
 for s in "${specs[@]}"; do
   name=$(basename "$s" .mutant)
+  t=$(test_of "$s")
   file=$(mutate "$s" "$src" check)
   cp -p "$src/$file" "$scratch/pristine"
   mutate "$s" "$src" apply >/dev/null
@@ -132,13 +146,13 @@ for s in "${specs[@]}"; do
     echo "BUILD-FAILED $name (the mutant does not compile: $scratch/$name.build.log)"
     tail -15 "$scratch/$name.build.log"
     broken=$((broken + 1))
-  elif run_test "$scratch/$name.log"; then
-    echo "SURVIVED     $name ($file): test_admission passed with the rule removed"
+  elif run_test "$t" "$scratch/$name.log"; then
+    echo "SURVIVED     $name ($file): $t passed with the rule removed"
     survived=$((survived + 1))
   else
     failed=$(grep -E '^\[  FAILED  \] [a-z_]+$' "$scratch/$name.log" | awk '{print $4}' |
       sort -u | paste -sd, - || true)
-    echo "KILLED       $name (${failed:-test_admission failed})"
+    echo "KILLED       $name (${failed:-$t failed})"
     killed=$((killed + 1))
   fi
   # Restored with a new mtime, so the next build recompiles it.

@@ -49,6 +49,14 @@ jqok "devices --json" '.devices[0] | .name == "w1" and .ek_hash == ("a" * 64) an
 jqok "devices --json" '.devices[1] | .ek_hash == null and .quarantined and .quarantine_reason == "pcr7-authority"'
 jqok "devices --json" '.devices[0].first_admitted == "2025-11-30T05:20:00Z"'
 
+expect "provisional" 0 provisional --state-dir "$STATE"
+grep -q '^w3  *lak  *[0-9a-f]\{40\}  *2025-11-30T06:43:20Z  *2025-11-30T07:00:00Z' "$TMP/out" ||
+  fail "provisional: no revoked w3 LAK line"
+grep -q '^w3  *ldevid ' "$TMP/out" || fail "provisional: no w3 LDevID line"
+expect "provisional --json" 0 provisional --state-dir "$STATE" --json
+jqok "provisional --json" '.provisional | length == 2 and all(.revoked and .name == "w3" and .revoked_at == "2025-11-30T07:00:00Z")'
+expect "device show w3" 1 device show w3 --state-dir "$STATE"
+
 expect "claims" 0 claims --state-dir "$STATE"
 grep -q '^NEW-1  *unknown-serial  *2 ' "$TMP/out" || fail "claims: NEW-1 not counted twice"
 grep -q '^NEW-2  *no-binding  *1 ' "$TMP/out" || fail "claims: no NEW-2"

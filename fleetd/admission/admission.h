@@ -9,7 +9,9 @@
  * TPM-authenticated evidence.
  *
  * The rules, in the order they apply (spec 004, "Check the machine"; each
- * has a test in tests/e2e/test_admission.c):
+ * has a test in tests/e2e/test_admission.c, and what an attack or a crash
+ * does to the state they keep in tests/e2e/test_admission_state.c; the
+ * mutants in tests/mutants/ check that the tests still guard them):
  *
  * Every request that proves nothing (an intake, an answer or confirm that
  * fails its proof) is counted (fleetd_unproven_total{reason} and the round

@@ -5,6 +5,7 @@
 #include <string.h>
 #include <strings.h>
 
+#include <arpa/inet.h>
 #include <openssl/crypto.h>
 
 static void set_gauge(struct adm_sessions *t)
@@ -39,6 +40,26 @@ static const char *ending(const struct adm_session *e, time_t now)
 	if (now > e->s.deadline || (!e->proven && e->answer_by && now > e->answer_by))
 		return "session-expired";
 	return NULL;
+}
+
+/* The source as the caps count it: an IPv6 address by its /64 (one host
+ * holds a whole /64, and counting full addresses would give it one place
+ * per address), anything else as it is. The listener's rate limit keys
+ * sources the same way. */
+static void peer_key(const char *peer, char out[ADM_PEER_MAX])
+{
+	struct in6_addr a;
+	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
+	if (inet_pton(AF_INET6, peer, &a) == 1 && memcmp(a.s6_addr, mapped, 12) != 0) {
+		memset(a.s6_addr + 8, 0, 8);
+		if (inet_ntop(AF_INET6, &a, out, ADM_PEER_MAX))
+			return;
+	}
+	size_t len = strlen(peer);
+	if (len >= ADM_PEER_MAX)
+		len = ADM_PEER_MAX - 1;
+	memcpy(out, peer, len);
+	out[len] = '\0';
 }
 
 int adm_sessions_init(struct adm_sessions *t, size_t cap, struct fleet_metric *gauge)
@@ -78,9 +99,10 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	enum adm_sess_result r = ADM_SESS_OK;
 	size_t of_serial = 0, of_peer = 0;
 	struct adm_session *replace = NULL;
+	char key[ADM_PEER_MAX];
 	*out = NULL;
-	if (!peer)
-		peer = "";
+	peer_key(peer ? peer : "", key);
+	peer = key;
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		struct adm_session *e = t->v[i];

@@ -66,7 +66,7 @@ struct adm_snapshot {
 
 struct adm_session {
 	struct fleet_attest_session s; /* the protocol's state; holds secrets */
-	char peer[ADM_PEER_MAX];       /* the source address of the intake */
+	char peer[ADM_PEER_MAX];       /* the intake's source (an IPv6 one by its /64) */
 	time_t answer_by;              /* unproven after this: ended */
 	bool proven;                   /* an answer was TPM-authenticated */
 	bool superseded;               /* another session of the serial proved itself */

@@ -1,5 +1,6 @@
 /*
- * cmd_store.c: fleetctl claims | devices | verdicts | device show, over
+ * cmd_store.c: fleetctl claims | devices | verdicts | device show |
+ * provisional, over
  * fleetd's store opened read-only.
  *
  * fleetctl reads the SQLite file itself rather than asking the daemon over
@@ -161,6 +162,51 @@ int cmd_devices(int argc, char **argv)
 	if (json)
 		fleetctl_print_json(json_pack("{s:o}", "devices", arr));
 	free(d);
+	fleet_store_close(st);
+	return FLEETCTL_EXIT_OK;
+}
+
+/* Certificates issued at an answer that no confirmation completed
+ * (store.h, "One admission"): they belong to no device; once the session
+ * ends without an admission they are revoked. */
+int cmd_provisional(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int json = 0;
+	const struct fleetctl_opt opts[] = {{"--state-dir", &dir}};
+	if (fleetctl_parse_opts("provisional", argc, argv, 1, opts, 1, &json))
+		return FLEETCTL_EXIT_USAGE;
+	struct fleet_store *st = open_store("provisional", dir);
+	if (!st)
+		return FLEETCTL_EXIT_USAGE;
+	struct fleet_store_cert *c;
+	size_t n;
+	enum fleet_store_err e = fleet_store_provisional_list(st, &c, &n);
+	if (e)
+		return store_failed("provisional", st, e);
+	json_t *arr = json ? json_array() : NULL;
+	if (!json)
+		printf("%-20s %-6s %-40s %-20s %-20s\n", "NAME", "KIND", "SHA1", "ISSUED",
+		       "REVOKED");
+	for (size_t i = 0; i < n; i++) {
+		char is[32], rv[32];
+		when(c[i].issued_at, is);
+		when(c[i].revoked ? c[i].revoked_at : 0, rv);
+		if (json)
+			json_array_append_new(
+				arr, json_pack("{s:s, s:s, s:s, s:o, s:o, s:b, s:o}", "name",
+					       c[i].device, "kind", c[i].kind, "sha1", c[i].sha1,
+					       "issued_at", jtime(c[i].issued_at), "not_after",
+					       jtime(c[i].not_after), "revoked", c[i].revoked,
+					       "revoked_at", c[i].revoked ? jtime(c[i].revoked_at)
+								      : json_null()));
+		else
+			printf("%-20s %-6s %-40s %-20s %-20s\n", c[i].device, c[i].kind, c[i].sha1,
+			       is, c[i].revoked ? rv : "no (a session is open)");
+	}
+	if (json)
+		fleetctl_print_json(json_pack("{s:o}", "provisional", arr));
+	fleet_store_certs_free(c, n);
 	fleet_store_close(st);
 	return FLEETCTL_EXIT_OK;
 }

@@ -24,6 +24,7 @@ int cmd_certify(int argc, char **argv);
 /* Over fleetd's store, read-only (cmd_store.c). */
 int cmd_claims(int argc, char **argv);
 int cmd_devices(int argc, char **argv);
+int cmd_provisional(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
 int cmd_device(int argc, char **argv);
 

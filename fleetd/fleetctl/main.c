@@ -22,6 +22,7 @@ static const struct command commands[] = {
 	{"certify", cmd_certify, "certify verify --ak PUB --key PUB --attest MSG --sig SIG ..."},
 	{"claims", cmd_claims, "claims [--state-dir DIR] [--json]"},
 	{"devices", cmd_devices, "devices [--state-dir DIR] [--json]"},
+	{"provisional", cmd_provisional, "provisional [--state-dir DIR] [--json]"},
 	{"verdicts", cmd_verdicts,
 	 "verdicts [--device NAME] [--limit N] [--state-dir DIR] [--json]"},
 	{"device", cmd_device, "device show NAME [--state-dir DIR] [--json]"},

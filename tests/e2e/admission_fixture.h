@@ -35,6 +35,17 @@ extern char STATE[700], LOG[700], LLDP[700], EVLOG[700], BADLOG[700];
 extern struct fleetd_proc FD;
 extern const char lldp_json[]; /* one LLDP neighbour: leaf-07.folly, Ethernet12 */
 
+/* Everything a test of the fleetd binary stands on, in a new directory D
+ * (named after what): STATE, LOG, LLDP, EVLOG, BADLOG set and the LLDP and
+ * bad event log files written; machines MA and MB manufactured and booted;
+ * the NetBox fake started with write_seed's devices; fleetd's files (both
+ * manufacturers' roots, an identity CA, the class profile, a TLS
+ * certificate, the NetBox token 0600) and FD.port. The test writes its
+ * configuration and starts fleetd. */
+void adm_fixture_up(const char *what, void (*write_seed)(const char *path));
+/* Stop the fake and the TPMs, remove D (kept with FLEET_KEEP_TEST_DIR). */
+void adm_fixture_down(void);
+
 void put(const char *path, const char *data);
 void shf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 

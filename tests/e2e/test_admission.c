@@ -216,39 +216,8 @@ static void write_config(const char *path)
 static int setup(void **state)
 {
 	(void)state;
-	struct fleet_errctx ec;
 	char path[800];
-	swtpm_require_or_skip();
-	setenv("TSS2_LOG", "all+NONE", 0); /* tink_run says which TPM call failed */
-	D = make_temp_dir("admission");
-	assert_non_null(D);
-	snprintf(STATE, sizeof(STATE), "%s/state", D);
-	snprintf(LOG, sizeof(LOG), "%s/fleetd.log", D);
-	snprintf(LLDP, sizeof(LLDP), "%s/lldp.json", D);
-	snprintf(EVLOG, sizeof(EVLOG), "%s/eventlog.bin", D);
-	snprintf(BADLOG, sizeof(BADLOG), "%s/bad-eventlog.bin", D);
-	put(LLDP, lldp_json);
-	put(BADLOG, "not an event log");
-	machine_up(&MA, EVLOG);
-	machine_up(&MB, NULL);
-	nbf_setup(write_seed);
-	assert_int_equal(tink_curl_global_init(), 0);
-
-	/* fleetd's files: both manufacturers' roots, an identity CA, the
-	 * class profile, a TLS certificate, the NetBox token (0600). */
-	shf("mkdir -p %s/roots %s/profiles"
-	    " && for f in %s/*; do cp \"$f\" %s/roots/a-\"${f##*/}\"; done"
-	    " && for f in %s/*; do cp \"$f\" %s/roots/b-\"${f##*/}\"; done"
-	    " && cp %s/demo/worker.profile.yaml %s/profiles/worker.yaml",
-	    D, D, MA.t.roots, D, MB.t.roots, D, FLEET_SOURCE_DIR, D);
-	snprintf(path, sizeof(path), "%s/ca", D);
-	memset(&ec, 0, sizeof(ec));
-	assert_int_equal(fleet_ca_init(path, "fleetd e2e identity CA", 30, &ec), FLEET_OK);
-	adm_mint_tls(D, FD.tls_ca, sizeof(FD.tls_ca));
-	snprintf(path, sizeof(path), "%s/token", D);
-	put(path, TOKEN "\n");
-	chmod(path, 0600);
-	FD.port = adm_free_port();
+	adm_fixture_up("admission", write_seed);
 	snprintf(path, sizeof(path), "%s/fleetd.yaml", D);
 	write_config(path);
 	fleetd_start(&FD, FLEETD_BIN, path, LOG);
@@ -259,14 +228,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	int rc = fleetd_stop(&FD);
-	nbf_teardown();
-	swtpm_stop(&MA.t);
-	swtpm_stop(&MB.t);
-	if (getenv("FLEET_KEEP_TEST_DIR"))
-		fprintf(stderr, "kept %s\n", D);
-	else
-		rm_rf(D);
-	free(D);
+	adm_fixture_down();
 	return rc == 0 ? 0 : -1; /* fleetd stops cleanly on SIGTERM */
 }
 

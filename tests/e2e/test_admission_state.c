@@ -17,6 +17,11 @@
  *   unconfirmed_is_provisional    certificates without a confirm belong to
  *                                 no device, are revoked when superseded or
  *                                 at the deadline, and SPIRE lists neither
+ *   refused_confirm_undoes_all    the binding moves to another TPM before
+ *                                 the confirm: nothing of the session stays;
+ *                                 the new TPM is admitted, the old refused
+ *   ek_name_alg_refused_at_intake an EK with a SHA-1 nameAlg: refused at
+ *                                 intake, NetBox not asked
  *   kill9_each_write_point        kill -9 at every durable write of the
  *                                 answer and confirm: after a restart the
  *                                 state is the before or the after
@@ -34,19 +39,38 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <tss2/tss2_mu.h>
+
 #include "lib/attest_wire.h"
 #include "lib/ca.h"
 #include "tests/e2e/http_client.h"
 #include "tests/e2e/netbox_harness.h"
 
 #define FORGER "127.0.0.2"
-#define N_SERIALS 6 /* STA-0001 .. STA-0006, approved for machine A */
+#define N_SERIALS 8 /* STA-0001 .. STA-0008 (s1 .. s8), approved for machine A */
 
 static char CONFIG[700], ARM[700];
+
+#define N_KILL 40 /* STA-K00 .. STA-K39 (k0 .. k39): one per kill -9 point */
+
+static void seed_one(FILE *f, int id, const char *name, const char *serial, bool last)
+{
+	fprintf(f,
+		"  {\"id\": %d, \"name\": \"%s\", \"serial\": \"%s\", \"status\": \"planned\",\n"
+		"   \"primary_ip4\": \"10.0.%d.%d/24\", \"created_by\": \"terraform\",\n"
+		"   \"custom_fields\": {\"class\": \"worker\", \"install_disk\": \"/dev/nvme0n1\",\n"
+		"     \"install_disk_serial\": \"S5GX%d\", \"bmc_type\": \"ipmi\", \"tpm_version\": "
+		"\"2.0\", \"amt\": false, \"secure_boot_expected\": true, \"expected_port\": \"%s\",\n"
+		"     \"approved_ek_hash\": \"%s\", \"approved_ek_hash_ecc\": \"%s\", \"ek_hash\": "
+		"null, \"ek_hash_ecc\": null, \"desired_action\": null}}%s\n",
+		id, name, serial, id / 200 + 1, id % 200 + 10, id, PORT_OK, MA.ek, MA.ek_ecc,
+		last ? "" : ",");
+}
 
 static void write_seed(const char *path)
 {
 	FILE *f = fopen(path, "w");
+	char name[32], serial[32];
 	assert_non_null(f);
 	fprintf(f, "{\"paginate_count\": 50, \"max_page_size\": 50,\n"
 		   " \"tokens\": {\"" TOKEN "\": {\"user\": \"fleetd\"}},\n"
@@ -55,17 +79,16 @@ static void write_seed(const char *path)
 		   "   \"expected_port\", \"approved_ek_hash\", \"approved_ek_hash_ecc\",\n"
 		   "   \"ek_hash\", \"ek_hash_ecc\", \"desired_action\"],\n"
 		   " \"devices\": [\n");
-	for (int id = 1; id <= N_SERIALS; id++)
-		fprintf(f,
-			"  {\"id\": %d, \"name\": \"s%d\", \"serial\": \"STA-%04d\", \"status\": "
-			"\"planned\", \"primary_ip4\": \"10.0.1.%d/24\", \"created_by\": \"terraform\",\n"
-			"   \"custom_fields\": {\"class\": \"worker\", \"install_disk\": \"/dev/nvme0n1\",\n"
-			"     \"install_disk_serial\": \"S5GX%d\", \"bmc_type\": \"ipmi\", \"tpm_version\": "
-			"\"2.0\", \"amt\": false, \"secure_boot_expected\": true, \"expected_port\": \"%s\",\n"
-			"     \"approved_ek_hash\": \"%s\", \"approved_ek_hash_ecc\": \"%s\", \"ek_hash\": "
-			"null, \"ek_hash_ecc\": null, \"desired_action\": null}}%s\n",
-			id, id, id, 10 + id, id, PORT_OK, MA.ek, MA.ek_ecc,
-			id == N_SERIALS ? "" : ",");
+	for (int id = 1; id <= N_SERIALS; id++) {
+		snprintf(name, sizeof(name), "s%d", id);
+		snprintf(serial, sizeof(serial), "STA-%04d", id);
+		seed_one(f, id, name, serial, false);
+	}
+	for (int i = 0; i < N_KILL; i++) {
+		snprintf(name, sizeof(name), "k%d", i);
+		snprintf(serial, sizeof(serial), "STA-K%02d", i);
+		seed_one(f, 100 + i, name, serial, i == N_KILL - 1);
+	}
 	fprintf(f, " ]}\n");
 	assert_int_equal(fclose(f), 0);
 }
@@ -92,48 +115,34 @@ static void write_config(void)
 
 static void start(bool shim)
 {
+	char asan[512];
+	const char *was = getenv("ASAN_OPTIONS");
+	snprintf(asan, sizeof(asan), "%s", was ? was : "");
 	if (shim) {
+		char with[600];
 		setenv("LD_PRELOAD", CRASH_SHIM, 1);
 		setenv("FLEET_CRASH_ARM", ARM, 1);
+		/* a sanitizer build's runtime wants to be first; the shim is not
+		 * instrumented and only forwards */
+		snprintf(with, sizeof(with), "%s%sverify_asan_link_order=0", asan,
+			 asan[0] ? ":" : "");
+		setenv("ASAN_OPTIONS", with, 1);
 	}
 	fleetd_start(&FD, FLEETD_BIN, CONFIG, LOG);
 	unsetenv("LD_PRELOAD");
 	unsetenv("FLEET_CRASH_ARM");
+	if (was)
+		setenv("ASAN_OPTIONS", asan, 1);
+	else
+		unsetenv("ASAN_OPTIONS");
 }
 
 static int setup(void **state)
 {
 	(void)state;
-	struct fleet_errctx ec;
-	char path[800];
-	swtpm_require_or_skip();
-	setenv("TSS2_LOG", "all+NONE", 0);
-	D = make_temp_dir("admstate");
-	assert_non_null(D);
-	snprintf(STATE, sizeof(STATE), "%s/state", D);
-	snprintf(LOG, sizeof(LOG), "%s/fleetd.log", D);
-	snprintf(LLDP, sizeof(LLDP), "%s/lldp.json", D);
-	snprintf(EVLOG, sizeof(EVLOG), "%s/eventlog.bin", D);
+	adm_fixture_up("admstate", write_seed);
 	snprintf(CONFIG, sizeof(CONFIG), "%s/fleetd.yaml", D);
 	snprintf(ARM, sizeof(ARM), "%s/crash-arm", D);
-	put(LLDP, lldp_json);
-	machine_up(&MA, EVLOG);
-	machine_up(&MB, NULL);
-	nbf_setup(write_seed);
-	assert_int_equal(tink_curl_global_init(), 0);
-	shf("mkdir -p %s/roots %s/profiles"
-	    " && for f in %s/*; do cp \"$f\" %s/roots/a-\"${f##*/}\"; done"
-	    " && for f in %s/*; do cp \"$f\" %s/roots/b-\"${f##*/}\"; done"
-	    " && cp %s/demo/worker.profile.yaml %s/profiles/worker.yaml",
-	    D, D, MA.t.roots, D, MB.t.roots, D, FLEET_SOURCE_DIR, D);
-	snprintf(path, sizeof(path), "%s/ca", D);
-	memset(&ec, 0, sizeof(ec));
-	assert_int_equal(fleet_ca_init(path, "fleetd state test CA", 30, &ec), FLEET_OK);
-	adm_mint_tls(D, FD.tls_ca, sizeof(FD.tls_ca));
-	snprintf(path, sizeof(path), "%s/token", D);
-	put(path, TOKEN "\n");
-	chmod(path, 0600);
-	FD.port = adm_free_port();
 	write_config();
 	start(false);
 	return 0;
@@ -143,14 +152,7 @@ static int teardown(void **state)
 {
 	(void)state;
 	int rc = FD.pid ? fleetd_stop(&FD) : 0;
-	nbf_teardown();
-	swtpm_stop(&MA.t);
-	swtpm_stop(&MB.t);
-	if (getenv("FLEET_KEEP_TEST_DIR"))
-		fprintf(stderr, "kept %s\n", D);
-	else
-		rm_rf(D);
-	free(D);
+	adm_fixture_down();
 	return rc == 0 ? 0 : -1;
 }
 
@@ -508,52 +510,155 @@ static void arm_before_answer(struct hooked *h, const char *path, const struct f
 	}
 }
 
+/* For N = 1, 2, ...: a fresh planned device, fleetd killed at the Nth
+ * durable write (sqlite3_step/exec, fsync, fdatasync, a verdicts.jsonl
+ * write) from the answer on, restarted; its state must be the before or
+ * the after. Until an N past every point of both rounds lets the machine
+ * confirm with fleetd alive. */
 static void kill9_each_write_point(void **state)
 {
 	(void)state;
-	char out[800];
-	int crashes = 0;
+	char out[800], serial[32], device[32];
+	int crashes = 0, befores = 0, afters = 0;
+	bool finished = false;
 	fleetd_stop(&FD);
 	start(true);
-	for (arm_at = 1; arm_at < 200; arm_at++) {
+	for (arm_at = 1; arm_at <= N_KILL && !finished; arm_at++) {
 		struct hooked h;
+		int st = 0;
+		snprintf(serial, sizeof(serial), "STA-K%02ld", arm_at - 1);
+		snprintf(device, sizeof(device), "k%ld", arm_at - 1);
 		memset(&h, 0, sizeof(h));
 		h.before = arm_before_answer;
-		int code = run_hooked(&MA, "STA-0006", &h, 1, out, sizeof(out));
-		int st;
-		bool died = waitpid(FD.pid, &st, WNOHANG) == FD.pid;
-		if (!died && code == TINK_EXIT_CONFIRMED) {
-			/* N is past every point of both rounds: the after */
-			print_message("kill -9 at each of %ld write points: before or after\n",
-				      arm_at - 1);
-			unlink(ARM);
-			assert_true(before_or_after("STA-0006", "s6"));
-			break;
-		}
-		if (!died) {
-			/* the kill may land after the reply went out */
-			for (int i = 0; i < 50 && waitpid(FD.pid, &st, WNOHANG) != FD.pid; i++)
+		int code = run_hooked(&MA, serial, &h, 1, out, sizeof(out));
+		bool died = false;
+		/* a kill can land after the reply went out: give it a moment */
+		for (int i = 0; i < 10 && !died; i++) {
+			died = waitpid(FD.pid, &st, WNOHANG) == FD.pid;
+			if (!died && code != TINK_EXIT_CONFIRMED)
 				usleep(100 * 1000);
-			died = true;
+			else if (!died)
+				break;
+		}
+		unlink(ARM);
+		if (!died) {
+			assert_int_equal(code, TINK_EXIT_CONFIRMED);
+			assert_true(before_or_after(serial, device));
+			finished = true;
+			break;
 		}
 		assert_true(WIFSIGNALED(st) && WTERMSIG(st) == SIGKILL);
 		FD.pid = 0;
 		crashes++;
-		unlink(ARM);
 		start(true); /* recovers: revokes, reconciles */
-		if (before_or_after("STA-0006", "s6")) {
-			/* killed after the admission committed, before the reply */
-			print_message("killed at point %ld after the commit: the after\n", arm_at);
-			arm_at = 200;
-			break;
-		}
+		if (before_or_after(serial, device))
+			afters++;
+		else
+			befores++;
 	}
-	assert_true(crashes >= 5);
-	assert_true(crash_count() > 0);
-	assert_true(arm_at < 200 || before_or_after("STA-0006", "s6"));
+	print_message("kill -9 at %d write points: %d left the before, %d the after\n", crashes,
+		      befores, afters);
+	assert_true(finished); /* N_KILL covers every point */
+	/* the last, uncrashed run counted exactly the points the others died at */
+	assert_int_equal(crash_count(), crashes);
+	assert_true(befores >= 5);
+	assert_true(afters >= 1); /* points after the commit were reached too */
 	unlink(ARM);
 	fleetd_stop(&FD);
 	start(false);
+}
+
+/* ---- a refused confirm undoes everything ------------------------------------- */
+
+/* The owner re-binds the device to machine B between A's answer and its
+ * confirm. */
+static void rebind_to_b(struct hooked *h, const char *path, const struct fleet_buf *body,
+			long status, const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, "/v1/attest/answer") != 0 || status != 200 || h->seen++)
+		return;
+	char req[400];
+	snprintf(req, sizeof(req),
+		 "{\"device\": 7, \"user\": \"terraform\", \"custom_fields\": "
+		 "{\"approved_ek_hash\": \"%s\", \"approved_ek_hash_ecc\": \"%s\"}}",
+		 MB.ek, MB.ek_ecc);
+	nbf_ctl("/_fake/change", req);
+}
+
+static void refused_confirm_undoes_all(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	struct fleet_store_device d;
+	size_t revoked, pass, fail;
+	sleep(3); /* a full lookup budget */
+	memset(&h, 0, sizeof(h));
+	h.after = rebind_to_b;
+	assert_int_equal(run_hooked(&MA, "STA-0007", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(h.seen, 1);
+	/* nothing of A's session is left but its revoked certificates */
+	assert_false(store_device("STA-0007", &d));
+	assert_int_equal(store_certs("s7", NULL), 0);
+	store_verdicts("s7", &pass, &fail, NULL);
+	assert_int_equal(pass + fail, 0);
+	assert_int_equal(store_provisional("s7", &revoked), 2);
+	assert_int_equal(revoked, 2);
+	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s7",
+				       "FLEET_REASON=binding-changed", (char *)NULL), 1);
+	/* the newly approved TPM is admitted */
+	assert_int_equal(run_tink(&MB, "STA-0007", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
+	assert_true(store_device("STA-0007", &d));
+	assert_string_equal(d.ek_hash, MB.ek);
+	/* staged: held to the store, where the refused TPM never was */
+	nbf_ctl("/_fake/change", "{\"device\": 7, \"user\": \"owner\", \"status\": \"staged\"}");
+	assert_int_equal(run_tink(&MA, "STA-0007", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_refused_with("STA-0007", "ek-mismatch");
+	assert_false(exists_in(out, "lak.pem"));
+	assert_true(store_device("STA-0007", &d));
+	assert_string_equal(d.ek_hash, MB.ek);
+}
+
+/* ---- an EK MakeCredential cannot wrap to is refused at intake ------------------ */
+
+static void ek_name_alg_refused_at_intake(void **state)
+{
+	(void)state;
+	struct capture cap;
+	struct fleet_wire_intake in;
+	TPM2B_PUBLIC pub;
+	uint8_t buf[sizeof(TPM2B_PUBLIC)];
+	size_t off = 0;
+	sleep(3);
+	assert_int_not_equal(run_captured(&MA, "STA-0008", &cap, "/v1/attest/answer"),
+			     TINK_EXIT_CONFIRMED);
+	assert_int_equal(fleet_wire_intake_decode(cap.intake.data, cap.intake.len, &in, NULL),
+			 FLEET_OK);
+	memset(&pub, 0, sizeof(pub));
+	assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Unmarshal(in.ek_rsa.pub.data, in.ek_rsa.pub.len, NULL,
+							&pub),
+			 TSS2_RC_SUCCESS);
+	pub.publicArea.nameAlg = TPM2_ALG_SHA1; /* the key, and so its certificate, unchanged */
+	assert_int_equal(Tss2_MU_TPM2B_PUBLIC_Marshal(&pub, buf, sizeof(buf), &off),
+			 TSS2_RC_SUCCESS);
+	free(in.ek_rsa.pub.data);
+	in.ek_rsa.pub.data = malloc(off);
+	memcpy(in.ek_rsa.pub.data, buf, off);
+	in.ek_rsa.pub.len = off;
+	struct fleet_buf body;
+	fb_init(&body);
+	assert_int_equal(fleet_wire_intake_encode(&in, &body), FLEET_OK);
+	size_t asked = nbf_log_len();
+	post_raw_from(FORGER, "/v1/attest/intake", body.data, body.len, 200, "\"refused\"");
+	assert_int_equal(nbf_log_len(), asked); /* refused before NetBox is asked */
+	assert_int_equal(adm_log_count(LOG, "event=intake-refused",
+				       "FLEET_REASON=ek-name-alg-unsupported", (char *)NULL),
+			 1);
+	fb_free(&body);
+	fleet_wire_intake_free(&in);
+	capture_free(&cap);
 }
 
 int main(void)
@@ -564,6 +669,8 @@ int main(void)
 		cmocka_unit_test(claim_only_after_proof),
 		cmocka_unit_test(inventory_budget),
 		cmocka_unit_test(unconfirmed_is_provisional),
+		cmocka_unit_test(refused_confirm_undoes_all),
+		cmocka_unit_test(ek_name_alg_refused_at_intake),
 		cmocka_unit_test(kill9_each_write_point),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

@@ -67,6 +67,31 @@ int main(int argc, char **argv)
 	struct fleet_store_verdict_in o = {.time = 1764484000, .serial = "ORPHAN", .session = "03",
 					   .pass = false, .reasons = reasons, .n_reasons = 1};
 	CHECK(fleet_store_verdict_insert(st, &o, NULL));
+	/* an answer's certificates for w3, never confirmed, and then revoked */
+	struct fleet_store_issue_in pi = {
+		.session = "3333333333333333333333333333333333333333333333333333333333333333",
+		.serial = "SER-3", .device = "w3", .now = 1764485000};
+	struct mint m2 = {.key = k, .cn = "w3", .not_before = 1764480000, .not_after = 1772256000};
+	X509 *x2 = mint_cert(&m2);
+	size_t len2;
+	unsigned char *der2 = mint_der(x2, &len2);
+	char lak[41], ldevid[41], revoked[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t nrev;
+	pi.lak_der = der2;
+	pi.lak_len = len2;
+	struct mint m3 = {.key = k, .cn = "w3b", .not_before = 1764480000, .not_after = 1772256000};
+	X509 *x3 = mint_cert(&m3);
+	size_t len3;
+	unsigned char *der3 = mint_der(x3, &len3);
+	pi.ldevid_der = der3;
+	pi.ldevid_len = len3;
+	CHECK(fleet_store_provisional_issue(st, &pi, lak, ldevid));
+	CHECK(fleet_store_provisional_revoke(st, pi.session, "session-expired", 1764486000, revoked,
+					     &nrev));
+	free(der2);
+	free(der3);
+	X509_free(x2);
+	X509_free(x3);
 	CHECK(fleet_store_claim_upsert(st, "NEW-1", "unknown-serial", HC, NULL, 1764480000));
 	CHECK(fleet_store_claim_upsert(st, "NEW-1", "unknown-serial", HC, NULL, 1764481000));
 	CHECK(fleet_store_claim_upsert(st, "NEW-2", "no-binding", NULL, NULL, 1764482000));

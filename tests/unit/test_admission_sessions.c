@@ -130,6 +130,17 @@ static void per_source_cap(void **state)
 	/* another source is not held back */
 	assert_int_equal(adm_sessions_reserve(&t, "S-new", "192.0.2.7", T0, &e), ADM_SESS_OK);
 	adm_sessions_drop(&t, e);
+	/* an IPv6 source is its /64: other addresses in it are the same source */
+	for (int i = 0; i < ADM_SESSIONS_PER_PEER; i++) {
+		char peer[64];
+		snprintf(serial, sizeof(serial), "V6-%d", i);
+		snprintf(peer, sizeof(peer), "2001:db8:1:2::%x", i + 1);
+		open_from(&t, serial, peer, (uint8_t)(100 + i), T0 + 600);
+	}
+	assert_int_equal(adm_sessions_reserve(&t, "V6-new", "2001:db8:1:2:ffff::1", T0, &e),
+			 ADM_SESS_PEER);
+	assert_int_equal(adm_sessions_reserve(&t, "V6-new", "2001:db8:1:3::1", T0, &e), ADM_SESS_OK);
+	adm_sessions_drop(&t, e);
 	adm_sessions_destroy(&t);
 }
 
