@@ -81,6 +81,10 @@ static void startup_failed(const char *fmt, ...)
 struct daemon {
 	struct fleet_config cfg;
 	struct fleet_store *store;
+	/* The pass's own read-only handle: on the admission's handle it could
+	 * read a transaction still open on an HTTP thread; a second connection
+	 * (WAL) sees committed state only, and never blocks a writer. */
+	struct fleet_store *pass_store;
 	struct fleet_vlog *vlog;
 	struct fleet_inventory *inv;
 	struct fleet_ek_roots *roots;
@@ -109,8 +113,16 @@ static int recover_state(struct daemon *d)
 	char err[256], sha1s[FLEET_STORE_REVOKE_SHA1S][41];
 	size_t n = 0, appended = 0;
 	bool ahead = false;
-	enum fleet_store_err se = fleet_store_provisional_revoke(d->store, NULL, "fleetd-restart",
-								 time(NULL), sha1s, &n);
+	enum fleet_store_err se;
+	/* Another writer (a second fleetd on the same state, an operator's
+	 * tool) can hold the lock for a moment: a few tries before giving up. */
+	for (int i = 0;; i++) {
+		se = fleet_store_provisional_revoke(d->store, NULL, "fleetd-restart", time(NULL),
+						    sha1s, &n);
+		if (se != FLEET_STORE_E_BUSY || i == 4)
+			break;
+		sleep(1);
+	}
 	if (se != FLEET_STORE_OK) {
 		startup_failed("store: revoking the certificates of sessions lost at the last "
 			       "stop: %s", fleet_store_errmsg(d->store));
@@ -121,11 +133,13 @@ static int recover_state(struct daemon *d)
 									       "fleetd-restart"}),
 			  "%zu provisional certificate%s of sessions lost at the last stop revoked",
 			  n, n == 1 ? "" : "s");
+	/* verdicts.jsonl is a copy for operators; the store is the verdicts'
+	 * authority. A copy that cannot be caught up is said loudly, and
+	 * fleetd serves: the daemon retries every second (admission.c). */
 	if (fleet_vlog_reconcile(d->vlog, d->store, &appended, &ahead, err, sizeof(err)) !=
-	    FLEET_OK) {
-		startup_failed("verdicts.jsonl: catching up with the store: %s", err);
-		return -1;
-	}
+	    FLEET_OK)
+		fleet_log(LOG_ERR, "verdicts-reconcile-failed", NULL, 0,
+			  "verdicts.jsonl could not be caught up with the store: %s", err);
 	if (appended)
 		fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
 			  "%zu verdict%s the store holds appended to verdicts.jsonl (lost at the "
@@ -228,6 +242,13 @@ static int open_all(struct daemon *d)
 	}
 	if (recover_state(d) != 0)
 		return -1;
+	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, err,
+			      sizeof(err));
+	if (se != FLEET_STORE_OK) {
+		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir, err,
+			       fleet_store_err_str(se));
+		return -1;
+	}
 	if (open_inventory(d) != 0)
 		return -1;
 	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
@@ -265,7 +286,7 @@ static int open_all(struct daemon *d)
 	struct fleet_pass_deps pd = {
 		.config = &d->cfg,
 		.inventory = d->inv,
-		.store = d->store,
+		.store = d->pass_store,
 		.metrics = d->metrics,
 		.reap_sessions = reap_sessions,
 		.reap_ctx = d->adm,
@@ -290,6 +311,7 @@ static void close_all(struct daemon *d)
 	fleet_ca_free(d->ca);
 	fleet_ek_roots_free(d->roots);
 	fleet_vlog_close(d->vlog);
+	fleet_store_close(d->pass_store);
 	fleet_store_close(d->store);
 	fleet_metrics_free(d->metrics);
 }

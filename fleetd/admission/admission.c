@@ -187,11 +187,10 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 			"the store refused a %s verdict; nothing else is recorded for this round",
 			pass ? "passing" : "failed");
 	}
+	else
+		adm_vlog_append(a, id, e, pass, reasons, n_reasons);
 	adm_store_unlock(a);
-	if (se != FLEET_STORE_OK)
-		return -1;
-	adm_vlog_append(a, id, e, pass, reasons, n_reasons);
-	return 0;
+	return se == FLEET_STORE_OK ? 0 : -1;
 }
 
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
@@ -201,6 +200,8 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
 	const char *device = e->snap.name[0] ? e->snap.name : NULL;
 	adm_session_hex(e->s.id, sid);
 	adm_count(a->m.verdicts, pass ? "pass" : "fail");
+	if (a->vlog_behind)
+		return; /* the catch-up writes it, in order (fleet_admission_reap) */
 	struct fleet_vlog_record r = {
 		.id = id,
 		.time = adm_now(a),
@@ -218,9 +219,70 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
 				      .session = sid, .detail = err};
 		adm_count(a->m.verdict_log_errors, NULL);
 		adm_log(LOG_ERR, "verdict-log-failed", &lf,
-			"verdicts.jsonl append failed; the verdict is in the store, and the next "
-			"start appends it");
+			"verdicts.jsonl append failed; the verdict is in the store, and the "
+			"catch-up appends it and every later one, in order");
+		a->vlog_behind = true;
 	}
+}
+
+/* verdicts.jsonl behind the store (a failed append, or the start): append
+ * what it lacks, in id order, under the store lock so no new verdict can
+ * come between. */
+static void vlog_catch_up(struct fleet_admission *a)
+{
+	char err[256];
+	size_t appended = 0;
+	bool ahead = false;
+	adm_store_lock(a);
+	if (a->vlog_behind) {
+		if (fleet_vlog_reconcile(a->d.verdicts, a->d.store, &appended, &ahead, err,
+					 sizeof(err)) == FLEET_OK)
+			a->vlog_behind = false;
+		else if (fleet_log_limit_admit(a->limit, "verdict-log-behind", adm_now(a)))
+			fleet_log(LOG_ERR, "verdict-log-behind", NULL, 0,
+				  "verdicts.jsonl is behind the store and cannot be caught up yet: "
+				  "%s", err);
+		if (appended)
+			fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
+				  "%zu verdict%s appended to verdicts.jsonl from the store", appended,
+				  appended == 1 ? "" : "s");
+	}
+	adm_store_unlock(a);
+}
+
+/* A session whose revocation failed (store lock held): retried every
+ * second by the reaper until the store takes it, so its certificates do
+ * not wait for a restart. The list is bounded; past it the start revokes
+ * what is left (its sessions are gone by then). */
+static void remember_revocation(struct fleet_admission *a, const char sid[65])
+{
+	for (size_t i = 0; i < a->n_retry; i++)
+		if (strcmp(a->retry[i], sid) == 0)
+			return;
+	if (a->n_retry < ADM_REVOKE_RETRY)
+		memcpy(a->retry[a->n_retry++], sid, 65);
+}
+
+static void retry_revocations(struct fleet_admission *a)
+{
+	char sha1s[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t n;
+	adm_store_lock(a);
+	for (size_t i = 0; i < a->n_retry;) {
+		if (fleet_store_provisional_revoke(a->d.store, a->retry[i], "session-ended",
+						   adm_now(a), sha1s, &n) != FLEET_STORE_OK) {
+			i++;
+			continue;
+		}
+		struct adm_logf lf = {.session = a->retry[i], .reason = "session-ended"};
+		if (n)
+			fleet_metric_add(a->m.revoked, n);
+		adm_log(LOG_NOTICE, "provisional-revoked", &lf,
+			"revoked at a retry: %zu provisional certificate%s of a session that ended",
+			n, n == 1 ? "" : "s");
+		memcpy(a->retry[i], a->retry[--a->n_retry], 65);
+	}
+	adm_store_unlock(a);
 }
 
 bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, const char *why)
@@ -244,6 +306,8 @@ bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, c
 			"the session's provisional certificates could not be marked revoked (%s); "
 			"the next start revokes them", fleet_store_err_str(se));
 	}
+	if (se != FLEET_STORE_OK)
+		remember_revocation(a, sid);
 	adm_store_unlock(a);
 	if (se != FLEET_STORE_OK)
 		return false;
@@ -300,7 +364,8 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 		return ADM_REREAD_CHANGED;
 	}
 	if (strcasecmp(d.serial, snap->serial) != 0 || !same_str(d.name, snap->name) ||
-	    !same_str(d.status, snap->status)) {
+	    !same_str(d.status, snap->status) || !same_str(d.class_name, snap->class_name) ||
+	    !same_str(d.desired_action, snap->desired_action)) {
 		*reason = "device-changed";
 		return ADM_REREAD_CHANGED;
 	}
@@ -407,6 +472,9 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 		return FLEET_E_NOMEM;
 	}
 	a->d = *deps;
+	/* The start reconciles verdicts.jsonl before it serves; the first reap
+	 * checks again, and until then nothing is appended out of order. */
+	a->vlog_behind = true;
 	if (pthread_mutex_init(&a->store_mu, NULL) != 0) {
 		free(a);
 		snprintf(err, errlen, "admission: no mutex");
@@ -465,6 +533,8 @@ static void reaped(void *ctx, struct adm_session *e, const char *why)
 
 size_t fleet_admission_reap(struct fleet_admission *a)
 {
+	vlog_catch_up(a);
+	retry_revocations(a);
 	size_t n = adm_sessions_reap(&a->sessions, adm_now(a), reaped, a);
 	if (n)
 		fleet_metric_add(a->m.reaped, n);

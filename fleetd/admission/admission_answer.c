@@ -385,11 +385,11 @@ static int admit(struct round *r, struct fleet_buf *reply)
 	enum fleet_store_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
-	adm_store_unlock(a);
-	if (se == FLEET_STORE_OK) {
+	else
 		adm_vlog_append(a, verdict_id, r->e, true, NULL, 0);
+	adm_store_unlock(a);
+	if (se == FLEET_STORE_OK)
 		return 0;
-	}
 	r->lf.detail = why;
 	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO || se == FLEET_STORE_E_NOMEM) {
 		r->lf.reason = fleet_store_err_str(se);

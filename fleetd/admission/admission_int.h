@@ -19,6 +19,7 @@
 
 #define ADM_LOG_WINDOW_S 60 /* the journal limiter's window */
 #define ADM_LOG_KEYS 1024    /* kinds it tracks at once */
+#define ADM_REVOKE_RETRY 256 /* sessions whose revocation is retried */
 
 struct adm_class {
 	const char *name; /* the config's class name */
@@ -32,6 +33,12 @@ struct fleet_admission {
 	/* Journal lines of requests that prove nothing: the first of each
 	 * kind in full, the rest counted (fleetd/obs/log_limit.h). */
 	struct fleet_log_limit *limit;
+	/* Under store_mu: verdicts.jsonl lacks store verdicts (a failed append,
+	 * or not yet checked since the start): appends wait for the catch-up. */
+	bool vlog_behind;
+	/* Under store_mu: sessions whose revocation the store refused. */
+	size_t n_retry;
+	char retry[ADM_REVOKE_RETRY][65];
 	/* The store handle is used by one thread at a time (store.h). */
 	pthread_mutex_t store_mu;
 	size_t n_classes;
@@ -123,8 +130,10 @@ void adm_store_unlock(struct fleet_admission *a);
  */
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons);
-/* The verdicts.jsonl line of a verdict the store holds as id (a failed
- * append is journaled and counted; start-up reconciles it). */
+/* The verdicts.jsonl line of a verdict the store holds as id; called with
+ * the store lock held, right after the commit, so lines go in id order. A
+ * failed append is journaled and counted, and later appends wait for the
+ * reaper's catch-up, which writes them all in order. */
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
 		     bool pass, const char *const *reasons, size_t n_reasons);
 

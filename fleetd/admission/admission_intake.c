@@ -141,10 +141,14 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 	char err[256] = "";
 	bool has_ecc = t->s.ek_hash_ecc[0] != '\0';
 
+	/* An approved RSA EK that is not this one is a different machine, whatever
+	 * else the binding lacks: refused, never a claim on the device's serial. */
+	if (d->approved_ek_hash[0] && !ek_equal(t->s.ek_hash, d->approved_ek_hash))
+		return refuse(t, "ek-not-approved", reply,
+			      "an EK is not the approved one; the binding is left as it is", NULL);
 	if (!d->approved_ek_hash[0] || (has_ecc && !d->approved_ek_hash_ecc[0]))
 		return pending(t, snap, FLEET_STORE_CLAIM_NO_BINDING, reply);
-	if (!ek_equal(t->s.ek_hash, d->approved_ek_hash) ||
-	    !ek_equal(t->s.ek_hash_ecc, d->approved_ek_hash_ecc))
+	if (!ek_equal(t->s.ek_hash_ecc, d->approved_ek_hash_ecc))
 		return refuse(t, "ek-not-approved", reply,
 			      "an EK is not the approved one; the binding is left as it is",
 			      !has_ecc && d->approved_ek_hash_ecc[0]
@@ -333,6 +337,8 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	memcpy(snap.name, d->name, sizeof(snap.name));
 	memcpy(snap.serial, d->serial, sizeof(snap.serial));
 	memcpy(snap.status, d->status, sizeof(snap.status));
+	memcpy(snap.class_name, d->class_name, sizeof(snap.class_name));
+	memcpy(snap.desired_action, d->desired_action, sizeof(snap.desired_action));
 	memcpy(snap.approved_ek_hash, d->approved_ek_hash, sizeof(snap.approved_ek_hash));
 	memcpy(snap.approved_ek_hash_ecc, d->approved_ek_hash_ecc,
 	       sizeof(snap.approved_ek_hash_ecc));

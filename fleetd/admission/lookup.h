@@ -5,8 +5,9 @@
  * and an intake proves nothing: a forged flood would become a flood on
  * NetBox. Three bounds, none of which ever stands in for the re-reads the
  * spec requires (answer and confirm read the inventory themselves, uncached,
- * and compare with what intake saw, so a stale lookup can only cause a
- * refusal the machine retries, never an admission):
+ * and compare with what intake decided by: the binding and its change, the
+ * serial, name, status, class and requested run (adm_reread); so a stale
+ * lookup can only cause a refusal the machine retries, never an admission):
  *
  *  - coalescing: concurrent lookups of one serial share one request;
  *  - a short cache (inventory.netbox.lookup_cache_ms, default 2 s; 0: off)

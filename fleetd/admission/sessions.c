@@ -50,7 +50,14 @@ static void peer_key(const char *peer, char out[ADM_PEER_MAX])
 {
 	struct in6_addr a;
 	static const uint8_t mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
-	if (inet_pton(AF_INET6, peer, &a) == 1 && memcmp(a.s6_addr, mapped, 12) != 0) {
+	char bare[ADM_PEER_MAX];
+	/* a link-local address comes with its zone ("fe80::1%eth0") */
+	size_t bl = strcspn(peer, "%");
+	if (bl >= sizeof(bare))
+		bl = sizeof(bare) - 1;
+	memcpy(bare, peer, bl);
+	bare[bl] = '\0';
+	if (inet_pton(AF_INET6, bare, &a) == 1 && memcmp(a.s6_addr, mapped, 12) != 0) {
 		memset(a.s6_addr + 8, 0, 8);
 		if (inet_ntop(AF_INET6, &a, out, ADM_PEER_MAX))
 			return;
@@ -101,22 +108,24 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	struct adm_session *replace = NULL;
 	char key[ADM_PEER_MAX];
 	*out = NULL;
-	peer_key(peer ? peer : "", key);
-	peer = key;
+	if (!peer)
+		peer = "";
+	peer_key(peer, key);
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		struct adm_session *e = t->v[i];
 		if (ending(e, now))
 			continue; /* the reaper's: it may hold certificates to revoke */
 		bool unproven = !e->proven;
-		bool same_peer = strcmp(e->peer, peer) == 0;
-		if (unproven && same_peer)
+		if (unproven && strcmp(e->peer_key, key) == 0)
 			of_peer++;
 		if (strcasecmp(e->s.serial, serial) != 0)
 			continue;
 		of_serial++;
-		/* This source's own earlier unproven try for this serial. */
-		if (unproven && same_peer && !e->busy && e->published && !replace)
+		/* This address's own earlier unproven try for this serial: the
+		 * exact address, never a neighbour in its /64. */
+		if (unproven && strcmp(e->peer, peer) == 0 && !e->busy && e->published &&
+		    !replace)
 			replace = e;
 	}
 	if (replace) {
@@ -153,6 +162,7 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	if (len >= sizeof(e->peer))
 		len = sizeof(e->peer) - 1;
 	memcpy(e->peer, peer, len);
+	memcpy(e->peer_key, key, sizeof(key));
 	e->busy = true;
 	t->v[t->n++] = e;
 	*out = e;
@@ -205,9 +215,14 @@ size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e)
 	size_t n = 0;
 	pthread_mutex_lock(&t->mu);
 	e->proven = true;
-	for (size_t i = 0; i < t->n; i++) {
+	/* Only a session for the same EKs is superseded: a proof says nothing
+	 * about another TPM's sessions, and a proof-only (claim) session, whose
+	 * EKs no binding approved, supersedes nothing at all. */
+	for (size_t i = 0; !e->claim && i < t->n; i++) {
 		struct adm_session *o = t->v[i];
-		if (o != e && !o->superseded && strcasecmp(o->s.serial, e->s.serial) == 0) {
+		if (o != e && !o->superseded && strcasecmp(o->s.serial, e->s.serial) == 0 &&
+		    strcmp(o->s.ek_hash, e->s.ek_hash) == 0 &&
+		    strcmp(o->s.ek_hash_ecc, e->s.ek_hash_ecc) == 0) {
 			o->superseded = true;
 			n++;
 		}

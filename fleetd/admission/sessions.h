@@ -16,15 +16,17 @@
  * so it must neither end another session nor be blocked by one. Each
  * intake opens its own session beside the others of its serial, up to
  * ADM_SESSIONS_PER_SERIAL; the first session whose answer is
- * TPM-authenticated ends the others (adm_sessions_prove), unproven or
- * proven alike, so the machine's latest proof wins. An unproven session
- * lives ADM's answer window (answer_by), not the whole session TTL, so
- * forgeries age out quickly; and an intake from the same source address as
- * an unproven session of the same serial replaces it (that source's own
- * earlier try), so one source holds at most one unproven session per
- * serial, and ADM_SESSIONS_PER_PEER in all. Blocking a machine therefore
- * takes ADM_SESSIONS_PER_SERIAL distinct source addresses sustaining
- * intakes, each within its rate limit (docs/admission.md).
+ * TPM-authenticated ends the others for the same EKs (adm_sessions_prove),
+ * unproven or proven alike, so the machine's latest proof wins; a proof
+ * for other EKs (a proof-only claim session) ends nothing. An unproven
+ * session lives the answer window (answer_by), not the whole session TTL,
+ * so forgeries age out quickly; and an intake from exactly the address of
+ * an unproven session of the same serial replaces it (that address's own
+ * earlier try), so one address holds at most one unproven session per
+ * serial; a source (an IPv4 address, an IPv6 /64) holds
+ * ADM_SESSIONS_PER_PEER in all. Blocking a machine therefore takes
+ * ADM_SESSIONS_PER_SERIAL distinct addresses sustaining intakes, each
+ * within its rate limit (docs/admission.md).
  *
  * Ending a session is the reaper's (adm_sessions_reap): an entry past its
  * deadline, past its answer window while unproven, or superseded, is
@@ -54,6 +56,11 @@ struct adm_snapshot {
 	char name[FLEET_INV_STR];
 	char serial[FLEET_INV_STR];
 	char status[32];
+	/* what intake decided by besides the binding (the class's profile, an
+	 * active device's requested run): a stale lookup must not outlive the
+	 * re-read */
+	char class_name[FLEET_INV_STR];
+	char desired_action[32];
 	char approved_ek_hash[65];
 	char approved_ek_hash_ecc[65];
 	bool change_found;
@@ -66,7 +73,8 @@ struct adm_snapshot {
 
 struct adm_session {
 	struct fleet_attest_session s; /* the protocol's state; holds secrets */
-	char peer[ADM_PEER_MAX];       /* the intake's source (an IPv6 one by its /64) */
+	char peer[ADM_PEER_MAX];       /* the intake's source address, exactly */
+	char peer_key[ADM_PEER_MAX];   /* the same as the caps count it: IPv6 by its /64 */
 	time_t answer_by;              /* unproven after this: ended */
 	bool proven;                   /* an answer was TPM-authenticated */
 	bool superseded;               /* another session of the serial proved itself */

@@ -61,6 +61,7 @@ const char *fleet_store_err_str(enum fleet_store_err e);
 #define FLEET_STORE_CERT_MAX 16384   /* DER bytes of one certificate */
 #define FLEET_STORE_MAX_CLAIMS 10000 /* pending claims kept */
 #define FLEET_STORE_CLAIM_EKS 16     /* distinct EK pairs kept per claim */
+#define FLEET_STORE_CLAIMS_PER_EK 4  /* serials one EK pair may claim */
 #define FLEET_STORE_LIST_MAX 10000   /* rows one list call returns */
 
 struct fleet_store;
@@ -162,7 +163,8 @@ struct fleet_store_claim {
 /* Create or count a claim; the reason is the latest one. The EK pair is
  * recorded (up to FLEET_STORE_CLAIM_EKS distinct pairs per serial; past
  * that the claim says some were dropped). A new serial past
- * FLEET_STORE_MAX_CLAIMS is FULL. Claims grant nothing. */
+ * FLEET_STORE_MAX_CLAIMS, or for an EK pair that already claims
+ * FLEET_STORE_CLAIMS_PER_EK serials, is FULL. Claims grant nothing. */
 enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
 					      const char *reason, const char *ek_hash,
 					      const char *ek_hash_ecc, time_t now);

@@ -84,6 +84,27 @@ static enum fleet_store_err record_eks(struct fleet_store *st, int64_t id, const
 	return run(st, s, "record claim EKs");
 }
 
+/* How many claims name this EK pair. */
+static enum fleet_store_err claims_of_eks(struct fleet_store *st, const char *ek, const char *ecc,
+					  int64_t *out)
+{
+	sqlite3_stmt *s;
+	enum fleet_store_err e = st_prepare(
+		st, "SELECT count(DISTINCT claim_id) FROM claim_eks WHERE ek_hash = ?1 AND "
+		    "ek_hash_ecc = ?2", &s);
+	if (e)
+		return e;
+	sqlite3_bind_text(s, 1, ek, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, ecc, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*out = sqlite3_column_int64(s, 0);
+	else
+		e = st_sqlite(st, rc, "count claims of EKs");
+	sqlite3_finalize(s);
+	return e;
+}
+
 enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
 					      const char *reason, const char *ek_hash,
 					      const char *ek_hash_ecc, time_t now)
@@ -124,6 +145,16 @@ enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char
 			e = st_fail(st, FLEET_STORE_E_FULL,
 				    "%d claims are pending; no new claim is recorded until some are "
 				    "resolved", FLEET_STORE_MAX_CLAIMS);
+			goto fail;
+		}
+		/* A claim is written once a TPM proved its EKs, but one TPM can
+		 * claim any serial it likes: it may hold a few, not the table. */
+		if ((ek[0] || ecc[0]) && (e = claims_of_eks(st, ek, ecc, &total)))
+			goto fail;
+		if ((ek[0] || ecc[0]) && total >= FLEET_STORE_CLAIMS_PER_EK) {
+			e = st_fail(st, FLEET_STORE_E_FULL,
+				    "these EKs already claim %d serials; no new claim is recorded "
+				    "for them", FLEET_STORE_CLAIMS_PER_EK);
 			goto fail;
 		}
 		if ((e = st_prepare(st, "INSERT INTO claims (serial, reason, first_seen, last_seen, "

@@ -22,6 +22,8 @@
  *                                 the new TPM is admitted, the old refused
  *   ek_name_alg_refused_at_intake an EK with a SHA-1 nameAlg: refused at
  *                                 intake, NetBox not asked
+ *   requested_run_read_again      the owner's requested run changes after
+ *                                 intake: the answer's re-read refuses
  *   kill9_each_write_point        kill -9 at every durable write of the
  *                                 answer and confirm: after a restart the
  *                                 state is the before or the after
@@ -621,6 +623,39 @@ static void refused_confirm_undoes_all(void **state)
 	assert_string_equal(d.ek_hash, MB.ek);
 }
 
+/* ---- what intake decided by is read again -------------------------------------- */
+
+/* The owner requests a run between intake and answer: intake decided with
+ * another view of the device (possibly a cached one). */
+static void request_run_after_intake(struct hooked *h, const char *path,
+				     const struct fleet_buf *body, long status,
+				     const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, "/v1/attest/intake") != 0 || status != 200 || h->seen++)
+		return;
+	nbf_ctl("/_fake/change", "{\"device\": 6, \"user\": \"owner\","
+				 " \"custom_fields\": {\"desired_action\": \"provision\"}}");
+}
+
+static void requested_run_read_again(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	struct fleet_store_device d;
+	sleep(3); /* a full lookup budget */
+	memset(&h, 0, sizeof(h));
+	h.after = request_run_after_intake;
+	assert_int_equal(run_hooked(&MA, "STA-0006", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
+	assert_int_equal(h.seen, 1);
+	assert_int_equal(adm_log_count(LOG, "event=device-changed", "FLEET_DEVICE=s6",
+				       (char *)NULL), 1);
+	assert_false(store_device("STA-0006", &d));
+	assert_false(exists_in(out, "lak.pem"));
+}
+
 /* ---- an EK MakeCredential cannot wrap to is refused at intake ------------------ */
 
 static void ek_name_alg_refused_at_intake(void **state)
@@ -671,6 +706,7 @@ int main(void)
 		cmocka_unit_test(unconfirmed_is_provisional),
 		cmocka_unit_test(refused_confirm_undoes_all),
 		cmocka_unit_test(ek_name_alg_refused_at_intake),
+		cmocka_unit_test(requested_run_read_again),
 		cmocka_unit_test(kill9_each_write_point),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);

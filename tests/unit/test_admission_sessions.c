@@ -174,6 +174,57 @@ static void first_proof_ends_the_others(void **state)
 	adm_sessions_destroy(&t);
 }
 
+/* A proof supersedes only sessions for the same EKs; a proof-only (claim)
+ * session supersedes nothing: another TPM's proof says nothing about this
+ * machine's sessions. */
+static void proof_supersedes_only_its_eks(void **state)
+{
+	(void)state;
+	struct adm_sessions t;
+	struct adm_session *e = NULL;
+	uint8_t id[FLEET_WIRE_ID_LEN];
+	assert_int_equal(adm_sessions_init(&t, 64, NULL), 0);
+	struct adm_session *mine = open_from(&t, "SER-10", "192.0.2.7", 1, T0 + 600);
+	struct adm_session *forged = open_from(&t, "SER-10", "203.0.113.5", 2, T0 + 600);
+	struct adm_session *other = open_from(&t, "SER-10", "198.51.100.9", 3, T0 + 600);
+	strcpy(mine->s.ek_hash, "aa");
+	strcpy(forged->s.ek_hash, "aa"); /* the machine's public EK certificate */
+	strcpy(other->s.ek_hash, "bb");  /* another TPM, claiming the serial */
+	other->claim = true;
+	memset(id, 3, sizeof(id));
+	assert_int_equal(adm_sessions_acquire(&t, id, T0, &e), ADM_SESS_OK);
+	assert_int_equal(adm_sessions_prove(&t, e), 0);
+	adm_sessions_release(&t, e);
+	acquire_ok(&t, 1, T0, "SER-10");
+	acquire_ok(&t, 2, T0, "SER-10");
+	memset(id, 1, sizeof(id));
+	assert_int_equal(adm_sessions_acquire(&t, id, T0, &e), ADM_SESS_OK);
+	assert_int_equal(adm_sessions_prove(&t, e), 1); /* the forged one, not the claim */
+	adm_sessions_release(&t, e);
+	acquire_ok(&t, 3, T0, "SER-10");
+	memset(id, 2, sizeof(id));
+	assert_int_equal(adm_sessions_acquire(&t, id, T0, &e), ADM_SESS_EXPIRED);
+	adm_sessions_destroy(&t);
+}
+
+/* Only the exact address replaces its own try: a neighbour in the same
+ * IPv6 /64 opens a parallel session. */
+static void neighbour_does_not_replace(void **state)
+{
+	(void)state;
+	struct adm_sessions t;
+	assert_int_equal(adm_sessions_init(&t, 64, NULL), 0);
+	open_from(&t, "SER-11", "2001:db8:1:2::7", 1, T0 + 600);
+	open_from(&t, "SER-11", "2001:db8:1:2::8", 2, T0 + 600);
+	open_from(&t, "SER-11", "fe80::1%eth0", 3, T0 + 600);
+	open_from(&t, "SER-11", "fe80::1%eth0", 4, T0 + 600); /* replaces 3 */
+	assert_int_equal(adm_sessions_count(&t), 3);
+	acquire_ok(&t, 1, T0, "SER-11");
+	acquire_ok(&t, 2, T0, "SER-11");
+	acquire_ok(&t, 4, T0, "SER-11");
+	adm_sessions_destroy(&t);
+}
+
 /* An unproven session ends at its answer window; a proven one lives to
  * its deadline. */
 static void answer_window(void **state)
@@ -314,6 +365,8 @@ int main(void)
 		cmocka_unit_test(same_source_replaces_its_own),
 		cmocka_unit_test(per_source_cap),
 		cmocka_unit_test(first_proof_ends_the_others),
+		cmocka_unit_test(proof_supersedes_only_its_eks),
+		cmocka_unit_test(neighbour_does_not_replace),
 		cmocka_unit_test(answer_window),
 		cmocka_unit_test(reaper_callback),
 		cmocka_unit_test(an_intake_still_deciding_is_not_reaped),

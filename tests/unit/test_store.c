@@ -364,6 +364,18 @@ static void test_claim_caps(void **state)
 	assert_int_equal(c[0].count, FLEET_STORE_CLAIM_EKS + 3);
 	assert_true(c[0].eks_dropped);
 	free(c);
+	/* One TPM may claim a few serials, not the table. */
+	char serial[16];
+	for (int i = 0; i < FLEET_STORE_CLAIMS_PER_EK; i++) {
+		snprintf(serial, sizeof(serial), "P%d", i);
+		assert_int_equal(fleet_store_claim_upsert(f->st, serial, "unknown-serial", HD, HC, 9),
+				 0);
+	}
+	assert_int_equal(fleet_store_claim_upsert(f->st, "P-more", "unknown-serial", HD, HC, 9),
+			 FLEET_STORE_E_FULL);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "P0", "unknown-serial", HD, HC, 10), 0);
+	assert_int_equal(fleet_store_claim_upsert(f->st, "P-more", "unknown-serial", HD, NULL, 9),
+			 0); /* another EK pair */
 	/* The number of claims is capped: fill the table behind the API. */
 	sqlite3 *db = raw(f);
 	assert_int_equal(
