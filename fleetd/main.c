@@ -106,13 +106,11 @@ static size_t reap_sessions(void *ctx)
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
- * certificate a lost session was issued provisionally is revoked; and
- * verdicts.jsonl is caught up with the store (verdict_log.h). */
+ * certificate a lost session was issued provisionally is revoked. */
 static int recover_state(struct daemon *d)
 {
-	char err[256], sha1s[FLEET_STORE_REVOKE_SHA1S][41];
-	size_t n = 0, appended = 0;
-	bool ahead = false;
+	char sha1s[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t n = 0;
 	enum fleet_store_err se;
 	/* Another writer (a second fleetd on the same state, an operator's
 	 * tool) can hold the lock for a moment: a few tries before giving up. */
@@ -133,21 +131,8 @@ static int recover_state(struct daemon *d)
 									       "fleetd-restart"}),
 			  "%zu provisional certificate%s of sessions lost at the last stop revoked",
 			  n, n == 1 ? "" : "s");
-	/* verdicts.jsonl is a copy for operators; the store is the verdicts'
-	 * authority. A copy that cannot be caught up is said loudly, and
-	 * fleetd serves: the daemon retries every second (admission.c). */
-	if (fleet_vlog_reconcile(d->vlog, d->store, &appended, &ahead, err, sizeof(err)) !=
-	    FLEET_OK)
-		fleet_log(LOG_ERR, "verdicts-reconcile-failed", NULL, 0,
-			  "verdicts.jsonl could not be caught up with the store: %s", err);
-	if (appended)
-		fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
-			  "%zu verdict%s the store holds appended to verdicts.jsonl (lost at the "
-			  "last stop)", appended, appended == 1 ? "" : "s");
-	if (ahead)
-		fleet_log(LOG_WARNING, "verdicts-ahead", NULL, 0,
-			  "verdicts.jsonl holds verdicts newer than the store's newest: was the "
-			  "store restored from an older copy?");
+	/* verdicts.jsonl is caught up with the store by the admission, as it
+	 * is made (fleet_admission_new), before anything is served. */
 	return 0;
 }
 

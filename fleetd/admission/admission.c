@@ -246,6 +246,10 @@ static void vlog_catch_up(struct fleet_admission *a)
 			fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
 				  "%zu verdict%s appended to verdicts.jsonl from the store", appended,
 				  appended == 1 ? "" : "s");
+		if (ahead)
+			fleet_log(LOG_WARNING, "verdicts-ahead", NULL, 0,
+				  "verdicts.jsonl holds verdicts newer than the store's newest: was "
+				  "the store restored from an older copy?");
 	}
 	adm_store_unlock(a);
 }
@@ -363,8 +367,10 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 		*reason = "binding-changed";
 		return ADM_REREAD_CHANGED;
 	}
-	if (strcasecmp(d.serial, snap->serial) != 0 || !same_str(d.name, snap->name) ||
-	    !same_str(d.status, snap->status) || !same_str(d.class_name, snap->class_name) ||
+	if (strcasecmp(d.serial, snap->serial) != 0 ||
+	    !same_str(d.name, snap->name) ||
+	    !same_str(d.status, snap->status) ||
+	    !same_str(d.class_name, snap->class_name) ||
 	    !same_str(d.desired_action, snap->desired_action)) {
 		*reason = "device-changed";
 		return ADM_REREAD_CHANGED;
@@ -472,8 +478,9 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 		return FLEET_E_NOMEM;
 	}
 	a->d = *deps;
-	/* The start reconciles verdicts.jsonl before it serves; the first reap
-	 * checks again, and until then nothing is appended out of order. */
+	/* Caught up below, before anything is served; a catch-up that fails
+	 * there is retried by every reap, and until it succeeds nothing is
+	 * appended out of order. */
 	a->vlog_behind = true;
 	if (pthread_mutex_init(&a->store_mu, NULL) != 0) {
 		free(a);
@@ -500,6 +507,9 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 		e = FLEET_E_NOMEM;
 		goto fail;
 	}
+	/* verdicts.jsonl caught up with the store before anything is served:
+	 * a crash between a verdict's commit and its line lost the line. */
+	vlog_catch_up(a);
 	*out = a;
 	return FLEET_OK;
 fail:
