@@ -5,7 +5,7 @@
 set -euo pipefail
 
 packages=(
-  build-essential cmake pkg-config clang libclang-rt-14-dev
+  build-essential dpkg-dev cmake pkg-config clang libclang-rt-14-dev
   libssl-dev openssl
   libtss2-dev libtss2-tcti-swtpm0 tpm2-tools swtpm swtpm-tools
   libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev

@@ -201,7 +201,7 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 	struct ac_vars v = {device, NULL, f->trust_domain, NULL};
 	for (size_t i = 0; i < server->n; i++) {
 		const struct sp_entry *e = &server->e[i];
-		char dev[SN_NAME_MAX + 16];
+		char dev[PLAN_DEVICE_MAX];
 		departing_device(f, e, dev, sizeof(dev));
 		if (strcmp(dev, device))
 			continue;
@@ -258,7 +258,7 @@ fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
 	snprintf(parent, sizeof(parent), "spiffe://%s/spire/server", f->trust_domain);
 
 	/* Departed devices, in server order, each once. */
-	char (*gone)[SN_NAME_MAX + 16] = calloc(server->n + 1, sizeof(*gone));
+	char (*gone)[PLAN_DEVICE_MAX] = calloc(server->n + 1, sizeof(*gone));
 	if (!gone) {
 		want_free(w, nw);
 		return FLEET_E_NOMEM;
@@ -278,7 +278,7 @@ fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
 			}
 		if (match[i])
 			continue;
-		char dev[SN_NAME_MAX + 16];
+		char dev[PLAN_DEVICE_MAX];
 		departing_device(f, &server->e[i], dev, sizeof(dev));
 		if (still_eligible(f, dev))
 			continue;
@@ -302,7 +302,7 @@ fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
 	for (size_t i = 0; i < server->n; i++) {
 		if (match[i])
 			continue;
-		char dev[SN_NAME_MAX + 16];
+		char dev[PLAN_DEVICE_MAX];
 		departing_device(f, &server->e[i], dev, sizeof(dev));
 		int stale = still_eligible(f, dev);
 		struct plan_action *a = add(p, PK_DELETE, dev, stale ? "not wanted for an "

@@ -32,10 +32,14 @@
 enum plan_kind { PK_BAN, PK_DELETE, PK_UPDATE, PK_CREATE };
 
 #define PLAN_STR 600
+/* A device name as the planner holds it: an eligible name, or the name a
+ * fleet- entry ID or SPIFFE ID gives a departing device (an entry ID with
+ * "-ecc"). */
+#define PLAN_DEVICE_MAX (SN_NAME_MAX + 16)
 
 struct plan_action {
 	enum plan_kind kind;
-	char device[SN_NAME_MAX + 1 + 8];
+	char device[PLAN_DEVICE_MAX];
 	char entry_id[SP_ID_MAX + 1];          /* delete, update, create */
 	char spiffe_id[PLAN_STR];              /* update, create; ban: the agent ID */
 	char parent_id[PLAN_STR];              /* update, create */

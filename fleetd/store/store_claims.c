@@ -16,10 +16,12 @@ static enum fleet_store_err run(struct fleet_store *st, sqlite3_stmt *s, const c
 	return rc == SQLITE_DONE ? FLEET_STORE_OK : st_sqlite(st, rc, what);
 }
 
-/* count(*) with at most one integer parameter ?1 (an SQL without one ignores key). */
+/* count(*) with at most one integer parameter ?1 (an SQL without one ignores key).
+ * *out is 0 on an error. */
 static enum fleet_store_err count_rows(struct fleet_store *st, const char *sql, int64_t key,
 				       int64_t *out)
 {
+	*out = 0;
 	sqlite3_stmt *s;
 	enum fleet_store_err e = st_prepare(st, sql, &s);
 	if (e)
@@ -84,10 +86,11 @@ static enum fleet_store_err record_eks(struct fleet_store *st, int64_t id, const
 	return run(st, s, "record claim EKs");
 }
 
-/* How many claims name this EK pair. */
+/* How many claims name this EK pair (0 on an error). */
 static enum fleet_store_err claims_of_eks(struct fleet_store *st, const char *ek, const char *ecc,
 					  int64_t *out)
 {
+	*out = 0;
 	sqlite3_stmt *s;
 	enum fleet_store_err e = st_prepare(
 		st, "SELECT count(DISTINCT claim_id) FROM claim_eks WHERE ek_hash = ?1 AND "

@@ -92,10 +92,12 @@ static fleet_err node_get(struct lctx *c, int id, const yaml_node_t *parent, yam
 	return FLEET_OK;
 }
 
-/* A scalar as a C string: refuses non-scalars and embedded NULs. */
+/* A scalar as a C string: refuses non-scalars and embedded NULs. *s is NULL
+ * on a refusal. */
 static fleet_err scalar(struct lctx *c, const yaml_node_t *n, const char *what, size_t max,
 			const char **s)
 {
+	*s = NULL;
 	if (n->type != YAML_SCALAR_NODE)
 		return fail(c, FLEET_E_MALFORMED, n, "%s must be a scalar", what);
 	size_t len = n->data.scalar.length;
