@@ -154,6 +154,32 @@ static int list_entries(const struct cli *c, struct sp_entries *l)
 	return ok;
 }
 
+static int list_agents(const struct cli *c, struct sp_agents *l)
+{
+	struct fleet_buf out, err;
+	fb_init(&out);
+	fb_init(&err);
+	const char *words[] = {"agent", "list"};
+	int rc = run_cli(c, words, 2, NULL, 0, SP_MAX_OUTPUT, &out, &err, "agent list");
+	int ok = -1;
+	char why[256], line[200];
+	if (rc > 0) {
+		first_line(&err, line, sizeof(line));
+		say("agent list failed (exit %d: %s); nothing changed", rc, line);
+	} else if (rc == 0) {
+		if (sp_parse_agents(out.data ? out.data : (const uint8_t *)"", out.len, l, why,
+				    sizeof(why)))
+			say("agent list: %s; nothing changed", why);
+		else
+			ok = 0;
+	} else {
+		say("nothing changed");
+	}
+	fb_free(&out);
+	fb_free(&err);
+	return ok;
+}
+
 static int do_step(const struct cli *c, const struct plan_action *a)
 {
 	const char *flags[4 + 2 * AC_MAX_TEMPLATES + 2];
@@ -271,16 +297,25 @@ int applier_run(const struct applier_opts *o)
 		sn_free(&f);
 		return 1;
 	}
+	/* Every agent, to find those that attested as a departing device: the
+	 * file names a device that left by nothing but its entries. */
+	struct sp_agents agents;
+	if (list_agents(&c, &agents)) {
+		sp_entries_free(&server);
+		sn_free(&f);
+		return 1;
+	}
 	struct plan p;
-	if (plan_build(&f, &cfg, &server, &p, why, sizeof(why))) {
+	if (plan_build(&f, &cfg, &server, &agents, &p, why, sizeof(why))) {
 		say("cannot plan: %s; nothing changed", why);
+		sp_agents_free(&agents);
 		sp_entries_free(&server);
 		sn_free(&f);
 		return 1;
 	}
 	say("file serial %lld (%s): %zu eligible, %zu revoked; the server lists %zu entries, "
-	    "%zu of them fleet-", f.serial, f.generated_at, f.n_eligible, f.n_revoked,
-	    server.n_total, server.n);
+	    "%zu of them fleet-, and %zu agents", f.serial, f.generated_at, f.n_eligible,
+	    f.n_revoked, server.n_total, server.n, agents.n);
 	plan_print(&p, stdout);
 	fflush(stdout);
 	long limit = o->allow_removals >= 0 ? o->allow_removals : APPLIER_MAX_REMOVALS;
@@ -305,6 +340,7 @@ int applier_run(const struct applier_opts *o)
 			say("applied %zu steps", p.n);
 	}
 	plan_free(&p);
+	sp_agents_free(&agents);
 	sp_entries_free(&server);
 	sn_free(&f);
 	return rc;

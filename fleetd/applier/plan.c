@@ -183,15 +183,129 @@ static int have_ban(const struct plan *p, const char *agent)
 	return 0;
 }
 
-/* Ban every agent ID form the configuration names for this device, from
- * what is known of it: its revoked record (EKs, LDevIDs) and the EK hashes
- * its departing entries' selectors carry. */
+/* What names one device in an agent's ID or selectors. */
+struct marks {
+	const char *name;
+	const char (*eks)[65];
+	size_t n_eks;
+	const char (*ld)[41];
+	size_t n_ld;
+	char **sel; /* selectors that name the device ("type:value") */
+	size_t n_sel;
+};
+
+/* Did this agent attest as the device (marks)? By its ID: the tpm
+ * attestor's spiffe://<td>/spire/agent/tpm/<EK hash>, the tpm_devid
+ * attestor's .../tpm_devid/<LDevID SHA-1>. By its selectors: the tpm
+ * attestor's tpm:pub_hash:<EK hash>; the tpm_devid attestor's
+ * tpm_devid:subject:cn:<name>, since fleetd's LDevIDs have the subject
+ * CN=<device name> (docs/identity-ca.md); and any selector of the device's
+ * own entries that names it (a configured selector with {name} or
+ * {ek_hash}). */
+static int agent_is(const struct sp_agent *a, const char *td, const struct marks *m)
+{
+	char buf[PLAN_STR];
+	int n = snprintf(buf, sizeof(buf), "spiffe://%s/spire/agent/", td);
+	if (n < 0 || (size_t)n >= sizeof(buf) || strncmp(a->id, buf, (size_t)n))
+		return 0;
+	const char *tail = a->id + n;
+	for (size_t k = 0; k < m->n_eks; k++) {
+		snprintf(buf, sizeof(buf), "tpm:pub_hash:%s", m->eks[k]);
+		if ((!strncmp(tail, "tpm/", 4) && !strcmp(tail + 4, m->eks[k])) ||
+		    sp_agent_has_selector(a, buf))
+			return 1;
+	}
+	for (size_t k = 0; k < m->n_ld; k++)
+		if (!strncmp(tail, "tpm_devid/", 10) && !strcmp(tail + 10, m->ld[k]))
+			return 1;
+	snprintf(buf, sizeof(buf), "tpm_devid:subject:cn:%s", m->name);
+	if (sp_agent_has_selector(a, buf))
+		return 1;
+	for (size_t k = 0; k < m->n_sel; k++)
+		if (sp_agent_has_selector(a, m->sel[k]))
+			return 1;
+	return 0;
+}
+
+/* The eligible device this agent (also) attests as, or NULL: such an agent
+ * is never banned, whichever device's departure names it. */
+static const struct sn_device *agent_of_eligible(const struct sn_file *f,
+						 const struct sp_agent *a)
+{
+	for (size_t i = 0; i < f->n_eligible; i++) {
+		const struct sn_device *d = &f->eligible[i];
+		char eks[2][65];
+		size_t n = 0;
+		memcpy(eks[n++], d->ek_hash, 65);
+		if (d->ek_hash_ecc[0])
+			memcpy(eks[n++], d->ek_hash_ecc, 65);
+		struct marks m = {d->name, (const char (*)[65])eks, n,
+				  (const char (*)[41])d->ldevid_sha1, d->n_ldevid, NULL, 0};
+		if (agent_is(a, f->trust_domain, &m))
+			return d;
+	}
+	return NULL;
+}
+
+static const struct sp_agent *find_agent(const struct sp_agents *l, const char *id)
+{
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(l->a[mid].id, id);
+		if (!c)
+			return &l->a[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int add_sel(char ***v, size_t *n, size_t *cap, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return 0;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		char **x = realloc(*v, c * sizeof(*x));
+		if (!x)
+			return -1;
+		*v = x;
+		*cap = c;
+	}
+	return ((*v)[*n] = strdup(s)) ? (++*n, 0) : -1;
+}
+
+static fleet_err add_ban(struct plan *p, const char *device, const char *agent, const char *why)
+{
+	if (have_ban(p, agent))
+		return FLEET_OK;
+	struct plan_action *a = add(p, PK_BAN, device, why);
+	if (!a)
+		return FLEET_E_NOMEM;
+	snprintf(a->spiffe_id, sizeof(a->spiffe_id), "%s", agent);
+	return FLEET_OK;
+}
+
+/* Ban every agent that attested as this device: each agent ID form the
+ * configuration names, from what is known of it (its revoked record's EKs
+ * and LDevIDs, the EK hashes its departing entries' selectors carry), and
+ * each agent the server lists that attested as it (agent_is). An agent the
+ * list shows banned already, or one that attests as an eligible device, is
+ * left alone. */
 static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 			   const struct applier_config *c, const char *device,
-			   const struct sp_entries *server, const char *why)
+			   const struct sp_entries *server, const struct sp_agents *agents,
+			   const char *why)
 {
 	char eks[2 + SP_MAX_SELECTORS * 2][65];
 	size_t n_eks = 0;
+	char **sel = NULL;
+	size_t n_sel = 0, cap_sel = 0;
+	fleet_err err = FLEET_OK;
 	const struct sn_device *r = sn_find_revoked(f, device);
 	if (r) {
 		snprintf(eks[n_eks++], 65, "%s", r->ek_hash);
@@ -207,9 +321,23 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 			continue;
 		for (size_t s = 0; s < e->n_selectors; s++)
 			for (size_t t = 0; t < c->n_selector; t++) {
-				char ek[65];
+				char ek[65], x[PLAN_STR];
+				if (!ac_uses(c->selector[t], "{ek_hash}")) {
+					if (ac_uses(c->selector[t], "{name}") &&
+					    !ac_expand(c->selector[t], &v, x, sizeof(x)) &&
+					    !strcmp(x, e->selectors[s]) &&
+					    add_sel(&sel, &n_sel, &cap_sel, x)) {
+						err = FLEET_E_NOMEM;
+						goto out;
+					}
+					continue;
+				}
 				if (!ac_match_ek(c->selector[t], &v, e->selectors[s], ek))
 					continue;
+				if (add_sel(&sel, &n_sel, &cap_sel, e->selectors[s])) {
+					err = FLEET_E_NOMEM;
+					goto out;
+				}
 				size_t k;
 				for (k = 0; k < n_eks; k++)
 					if (!strcmp(eks[k], ek))
@@ -218,13 +346,34 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 					memcpy(eks[n_eks++], ek, 65);
 			}
 	}
+	/* The configured selectors as they name this device now. */
+	for (size_t t = 0; t < c->n_selector; t++) {
+		int uses_ek = ac_uses(c->selector[t], "{ek_hash}");
+		if (!uses_ek && !ac_uses(c->selector[t], "{name}"))
+			continue;
+		for (size_t k = 0; k < (uses_ek ? n_eks : 1); k++) {
+			struct ac_vars w = v;
+			char x[PLAN_STR];
+			if (uses_ek)
+				w.ek_hash = eks[k];
+			if (!ac_expand(c->selector[t], &w, x, sizeof(x)) &&
+			    add_sel(&sel, &n_sel, &cap_sel, x)) {
+				err = FLEET_E_NOMEM;
+				goto out;
+			}
+		}
+	}
+	struct marks m = {device, (const char (*)[65])eks, n_eks,
+			  r ? (const char (*)[41])r->ldevid_sha1 : NULL, r ? r->n_ldevid : 0,
+			  sel, n_sel};
+
+	/* The configured agent ID forms. */
+	int unexpanded[AC_MAX_TEMPLATES] = {0};
 	for (size_t t = 0; t < c->n_agent_id; t++) {
 		const char *tm = c->agent_id[t];
 		int uses_ek = ac_uses(tm, "{ek_hash}"), uses_ld = ac_uses(tm, "{ldevid_sha1}");
 		size_t reps = uses_ek ? n_eks : uses_ld ? (r ? r->n_ldevid : 0) : 1;
-		if (reps == 0)
-			note(p, "%s: no %s known, so agent_id %zu is not banned", device,
-			     uses_ek ? "EK hash" : "LDevID fingerprint", t);
+		unexpanded[t] = reps == 0;
 		for (size_t k = 0; k < reps; k++) {
 			struct ac_vars w = v;
 			if (uses_ek)
@@ -234,19 +383,68 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 			char agent[PLAN_STR];
 			if (ac_expand(tm, &w, agent, sizeof(agent)))
 				continue; /* cannot fit: said by the note below */
-			if (have_ban(p, agent))
+			const struct sp_agent *known = find_agent(agents, agent);
+			if (known && known->banned)
 				continue;
-			struct plan_action *a = add(p, PK_BAN, device, why);
-			if (!a)
-				return FLEET_E_NOMEM;
-			snprintf(a->spiffe_id, sizeof(a->spiffe_id), "%s", agent);
+			struct sp_agent bare = {.id = agent};
+			const struct sn_device *other = agent_of_eligible(f, known ? known : &bare);
+			if (other) {
+				note(p, "%s: agent %s attests as eligible %s: not banned", device,
+				     agent, other->name);
+				continue;
+			}
+			if ((err = add_ban(p, device, agent, why)))
+				goto out;
 		}
 	}
-	return FLEET_OK;
+	/* The agents the server lists that attested as this device. */
+	for (size_t i = 0; i < agents->n; i++) {
+		const struct sp_agent *a = &agents->a[i];
+		if (a->banned || !agent_is(a, f->trust_domain, &m))
+			continue;
+		const struct sn_device *other = agent_of_eligible(f, a);
+		if (other) {
+			note(p, "%s: agent %s attests as eligible %s: not banned", device, a->id,
+			     other->name);
+			continue;
+		}
+		if ((err = add_ban(p, device, a->id, why)))
+			goto out;
+	}
+	/* A form that could not be expanded is said, unless a listed agent of
+	 * that form was found for the device. */
+	for (size_t t = 0; t < c->n_agent_id; t++) {
+		if (!unexpanded[t])
+			continue;
+		const char *tm = c->agent_id[t];
+		int uses_ek = ac_uses(tm, "{ek_hash}");
+		struct ac_vars w = v;
+		char prefix[PLAN_STR];
+		if (uses_ek)
+			w.ek_hash = "\x01";
+		else
+			w.ldevid_sha1 = "\x01";
+		int found = 0;
+		if (!ac_expand(tm, &w, prefix, sizeof(prefix))) {
+			*strchr(prefix, '\x01') = '\0';
+			for (size_t i = 0; i < agents->n && !found; i++)
+				found = !strncmp(agents->a[i].id, prefix, strlen(prefix)) &&
+					agent_is(&agents->a[i], f->trust_domain, &m);
+		}
+		if (!found)
+			note(p, "%s: no %s known and no such agent listed, so agent_id %zu is "
+			     "not banned", device, uses_ek ? "EK hash" : "LDevID fingerprint", t);
+	}
+out:
+	for (size_t i = 0; i < n_sel; i++)
+		free(sel[i]);
+	free(sel);
+	return err;
 }
 
 fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
-		     const struct sp_entries *server, struct plan *p, char *why, size_t whylen)
+		     const struct sp_entries *server, const struct sp_agents *agents,
+		     struct plan *p, char *why, size_t whylen)
 {
 	memset(p, 0, sizeof(*p));
 	struct want *w = NULL;
@@ -293,10 +491,11 @@ fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
 
 	/* 1. Bans: departed devices, then revoked ones. */
 	for (size_t k = 0; k < n_gone; k++)
-		if ((e = plan_bans(p, f, c, gone[k], server, "left the eligible list")))
+		if ((e = plan_bans(p, f, c, gone[k], server, agents, "left the eligible list")))
 			goto out;
 	for (size_t k = 0; k < f->n_revoked; k++)
-		if ((e = plan_bans(p, f, c, f->revoked[k].name, server, "revoked")))
+		if ((e = plan_bans(p, f, c, f->revoked[k].name, server, agents,
+				       "revoked")))
 			goto out;
 	/* 2. Deletes. */
 	for (size_t i = 0; i < server->n; i++) {

@@ -16,6 +16,12 @@
  *     left the eligible list: that counts as one removed node, and its
  *     agents are banned first.
  *   - Each revoked device's agents are banned; that alone is no removal.
+ *   - A device's agents are every agent `agent list` shows attested as it
+ *     (its tpm agent by EK hash, its tpm_devid agent by LDevID fingerprint
+ *     or the subject CN=<name> fleetd's LDevIDs carry, any agent holding a
+ *     selector of its entries that names it), and the configured agent ID
+ *     forms it can be named by. One the list shows banned is skipped; one
+ *     that also attests as an eligible device is never banned (noted).
  *   - Order: bans, then deletes, then updates, then creates, so a run that
  *     stops part way has taken away before it has given.
  */
@@ -57,8 +63,8 @@ struct plan {
 };
 
 fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
-		     const struct sp_entries *server, struct plan *out, char *why,
-		     size_t whylen);
+		     const struct sp_entries *server, const struct sp_agents *agents,
+		     struct plan *out, char *why, size_t whylen);
 void plan_free(struct plan *p);
 size_t plan_count(const struct plan *p, enum plan_kind k);
 void plan_print(const struct plan *p, FILE *to);

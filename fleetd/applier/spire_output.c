@@ -74,6 +74,34 @@ static void entry_free(struct sp_entry *e)
 	memset(e, 0, sizeof(*e));
 }
 
+/* selectors [{"type", "value"}] to sorted "type:value" strings; what and
+ * idx name the owner in a refusal. */
+static fleet_err get_selectors(json_t *sel, size_t max, const char *what, size_t idx,
+			       char ***out, size_t *n, char *why, size_t whylen)
+{
+	if (!json_is_array(sel) || json_array_size(sel) > max)
+		return refuse(why, whylen, "%s %zu: selectors is not an array of at most %zu", what,
+			      idx, max);
+	*out = calloc(json_array_size(sel) + 1, sizeof(char *));
+	if (!*out)
+		return FLEET_E_NOMEM;
+	for (size_t i = 0; i < json_array_size(sel); i++) {
+		json_t *s = json_array_get(sel, i);
+		const char *t = json_is_object(s) ? str_field(s, "type") : NULL;
+		const char *v = json_is_object(s) ? str_field(s, "value") : NULL;
+		if (!t || !v)
+			return refuse(why, whylen, "%s %zu: selector %zu lacks type or value", what,
+				      idx, i);
+		size_t len = strlen(t) + strlen(v) + 2;
+		if (!((*out)[i] = malloc(len)))
+			return FLEET_E_NOMEM;
+		snprintf((*out)[i], len, "%s:%s", t, v);
+		*n = i + 1;
+	}
+	qsort(*out, *n, sizeof(char *), cmp_str);
+	return FLEET_OK;
+}
+
 static fleet_err get_entry(json_t *o, size_t idx, struct sp_entry *e, char *why, size_t whylen)
 {
 	e->id = strdup(str_field(o, "id"));
@@ -82,27 +110,10 @@ static fleet_err get_entry(json_t *o, size_t idx, struct sp_entry *e, char *why,
 	if (!e->id || !e->spiffe_id || !e->parent_id)
 		return refuse(why, whylen, "entry %zu (ours by its ID) lacks a well-formed "
 			      "spiffe_id or parent_id", idx);
-	json_t *sel = json_object_get(o, "selectors");
-	if (!json_is_array(sel) || json_array_size(sel) > SP_MAX_SELECTORS)
-		return refuse(why, whylen, "entry %zu: selectors is not an array of at most %d",
-			      idx, SP_MAX_SELECTORS);
-	e->selectors = calloc(json_array_size(sel) + 1, sizeof(char *));
-	if (!e->selectors)
-		return FLEET_E_NOMEM;
-	for (size_t i = 0; i < json_array_size(sel); i++) {
-		json_t *s = json_array_get(sel, i);
-		const char *t = json_is_object(s) ? str_field(s, "type") : NULL;
-		const char *v = json_is_object(s) ? str_field(s, "value") : NULL;
-		if (!t || !v)
-			return refuse(why, whylen, "entry %zu: selector %zu lacks type or value",
-				      idx, i);
-		size_t n = strlen(t) + strlen(v) + 2;
-		if (!(e->selectors[i] = malloc(n)))
-			return FLEET_E_NOMEM;
-		snprintf(e->selectors[i], n, "%s:%s", t, v);
-		e->n_selectors = i + 1;
-	}
-	qsort(e->selectors, e->n_selectors, sizeof(char *), cmp_str);
+	fleet_err r = get_selectors(json_object_get(o, "selectors"), SP_MAX_SELECTORS, "entry",
+				    idx, &e->selectors, &e->n_selectors, why, whylen);
+	if (r)
+		return r;
 	json_t *admin = json_object_get(o, "admin"), *down = json_object_get(o, "downstream");
 	e->admin = json_is_true(admin);
 	e->downstream = json_is_true(down);
@@ -232,4 +243,107 @@ int sp_ban_said_not_found(const uint8_t *err, size_t len)
 		if (!memcmp(err + i, needle, n))
 			return 1;
 	return 0;
+}
+
+static void agent_free(struct sp_agent *a)
+{
+	free(a->id);
+	free(a->attestation_type);
+	for (size_t i = 0; i < a->n_selectors; i++)
+		free(a->selectors[i]);
+	free(a->selectors);
+	memset(a, 0, sizeof(*a));
+}
+
+void sp_agents_free(struct sp_agents *l)
+{
+	for (size_t i = 0; i < l->n; i++)
+		agent_free(&l->a[i]);
+	free(l->a);
+	memset(l, 0, sizeof(*l));
+}
+
+static int cmp_agent_id(const void *a, const void *b)
+{
+	return strcmp(((const struct sp_agent *)a)->id, ((const struct sp_agent *)b)->id);
+}
+
+static fleet_err get_agent(json_t *o, size_t idx, struct sp_agent *a, char *why, size_t whylen)
+{
+	static const char agent_path[] = "/spire/agent/";
+	json_t *id = json_is_object(o) ? json_object_get(o, "id") : NULL;
+	const char *path = json_is_object(id) ? str_field(id, "path") : NULL;
+	if (!path || strncmp(path, agent_path, sizeof(agent_path) - 1) ||
+	    !path[sizeof(agent_path) - 1] || !(a->id = spiffe_id(id)))
+		return refuse(why, whylen, "agent %zu lacks a well-formed id under /spire/agent/",
+			      idx);
+	const char *at = str_field(o, "attestation_type");
+	json_t *banned = json_object_get(o, "banned");
+	if (!at || !json_is_boolean(banned))
+		return refuse(why, whylen, "agent %zu lacks attestation_type or banned", idx);
+	if (!(a->attestation_type = strdup(at)))
+		return FLEET_E_NOMEM;
+	a->banned = json_is_true(banned);
+	return get_selectors(json_object_get(o, "selectors"), SP_MAX_AGENT_SELECTORS, "agent",
+			     idx, &a->selectors, &a->n_selectors, why, whylen);
+}
+
+fleet_err sp_parse_agents(const uint8_t *buf, size_t len, struct sp_agents *out, char *why,
+			  size_t whylen)
+{
+	memset(out, 0, sizeof(*out));
+	if (len > SP_MAX_OUTPUT)
+		return refuse(why, whylen, "agent list printed %zu bytes, more than %u", len,
+			      SP_MAX_OUTPUT);
+	json_error_t jerr;
+	json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	if (!root)
+		return refuse(why, whylen, "agent list did not print JSON (line %d column %d)",
+			      jerr.line, jerr.column);
+	fleet_err e = FLEET_E_MALFORMED;
+	json_t *agents = json_object_get(root, "agents");
+	json_t *tok = json_object_get(root, "next_page_token");
+	if (!json_is_object(root) || !json_is_array(agents)) {
+		refuse(why, whylen, "agent list printed no \"agents\" array");
+		goto out;
+	}
+	if (tok && (!json_is_string(tok) || json_string_length(tok) != 0)) {
+		refuse(why, whylen, "agent list printed a next_page_token: the list is one page, "
+		       "not all agents, and a departing device's agent could be on another");
+		goto out;
+	}
+	size_t n = json_array_size(agents);
+	if (n > SP_MAX_AGENTS) {
+		refuse(why, whylen, "agent list listed %zu agents, more than %d", n, SP_MAX_AGENTS);
+		goto out;
+	}
+	out->a = calloc(n ? n : 1, sizeof(*out->a));
+	if (!out->a) {
+		e = FLEET_E_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < n; i++) {
+		struct sp_agent *a = &out->a[out->n++];
+		if ((e = get_agent(json_array_get(agents, i), i, a, why, whylen)))
+			goto out;
+		e = FLEET_E_MALFORMED;
+	}
+	qsort(out->a, out->n, sizeof(*out->a), cmp_agent_id);
+	for (size_t i = 1; i < out->n; i++)
+		if (!strcmp(out->a[i - 1].id, out->a[i].id)) {
+			refuse(why, whylen, "agent list lists one agent ID twice");
+			goto out;
+		}
+	e = FLEET_OK;
+out:
+	json_decref(root);
+	if (e)
+		sp_agents_free(out);
+	return e;
+}
+
+int sp_agent_has_selector(const struct sp_agent *a, const char *sel)
+{
+	return a->n_selectors &&
+	       bsearch(&sel, a->selectors, a->n_selectors, sizeof(char *), cmp_str) != NULL;
 }

@@ -8,6 +8,12 @@
  *                 "message"}, "entry"}]}
  *   entry update  BatchUpdateEntryResponse, the same shape
  *   entry delete  BatchDeleteEntryResponse {"results": [{"status", "id"}]}
+ *   agent list    ListAgentsResponse {"agents": [Agent], "next_page_token"}:
+ *                 Agent {"id": {"trust_domain", "path"}, "attestation_type",
+ *                 "x509svid_serial_number", "x509svid_expires_at" (int64, a
+ *                 string), "selectors": [{"type", "value"}], "banned",
+ *                 "can_reattest", "agent_version"}; the CLI follows the
+ *                 server's pages itself and prints one response
  *
  * The CLI exits 0 from create, update and delete even when the server
  * refused the entry: the per-result status code is the answer.
@@ -49,6 +55,34 @@ struct sp_entries {
 fleet_err sp_parse_entries(const uint8_t *buf, size_t len, struct sp_entries *out, char *why,
 			   size_t whylen);
 void sp_entries_free(struct sp_entries *l);
+
+/* An attested agent, as `agent list` prints it. */
+struct sp_agent {
+	char *id;               /* "spiffe://<trust_domain>/spire/agent/..." */
+	char *attestation_type; /* "tpm", "tpm_devid", ... (may be "") */
+	char **selectors;       /* "type:value", sorted */
+	size_t n_selectors;
+	int banned;
+};
+
+struct sp_agents {
+	struct sp_agent *a;
+	size_t n;
+};
+
+#define SP_MAX_AGENTS 200000
+#define SP_MAX_AGENT_SELECTORS 1024 /* other attestors (k8s_psat, aws_iid) emit many */
+
+/* Parse `agent list -output json`. Every agent is kept (the applier bans
+ * only those that attested as a departing device, plan.h). Refused: a
+ * next_page_token that is not empty, an agent without a well-formed ID
+ * under /spire/agent/, without attestation_type, selectors or banned, a
+ * selector without type or value, and an ID listed twice. */
+fleet_err sp_parse_agents(const uint8_t *buf, size_t len, struct sp_agents *out, char *why,
+			  size_t whylen);
+void sp_agents_free(struct sp_agents *l);
+/* Has this agent a selector equal to sel ("type:value")? */
+int sp_agent_has_selector(const struct sp_agent *a, const char *sel);
 
 /* Parse a Batch{Create,Update,Delete}EntryResponse that must hold exactly
  * one result; *code is its gRPC status code (0 = OK), msg its message

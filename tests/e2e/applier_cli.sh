@@ -44,10 +44,15 @@ nodes() {
 # A server with one foreign entry and the agents of w1..w5 and w9 attested.
 fresh_state() {
 	local agents="" n
+	# Each device attested twice: the tpm attestor's agent (ID and selector
+	# from the EK hash) and the tpm_devid attestor's (ID from the LDevID's
+	# SHA-1, selectors from its subject and chain: fleetd's LDevIDs are
+	# CN=<name>). One foreign agent of another attestor.
 	for n in w1 w2 w3 w4 w5 w9; do
-		agents="$agents${agents:+,}\"spiffe://$TD/spire/agent/tpm/$(h ek-$n)\":{\"banned\":false}"
-		agents="$agents,\"spiffe://$TD/spire/agent/tpm_devid/$(s1 ld-$n)\":{\"banned\":false}"
+		agents="$agents${agents:+,}\"spiffe://$TD/spire/agent/tpm/$(h ek-$n)\":{\"banned\":false,\"attestation_type\":\"tpm\",\"selectors\":[{\"type\":\"tpm\",\"value\":\"pub_hash:$(h ek-$n)\"}]}"
+		agents="$agents,\"spiffe://$TD/spire/agent/tpm_devid/$(s1 ld-$n)\":{\"banned\":false,\"attestation_type\":\"tpm_devid\",\"selectors\":[{\"type\":\"tpm_devid\",\"value\":\"subject:cn:$n\"},{\"type\":\"tpm_devid\",\"value\":\"issuer:cn:fleetd identity CA\"},{\"type\":\"tpm_devid\",\"value\":\"ca:fingerprint:$(s1 ca)\"}]}"
 	done
+	agents="$agents,\"spiffe://$TD/spire/agent/join_token/7f3c\":{\"banned\":false,\"attestation_type\":\"join_token\",\"selectors\":[]}"
 	cat >"$TMP/state.json" <<JSON
 {"trust_domain":"$TD","page_size":2,"agents":{$agents},
  "entries":[{"id":"foreign-1","spiffe_id":{"trust_domain":"$TD","path":"/workload/db"},
@@ -123,14 +128,25 @@ del=$(grep -nE '"entry", "delete"' "$TMP/calls.log" | head -1 | cut -d: -f1)
 [ -n "$first" ] && [ -n "$del" ] && [ "$first" -lt "$del" ] || fail "one removal: the ban did not come before the delete"
 [ "$(foreign)" = "$F0" ] || fail "one removal: the foreign entry changed"
 
-# 6. A device that leaves without a revoked record: its tpm agent is banned
-#    from the EK its entry's selector carried.
+# 6. A device that leaves without a revoked record (a failed verdict, a
+#    quarantine): the file no longer names it, yet both its agents are
+#    banned: the tpm one from the EK its entry's selector carried, the
+#    tpm_devid one found in `agent list` (subject CN=<name>). Other nodes'
+#    agents and the foreign agent are untouched.
 nodes "w1 w2 w4" "w3"
 run "add w4" 0
 nodes "w1 w2" "w3"
 run "w4 leaves" 0
 [ "$(banned "spiffe://$TD/spire/agent/tpm/$(h ek-w4)")" = true ] || fail "w4 leaves: tpm agent not banned"
-grep -q "note .*w4: no LDevID fingerprint known" "$TMP/out" || fail "w4 leaves: the unbannable tpm_devid form is not said"
+[ "$(banned "spiffe://$TD/spire/agent/tpm_devid/$(s1 ld-w4)")" = true ] || fail "w4 leaves: tpm_devid agent not banned"
+for a in "tpm/$(h ek-w1)" "tpm_devid/$(s1 ld-w1)" "tpm/$(h ek-w2)" "tpm_devid/$(s1 ld-w2)" join_token/7f3c; do
+	[ "$(banned "spiffe://$TD/spire/agent/$a")" = false ] || fail "w4 leaves: another node's agent $a was banned"
+done
+grep -q '"agent", "list"' "$TMP/calls.log" || fail "w4 leaves: agent list was not called"
+grep -q "note .*w4" "$TMP/out" && fail "w4 leaves: a note says an agent form of w4 went unbanned"
+ban1=$(grep -nE '"agent", "ban"' "$TMP/calls.log" | tail -1 | cut -d: -f1)
+del=$(grep -nE '"entry", "delete"' "$TMP/calls.log" | head -1 | cut -d: -f1)
+[ -n "$ban1" ] && [ -n "$del" ] && [ "$ban1" -lt "$del" ] || fail "w4 leaves: a ban came after a delete"
 
 # 7. Two removals at once: refused, nothing changed.
 S1=$(state_sum)
@@ -210,6 +226,28 @@ S1=$(state_sum)
 run "show fails" 1
 [ "$(state_sum)" = "$S1" ] || fail "show fails: the state changed"
 [ "$(mutations)" -eq 0 ] || fail "show fails: changing calls were made"
+
+# 12b. A failing or malformed agent list changes nothing, even with a
+#     device leaving.
+agent_list_bad() { # NAME JQ-SETTING
+	fresh_state
+	nodes "w1 w2" ""
+	run "agent list: $1 (set-up)" 0
+	nodes "w1" ""
+	jq "$2" "$TMP/state.json" >"$TMP/s" && mv "$TMP/s" "$TMP/state.json"
+	local s0
+	s0=$(state_sum)
+	run "agent list: $1" 1
+	[ "$(state_sum)" = "$s0" ] || fail "agent list: $1: the state changed"
+	[ "$(mutations)" -eq 0 ] || fail "agent list: $1: changing calls were made"
+	grep -q "agent list" "$TMP/err" || fail "agent list: $1: the refusal does not name agent list"
+}
+agent_list_bad "fails" '.inject.agent_list_error = "connection refused"'
+agent_list_bad "not JSON" '.inject.agent_list_stdout = "{\"agents\":["'
+agent_list_bad "no agents array" '.inject.agent_list_stdout = "{\"next_page_token\":\"\"}\n"'
+agent_list_bad "a page" '.inject.agent_list_stdout = "{\"agents\":[],\"next_page_token\":\"1000\"}\n"'
+agent_list_bad "agent without id" '.inject.agent_list_stdout = "{\"agents\":[{\"attestation_type\":\"tpm\",\"banned\":false,\"selectors\":[]}],\"next_page_token\":\"\"}\n"'
+agent_list_bad "selector without value" '.inject.agent_list_stdout = "{\"agents\":[{\"id\":{\"trust_domain\":\"fleet.example\",\"path\":\"/spire/agent/tpm/x\"},\"attestation_type\":\"tpm\",\"banned\":false,\"selectors\":[{\"type\":\"tpm\"}]}],\"next_page_token\":\"\"}\n"'
 
 # 13. --socket reaches the CLI as -socketPath; --spire-server names the CLI.
 fresh_state

@@ -1,12 +1,15 @@
 #!/usr/bin/env python3
 """spire_server_fake.py: a contract fake of the `spire-server` CLI.
 
-Follows SPIRE 1.9 and later as read from its sources (github.com/spiffe/spire,
-cmd/spire-server/cli/entry/{show,create,update,delete}.go with create's
--entryID and -hint flags, and cli/agent/ban.go; the -output json
-printer pkg/common/cliprinter/internal/protojson; the messages of
-spire-api-sdk proto/spire/api/server/entry/v1/entry.proto and
-proto/spire/api/types/entry.proto). What it reproduces:
+Follows the CLI of SPIRE v1.15.3 (entry commands unchanged since 1.9) as read
+from its sources (github.com/spiffe/spire, cmd/spire-server/cli/entry/
+{show,create,update,delete}.go with create's -entryID and -hint flags,
+cli/agent/{ban,list}.go; the -output json printer
+pkg/common/cliprinter/internal/protojson; pkg/server/api/agent.go
+ProtoFromAttestedNode; the tpm_devid attestor's selectors,
+pkg/server/plugin/nodeattestor/tpmdevid/devid.go; the messages of
+spire-api-sdk proto/spire/api/server/{entry,agent}/v1 and
+proto/spire/api/types/{entry,agent}.proto). What it reproduces:
 
   * Go `flag` parsing: -name value, -name=value, --name; bool flags without a
     value; an unknown flag is "flag provided but not defined" and exit 1.
@@ -19,6 +22,16 @@ proto/spire/api/types/entry.proto). What it reproduces:
   * `entry create` / `entry update` / `entry delete` with -output json print
     the Batch*EntryResponse and exit 0 even when a result's status is not OK;
     a failed create or update result carries the request's entry.
+  * `agent list`: the CLI pages ListAgents itself (page size 1000) and prints
+    ONE ListAgentsResponse {"agents": [Agent], "next_page_token": ""}; an
+    Agent is {"id": {"trust_domain", "path"}, "attestation_type",
+    "x509svid_serial_number", "x509svid_expires_at" (int64, so a string),
+    "selectors": [{"type", "value"}], "banned", "can_reattest",
+    "agent_version"}, banned being an empty serial number. A tpm agent is
+    .../spire/agent/tpm/<EK hash> with tpm:pub_hash:<EK hash>; a tpm_devid
+    agent is .../spire/agent/tpm_devid/<LDevID SHA-1> with
+    tpm_devid:subject:cn:<CN>, tpm_devid:issuer:cn:<CN> and
+    tpm_devid:ca:fingerprint:<SHA-1> per CA certificate of the chain.
   * `-node` sets the parent to spiffe://<td>/spire/server.
   * `agent ban`: BanAgentResponse is empty ("{}"); an unknown agent is
     NotFound "agent not found"; a non-agent ID is InvalidArgument.
@@ -29,11 +42,15 @@ proto/spire/api/types/entry.proto). What it reproduces:
 State: a JSON file named by SPIRE_FAKE_STATE:
   {"trust_domain": "fleet.example", "socket_path": optional,
    "page_size": optional, "entries": [Entry...],
-   "agents": {"spiffe://.../spire/agent/...": {"banned": false}},
+   "agents": {"spiffe://.../spire/agent/...": {"banned": false,
+              "attestation_type": "tpm", "selectors": [Selector...],
+              "x509svid_serial_number": optional, "x509svid_expires_at": optional}},
    "inject": {"entry_status": {"<entry id>": {"code": 13, "message": "..."}},
-              "show_error": "<desc>", "ban_error": {"<agent id>": "<desc>"}}}
+              "show_error": "<desc>", "ban_error": {"<agent id>": "<desc>"},
+              "agent_list_error": "<desc>", "agent_list_stdout": "<raw text>"}}
 Every invocation's argv is appended, one JSON line, to SPIRE_FAKE_LOG if set.
 """
+import hashlib
 import json
 import os
 import re
@@ -97,6 +114,9 @@ FLAGS = {
                           "data": ("str", "")},
     ("entry", "delete"): {"entryID": ("str", ""), "file": ("str", "")},
     ("agent", "ban"): {"spiffeID": ("str", "")},
+    ("agent", "list"): {"selector": ("multi", None), "attestationType": ("str", ""),
+                        "canReattest": ("str", ""), "banned": ("str", ""),
+                        "expiresBefore": ("str", ""), "matchSelectorsOn": ("str", "superset")},
 }
 
 
@@ -341,9 +361,49 @@ def cmd_ban(state, f):
     return changed
 
 
+def agent_proto(aid, a):
+    """Every field of types.Agent, as protojson with EmitUnpopulated."""
+    banned = a.get("banned", False)
+    serial = "" if banned else a.get(
+        "x509svid_serial_number", str(int(hashlib.sha1(aid.encode()).hexdigest()[:12], 16)))
+    return {"id": parse_id(aid), "attestation_type": a.get("attestation_type", ""),
+            "x509svid_serial_number": serial,
+            "x509svid_expires_at": str(a.get("x509svid_expires_at", 1764482400)),
+            "selectors": a.get("selectors", []), "banned": banned,
+            "can_reattest": a.get("can_reattest", a.get("attestation_type") == "tpm_devid"),
+            "agent_version": a.get("agent_version", "")}
+
+
+def cmd_agent_list(state, f):
+    check_socket(state, f)
+    inj = state.get("inject", {})
+    if inj.get("agent_list_error"):
+        raise rpc_error(14, inj["agent_list_error"])
+    if "agent_list_stdout" in inj:
+        sys.stdout.write(inj["agent_list_stdout"])
+        return False
+    agents = []
+    for aid, a in state.get("agents", {}).items():
+        if f["attestationType"] and a.get("attestation_type", "") != f["attestationType"]:
+            continue
+        if f["banned"] in ("true", "false") and a.get("banned", False) != (f["banned"] == "true"):
+            continue
+        want = [parse_selector(x) for x in f["selector"]]
+        have = a.get("selectors", [])
+        if want and f["matchSelectorsOn"] == "superset" and not all(w in have for w in want):
+            continue
+        agents.append(agent_proto(aid, a))
+    if f["output"] == "json":
+        sys.stdout.write(go_json({"agents": agents, "next_page_token": ""}))
+    else:
+        sys.stdout.write("Found %d attested %s:\n" % (len(agents), "agent" if len(agents) == 1
+                                                       else "agents"))
+    return False
+
+
 COMMANDS = {("entry", "show"): cmd_show, ("entry", "create"): cmd_create,
             ("entry", "update"): cmd_update, ("entry", "delete"): cmd_delete,
-            ("agent", "ban"): cmd_ban}
+            ("agent", "ban"): cmd_ban, ("agent", "list"): cmd_agent_list}
 
 
 def main(argv):

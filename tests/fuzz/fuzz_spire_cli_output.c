@@ -1,9 +1,12 @@
 /*
  * fuzz_spire_cli_output.c: the readers of `spire-server ... -output json`
- * (entry show, the batch results, agent ban's stderr). Whatever the listing
- * reader accepts holds only fleet- entries with terminated IDs, SPIFFE IDs
- * and sorted "type:value" selectors; a result code is a gRPC code; refusals
- * come with a reason and leave nothing to free.
+ * (entry show, agent list, the batch results, agent ban's stderr). Whatever
+ * the listing reader accepts holds only fleet- entries with terminated IDs,
+ * SPIFFE IDs and sorted "type:value" selectors; whatever the agent list
+ * reader accepts holds agents under /spire/agent/, sorted by ID and each
+ * once, with sorted selectors that sp_agent_has_selector finds; a result
+ * code is a gRPC code; refusals come with a reason and leave nothing to
+ * free.
  */
 #include <stddef.h>
 #include <stdint.h>
@@ -38,6 +41,31 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		}
 		sp_entries_free(&l);
 	} else if (l.e || !why[0]) {
+		abort();
+	}
+	struct sp_agents ag;
+	why[0] = '\0';
+	if (sp_parse_agents(data, size, &ag, why, sizeof(why)) == FLEET_OK) {
+		if (ag.n > SP_MAX_AGENTS)
+			abort();
+		for (size_t i = 0; i < ag.n; i++) {
+			const struct sp_agent *a = &ag.a[i];
+			const char *p = strstr(a->id, "/spire/agent/");
+			if (strncmp(a->id, "spiffe://", 9) || !p || !p[13] || !a->attestation_type ||
+			    a->n_selectors > SP_MAX_AGENT_SELECTORS || (a->banned & ~1))
+				abort();
+			if (i && strcmp(ag.a[i - 1].id, a->id) >= 0)
+				abort();
+			for (size_t j = 0; j < a->n_selectors; j++) {
+				if (!strchr(a->selectors[j], ':') ||
+				    !sp_agent_has_selector(a, a->selectors[j]))
+					abort();
+				if (j && strcmp(a->selectors[j - 1], a->selectors[j]) > 0)
+					abort();
+			}
+		}
+		sp_agents_free(&ag);
+	} else if (ag.a || !why[0]) {
 		abort();
 	}
 	int code = -1;

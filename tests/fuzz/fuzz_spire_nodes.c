@@ -55,9 +55,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	/* Plan against an empty server: one create per EK, bans for revoked. */
 	struct applier_config c;
 	struct sp_entries none = {0};
+	struct sp_agents no_agents = {0};
 	struct plan p;
 	ac_defaults(&c);
-	if (plan_build(&f, &c, &none, &p, why, sizeof(why)) == FLEET_OK) {
+	if (plan_build(&f, &c, &none, &no_agents, &p, why, sizeof(why)) == FLEET_OK) {
 		size_t eks = 0;
 		for (size_t i = 0; i < f.n_eligible; i++)
 			eks += 1 + (f.eligible[i].ek_hash_ecc[0] != 0);

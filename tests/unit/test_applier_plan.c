@@ -74,8 +74,50 @@ static void make_plan(const char *file, const char *entries, struct plan *p)
 	ac_defaults(&c);
 	parse_file(file, &f);
 	parse_server(entries, &l);
-	if (plan_build(&f, &c, &l, p, why, sizeof(why)))
+	struct sp_agents none = {0};
+	if (plan_build(&f, &c, &l, &none, p, why, sizeof(why)))
 		fail_msg("plan_build: %s", why);
+	sp_entries_free(&l);
+	sn_free(&f);
+}
+
+/* An Agent as `agent list` prints it. */
+#define AGENT(path, type, banned, sel) \
+	"{\"agent_version\":\"\",\"attestation_type\":\"" type "\",\"banned\":" banned "," \
+	"\"can_reattest\":true,\"id\":{\"path\":\"" path "\",\"trust_domain\":\"fleet.example\"}," \
+	"\"selectors\":[" sel "],\"x509svid_expires_at\":\"1764482400\"," \
+	"\"x509svid_serial_number\":\"77\"}"
+#define TPM_AGENT(ek) AGENT("/spire/agent/tpm/" ek, "tpm", "false", SEL("tpm", "pub_hash:" ek))
+#define DEVID_AGENT(sha1, cn, banned) \
+	AGENT("/spire/agent/tpm_devid/" sha1, "tpm_devid", banned, \
+	      SEL("tpm_devid", "subject:cn:" cn) "," SEL("tpm_devid", "issuer:cn:fleetd identity CA") \
+	      "," SEL("tpm_devid", "ca:fingerprint:" M40))
+#define X40 "3333333333333333333333333333333333333333"
+#define Y40 "4444444444444444444444444444444444444444"
+
+static fleet_err parse_agents(const char *agents, struct sp_agents *l, char *why, size_t whylen)
+{
+	char buf[16384];
+	snprintf(buf, sizeof(buf), "{\"agents\":[%s],\"next_page_token\":\"\"}\n", agents);
+	return sp_parse_agents((const uint8_t *)buf, strlen(buf), l, why, whylen);
+}
+
+static void make_plan_agents(const char *file, const char *entries, const char *agents,
+			     struct plan *p)
+{
+	struct sn_file f;
+	struct sp_entries l;
+	struct sp_agents ag;
+	struct applier_config c;
+	char why[300];
+	ac_defaults(&c);
+	parse_file(file, &f);
+	parse_server(entries, &l);
+	if (parse_agents(agents, &ag, why, sizeof(why)))
+		fail_msg("sp_parse_agents refused: %s", why);
+	if (plan_build(&f, &c, &l, &ag, p, why, sizeof(why)))
+		fail_msg("plan_build: %s", why);
+	sp_agents_free(&ag);
 	sp_entries_free(&l);
 	sn_free(&f);
 }
@@ -192,6 +234,160 @@ static void test_departed_device_banned_then_deleted(void **state)
 	for (size_t i = 1; i < p.n; i++)
 		assert_true(p.a[i - 1].kind <= p.a[i].kind);
 	plan_free(&p);
+}
+
+/* A device that left for a failed verdict or a quarantine (no revoked
+ * record, so the file holds no LDevID of it): both its agents are banned,
+ * the tpm one (EK hash from its entry) and the tpm_devid one found in the
+ * agent list by the subject CN=<name> of fleetd's LDevIDs; another node's
+ * agents and a foreign agent are not; bans before deletes; one removal;
+ * nothing goes unsaid. */
+static void test_departed_device_all_agents_banned(void **state)
+{
+	(void)state;
+	struct plan p;
+	make_plan_agents(HEAD "\"eligible\":[" W2 "],\"revoked\":[]}",
+			 NODE("fleet-w1", "w1", A64) "," NODE("fleet-w1-ecc", "w1", B64) ","
+				 NODE("fleet-w2", "w2", C64),
+			 TPM_AGENT(A64) "," DEVID_AGENT(X40, "w1", "false") "," TPM_AGENT(C64) ","
+				 DEVID_AGENT(Y40, "w2", "false") ","
+				 AGENT("/spire/agent/join_token/7f3c", "join_token", "false", ""),
+			 &p);
+	assert_int_equal(p.removed_nodes, 1);
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm/" A64));
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm/" B64));
+	const struct plan_action *d = find(&p, PK_BAN,
+					   "spiffe://fleet.example/spire/agent/tpm_devid/" X40);
+	assert_non_null(d);
+	assert_string_equal(d->device, "w1");
+	assert_string_equal(d->why, "left the eligible list");
+	assert_int_equal(plan_count(&p, PK_BAN), 3);
+	assert_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm/" C64));
+	assert_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm_devid/" Y40));
+	assert_int_equal(plan_count(&p, PK_DELETE), 2);
+	assert_int_equal(p.n_notes, 0);
+	for (size_t i = 1; i < p.n; i++)
+		assert_true(p.a[i - 1].kind <= p.a[i].kind);
+	plan_free(&p);
+
+	/* With another attestor's selectors configured, an agent holding a
+	 * departing entry's selector that names the device is that device's;
+	 * a shared selector that names none (the issuer) bans nothing. */
+	struct sn_file f;
+	struct sp_entries l;
+	struct sp_agents ag;
+	struct applier_config c;
+	char why[300];
+	const char *conf = "selector = x509pop:subject:cn:{name}\n"
+			   "selector = x509pop:ca:fingerprint:" M40 "\n";
+	ac_defaults(&c);
+	assert_int_equal(ac_parse(conf, strlen(conf), &c, why, sizeof(why)), FLEET_OK);
+	parse_file(HEAD "\"eligible\":[" W2 "],\"revoked\":[]}", &f);
+	parse_server(ENTRY("fleet-w1", "/node/w1", "/spire/server",
+			   SEL("x509pop", "ca:fingerprint:" M40) "," SEL("x509pop", "subject:cn:w1")) ","
+		     ENTRY("fleet-w2", "/node/w2", "/spire/server",
+			   SEL("x509pop", "ca:fingerprint:" M40) "," SEL("x509pop", "subject:cn:w2")),
+		     &l);
+	assert_int_equal(parse_agents(AGENT("/spire/agent/x509pop/" X40, "x509pop", "false",
+					    SEL("x509pop", "subject:cn:w1") ","
+					    SEL("x509pop", "ca:fingerprint:" M40)) ","
+				      AGENT("/spire/agent/x509pop/" Y40, "x509pop", "false",
+					    SEL("x509pop", "subject:cn:w2") ","
+					    SEL("x509pop", "ca:fingerprint:" M40)),
+				      &ag, why, sizeof(why)),
+			 FLEET_OK);
+	assert_int_equal(plan_build(&f, &c, &l, &ag, &p, why, sizeof(why)), FLEET_OK);
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/x509pop/" X40));
+	assert_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/x509pop/" Y40));
+	plan_free(&p);
+	sp_agents_free(&ag);
+	sp_entries_free(&l);
+	sn_free(&f);
+}
+
+/* An agent the list shows banned is not banned again; one that also
+ * attests as an eligible device is never banned, and that is said. */
+static void test_agent_ban_guards(void **state)
+{
+	(void)state;
+	struct plan p;
+	make_plan_agents(HEAD "\"eligible\":[" W2 "],\"revoked\":[]}",
+			 NODE("fleet-w1", "w1", A64) "," NODE("fleet-w2", "w2", C64),
+			 AGENT("/spire/agent/tpm/" A64, "tpm", "true", SEL("tpm", "pub_hash:" A64)) ","
+				 AGENT("/spire/agent/tpm_devid/" X40, "tpm_devid", "false",
+				       SEL("tpm_devid", "subject:cn:w1") ","
+				       SEL("tpm", "pub_hash:" C64)),
+			 &p);
+	assert_int_equal(plan_count(&p, PK_BAN), 0);
+	assert_int_equal(p.n_notes, 1);
+	assert_non_null(strstr(p.notes[0], "eligible w2"));
+	plan_free(&p);
+}
+
+/* A revoked device's tpm_devid agent with an LDevID the record no longer
+ * lists is found by its subject CN. */
+static void test_revoked_device_agents_from_list(void **state)
+{
+	(void)state;
+	struct plan p;
+	make_plan_agents(HEAD "\"eligible\":[],\"revoked\":[" W9 "]}", "",
+			 DEVID_AGENT(X40, "w9", "false") "," DEVID_AGENT(Y40, "w2", "false"), &p);
+	assert_int_equal(p.removed_nodes, 0);
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm_devid/" M40));
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm/" E64));
+	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/tpm_devid/" X40));
+	assert_int_equal(plan_count(&p, PK_BAN), 3);
+	plan_free(&p);
+}
+
+/* The agent list reader: the real shape accepted; a page, a missing or
+ * malformed field, or an ID listed twice refused. */
+static void test_agent_list(void **state)
+{
+	(void)state;
+	struct sp_agents l;
+	char why[300];
+	assert_int_equal(parse_agents(DEVID_AGENT(X40, "w1", "true") "," TPM_AGENT(A64), &l, why,
+				      sizeof(why)),
+			 FLEET_OK);
+	assert_int_equal(l.n, 2);
+	assert_string_equal(l.a[0].id, "spiffe://fleet.example/spire/agent/tpm/" A64);
+	assert_string_equal(l.a[0].attestation_type, "tpm");
+	assert_int_equal(l.a[0].banned, 0);
+	assert_int_equal(l.a[1].banned, 1);
+	assert_int_equal(l.a[1].n_selectors, 3);
+	assert_true(sp_agent_has_selector(&l.a[1], "tpm_devid:subject:cn:w1"));
+	assert_false(sp_agent_has_selector(&l.a[1], "tpm_devid:subject:cn:w"));
+	sp_agents_free(&l);
+	const char *bad_raw[] = {
+		"", "[]", "{\"agents\":{}}", "{\"next_page_token\":\"\"}",
+		"{\"agents\":[],\"next_page_token\":\"1000\"}",
+		"{\"agents\":[],\"agents\":[]}",
+	};
+	for (size_t i = 0; i < sizeof(bad_raw) / sizeof(bad_raw[0]); i++) {
+		if (sp_parse_agents((const uint8_t *)bad_raw[i], strlen(bad_raw[i]), &l, why,
+				    sizeof(why)) != FLEET_E_MALFORMED)
+			fail_msg("agent list %zu accepted", i);
+		assert_null(l.a);
+	}
+	const char *bad[] = {
+		AGENT("/node/w1", "tpm", "false", ""),
+		AGENT("/spire/agent/", "tpm", "false", ""),
+		AGENT("/spire/agent/tpm/x", "tpm", "\"no\"", ""),
+		AGENT("/spire/agent/tpm/x", "tpm", "false", "{\"type\":\"tpm\"}"),
+		"{\"id\":{\"trust_domain\":\"fleet.example\",\"path\":\"/spire/agent/x\"},"
+		"\"banned\":false,\"selectors\":[]}",
+		"{\"attestation_type\":\"x\",\"banned\":false,\"selectors\":[]}",
+		"{\"id\":{\"trust_domain\":\"fleet.example\",\"path\":\"/spire/agent/x\"},"
+		"\"attestation_type\":\"x\",\"banned\":false}",
+		TPM_AGENT(A64) "," TPM_AGENT(A64),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		if (parse_agents(bad[i], &l, why, sizeof(why)) != FLEET_E_MALFORMED)
+			fail_msg("agent %zu accepted", i);
+		assert_null(l.a);
+		assert_true(why[0] != '\0');
+	}
 }
 
 /* Revoked: the record's EKs and LDevIDs are all banned; no removal. */
@@ -320,7 +516,8 @@ static void test_config(void **state)
 	ac_defaults(&c);
 	assert_int_equal(ac_parse(good, strlen(good), &c, why, sizeof(why)), FLEET_OK);
 	parse_file(HEAD "\"eligible\":[" W1 "],\"revoked\":[]}", &f);
-	assert_int_equal(plan_build(&f, &c, &l, &p, why, sizeof(why)), FLEET_OK);
+	struct sp_agents no_agents = {0};
+	assert_int_equal(plan_build(&f, &c, &l, &no_agents, &p, why, sizeof(why)), FLEET_OK);
 	assert_int_equal(p.n, 1);
 	assert_string_equal(p.a[0].entry_id, "fleet-w1");
 	assert_string_equal(p.a[0].selectors[0], "tpm_devid:issuer:cn:fleet");
@@ -420,6 +617,10 @@ int main(void)
 		cmocka_unit_test(test_partial_listing_refused),
 		cmocka_unit_test(test_differing_entry_is_updated),
 		cmocka_unit_test(test_departed_device_banned_then_deleted),
+		cmocka_unit_test(test_departed_device_all_agents_banned),
+		cmocka_unit_test(test_agent_ban_guards),
+		cmocka_unit_test(test_revoked_device_agents_from_list),
+		cmocka_unit_test(test_agent_list),
 		cmocka_unit_test(test_revoked_device_banned),
 		cmocka_unit_test(test_removals_counted_by_device),
 		cmocka_unit_test(test_stale_entry_of_eligible_device),
