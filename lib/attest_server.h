@@ -35,9 +35,10 @@
  *            lib/tpm_credential.h, the very rule fleet_make_credential
  *            applies, so the challenge never fails on an accepted EK),
  *            "ek-not-fixedtpm", "ek-not-fixedparent",
- *            "ek-hash-mismatch" (the certificate's SPKI hash is not the
- *            public area's: required unless the certificate labels its
- *            key id-RSAES-OAEP, whose SPKI no public area reproduces),
+ *            "ek-hash-mismatch" (the certificate's ek_hash is not the
+ *            public area's; both are the canonical SPKI hash of the key,
+ *            fleet_ek_hash, so an id-RSAES-OAEP label makes no
+ *            difference),
  *            "ak-malformed", "ak-unsupported",
  *            "ak-*" (lib/tpm.h), "ldevid-*": "ldevid-public-malformed",
  *            "ldevid-request-malformed", "ldevid-request-serial",
@@ -98,7 +99,7 @@ struct fleet_attest_session {
 	TPM2B_PUBLIC ldevid;
 	TPM2B_PUBLIC ek_rsa;  /* the EK public areas intake verified; */
 	TPM2B_PUBLIC ek_ecc;  /* the challenge wraps its secrets to these */
-	char ek_hash[65];     /* RSA EK: lowercase hex SHA-256 of its SPKI */
+	char ek_hash[65];     /* RSA EK: fleet_ek_hash, canonical SPKI SHA-256 */
 	char ek_hash_ecc[65]; /* "" when the machine has no ECC EK */
 	struct fleet_network_report report;
 	uint8_t report_hash[32]; /* SHA-256 of the intake's report bytes */

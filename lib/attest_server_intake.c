@@ -50,19 +50,9 @@ static const char *ek_binding_reason(const TPMT_PUBLIC *ek)
 	return NULL;
 }
 
-/* Some EK certificates label the RSA key id-RSAES-OAEP; their SPKI bytes
- * are not what any encoding of the public area gives. */
-static bool spki_labelled_oaep(X509 *cert)
-{
-	const ASN1_OBJECT *alg = NULL;
-	X509_PUBKEY *xpk = X509_get_X509_PUBKEY(cert);
-	return xpk && X509_PUBKEY_get0_param((ASN1_OBJECT **)&alg, NULL, NULL, NULL, xpk) == 1 &&
-	       OBJ_obj2nid(alg) == NID_rsaesOaep;
-}
-
 /* One EK: its certificate chains to a manufacturer root, names the same
  * key as the public area, and that key is a storage key of want_type.
- * hash gets ek_hash (the certificate's SPKI, as operators compute it). */
+ * hash gets ek_hash (the key's canonical SPKI hash, SPIRE's pub_hash). */
 static fleet_err check_ek(const struct fleet_attest_env *env, const struct fleet_wire_ek *ek,
 			  TPMI_ALG_PUBLIC want_type, TPM2B_PUBLIC *pub, char hash[65],
 			  const char **reason)
@@ -114,15 +104,16 @@ static fleet_err check_ek(const struct fleet_attest_env *env, const struct fleet
 		e = refuse(reason, "ek-cert-unparseable", e);
 		goto out;
 	}
-	/* Both name the same key, so both must hash alike; the one encoding
-	 * that legitimately differs is the OAEP label, where the key
-	 * parameters compared above are the whole proof. */
+	/* Both name the same key and both hashes are of its canonical
+	 * encoding (whatever label the certificate gave it), so they must
+	 * agree: the hash NetBox approves, the one SPIRE's pub_hash selector
+	 * computes and the one fleetd pins are then one value. */
 	if (fleet_tpm_public_spki_sha256(&pub->publicArea, spki) != FLEET_OK) {
 		e = refuse(reason, "ek-public-malformed", FLEET_E_MALFORMED);
 		goto out;
 	}
 	fleet_hex_encode(spki, sizeof(spki), spki_hex);
-	if (strcmp(spki_hex, hash) != 0 && !spki_labelled_oaep(cert)) {
+	if (strcmp(spki_hex, hash) != 0) {
 		e = refuse(reason, "ek-hash-mismatch", FLEET_E_VERIFY);
 		goto out;
 	}

@@ -23,6 +23,8 @@
 #include <openssl/err.h>
 #include <openssl/evp.h>
 #include <openssl/objects.h>
+#include <openssl/core_names.h>
+#include <openssl/param_build.h>
 #include <openssl/pem.h>
 #include <openssl/x509v3.h>
 
@@ -31,9 +33,16 @@
 #include "lib/reader.h"
 #include "lib/tpm.h"
 
-/* TCG PC Client NV header: tag 0x1001, 2-byte length, tag 0x1002. */
+/*
+ * TCG PC Client stored certificate (TCG_PCCLIENT_STORED_CERT): tag 0x1001
+ * (2 bytes), certificate type (1 byte, 0x00: a full certificate), the size
+ * of what follows (2 bytes, big-endian), then TCG_FULL_CERT: tag 0x1002
+ * (2 bytes) and the DER. The DER starts at byte 7.
+ */
+#define NV_TAG_1 0x1001
 #define NV_TAG_2 0x1002
-#define NV_HEADER_LEN 6 /* the two tags and the length; the DER follows */
+#define NV_CERT_FULL 0x00
+#define NV_HEADER_LEN 7
 
 /* A PEM EK certificate is base64 of at most FLEET_EK_CERT_MAX bytes plus
  * armour; anything larger is not an EK certificate. */
@@ -97,20 +106,6 @@ static fleet_err der_expect(struct fleet_reader *r, uint8_t want, struct fleet_r
 	return fr_sub(r, len, sub);
 }
 
-/* The rest of r is padding from a fixed-size NV read: unwritten bytes read
- * as 0xFF on most parts, 0x00 on some. Else *bad is the first other byte's
- * offset. Consumes r. */
-static int rest_is_padding(struct fleet_reader *r, size_t *bad)
-{
-	uint8_t b;
-	while (!fr_at_end(r)) {
-		*bad = fr_offset(r);
-		if (fr_u8(r, &b) != FLEET_OK || (b != 0x00 && b != 0xFF))
-			return 0;
-	}
-	return 1;
-}
-
 /*
  * PEM, possibly after text (keylime's root files start with the output of
  * `openssl x509 -text`). A binary certificate starts with 0x30 and an NV
@@ -147,13 +142,62 @@ static fleet_err load_pem(const uint8_t *buf, size_t len, X509 **out, struct fle
 	return FLEET_OK;
 }
 
+/*
+ * The TCG stored-certificate header at r: on success *body covers what its
+ * size says follows the tag 0x1002 (the DER and whatever the writer put
+ * after it inside the declared size).
+ */
+static fleet_err nv_header(struct fleet_reader *r, struct fleet_reader *body,
+			   struct fleet_errctx *ec)
+{
+	struct fleet_reader span;
+	uint16_t tag1, size, tag2;
+	uint8_t type;
+	size_t off = fr_offset(r);
+
+	if (fr_u16be(r, &tag1) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, off,
+					"input ends inside the %d-byte TCG stored-certificate header",
+					NV_HEADER_LEN);
+	if (tag1 != NV_TAG_1)
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, off,
+					"TCG stored-certificate header tag is 0x%04x, not 0x%04x",
+					(unsigned)tag1, NV_TAG_1);
+	if (fr_u8(r, &type) != FLEET_OK || fr_u16be(r, &size) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, off,
+					"input ends inside the %d-byte TCG stored-certificate header",
+					NV_HEADER_LEN);
+	if (type != NV_CERT_FULL)
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, off + 2,
+					"TCG stored-certificate type is 0x%02x, not 0x%02x (a full "
+					"certificate)",
+					(unsigned)type, NV_CERT_FULL);
+	if (fr_sub(r, size, &span) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, off + 3,
+					"TCG stored-certificate size %u is past the end of the input "
+					"(%zu bytes follow)",
+					(unsigned)size, fr_left(r));
+	if (fr_u16be(&span, &tag2) != FLEET_OK)
+		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, off + 3,
+					"TCG stored-certificate size %u leaves no room for the tag "
+					"0x%04x",
+					(unsigned)size, NV_TAG_2);
+	if (tag2 != NV_TAG_2)
+		return fleet_errctx_set(ec, FLEET_E_MALFORMED, off + 5,
+					"TCG stored-certificate second tag is 0x%04x, not 0x%04x",
+					(unsigned)tag2, NV_TAG_2);
+	fr_rest(&span, body);
+	return FLEET_OK;
+}
+
 fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct fleet_errctx *ec)
 {
 	struct fleet_reader r, body, der_r, at_der;
-	uint16_t tag1, nv_len, tag2;
 	uint8_t tag;
-	size_t der_len, der_start, bad;
+	size_t der_len, der_start;
 	const uint8_t *der;
+	int headed = 0;
+	fleet_err e;
 
 	if (!buf || !out)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no input or output");
@@ -164,33 +208,24 @@ fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct 
 					len, EK_INPUT_MAX);
 	if (looks_pem(buf, len))
 		return load_pem(buf, len, out, ec);
+	/* Binary input is an NV read (or a vendor's copy of one): bytes after
+	 * the certificate are accepted, so the read itself is what bounds
+	 * them. */
+	if (len > FLEET_EK_CERT_MAX)
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+					"%zu bytes is beyond the %d-byte cap for an NV read of an EK "
+					"certificate",
+					len, FLEET_EK_CERT_MAX);
 
 	fr_init(&r, buf, len);
 	if (len == 0)
 		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, 0, "empty input");
 	/* The TCG header is recognisable because a DER certificate starts with
-	 * 0x30: a leading 0x10 0x01 cannot be the start of one. */
-	if (len >= 2 && buf[0] == 0x10 && buf[1] == 0x01) {
-		size_t hdr_off = fr_offset(&r);
-		if (fr_u16be(&r, &tag1) != FLEET_OK || fr_u16be(&r, &nv_len) != FLEET_OK ||
-		    fr_u16be(&r, &tag2) != FLEET_OK)
-			return fleet_errctx_set(ec, FLEET_E_TRUNCATED, hdr_off,
-						"input ends inside the %d-byte TCG NV header",
-						NV_HEADER_LEN);
-		if (tag2 != NV_TAG_2)
-			return fleet_errctx_set(ec, FLEET_E_MALFORMED, hdr_off + 4,
-						"TCG NV header second tag is 0x%04x, not 0x%04x",
-						(unsigned)tag2, NV_TAG_2);
-		if (fr_sub(&r, nv_len, &body) != FLEET_OK)
-			return fleet_errctx_set(ec, FLEET_E_TRUNCATED, hdr_off + 2,
-						"TCG NV header length %u is past the end of the input "
-						"(%zu bytes follow)",
-						(unsigned)nv_len, fr_left(&r));
-		/* What follows the header's span is padding from the NV read. */
-		if (!rest_is_padding(&r, &bad))
-			return fleet_errctx_set(ec, FLEET_E_MALFORMED, bad,
-						"byte after the certificate is neither 0x00 nor 0xFF "
-						"padding");
+	 * 0x30: a leading 0x10 cannot be the start of one. */
+	if (buf[0] == 0x10) {
+		if ((e = nv_header(&r, &body, ec)) != FLEET_OK)
+			return e;
+		headed = 1;
 	} else {
 		fr_rest(&r, &body);
 	}
@@ -209,13 +244,16 @@ fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct 
 	size_t content_off = fr_offset(&body);
 	if (fr_sub(&body, der_len, &der_r) != FLEET_OK)
 		return fleet_errctx_set(ec, FLEET_E_TRUNCATED, content_off,
-					"DER length %zu is past the end of the input (%zu bytes "
+					"DER length %zu is past the end of the %s (%zu bytes "
 					"follow)",
-					der_len, fr_left(&body));
-	if (!rest_is_padding(&body, &bad))
-		return fleet_errctx_set(ec, FLEET_E_MALFORMED, bad,
-					"byte after the certificate is neither 0x00 nor 0xFF "
-					"padding");
+					der_len, headed ? "TCG header's size" : "input",
+					fr_left(&body));
+	/*
+	 * Whatever follows the DER (0x00 or 0xFF from a fixed-size NV read,
+	 * or other fill: a published Nuvoton file has 0x11) is not part of
+	 * the certificate. The signature covers the DER alone, and
+	 * go-attestation accepts any trailing bytes too.
+	 */
 
 	long total = (long)(hdr_len + der_len);
 	if (fr_ptr(&at_der, (size_t)total, &der) != FLEET_OK)
@@ -234,65 +272,6 @@ fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct 
 	}
 	*out = x;
 	return FLEET_OK;
-}
-
-/*
- * The SubjectPublicKeyInfo bytes exactly as the certificate encodes them:
- * walk Certificate -> TBSCertificate -> the seventh field. Not
- * i2d_X509_PUBKEY, which re-encodes what OpenSSL understood; for an OAEP
- * SPKI that may not be the bytes the manufacturer signed.
- */
-static fleet_err spki_der(const uint8_t *cert, size_t len, const uint8_t **spki, size_t *spki_len)
-{
-	static const uint8_t before_spki[] = {0x02, 0x30, 0x30, 0x30, 0x30};
-	struct fleet_reader r, c, tbs, skip, at_spki;
-	uint8_t tag, first;
-	size_t l;
-
-	fr_init(&r, cert, len);
-	if (der_expect(&r, 0x30, &c) != FLEET_OK || der_expect(&c, 0x30, &tbs) != FLEET_OK)
-		return FLEET_E_MALFORMED;
-	/* version [0] EXPLICIT is optional (absent means v1). */
-	if (fr_peek(&tbs, &first, 1) == FLEET_OK && first == 0xA0 &&
-	    der_expect(&tbs, 0xA0, &skip) != FLEET_OK)
-		return FLEET_E_MALFORMED;
-	/* serialNumber, signature, issuer, validity, subject */
-	for (size_t i = 0; i < sizeof(before_spki); i++)
-		if (der_expect(&tbs, before_spki[i], &skip) != FLEET_OK)
-			return FLEET_E_MALFORMED;
-	at_spki = tbs;
-	size_t start = fr_offset(&tbs);
-	if (der_header(&tbs, &tag, &l) != FLEET_OK || tag != 0x30 ||
-	    fr_skip(&tbs, l) != FLEET_OK)
-		return FLEET_E_MALFORMED;
-	*spki_len = fr_offset(&tbs) - start;
-	return fr_ptr(&at_spki, *spki_len, spki);
-}
-
-fleet_err fleet_ek_hash(X509 *cert, char out[65])
-{
-	unsigned char *der = NULL;
-	const uint8_t *spki;
-	size_t spki_len;
-	unsigned char md[32];
-	unsigned int md_len = 0;
-	fleet_err e;
-
-	if (!cert || !out)
-		return FLEET_E_INVALID_ARG;
-	int n = i2d_X509(cert, &der);
-	if (n <= 0)
-		return FLEET_E_CRYPTO;
-	e = spki_der(der, (size_t)n, &spki, &spki_len);
-	if (e == FLEET_OK) {
-		if (EVP_Digest(spki, spki_len, md, &md_len, EVP_sha256(), NULL) != 1 ||
-		    md_len != sizeof(md))
-			e = FLEET_E_CRYPTO;
-		else
-			fleet_hex_encode(md, sizeof(md), out);
-	}
-	OPENSSL_free(der);
-	return e;
 }
 
 /* A positive DER INTEGER's magnitude, without the leading zero bytes. */
@@ -341,6 +320,134 @@ static int rsa_matches(const uint8_t *bits, size_t bits_len, const TPMT_PUBLIC *
 	while (tn_len > 0 && *tn == 0)
 		tn++, tn_len--;
 	return exp == texp && n_len == tn_len && n_len > 0 && !memcmp(n, tn, n_len);
+}
+
+/* RSAPublicKey (SEQUENCE { modulus, publicExponent }) from the SPKI BIT
+ * STRING contents, whatever AlgorithmIdentifier labelled it. */
+static fleet_err rsa_key_from_bits(const uint8_t *bits, size_t bits_len, EVP_PKEY **out)
+{
+	struct fleet_reader r, seq;
+	const uint8_t *n, *e;
+	size_t n_len, e_len;
+	BIGNUM *bn = NULL, *be = NULL;
+	OSSL_PARAM_BLD *bld = NULL;
+	OSSL_PARAM *params = NULL;
+	EVP_PKEY_CTX *ctx = NULL;
+	fleet_err err = FLEET_E_CRYPTO;
+
+	*out = NULL;
+	fr_init(&r, bits, bits_len);
+	if (der_expect(&r, 0x30, &seq) != FLEET_OK || !fr_at_end(&r) ||
+	    der_uint(&seq, &n, &n_len) != FLEET_OK || der_uint(&seq, &e, &e_len) != FLEET_OK ||
+	    !fr_at_end(&seq))
+		return FLEET_E_MALFORMED;
+	if (!(bn = BN_bin2bn(n, (int)n_len, NULL)) || !(be = BN_bin2bn(e, (int)e_len, NULL)) ||
+	    !(bld = OSSL_PARAM_BLD_new()) ||
+	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_N, bn) ||
+	    !OSSL_PARAM_BLD_push_BN(bld, OSSL_PKEY_PARAM_RSA_E, be) ||
+	    !(params = OSSL_PARAM_BLD_to_param(bld)) ||
+	    !(ctx = EVP_PKEY_CTX_new_from_name(NULL, "RSA", NULL)) ||
+	    EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, out, EVP_PKEY_PUBLIC_KEY, params) != 1)
+		goto done;
+	err = FLEET_OK;
+done:
+	EVP_PKEY_CTX_free(ctx);
+	OSSL_PARAM_free(params);
+	OSSL_PARAM_BLD_free(bld);
+	BN_free(bn);
+	BN_free(be);
+	return err;
+}
+
+/* The EC key k again, as a named curve and an uncompressed point, however
+ * the certificate encoded them (compressed points, explicit parameters of
+ * a named curve would otherwise survive into i2d_PUBKEY). */
+static fleet_err ec_key_canonical(EVP_PKEY *k, EVP_PKEY **out)
+{
+	char group[64];
+	size_t group_len = 0;
+	BIGNUM *x = NULL, *y = NULL;
+	uint8_t point[1 + 2 * 66];
+	OSSL_PARAM params[3];
+	EVP_PKEY_CTX *ctx = NULL;
+	fleet_err err = FLEET_E_CRYPTO;
+	int fsz = (EVP_PKEY_get_bits(k) + 7) / 8;
+
+	*out = NULL;
+	if (EVP_PKEY_get_utf8_string_param(k, OSSL_PKEY_PARAM_GROUP_NAME, group, sizeof(group),
+					   &group_len) != 1)
+		return FLEET_E_UNSUPPORTED; /* no named curve: no Go encoding either */
+	if (fsz <= 0 || (size_t)fsz > (sizeof(point) - 1) / 2 ||
+	    EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &x) != 1 ||
+	    EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &y) != 1 ||
+	    BN_bn2binpad(x, point + 1, fsz) != fsz || BN_bn2binpad(y, point + 1 + fsz, fsz) != fsz)
+		goto done;
+	point[0] = 0x04;
+	params[0] = OSSL_PARAM_construct_utf8_string(OSSL_PKEY_PARAM_GROUP_NAME, group, 0);
+	params[1] = OSSL_PARAM_construct_octet_string(OSSL_PKEY_PARAM_PUB_KEY, point,
+						      1 + 2 * (size_t)fsz);
+	params[2] = OSSL_PARAM_construct_end();
+	if (!(ctx = EVP_PKEY_CTX_new_from_name(NULL, "EC", NULL)) ||
+	    EVP_PKEY_fromdata_init(ctx) != 1 ||
+	    EVP_PKEY_fromdata(ctx, out, EVP_PKEY_PUBLIC_KEY, params) != 1)
+		goto done;
+	err = FLEET_OK;
+done:
+	EVP_PKEY_CTX_free(ctx);
+	BN_free(x);
+	BN_free(y);
+	return err;
+}
+
+fleet_err fleet_ek_hash(X509 *cert, char out[65])
+{
+	ASN1_OBJECT *aobj = NULL;
+	const unsigned char *bits = NULL;
+	int bits_len = 0;
+	EVP_PKEY *k = NULL, *ck;
+	unsigned char *der = NULL;
+	unsigned char md[32];
+	unsigned int md_len = 0;
+	fleet_err e;
+	int n;
+
+	if (!cert || !out)
+		return FLEET_E_INVALID_ARG;
+	X509_PUBKEY *xp = X509_get_X509_PUBKEY(cert);
+	if (!xp || X509_PUBKEY_get0_param(&aobj, &bits, &bits_len, NULL, xp) != 1 ||
+	    bits_len < 0)
+		return FLEET_E_MALFORMED;
+	switch (OBJ_obj2nid(aobj)) {
+	case NID_rsaEncryption:
+	case NID_rsaesOaep:
+		/* From the BIT STRING, not X509_get0_pubkey: OpenSSL 3 will not
+		 * decode a key labelled id-RSAES-OAEP. */
+		e = rsa_key_from_bits(bits, (size_t)bits_len, &k);
+		break;
+	case NID_X9_62_id_ecPublicKey:
+		ck = X509_get0_pubkey(cert);
+		e = ck ? ec_key_canonical(ck, &k) : FLEET_E_MALFORMED;
+		break;
+	default:
+		e = FLEET_E_UNSUPPORTED; /* no TPM EK has any other key */
+		break;
+	}
+	if (e == FLEET_OK) {
+		/* rsaEncryption with NULL parameters and PKCS#1 RSAPublicKey, or
+		 * id-ecPublicKey with the named curve and the uncompressed
+		 * point: what Go's x509.MarshalPKIXPublicKey writes. */
+		n = i2d_PUBKEY(k, &der);
+		if (n <= 0 || EVP_Digest(der, (size_t)n, md, &md_len, EVP_sha256(), NULL) != 1 ||
+		    md_len != sizeof(md))
+			e = FLEET_E_CRYPTO;
+		else
+			fleet_hex_encode(md, sizeof(md), out);
+	}
+	OPENSSL_free(der);
+	EVP_PKEY_free(k);
+	ERR_clear_error();
+	return e;
 }
 
 static int ecc_matches(X509 *cert, const TPMT_PUBLIC *pub)

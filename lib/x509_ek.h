@@ -2,8 +2,9 @@
  * x509_ek.h: EK certificates as real TPMs carry them, and their chains.
  *
  * Real EK certificates are rarely tidy (see ../shared/data/ek-certs/README.md):
- * a 7-byte TCG NV header (0x10 0x01, length, 0x10 0x02) before the DER, 0x00
- * or 0xFF padding after it from a fixed-size NV read, PEM or DER, an empty
+ * a 7-byte TCG stored-certificate header (tag 0x1001, type 0x00, size,
+ * tag 0x1002) before the DER, 0x00 or 0xFF padding or other fill after it
+ * from a fixed-size NV read, PEM or DER, an empty
  * subject with a critical SAN, a SubjectPublicKeyInfo labelled
  * id-RSAES-OAEP instead of rsaEncryption, SHA-1 signatures, critical EKU or
  * policies. The loader takes all of these; the chain check decides trust.
@@ -25,12 +26,19 @@
 
 #define FLEET_EK_CERT_MAX 8192 /* larger than any NV EK certificate index */
 
-/* DER or PEM, with the NV header and trailing padding tolerated. */
+/* DER or PEM, with the TCG header and any bytes after the DER tolerated
+ * (the signature covers the DER alone); binary input is at most
+ * FLEET_EK_CERT_MAX bytes, an NV read's bound. */
 fleet_err fleet_ek_cert_load(const uint8_t *buf, size_t len, X509 **out, struct fleet_errctx *ec);
 
-/* SHA-256 of the SubjectPublicKeyInfo DER exactly as the certificate holds
- * it, as 64 lowercase hex digits and a NUL: fleetd's ek_hash, and SPIRE's
- * tpm:pub_hash. Works for id-RSAES-OAEP SPKIs that OpenSSL cannot load. */
+/* fleetd's ek_hash, and SPIRE's tpm:pub_hash: SHA-256 of the certificate's
+ * public key re-encoded canonically, as Go's x509.MarshalPKIXPublicKey does
+ * (RSA: rsaEncryption with NULL parameters and PKCS#1 RSAPublicKey; EC:
+ * id-ecPublicKey with the named curve and the uncompressed point), never
+ * the certificate's SPKI bytes as they are. So a key labelled id-RSAES-OAEP
+ * hashes as the same key labelled rsaEncryption, and as
+ * fleet_tpm_public_spki_sha256 of its TPM public area. 64 lowercase hex
+ * digits and a NUL; FLEET_E_UNSUPPORTED for a key no EK has. */
 fleet_err fleet_ek_hash(X509 *cert, char out[65]);
 
 /* The certificate's public key equals the TPM public area's key (an EK read

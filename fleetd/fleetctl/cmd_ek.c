@@ -3,6 +3,7 @@
  *
  *   ek hash CERT                      the ek_hash NetBox wants approved
  *   ek verify --roots DIR [--at T] CERT   chain check, as fleetd makes it
+ *                                     (T: RFC 3339 or UNIX seconds)
  *   ek show CERT                      who made the TPM, and its ek_hash
  *
  * CERT is DER or PEM, as read from NV or downloaded: the TCG NV header and
@@ -19,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "fleetd/fleetctl/fleetctl.h"
+#include "lib/attest_wire_json.h"
 #include "lib/buf.h"
 #include "lib/x509_ek.h"
 
@@ -27,7 +29,8 @@
 
 static const char usage_text[] =
 	"usage: fleetctl ek hash CERT\n"
-	"       fleetctl ek verify --roots DIR [--at UNIXTIME] CERT\n"
+	"       fleetctl ek verify --roots DIR [--at TIME] CERT\n"
+	"         TIME: RFC 3339 (2030-01-01T00:00:00Z) or UNIX seconds\n"
 	"       fleetctl ek show CERT\n";
 
 static int usage(void)
@@ -74,7 +77,7 @@ static int do_hash(int argc, char **argv)
 		return rc;
 	if (fleet_ek_hash(x, hash) != FLEET_OK) {
 		X509_free(x);
-		fprintf(stderr, "fleetctl: ek: %s: cannot find the SubjectPublicKeyInfo\n", argv[1]);
+		fprintf(stderr, "fleetctl: ek: %s: no RSA or EC public key to hash\n", argv[1]);
 		return FLEETCTL_EXIT_REFUSED;
 	}
 	X509_free(x);
@@ -82,19 +85,55 @@ static int do_hash(int argc, char **argv)
 	return FLEETCTL_EXIT_OK;
 }
 
-/* A decimal UNIX time, digits only, within time_t. */
+/*
+ * --at: RFC 3339 as fleetd prints times (2030-01-01T00:00:00Z), also with a
+ * numeric offset (2030-01-01T02:00:00+02:00), or decimal UNIX seconds.
+ */
 static int parse_time(const char *s, time_t *out)
 {
-	char *end;
-	unsigned long long v;
+	char utc[21];
+	time_t t;
+	size_t n;
 
-	if (!s || *s < '0' || *s > '9')
+	if (!s || !*s)
 		return -1;
-	errno = 0;
-	v = strtoull(s, &end, 10);
-	if (errno || *end || v == 0 || v > (unsigned long long)INT64_MAX)
+	if (strspn(s, "0123456789") == strlen(s)) {
+		char *end;
+		unsigned long long v;
+		errno = 0;
+		v = strtoull(s, &end, 10);
+		if (errno || *end || v == 0 || v > (unsigned long long)INT64_MAX)
+			return -1;
+		*out = (time_t)v;
+		return 0;
+	}
+	n = strlen(s);
+	if (n < 20)
 		return -1;
-	*out = (time_t)v;
+	memcpy(utc, s, 19);
+	utc[19] = 'Z';
+	utc[20] = '\0';
+	if (wj_time_parse(utc, &t) != FLEET_OK)
+		return -1;
+	if (n == 20 && (s[19] == 'Z' || s[19] == 'z')) {
+		*out = t;
+		return 0;
+	}
+	/* +hh:mm or -hh:mm: local time at that offset from UTC. */
+	if (n != 25 || (s[19] != '+' && s[19] != '-') || s[22] != ':')
+		return -1;
+	for (size_t i = 20; i < 25; i++)
+		if (i != 22 && (s[i] < '0' || s[i] > '9'))
+			return -1;
+	int hh = (s[20] - '0') * 10 + (s[21] - '0');
+	int mm = (s[23] - '0') * 10 + (s[24] - '0');
+	if (hh > 23 || mm > 59)
+		return -1;
+	long off = (hh * 60L + mm) * 60L;
+	t = s[19] == '+' ? t - off : t + off;
+	if (t <= 0)
+		return -1;
+	*out = t;
 	return 0;
 }
 
@@ -114,7 +153,10 @@ static int do_verify(int argc, char **argv)
 			roots_dir = argv[++i];
 		} else if (!strcmp(argv[i], "--at") && i + 1 < argc) {
 			if (parse_time(argv[++i], &at) != 0) {
-				fprintf(stderr, "fleetctl: ek: --at wants a UNIX time in seconds\n");
+				fprintf(stderr,
+					"fleetctl: ek: --at '%s' is not an RFC 3339 time "
+					"(2030-01-01T00:00:00Z) nor UNIX seconds\n",
+					argv[i]);
 				return FLEETCTL_EXIT_USAGE;
 			}
 		} else if (argv[i][0] == '-' || cert) {
@@ -229,7 +271,7 @@ static int do_show(int argc, char **argv)
 	if (fleet_ek_hash(x, hash) == FLEET_OK)
 		printf("ek_hash: %s\n", hash);
 	else
-		printf("ek_hash: (no SubjectPublicKeyInfo)\n");
+		printf("ek_hash: (no RSA or EC public key)\n");
 	X509_free(x);
 	return FLEETCTL_EXIT_OK;
 }

@@ -17,6 +17,7 @@
 #include <string.h>
 #include <time.h>
 
+#include <openssl/objects.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
 
@@ -142,6 +143,115 @@ static void test_leaves_load_and_hash(void **state)
 				 leaves[i].hash);
 		X509_free(x);
 	}
+}
+
+static void load_or_fail(const char *what, const uint8_t *buf, size_t len, X509 **x)
+{
+	struct fleet_errctx ec = {0};
+	fleet_err e = fleet_ek_cert_load(buf, len, x, &ec);
+	if (e != FLEET_OK)
+		fail_msg("%s: %s: %s", what, fleet_err_str(e), ec.detail);
+}
+
+/*
+ * Each real certificate as a TPM stores it in NV under the TCG PC Client
+ * header (tag 0x1001, type 0x00, size of what follows, tag 0x1002, DER),
+ * built here byte by byte, then fill that is not 0x00/0xFF padding (0x11, as
+ * a published Nuvoton file has): the same certificate, the README's
+ * ek_hash. A malformed header is refused with its reason.
+ */
+static void test_leaves_in_tcg_header(void **state)
+{
+	(void)state;
+	for (int i = 0; i < n_leaves; i++) {
+		X509 *x = load_leaf(&leaves[i]), *y = NULL;
+		unsigned char *der = NULL;
+		int n = i2d_X509(x, &der);
+		assert_true(n > 0 && n + 2 <= 0xffff);
+		size_t len = 7 + (size_t)n + 32;
+		uint8_t *buf = malloc(len);
+		assert_non_null(buf);
+		buf[0] = 0x10, buf[1] = 0x01, buf[2] = 0x00;
+		buf[3] = (uint8_t)((n + 2) >> 8), buf[4] = (uint8_t)(n + 2);
+		buf[5] = 0x10, buf[6] = 0x02;
+		memcpy(buf + 7, der, (size_t)n);
+		memset(buf + 7 + n, 0x11, 32);
+		load_or_fail(leaves[i].file, buf, len, &y);
+		assert_int_equal(X509_cmp(x, y), 0);
+		char got[65];
+		assert_int_equal(fleet_ek_hash(y, got), FLEET_OK);
+		assert_string_equal(got, leaves[i].hash);
+		X509_free(y);
+
+		struct {
+			size_t at;
+			uint8_t v;
+			const char *says;
+		} bad[] = {
+			{1, 0x05, "tag is 0x1005"},           /* first tag */
+			{2, 0x01, "type is 0x01"},            /* not a full certificate */
+			{6, 0x03, "second tag is 0x1003"},    /* second tag */
+			{3, 0xff, "past the end of the input"}, /* size beyond the buffer */
+		};
+		for (size_t b = 0; b < sizeof(bad) / sizeof(bad[0]); b++) {
+			struct fleet_errctx ec = {0};
+			uint8_t keep = buf[bad[b].at];
+			buf[bad[b].at] = bad[b].v;
+			y = (X509 *)1;
+			assert_int_not_equal(fleet_ek_cert_load(buf, len, &y, &ec), FLEET_OK);
+			assert_null(y);
+			if (!strstr(ec.detail, bad[b].says))
+				fail_msg("%s: header byte %zu: '%s', want '%s'", leaves[i].file,
+					 bad[b].at, ec.detail, bad[b].says);
+			buf[bad[b].at] = keep;
+		}
+		free(buf);
+		OPENSSL_free(der);
+		X509_free(x);
+	}
+}
+
+/*
+ * Each real RSA certificate with its key relabelled id-RSAES-OAEP, as
+ * STMicro certificates label it (only the OID's last byte changes; the
+ * signature no longer verifies, which ek_hash does not look at): the same
+ * ek_hash as the README's, i.e. the hash of the rsaEncryption encoding, so
+ * NetBox's approved hash, fleetd's and SPIRE's pub_hash agree.
+ */
+static void test_leaves_oaep_label_same_hash(void **state)
+{
+	static const uint8_t rsa_oid[] = {0x06, 0x09, 0x2a, 0x86, 0x48, 0x86,
+					  0xf7, 0x0d, 0x01, 0x01, 0x01};
+	int relabelled = 0;
+	(void)state;
+	for (int i = 0; i < n_leaves; i++) {
+		X509 *x = load_leaf(&leaves[i]), *y = NULL;
+		unsigned char *der = NULL;
+		int n = i2d_X509(x, &der);
+		assert_true(n > 0);
+		uint8_t *at = memmem(der, (size_t)n, rsa_oid, sizeof(rsa_oid));
+		X509_free(x);
+		if (!at) { /* an ECC leaf */
+			OPENSSL_free(der);
+			continue;
+		}
+		at[sizeof(rsa_oid) - 1] = 0x07;
+		load_or_fail(leaves[i].file, der, (size_t)n, &y);
+		ASN1_OBJECT *alg = NULL;
+		assert_int_equal(X509_PUBKEY_get0_param(&alg, NULL, NULL, NULL,
+							X509_get_X509_PUBKEY(y)),
+				 1);
+		assert_int_equal(OBJ_obj2nid(alg), NID_rsaesOaep);
+		char got[65];
+		assert_int_equal(fleet_ek_hash(y, got), FLEET_OK);
+		if (strcmp(got, leaves[i].hash) != 0)
+			fail_msg("%s relabelled OAEP: ek_hash %s, README says %s",
+				 leaves[i].file, got, leaves[i].hash);
+		relabelled++;
+		X509_free(y);
+		OPENSSL_free(der);
+	}
+	assert_true(relabelled >= 3);
 }
 
 static void test_chains_verify(void **state)
@@ -285,6 +395,8 @@ int main(void)
 	require_shared_data_or_skip();
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_leaves_load_and_hash),
+		cmocka_unit_test(test_leaves_in_tcg_header),
+		cmocka_unit_test(test_leaves_oaep_label_same_hash),
 		cmocka_unit_test(test_chains_verify),
 		cmocka_unit_test(test_roots_all_parse),
 		cmocka_unit_test(test_roots_expired_chains_accepted),

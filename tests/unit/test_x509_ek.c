@@ -14,6 +14,7 @@
 #include <openssl/x509v3.h>
 
 #include "lib/hex.h"
+#include "lib/tpm.h"
 #include "lib/x509_ek.h"
 #include "tests/unit/x509_mint.h"
 
@@ -79,6 +80,17 @@ static void test_load_der_and_hash(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* The 7-byte TCG stored-certificate header: tag 0x1001, type 0x00, the
+ * size of what follows (tag 0x1002 and the DER), tag 0x1002. */
+static size_t put_nv_header(uint8_t *buf, size_t der_len)
+{
+	size_t size = der_len + 2;
+	buf[0] = 0x10, buf[1] = 0x01, buf[2] = 0x00;
+	buf[3] = (uint8_t)(size >> 8), buf[4] = (uint8_t)size;
+	buf[5] = 0x10, buf[6] = 0x02;
+	return 7;
+}
+
 static void test_load_nv_header_and_padding(void **state)
 {
 	(void)state;
@@ -86,23 +98,57 @@ static void test_load_nv_header_and_padding(void **state)
 	X509 *x = leaf_ec(&k);
 	size_t n;
 	unsigned char *der = mint_der(x, &n);
-	uint8_t *buf = malloc(n + 6 + 64);
+	uint8_t *buf = malloc(n + 7 + 64);
 	assert_non_null(buf);
 
 	/* TCG header, DER, then 0xFF from a fixed-size NV read. */
-	buf[0] = 0x10, buf[1] = 0x01, buf[2] = (uint8_t)(n >> 8), buf[3] = (uint8_t)n;
-	buf[4] = 0x10, buf[5] = 0x02;
-	memcpy(buf + 6, der, n);
-	memset(buf + 6 + n, 0xFF, 64);
-	assert_loads_as(buf, n + 6 + 64, der, n);
-	assert_loads_as(buf, n + 6, der, n); /* header, no padding */
+	size_t h = put_nv_header(buf, n);
+	memcpy(buf + h, der, n);
+	memset(buf + h + n, 0xFF, 64);
+	assert_loads_as(buf, n + h + 64, der, n);
+	assert_loads_as(buf, n + h, der, n); /* header, no padding */
+	/* Fill that is neither 0x00 nor 0xFF (a published Nuvoton file has
+	 * 0x11), after the header's span and inside it. */
+	memset(buf + h + n, 0x11, 64);
+	assert_loads_as(buf, n + h + 64, der, n);
+	buf[3] = (uint8_t)((n + 2 + 64) >> 8), buf[4] = (uint8_t)(n + 2 + 64);
+	assert_loads_as(buf, n + h + 64, der, n);
 
-	/* No header: DER then 0x00 padding, and DER then 0xFF padding. */
+	/* No header: DER then 0x00 padding, 0xFF padding, other fill. */
 	memcpy(buf, der, n);
 	memset(buf + n, 0x00, 64);
 	assert_loads_as(buf, n + 64, der, n);
 	memset(buf + n, 0xFF, 64);
 	assert_loads_as(buf, n + 64, der, n);
+	memset(buf + n, 0x11, 64);
+	memcpy(buf + n + 10, "GARBAGE", 7);
+	assert_loads_as(buf, n + 64, der, n);
+	free(buf);
+	free(der);
+	X509_free(x);
+	EVP_PKEY_free(k);
+}
+
+/* Trailing bytes are accepted only within an NV read's size: binary input
+ * beyond FLEET_EK_CERT_MAX is refused, whatever follows the DER. */
+static void test_load_trailing_bound(void **state)
+{
+	(void)state;
+	EVP_PKEY *k;
+	X509 *x = leaf_ec(&k);
+	size_t n;
+	unsigned char *der = mint_der(x, &n);
+	uint8_t *buf = malloc(FLEET_EK_CERT_MAX + 1);
+	struct fleet_errctx ec = {0};
+	X509 *y = NULL;
+	assert_non_null(buf);
+	memcpy(buf, der, n);
+	memset(buf + n, 0xFF, FLEET_EK_CERT_MAX + 1 - n);
+	assert_loads_as(buf, FLEET_EK_CERT_MAX, der, n);
+	assert_int_equal(fleet_ek_cert_load(buf, FLEET_EK_CERT_MAX + 1, &y, &ec),
+			 FLEET_E_TOO_LARGE);
+	assert_null(y);
+	assert_non_null(strstr(ec.detail, "NV read"));
 	free(buf);
 	free(der);
 	X509_free(x);
@@ -160,18 +206,32 @@ static void test_load_refusals(void **state)
 	memcpy(buf, der, n);
 	buf[3] = (uint8_t)(buf[3] + 1);
 	assert_refused(buf, n, FLEET_E_TRUNCATED, 4);
-	/* A TCG header whose length is past the end of the input. */
-	buf[0] = 0x10, buf[1] = 0x01, buf[2] = 0x7f, buf[3] = 0xff, buf[4] = 0x10, buf[5] = 0x02;
-	memcpy(buf + 6, der, n);
-	assert_refused(buf, n + 6, FLEET_E_TRUNCATED, 2);
+	/* A TCG header whose size is past the end of the input. */
+	size_t h = put_nv_header(buf, n);
+	memcpy(buf + h, der, n);
+	buf[3] = 0x7f, buf[4] = 0xff;
+	assert_refused(buf, n + h, FLEET_E_TRUNCATED, 3);
+	assert_refused(buf, 4, FLEET_E_TRUNCATED, 0); /* ends inside the header */
+	/* A size that covers the second tag but not the whole DER. */
+	buf[3] = (uint8_t)((n + 1) >> 8), buf[4] = (uint8_t)(n + 1);
+	assert_refused(buf, n + h, FLEET_E_TRUNCATED, h + 4);
 	/* A header whose second tag is wrong. */
-	buf[2] = (uint8_t)(n >> 8), buf[3] = (uint8_t)n, buf[5] = 0x03;
-	assert_refused(buf, n + 6, FLEET_E_MALFORMED, 4);
-	/* Bytes after the DER that are not padding: where they start. */
-	memcpy(buf, der, n);
-	memset(buf + n, 0x00, 16);
-	buf[n + 5] = 'A';
-	assert_refused(buf, n + 16, FLEET_E_MALFORMED, n + 5);
+	h = put_nv_header(buf, n);
+	buf[6] = 0x03;
+	assert_refused(buf, n + h, FLEET_E_MALFORMED, 5);
+	/* A first tag that is not 0x1001. */
+	h = put_nv_header(buf, n);
+	buf[1] = 0x05;
+	assert_refused(buf, n + h, FLEET_E_MALFORMED, 0);
+	/* A certificate type other than 0x00 (a full certificate). */
+	h = put_nv_header(buf, n);
+	buf[2] = 0x01;
+	assert_refused(buf, n + h, FLEET_E_MALFORMED, 2);
+	/* The six-byte form (no type byte) is not the TCG header. */
+	buf[0] = 0x10, buf[1] = 0x01, buf[2] = (uint8_t)(n >> 8), buf[3] = (uint8_t)n;
+	buf[4] = 0x10, buf[5] = 0x02;
+	memcpy(buf + 6, der, n);
+	assert_refused(buf, n + 6, FLEET_E_MALFORMED, 2);
 	/* Garbage: not DER, not PEM. */
 	static const uint8_t junk[] = "this is not a certificate";
 	assert_refused(junk, sizeof(junk) - 1, FLEET_E_MALFORMED, 0);
@@ -185,8 +245,23 @@ static void test_load_refusals(void **state)
 	EVP_PKEY_free(k);
 }
 
+/* Go's x509.MarshalPKIXPublicKey of the key (rsaEncryption with NULL
+ * parameters, named curve and uncompressed point), as OpenSSL writes it
+ * for the key itself, not for any certificate: SPIRE's tpm:pub_hash. */
+static void go_pub_hash(EVP_PKEY *k, char out[65])
+{
+	unsigned char *der = NULL, md[32];
+	unsigned int n = 0;
+	int len = i2d_PUBKEY(k, &der);
+	assert_true(len > 0);
+	assert_int_equal(EVP_Digest(der, (size_t)len, md, &n, EVP_sha256(), NULL), 1);
+	fleet_hex_encode(md, 32, out);
+	OPENSSL_free(der);
+}
+
 /* id-RSAES-OAEP: OpenSSL 3 will not decode the key, ek_hash and key
- * matching must work anyway. */
+ * matching must work anyway, and ek_hash is the key's, not the label's:
+ * the same as for the rsaEncryption-labelled certificate of the key. */
 static void test_oaep_spki(void **state)
 {
 	(void)state;
@@ -197,16 +272,37 @@ static void test_oaep_spki(void **state)
 	X509 *x = mint_cert(&m);
 	TPMT_PUBLIC pub, wrong;
 	const char *reason = NULL;
-	char got[65], want[65];
+	char got[65], want[65], plain[65];
 
 	assert_int_equal(OBJ_obj2nid(X509_get0_tbs_sigalg(x)->algorithm), NID_ecdsa_with_SHA256);
 	assert_null(X509_get0_pubkey(x)); /* the quirk is real */
 	ERR_clear_error();
 	assert_int_equal(fleet_ek_hash(x, got), FLEET_OK);
-	expected_hash(x, want);
+	go_pub_hash(k, want);
 	assert_string_equal(got, want);
+	/* Not the hash of the OAEP-labelled SPKI bytes. */
+	expected_hash(x, plain);
+	assert_string_not_equal(got, plain);
+	/* The same key labelled rsaEncryption, and the TPM public area. */
+	struct mint mp = m;
+	mp.oaep_spki = 0;
+	X509 *xp = mint_cert(&mp);
+	assert_int_equal(fleet_ek_hash(xp, plain), FLEET_OK);
+	assert_string_equal(plain, want);
+	X509_free(xp);
+	/* rsaEncryption without its NULL parameters: the same key again. */
+	mp.spki_oid = "1.2.840.113549.1.1.1";
+	xp = mint_cert(&mp);
+	assert_int_equal(fleet_ek_hash(xp, plain), FLEET_OK);
+	assert_string_equal(plain, want);
+	X509_free(xp);
 
 	mint_tpm_public(k, TPMA_OBJECT_DECRYPT | TPMA_OBJECT_RESTRICTED, &pub);
+	uint8_t tpm_hash[32];
+	char tpm_hex[65];
+	assert_int_equal(fleet_tpm_public_spki_sha256(&pub, tpm_hash), FLEET_OK);
+	fleet_hex_encode(tpm_hash, 32, tpm_hex);
+	assert_string_equal(tpm_hex, want);
 	assert_int_equal(fleet_ek_cert_matches_public(x, &pub, &reason), FLEET_OK);
 	mint_tpm_public(other, TPMA_OBJECT_DECRYPT | TPMA_OBJECT_RESTRICTED, &wrong);
 	assert_int_equal(fleet_ek_cert_matches_public(x, &wrong, &reason), FLEET_E_VERIFY);
@@ -621,6 +717,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_der_and_hash),
 		cmocka_unit_test(test_load_nv_header_and_padding),
+		cmocka_unit_test(test_load_trailing_bound),
 		cmocka_unit_test(test_load_pem),
 		cmocka_unit_test(test_load_refusals),
 		cmocka_unit_test(test_oaep_spki),
