@@ -122,6 +122,24 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path))
 	FD.port = adm_free_port();
 }
 
+void adm_write_config(const char *path, const char *netbox_extra, const char *sessions)
+{
+	char cfg[4096];
+	snprintf(cfg, sizeof(cfg),
+		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
+		 "  rate_per_second: 100000\n  rate_burst: 100000\n"
+		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
+		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
+		 "classes:\n  worker: worker.yaml\n"
+		 "inventory:\n  kind: netbox\n  netbox:\n    url: %s\n    token_file: %s/token\n"
+		 "    ca_file: %s\n    timeout_ms: 5000\n%s"
+		 "binding_author: terraform\n"
+		 "sessions:\n%s"
+		 "spire:\n  trust_domain: fleet.test\n",
+		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca, netbox_extra, sessions);
+	put(path, cfg);
+}
+
 void adm_fixture_down(void)
 {
 	nbf_teardown();

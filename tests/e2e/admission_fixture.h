@@ -43,6 +43,12 @@ extern const char lldp_json[]; /* one LLDP neighbour: leaf-07.folly, Ethernet12 
  * certificate, the NetBox token 0600) and FD.port. The test writes its
  * configuration and starts fleetd. */
 void adm_fixture_up(const char *what, void (*write_seed)(const char *path));
+/* fleetd.yaml at path for FD.port, D's files and the NetBox fake: every
+ * client is on loopback, so the listener's per-source rate limit is lifted
+ * (test_http_server.c tests it); netbox_extra (lines indented four spaces
+ * under inventory.netbox) and sessions (the lines under sessions:) are the
+ * test's own. */
+void adm_write_config(const char *path, const char *netbox_extra, const char *sessions);
 /* Stop the fake and the TPMs, remove D (kept with FLEET_KEEP_TEST_DIR). */
 void adm_fixture_down(void);
 

@@ -189,28 +189,12 @@ static void write_seed(const char *path)
 
 /* ---- fleetd ---------------------------------------------------------------- */
 
+/* The flood below sends 1,000 requests at once from 127.0.0.1; these tests
+ * change NetBox and boot at once: no lookup cache (test_admission_state.c
+ * runs with the default). */
 static void write_config(const char *path)
 {
-	char cfg[4096];
-	/* Every client here is 127.0.0.1, and the flood below sends 1,000
-	 * requests at once: no rate limit to speak of (test_http_server checks
-	 * the limit itself). */
-	snprintf(cfg, sizeof(cfg),
-		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
-		 "  rate_per_second: 100000\n  rate_burst: 100000\n"
-		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
-		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
-		 "classes:\n  worker: worker.yaml\n"
-		 "inventory:\n  kind: netbox\n  netbox:\n    url: %s\n    token_file: %s/token\n"
-		 "    ca_file: %s\n    timeout_ms: 5000\n"
-		 /* these tests change NetBox and boot at once: no lookup cache
-		  * (test_admission_state.c runs with the default) */
-		 "    lookup_cache_ms: 0\n"
-		 "binding_author: terraform\n"
-		 "sessions:\n  ttl_seconds: 300\n"
-		 "spire:\n  trust_domain: fleet.test\n",
-		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca);
-	put(path, cfg);
+	adm_write_config(path, "    lookup_cache_ms: 0\n", "  ttl_seconds: 300\n");
 }
 
 static int setup(void **state)
