@@ -32,7 +32,8 @@
 #define CA_FILE_MAX (64u * 1024)
 #define CA_DAYS_MAX 7300u   /* 20 years: a CA outlives its machines */
 #define LEAF_DAYS_MAX 3650u /* renewal is hourly-checked; 10 years is plenty */
-#define NAME_MAX_LEN 64u    /* X.520 ub-common-name and ub-serial-number */
+#define NAME_MAX_LEN 64u    /* X.520 ub-common-name and ub-serial-number
+			       (characters; RFC 5280 Appendix A.1) */
 
 /* TCG OIDs (TCG OID registry; "TPM 2.0 Keys for Device Identity and
  * Attestation"). */
@@ -60,17 +61,92 @@ X509 *fleet_ca_cert(const struct fleet_ca *ca)
 	return ca ? ca->cert : NULL;
 }
 
-/* Printable ASCII only: names end up in logs, in SPIRE selectors and in
- * an X.509 subject; a control byte in any of them is trouble. */
-static int name_ok(const char *s)
+/*
+ * The subject rule (lib/ca.h). Names end up in logs, in SPIRE selectors and
+ * in an X.509 subject: a control character in any of them is trouble, and
+ * bytes that are not UTF-8 are not a UTF8String.
+ *
+ * Decode one UTF-8 sequence at s (RFC 3629 section 4's syntax: shortest
+ * form only, no surrogates, at most U+10FFFF). Returns its length in bytes
+ * and the code point in *cp, or 0 when the bytes are not UTF-8.
+ */
+static size_t utf8_next(const unsigned char *s, uint32_t *cp)
 {
-	size_t n = s ? strlen(s) : 0;
+	size_t n;
+	uint32_t c = s[0], min;
+
+	if (c < 0x80) {
+		*cp = c;
+		return 1;
+	}
+	if (c >= 0xc2 && c <= 0xdf) {
+		n = 2, c &= 0x1f, min = 0x80;
+	} else if (c >= 0xe0 && c <= 0xef) {
+		n = 3, c &= 0x0f, min = 0x800;
+	} else if (c >= 0xf0 && c <= 0xf4) {
+		n = 4, c &= 0x07, min = 0x10000;
+	} else {
+		return 0;
+	}
+	for (size_t i = 1; i < n; i++) {
+		if ((s[i] & 0xc0) != 0x80) /* also stops at the terminating NUL */
+			return 0;
+		c = (c << 6) | (s[i] & 0x3f);
+	}
+	if (c < min || c > 0x10ffff || (c >= 0xd800 && c <= 0xdfff))
+		return 0;
+	*cp = c;
+	return n;
+}
+
+/* A commonName: 1..ub-common-name characters of UTF-8, no C0, DEL or C1. */
+static int cn_ok(const char *name)
+{
+	const unsigned char *p = (const unsigned char *)name;
+	size_t chars = 0;
+
+	if (!p || !*p)
+		return 0;
+	while (*p) {
+		uint32_t cp;
+		size_t n = utf8_next(p, &cp);
+		if (n == 0 || cp < 0x20 || (cp >= 0x7f && cp <= 0x9f) || ++chars > NAME_MAX_LEN)
+			return 0;
+		p += n;
+	}
+	return 1;
+}
+
+/* X.680 41.4's PrintableString set. */
+static int printable_char(unsigned char c)
+{
+	return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') ||
+	       (c != '\0' && strchr(" '()+,-./:=?", c) != NULL);
+}
+
+/* A serialNumber: PrintableString (SIZE (1..ub-serial-number)). */
+static int serial_ok(const char *serial)
+{
+	size_t n = strlen(serial);
 	if (n == 0 || n > NAME_MAX_LEN)
 		return 0;
 	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] > 0x7e)
+		if (!printable_char((unsigned char)serial[i]))
 			return 0;
 	return 1;
+}
+
+int fleet_ca_subject_ok(const char *name, const char *serial, const char **reason)
+{
+	const char *why = NULL;
+
+	if (!cn_ok(name))
+		why = FLEET_CA_REASON_NAME;
+	else if (serial && !serial_ok(serial))
+		why = FLEET_CA_REASON_SERIAL;
+	if (reason)
+		*reason = why;
+	return why == NULL;
 }
 
 static fleet_err path_join(char *out, size_t cap, const char *dir, const char *file)
@@ -210,7 +286,7 @@ static fleet_err make_ca_cert(EVP_PKEY *key, const char *cn, unsigned days, X509
 		return FLEET_E_NOMEM;
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, 2) || set_random_serial(x) != FLEET_OK ||
-	    !X509_NAME_add_entry_by_NID(name, NID_commonName, MBSTRING_UTF8,
+	    !X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
 					(const unsigned char *)cn, -1, -1, 0) ||
 	    !X509_set_issuer_name(x, name) || set_validity(x, 0, days) != FLEET_OK ||
 	    !X509_set_pubkey(x, key))
@@ -240,10 +316,10 @@ fleet_err fleet_ca_init(const char *dir, const char *common_name, unsigned valid
 	X509 *cert = NULL;
 	fleet_err e;
 
-	if (!dir || !*dir || !name_ok(common_name))
+	if (!dir || !*dir || !cn_ok(common_name))
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
-					"CA needs a directory and a common name of 1-%u printable "
-					"characters",
+					"CA needs a directory and a common name of 1-%u UTF-8 "
+					"characters, none a control character",
 					NAME_MAX_LEN);
 	if (validity_days == 0 || validity_days > CA_DAYS_MAX)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
@@ -441,13 +517,13 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 	if (req->kind != FLEET_CERT_LAK && req->kind != FLEET_CERT_LDEVID)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "unknown certificate kind %d",
 					(int)req->kind);
-	if (!name_ok(req->device_name))
+	const char *why = NULL;
+	if (!fleet_ca_subject_ok(req->device_name, req->serial, &why))
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
-					"device name must be 1-%u printable characters",
-					NAME_MAX_LEN);
-	if (req->serial && !name_ok(req->serial))
-		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
-					"serial must be 1-%u printable characters", NAME_MAX_LEN);
+					"the certificate subject cannot carry this %s: %s",
+					strcmp(why, FLEET_CA_REASON_NAME) == 0 ? "device name"
+										: "serial",
+					why);
 	if (req->validity_days == 0 || req->validity_days > LEAF_DAYS_MAX)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
 					"validity must be 1-%u days", LEAF_DAYS_MAX);
@@ -467,10 +543,13 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 	}
 	name = X509_get_subject_name(x);
 	if (!X509_set_version(x, 2) || set_random_serial(x) != FLEET_OK ||
-	    !X509_NAME_add_entry_by_NID(name, NID_commonName, MBSTRING_UTF8,
+	    /* The string types are set here, not picked by OpenSSL from its
+	     * process-wide mask: the bytes were checked against exactly these
+	     * types by fleet_ca_subject_ok above. */
+	    !X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
 					(const unsigned char *)req->device_name, -1, -1, 0) ||
 	    (req->serial &&
-	     !X509_NAME_add_entry_by_NID(name, NID_serialNumber, MBSTRING_ASC,
+	     !X509_NAME_add_entry_by_NID(name, NID_serialNumber, V_ASN1_PRINTABLESTRING,
 					 (const unsigned char *)req->serial, -1, -1, 0)) ||
 	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||
 	    set_validity(x, req->not_before, req->validity_days) != FLEET_OK ||

@@ -36,13 +36,37 @@ enum fleet_cert_kind {
 struct fleet_issue_request {
 	enum fleet_cert_kind kind;
 	const TPMT_PUBLIC *key;  /* the TPM-held key being certified */
-	const char *device_name; /* subject CN */
-	const char *serial;      /* SMBIOS serial, in the subject serialNumber */
+	const char *device_name; /* subject CN (UTF8String) */
+	const char *serial;      /* SMBIOS serial, in the subject serialNumber
+				    (PrintableString); NULL: none */
 	time_t not_before;       /* 0: now */
 	unsigned validity_days;
 };
 
-/* Issue; *out is owned by the caller. */
+/*
+ * What a certificate subject can carry; the one rule intake and issuing
+ * share (fleet_ca_issue enforces it, so the two cannot disagree):
+ *   name   (subject commonName, a UTF8String, RFC 5280 4.1.2.6 / 4.2.1.6
+ *           and X.520 DirectoryString): 1..64 Unicode characters
+ *           (ub-common-name) of well-formed UTF-8 (RFC 3629: no overlong
+ *           form, no surrogate, nothing above U+10FFFF), none of them a
+ *           C0 control, DEL or C1 control. NULL or empty is refused.
+ *   serial (subject serialNumber, which RFC 5280 Appendix A.1 and X.520
+ *           restrict to PrintableString SIZE (1..ub-serial-number = 64)):
+ *           1..64 characters of X.680's PrintableString set
+ *           A-Z a-z 0-9 space ' ( ) + , - . / : = ?  Nothing is dropped
+ *           or rewritten: a serial outside the set is refused. NULL means
+ *           "no serialNumber attribute" and is allowed; "" is refused.
+ * Returns 1 when both fit. Otherwise 0, and *reason (if reason is not
+ * NULL) is a stable string: FLEET_CA_REASON_NAME or FLEET_CA_REASON_SERIAL
+ * (the name is checked first).
+ */
+#define FLEET_CA_REASON_NAME "device-name-unusable"
+#define FLEET_CA_REASON_SERIAL "serial-unusable"
+int fleet_ca_subject_ok(const char *name, const char *serial, const char **reason);
+
+/* Issue; *out is owned by the caller. A subject fleet_ca_subject_ok
+ * refuses is FLEET_E_INVALID_ARG, and ec's detail holds the reason. */
 fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_request *req,
 			 X509 **out, struct fleet_errctx *ec);
 

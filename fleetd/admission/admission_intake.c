@@ -309,6 +309,11 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	}
 	t->lf.device = d->name;
 	t->lf.status = d->status;
+	const char *unusable = NULL;
+	if (!fleet_ca_subject_ok(d->name, t->s.serial, &unusable))
+		return refuse(t, unusable, reply,
+			      "the certificate subject cannot carry the device's name or serial",
+			      NULL);
 
 	/* I4 */
 	const struct fleet_profile *profile = adm_profile_for(a, d->class_name);

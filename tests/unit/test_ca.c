@@ -247,6 +247,141 @@ static void test_issue_lak_and_ldevid(void **state)
 	free(base);
 }
 
+/* The subject rule intake and issuing share (lib/ca.h). */
+static void test_subject_rule(void **state)
+{
+	(void)state;
+	const char *why = "unset";
+	char big[4 * 65 + 1];
+
+	assert_true(fleet_ca_subject_ok("node-17.folly", "SN-4411-X", &why));
+	assert_null(why);
+	/* NetBox allows non-ASCII names; a CN is a UTF8String. */
+	assert_true(fleet_ca_subject_ok("n\xc5\x93ud-17.f\xc3\xb6lly \xe2\x80\x94 \xf0\x9f\x90\xa7",
+					"SN 1", &why));
+	/* A serialNumber is optional; what is set must be PrintableString. */
+	assert_true(fleet_ca_subject_ok("node-1", NULL, &why));
+	assert_true(fleet_ca_subject_ok("node-1", "AZaz09 '()+,-./:=?", &why));
+	assert_true(fleet_ca_subject_ok("node-1", NULL, NULL));
+
+	/* Each character PrintableString cannot hold. */
+	for (const char *c = "_@*#&%"; *c; c++) {
+		char serial[16];
+		snprintf(serial, sizeof(serial), "SN%c4411", *c);
+		why = NULL;
+		assert_false(fleet_ca_subject_ok("node-1", serial, &why));
+		assert_string_equal(why, "serial-unusable");
+	}
+	why = NULL;
+	assert_false(fleet_ca_subject_ok("node-1", "", &why));
+	assert_string_equal(why, "serial-unusable");
+	assert_false(fleet_ca_subject_ok("node-1", "SN-\xc3\xa9", &why));
+	assert_string_equal(why, "serial-unusable");
+	memset(big, 'S', 65);
+	big[65] = '\0';
+	assert_false(fleet_ca_subject_ok("node-1", big, &why));
+	big[64] = '\0';
+	assert_true(fleet_ca_subject_ok("node-1", big, &why));
+
+	/* Names: NULL (NetBox allows a null name), empty, controls, not UTF-8. */
+	const char *bad_names[] = {
+		NULL, "", "node\n17", "node\x7f", "node\xc2\x85", /* C1 NEL */
+		"node\xc3", "node\xc3\x28", "\xc0\xaf", /* overlong '/' */
+		"\xed\xa0\x80",                     /* a surrogate */
+		"\xf4\x90\x80\x80",                 /* above U+10FFFF */
+		"\xff",
+	};
+	for (size_t i = 0; i < sizeof(bad_names) / sizeof(bad_names[0]); i++) {
+		why = NULL;
+		assert_false(fleet_ca_subject_ok(bad_names[i], "SN-1", &why));
+		assert_string_equal(why, "device-name-unusable");
+	}
+	/* The name is checked first: both bad names the name. */
+	assert_false(fleet_ca_subject_ok(NULL, "SN_1", &why));
+	assert_string_equal(why, "device-name-unusable");
+	/* 64 characters (ub-common-name), not bytes: 64 four-byte ones fit. */
+	big[0] = '\0';
+	for (int i = 0; i < 64; i++)
+		strcat(big, "\xf0\x9f\x90\xa7");
+	assert_true(fleet_ca_subject_ok(big, NULL, &why));
+	strcat(big, "x");
+	assert_false(fleet_ca_subject_ok(big, NULL, &why));
+	assert_string_equal(why, "device-name-unusable");
+}
+
+/* A UTF-8 name is issued as a UTF8String CN and reads back byte-equal;
+ * what the rule refuses, issuing refuses with the same reason. */
+static void test_issue_subject(void **state)
+{
+	(void)state;
+	char *base = new_ca("casubj");
+	char dir[600];
+	struct fleet_ca *ca = NULL;
+	struct fleet_errctx ec = {0};
+	EVP_PKEY *ak = mint_key_ec();
+	TPMT_PUBLIC ak_pub;
+	X509 *x = NULL;
+	const char *utf8 = "n\xc5\x93ud-17.f\xc3\xb6lly \xe2\x80\x94 \xf0\x9f\x90\xa7";
+
+	snprintf(dir, sizeof(dir), "%s/ca", base);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	mint_tpm_public(ak, AK_ATTRS, &ak_pub);
+	struct fleet_issue_request req = {.kind = FLEET_CERT_LAK, .key = &ak_pub,
+					  .device_name = utf8, .serial = "SN-4411-X",
+					  .not_before = 1767225600, .validity_days = 90};
+	if (fleet_ca_issue(ca, &req, &x, &ec) != FLEET_OK)
+		fail_msg("issue with a UTF-8 name: %s", ec.detail);
+
+	/* Through DER and back, as a relying party reads it. */
+	unsigned char *der = NULL;
+	int n = i2d_X509(x, &der);
+	assert_true(n > 0);
+	const unsigned char *p = der;
+	X509 *back = d2i_X509(NULL, &p, n);
+	assert_non_null(back);
+	const X509_NAME *subj = X509_get_subject_name(back);
+	int i = X509_NAME_get_index_by_NID(subj, NID_commonName, -1);
+	assert_true(i >= 0);
+	const ASN1_STRING *cn = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
+	assert_int_equal(ASN1_STRING_type(cn), V_ASN1_UTF8STRING);
+	assert_int_equal((size_t)ASN1_STRING_length(cn), strlen(utf8));
+	assert_memory_equal(ASN1_STRING_get0_data(cn), utf8, strlen(utf8));
+	i = X509_NAME_get_index_by_NID(subj, NID_serialNumber, -1);
+	assert_true(i >= 0);
+	const ASN1_STRING *sn = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(subj, i));
+	assert_int_equal(ASN1_STRING_type(sn), V_ASN1_PRINTABLESTRING);
+	assert_int_equal(ASN1_STRING_length(sn), 9);
+	assert_memory_equal(ASN1_STRING_get0_data(sn), "SN-4411-X", 9);
+	assert_int_equal(X509_verify(back, X509_get0_pubkey(fleet_ca_cert(ca))), 1);
+	X509_free(back);
+	OPENSSL_free(der);
+	X509_free(x);
+	x = NULL;
+
+	/* Refused by issuing with the rule's own reason. */
+	const char *why = NULL;
+	req.serial = "SN_4411@*#&%";
+	assert_false(fleet_ca_subject_ok(req.device_name, req.serial, &why));
+	assert_string_equal(why, "serial-unusable");
+	assert_int_equal(fleet_ca_issue(ca, &req, &x, &ec), FLEET_E_INVALID_ARG);
+	assert_non_null(strstr(ec.detail, "serial-unusable"));
+	assert_null(x);
+	req.serial = "SN-4411-X";
+	req.device_name = NULL;
+	assert_int_equal(fleet_ca_issue(ca, &req, &x, &ec), FLEET_E_INVALID_ARG);
+	assert_non_null(strstr(ec.detail, "device-name-unusable"));
+	req.device_name = "";
+	memset(&ec, 0, sizeof(ec));
+	assert_int_equal(fleet_ca_issue(ca, &req, &x, &ec), FLEET_E_INVALID_ARG);
+	assert_non_null(strstr(ec.detail, "device-name-unusable"));
+	assert_null(x);
+
+	fleet_ca_free(ca);
+	EVP_PKEY_free(ak);
+	rm_rf(base);
+	free(base);
+}
+
 /* fleetctl ca init / issue end to end; the printed fingerprint is what
  * `openssl x509 -fingerprint -sha1` says, in fleetd's lowercase hex. */
 static void test_cli_fingerprint(void **state)
@@ -315,6 +450,8 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init_files),
 		cmocka_unit_test(test_issue_lak_and_ldevid),
+		cmocka_unit_test(test_subject_rule),
+		cmocka_unit_test(test_issue_subject),
 		cmocka_unit_test(test_cli_fingerprint),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
