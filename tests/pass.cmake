@@ -1,3 +1,9 @@
 # The reconcile pass (fleetd/pass/): spire-nodes.json from the store and the
 # inventory, and nothing decided from an inventory error.
 fleet_test(test_pass unit unit/test_pass.c LIBS fleetdcore)
+# The pass against the NetBox contract fake (tests/fakes/netbox_fake.py):
+# malformed devices judged one by one, EK hashes written back; skips without
+# python3 or openssl.
+fleet_test(test_pass_netbox e2e e2e/test_pass_netbox.c e2e/netbox_harness.c
+           LIBS fleetdcore fleet_x509_mint)
+set_tests_properties(test_pass_netbox PROPERTIES TIMEOUT 180)

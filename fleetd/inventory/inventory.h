@@ -61,6 +61,16 @@ struct fleet_inv_binding_change {
 	long change_id;
 };
 
+/* A device the inventory lists whose record cannot be read (a field of the
+ * wrong type, over its cap, an EK hash that is not 64 lowercase hex digits,
+ * a null or non-ASCII name). It is reported, never silently skipped: a
+ * skipped device would look absent, and absent devices are revoked. */
+struct fleet_inv_malformed {
+	long id;                    /* 0: the record has no usable id */
+	char serial[FLEET_INV_STR]; /* "" when it could not be read either */
+	char reason[64];            /* stable, "<field>:<problem>", e.g. "name:null" */
+};
+
 struct fleet_inventory;
 
 struct fleet_inventory_ops {
@@ -77,9 +87,15 @@ struct fleet_inventory_ops {
 						 char *err, size_t errlen);
 	enum fleet_inv_result (*set_status)(struct fleet_inventory *inv, long id,
 					    const char *status, char *err, size_t errlen);
-	/* Every device (pagination followed to the end); *out malloc'd. */
+	/* Every device (pagination followed to the end), judged one by one:
+	 * the well-formed ones in *out, the malformed ones in *bad (both
+	 * malloc'd, either may be NULL when empty). Only an inventory that
+	 * does not answer, or a listing that is unusable as a whole (not
+	 * JSON, no results array, a foreign next link, over the caps), fails
+	 * the list; then *out and *bad are NULL. */
 	enum fleet_inv_result (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				      size_t *n, char *err, size_t errlen);
+				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
+				      char *err, size_t errlen);
 	void (*close)(struct fleet_inventory *inv);
 };
 

@@ -13,12 +13,14 @@
  *
  * Failure semantics: anything that is not an answer (transport error,
  * timeout, TLS failure, 401/403, 429, 5xx, redirect) is UNAVAILABLE; an
- * answer we cannot use (bad JSON, wrong types, caps, a 400) is INVALID. Only
+ * answer we cannot use (bad JSON, wrong types, caps, a 400) is INVALID; in a
+ * listing, one device that does not pass is reported apart instead. Only
  * a device list that is empty is NOT_FOUND, only a 404 on a device is
  * NOT_FOUND, only more than one match is AMBIGUOUS.
  */
 #include "fleetd/inventory/netbox.h"
 
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -354,7 +356,7 @@ static enum fleet_inv_result find_each(const json_t *item, void *ctx, char *err,
 {
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
-	enum fleet_inv_result r = nb_parse_device(item, &d, err, errlen);
+	enum fleet_inv_result r = nb_parse_device(item, &d, NULL, 0, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (!same_serial(d.serial, f->serial)) {
@@ -412,7 +414,7 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 static enum fleet_inv_result device_answer(json_t *j, long id, struct fleet_inv_device *out,
 					   char *err, size_t errlen)
 {
-	enum fleet_inv_result r = nb_parse_device(j, out, err, errlen);
+	enum fleet_inv_result r = nb_parse_device(j, out, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK && out->id != id) {
 		snprintf(err, errlen, "NetBox answered for device %ld with device %ld", id, out->id);
 		r = FLEET_INV_INVALID;
@@ -593,42 +595,108 @@ static enum fleet_inv_result nb_set_status(struct fleet_inventory *inv, long id,
 struct list_ctx {
 	struct fleet_inv_device *v;
 	size_t n, cap;
+	struct fleet_inv_malformed *bad;
+	size_t n_bad, cap_bad;
 };
 
+static bool list_grow(void **v, size_t *cap, size_t n, size_t size)
+{
+	if (n < *cap)
+		return true;
+	size_t ncap = *cap ? *cap * 2 : 64;
+	void *nv = reallocarray(*v, ncap, size);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = ncap;
+	return true;
+}
+
+/* A name the pass can carry into the journal and compare: set, printable
+ * ASCII (NetBox allows a null name and any Unicode). */
+static const char *name_fault(const char *name)
+{
+	if (!name[0])
+		return "name:null";
+	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
+		if (*p < 0x20 || *p >= 0x7f)
+			return "name:not-ascii";
+	return NULL;
+}
+
+/* What can still be read of a malformed record, to find the device it is. */
+static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
+{
+	const json_t *id = json_object_get(item, "id");
+	const json_t *serial = json_object_get(item, "serial");
+	if (json_is_integer(id) && json_integer_value(id) > 0 &&
+	    json_integer_value(id) <= (json_int_t)LONG_MAX)
+		m->id = (long)json_integer_value(id);
+	if (json_is_string(serial)) {
+		const char *s = json_string_value(serial);
+		size_t n = json_string_length(serial);
+		bool ok = strlen(s) == n && n < sizeof(m->serial);
+		for (size_t i = 0; ok && i < n; i++)
+			ok = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] != 0x7f;
+		if (ok)
+			memcpy(m->serial, s, n + 1);
+	}
+}
+
+/* Each device is judged on its own: a malformed one is reported in l->bad
+ * and the walk goes on. */
 static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err, size_t errlen)
 {
 	struct list_ctx *l = ctx;
-	if (l->n == l->cap) {
-		size_t cap = l->cap ? l->cap * 2 : 64;
-		struct fleet_inv_device *v = realloc(l->v, cap * sizeof(*v));
-		if (!v) {
-			snprintf(err, errlen, "out of memory listing devices");
-			return FLEET_INV_UNAVAILABLE;
-		}
-		l->v = v;
-		l->cap = cap;
+	if (!list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) ||
+	    !list_grow((void **)&l->bad, &l->cap_bad, l->n_bad, sizeof(*l->bad))) {
+		snprintf(err, errlen, "out of memory listing devices");
+		return FLEET_INV_UNAVAILABLE;
 	}
-	enum fleet_inv_result r = nb_parse_device(item, &l->v[l->n], err, errlen);
-	if (r == FLEET_INV_OK)
-		l->n++;
-	return r;
+	struct fleet_inv_malformed *m = &l->bad[l->n_bad];
+	char perr[256];
+	memset(m, 0, sizeof(*m));
+	enum fleet_inv_result r =
+		nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), perr, sizeof(perr));
+	if (r == FLEET_INV_OK) {
+		const char *fault = name_fault(l->v[l->n].name);
+		if (!fault) {
+			l->n++;
+			return FLEET_INV_OK;
+		}
+		snprintf(m->reason, sizeof(m->reason), "%s", fault);
+	} else if (r != FLEET_INV_INVALID) {
+		snprintf(err, errlen, "%s", perr);
+		return r;
+	}
+	if (!m->reason[0])
+		snprintf(m->reason, sizeof(m->reason), "device:invalid");
+	malformed_keys(item, m);
+	l->n_bad++;
+	return FLEET_INV_OK;
 }
 
 static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				     size_t *n, char *err, size_t errlen)
+				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
+				     char *err, size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct list_ctx l = {0};
 	*out = NULL;
 	*n = 0;
+	*bad = NULL;
+	*n_bad = 0;
 	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", "exclude=config_context",
 				       list_each, &l, err, errlen);
 	if (r != FLEET_INV_OK) {
 		free(l.v);
+		free(l.bad);
 		return r;
 	}
 	*out = l.v;
 	*n = l.n;
+	*bad = l.bad;
+	*n_bad = l.n_bad;
 	return FLEET_INV_OK;
 }
 

@@ -28,14 +28,28 @@ static bool clean_text(const char *s, size_t n)
 	return true;
 }
 
+/* Where a reason goes (buf NULL: nowhere): "<field>:<problem>". */
+struct why {
+	char *buf;
+	size_t len;
+};
+
+static enum fleet_inv_result bad(struct why *w, const char *field, const char *problem)
+{
+	if (w && w->buf && w->len)
+		snprintf(w->buf, w->len, "%s:%s", field, problem);
+	return FLEET_INV_INVALID;
+}
+
 /*
  * Copy the string member key of o into out[cap]. A missing member or null is
  * "" when optional, else INVALID; any other type, an embedded NUL, a control
  * character or a length of cap or more is INVALID. what names the object.
  */
 static enum fleet_inv_result get_text_as(const json_t *o, const char *key, const char *label,
-					 bool optional, char *out, size_t cap, const char *what,
-					 char *err, size_t errlen)
+					 const char *field, struct why *w, bool optional,
+					 char *out, size_t cap, const char *what, char *err,
+					 size_t errlen)
 {
 	const json_t *v = json_object_get(o, key);
 	out[0] = '\0';
@@ -43,59 +57,60 @@ static enum fleet_inv_result get_text_as(const json_t *o, const char *key, const
 		if (optional)
 			return FLEET_INV_OK;
 		snprintf(err, errlen, "%s: %s is missing", what, label);
-		return FLEET_INV_INVALID;
+		return bad(w, field, v ? "null" : "missing");
 	}
 	if (!json_is_string(v)) {
 		snprintf(err, errlen, "%s: %s is not a string", what, label);
-		return FLEET_INV_INVALID;
+		return bad(w, field, "not-string");
 	}
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (strlen(s) != n || !clean_text(s, n)) {
 		snprintf(err, errlen, "%s: %s holds a control character", what, label);
-		return FLEET_INV_INVALID;
+		return bad(w, field, "control-character");
 	}
 	if (n >= cap) {
 		snprintf(err, errlen, "%s: %s is %zu bytes, over the cap of %zu", what, label, n,
 			 cap - 1);
-		return FLEET_INV_INVALID;
+		return bad(w, field, "too-long");
 	}
 	memcpy(out, s, n + 1);
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result get_text(const json_t *o, const char *key, bool optional,
-				      char *out, size_t cap, const char *what, char *err,
-				      size_t errlen)
+static enum fleet_inv_result get_text(const json_t *o, const char *key, struct why *w,
+				      bool optional, char *out, size_t cap, const char *what,
+				      char *err, size_t errlen)
 {
-	return get_text_as(o, key, key, optional, out, cap, what, err, errlen);
+	return get_text_as(o, key, key, key, w, optional, out, cap, what, err, errlen);
 }
 
-static enum fleet_inv_result get_custom_text(const json_t *cf, const char *key, char *out,
-					     size_t cap, const char *what, char *err,
+static enum fleet_inv_result get_custom_text(const json_t *cf, const char *key, struct why *w,
+					     char *out, size_t cap, const char *what, char *err,
 					     size_t errlen)
 {
-	char label[64];
+	char label[64], field[64];
 	snprintf(label, sizeof(label), "custom field %s", key);
-	return get_text_as(cf, key, label, true, out, cap, what, err, errlen);
+	snprintf(field, sizeof(field), "custom_fields.%s", key);
+	return get_text_as(cf, key, label, field, w, true, out, cap, what, err, errlen);
 }
 
-static enum fleet_inv_result get_id(const json_t *o, const char *key, long *out,
+static enum fleet_inv_result get_id(const json_t *o, const char *key, struct why *w, long *out,
 				    const char *what, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(o, key);
 	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
 	    json_integer_value(v) > (json_int_t)LONG_MAX) {
 		snprintf(err, errlen, "%s: %s is not a positive integer", what, key);
-		return FLEET_INV_INVALID;
+		return bad(w, key, "not-positive-integer");
 	}
 	*out = (long)json_integer_value(v);
 	return FLEET_INV_OK;
 }
 
 /* A boolean custom field: true, false, or null/absent (unset). */
-static enum fleet_inv_result get_tristate(const json_t *cf, const char *key, int *out,
-					  const char *what, char *err, size_t errlen)
+static enum fleet_inv_result get_tristate(const json_t *cf, const char *key, struct why *w,
+					  int *out, const char *what, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(cf, key);
 	if (!v || json_is_null(v))
@@ -103,8 +118,10 @@ static enum fleet_inv_result get_tristate(const json_t *cf, const char *key, int
 	else if (json_is_boolean(v))
 		*out = json_is_true(v) ? 1 : 0;
 	else {
+		char field[64];
 		snprintf(err, errlen, "%s: custom field %s is not a boolean", what, key);
-		return FLEET_INV_INVALID;
+		snprintf(field, sizeof(field), "custom_fields.%s", key);
+		return bad(w, field, "not-boolean");
 	}
 	return FLEET_INV_OK;
 }
@@ -128,17 +145,20 @@ bool nb_is_status_slug(const char *s)
 	return i >= 1 && i <= 31;
 }
 
-static enum fleet_inv_result get_ek_hash(const json_t *cf, const char *key, char out[65],
-					 const char *what, char *err, size_t errlen)
+static enum fleet_inv_result get_ek_hash(const json_t *cf, const char *key, struct why *w,
+					 char out[65], const char *what, char *err, size_t errlen)
 {
 	char tmp[FLEET_INV_STR];
-	enum fleet_inv_result r = get_custom_text(cf, key, tmp, sizeof(tmp), what, err, errlen);
+	enum fleet_inv_result r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, err,
+						  errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (tmp[0] && !nb_is_ek_hash(tmp)) {
+		char field[64];
 		snprintf(err, errlen, "%s: custom field %s is not 64 lowercase hex digits", what,
 			 key);
-		return FLEET_INV_INVALID;
+		snprintf(field, sizeof(field), "custom_fields.%s", key);
+		return bad(w, field, "not-ek-hash");
 	}
 	memcpy(out, tmp, strlen(tmp) + 1);
 	return FLEET_INV_OK;
@@ -186,71 +206,76 @@ static const struct text_field text_fields[] = {
 };
 #undef TF
 
-enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *err,
-				      size_t errlen)
+enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
+				      size_t reasonlen, char *err, size_t errlen)
 {
 	enum fleet_inv_result r;
 	char what[48] = "device";
+	struct why why = {reason, reasonlen}, *w = &why;
+	if (reason && reasonlen)
+		reason[0] = '\0';
 	memset(d, 0, sizeof(*d));
 	d->amt = d->secure_boot_expected = -1;
 	if (!json_is_object(o)) {
 		snprintf(err, errlen, "a device is not a JSON object");
-		return FLEET_INV_INVALID;
+		return bad(w, "device", "not-object");
 	}
-	if ((r = get_id(o, "id", &d->id, what, err, errlen)) != FLEET_INV_OK)
+	if ((r = get_id(o, "id", w, &d->id, what, err, errlen)) != FLEET_INV_OK)
 		return r;
 	snprintf(what, sizeof(what), "device %ld", d->id);
-	if ((r = get_text(o, "name", true, d->name, sizeof(d->name), what, err, errlen)) ||
-	    (r = get_text(o, "serial", false, d->serial, sizeof(d->serial), what, err, errlen)))
+	if ((r = get_text(o, "name", w, true, d->name, sizeof(d->name), what, err, errlen)) ||
+	    (r = get_text(o, "serial", w, false, d->serial, sizeof(d->serial), what, err,
+			  errlen)))
 		return r;
 
 	const json_t *st = json_object_get(o, "status");
 	if (!json_is_object(st)) {
 		snprintf(err, errlen, "%s: status is not an object with a value", what);
-		return FLEET_INV_INVALID;
+		return bad(w, "status", "not-object");
 	}
-	if ((r = get_text(st, "value", false, d->status, sizeof(d->status), what, err, errlen)))
+	if ((r = get_text_as(st, "value", "value", "status", w, false, d->status,
+			     sizeof(d->status), what, err, errlen)))
 		return r;
 	if (!nb_is_status_slug(d->status)) {
 		snprintf(err, errlen, "%s: status value is not a status slug", what);
-		return FLEET_INV_INVALID;
+		return bad(w, "status", "not-slug");
 	}
 
 	const json_t *ip = json_object_get(o, "primary_ip4");
 	if (ip && !json_is_null(ip)) {
 		if (!json_is_object(ip)) {
 			snprintf(err, errlen, "%s: primary_ip4 is not an object", what);
-			return FLEET_INV_INVALID;
+			return bad(w, "primary_ip4", "not-object");
 		}
-		if ((r = get_text(ip, "address", false, d->primary_ip4, sizeof(d->primary_ip4),
-				  what, err, errlen)))
+		if ((r = get_text_as(ip, "address", "address", "primary_ip4", w, false,
+				     d->primary_ip4, sizeof(d->primary_ip4), what, err, errlen)))
 			return r;
 		if (!is_ipv4_cidr(d->primary_ip4)) {
 			snprintf(err, errlen, "%s: primary_ip4 address is not an IPv4 address/prefix",
 				 what);
-			return FLEET_INV_INVALID;
+			return bad(w, "primary_ip4", "not-ipv4");
 		}
 	}
 
 	const json_t *cf = json_object_get(o, "custom_fields");
 	if (!json_is_object(cf)) {
 		snprintf(err, errlen, "%s: custom_fields is not an object", what);
-		return FLEET_INV_INVALID;
+		return bad(w, "custom_fields", "not-object");
 	}
 	for (size_t i = 0; i < sizeof(text_fields) / sizeof(text_fields[0]); i++) {
 		const struct text_field *f = &text_fields[i];
-		if ((r = get_custom_text(cf, f->key, (char *)d + f->off, f->cap, what, err,
+		if ((r = get_custom_text(cf, f->key, w, (char *)d + f->off, f->cap, what, err,
 					 errlen)))
 			return r;
 	}
-	if ((r = get_tristate(cf, "amt", &d->amt, what, err, errlen)) ||
-	    (r = get_tristate(cf, "secure_boot_expected", &d->secure_boot_expected, what, err,
+	if ((r = get_tristate(cf, "amt", w, &d->amt, what, err, errlen)) ||
+	    (r = get_tristate(cf, "secure_boot_expected", w, &d->secure_boot_expected, what, err,
 			      errlen)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash", d->approved_ek_hash, what, err, errlen)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", d->approved_ek_hash_ecc, what, err,
+	    (r = get_ek_hash(cf, "approved_ek_hash", w, d->approved_ek_hash, what, err, errlen)) ||
+	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", w, d->approved_ek_hash_ecc, what, err,
 			     errlen)) ||
-	    (r = get_ek_hash(cf, "ek_hash", d->ek_hash, what, err, errlen)) ||
-	    (r = get_ek_hash(cf, "ek_hash_ecc", d->ek_hash_ecc, what, err, errlen)))
+	    (r = get_ek_hash(cf, "ek_hash", w, d->ek_hash, what, err, errlen)) ||
+	    (r = get_ek_hash(cf, "ek_hash_ecc", w, d->ek_hash_ecc, what, err, errlen)))
 		return r;
 	return FLEET_INV_OK;
 }
@@ -354,11 +379,12 @@ enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb
 		snprintf(err, errlen, "an object change is not a JSON object");
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_id(o, "id", &c->id, what, err, errlen)))
+	if ((r = get_id(o, "id", NULL, &c->id, what, err, errlen)))
 		return r;
 	snprintf(what, sizeof(what), "object change %ld", c->id);
-	if ((r = get_text(o, "changed_object_type", false, buf, sizeof(buf), what, err, errlen)) ||
-	    (r = get_id(o, "changed_object_id", &obj_id, what, err, errlen)))
+	if ((r = get_text(o, "changed_object_type", NULL, false, buf, sizeof(buf), what, err,
+			  errlen)) ||
+	    (r = get_id(o, "changed_object_id", NULL, &obj_id, what, err, errlen)))
 		return r;
 	if (strcmp(buf, "dcim.device") != 0 || obj_id != device_id) {
 		/* The filter was not applied: never read another object's history
@@ -367,17 +393,18 @@ enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb
 			 device_id);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "time", false, buf, sizeof(buf), what, err, errlen)))
+	if ((r = get_text(o, "time", NULL, false, buf, sizeof(buf), what, err, errlen)))
 		return r;
 	if (!nb_parse_time(buf, &c->when, &c->usec)) {
 		snprintf(err, errlen, "%s: time is not an ISO 8601 date and time", what);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "user_name", false, c->user, sizeof(c->user), what, err, errlen)))
+	if ((r = get_text(o, "user_name", NULL, false, c->user, sizeof(c->user), what, err,
+			  errlen)))
 		return r;
 	const json_t *act = json_object_get(o, "action");
 	if (!json_is_object(act) ||
-	    (r = get_text(act, "value", false, buf, sizeof(buf), what, err, errlen)) ||
+	    (r = get_text(act, "value", NULL, false, buf, sizeof(buf), what, err, errlen)) ||
 	    (strcmp(buf, "create") && strcmp(buf, "update") && strcmp(buf, "delete"))) {
 		snprintf(err, errlen, "%s: action is not create, update or delete", what);
 		return FLEET_INV_INVALID;

@@ -14,9 +14,11 @@
 
 #include "fleetd/inventory/inventory.h"
 
-/* A device object (GET /api/dcim/devices/N/ or one list result). */
-enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *err,
-				      size_t errlen);
+/* A device object (GET /api/dcim/devices/N/ or one list result). On
+ * INVALID, reason (may be NULL) gets the stable "<field>:<problem>" of the
+ * first fault, e.g. "custom_fields.class:too-long". */
+enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
+				      size_t reasonlen, char *err, size_t errlen);
 
 /* One object change, reduced to what the binding rule needs. */
 struct nb_change {

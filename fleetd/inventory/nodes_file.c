@@ -442,12 +442,18 @@ static enum fleet_inv_result nf_set_status(struct fleet_inventory *inv, long id,
 	return r;
 }
 
+/* The nodes file is the operator's one document, checked whole on every
+ * load (entry by entry, with the line named): an entry that does not pass
+ * makes the file unreadable, so a listing never has malformed devices. */
 static enum fleet_inv_result nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				     size_t *n, char *err, size_t errlen)
+				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
+				     char *err, size_t errlen)
 {
 	struct nodes_inv *ni = NI(inv);
 	*out = NULL;
 	*n = 0;
+	*bad = NULL;
+	*n_bad = 0;
 	pthread_mutex_lock(&ni->mu);
 	enum fleet_inv_result r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK) {

@@ -9,11 +9,23 @@
 #include "fleetd/obs/journal.h"
 #include "fleetd/spire/spire_nodes.h"
 
+/* A malformed inventory device already journaled: (id, reason). */
+struct seen {
+	long id;
+	char reason[64];
+};
+
 struct fleet_pass {
 	struct fleet_pass_deps d;
 	struct fleet_metric *runs; /* fleetd_pass_total{result} */
 	struct fleet_metric *eligible;
 	struct fleet_metric *revoked;
+	struct fleet_metric *malformed;     /* gauge: in the last listing */
+	struct fleet_metric *malformed_new; /* counter: each (id, reason) journaled */
+	struct fleet_metric *ek_writes;     /* fleetd_pass_ek_hash_writes_total{result} */
+	/* The malformed devices of the last listing, each journaled once. */
+	struct seen *seen;
+	size_t n_seen;
 };
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out)
@@ -38,6 +50,25 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 						   "fleetd_spire_revoked_nodes",
 						   "Devices revoked in the last spire-nodes.json.", NULL,
 						   NULL, &p->revoked, NULL);
+		static const char *const writes[] = {"ok", "failed", NULL};
+		if (e == FLEET_OK)
+			e = fleet_metrics_register(deps->metrics, FLEET_METRIC_GAUGE,
+						   "fleetd_inventory_malformed_devices",
+						   "Inventory devices malformed in the last listing "
+						   "(in neither SPIRE list).",
+						   NULL, NULL, &p->malformed, NULL);
+		if (e == FLEET_OK)
+			e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
+						   "fleetd_inventory_malformed_total",
+						   "Malformed inventory devices journaled, once per "
+						   "device and reason.",
+						   NULL, NULL, &p->malformed_new, NULL);
+		if (e == FLEET_OK)
+			e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
+						   "fleetd_pass_ek_hash_writes_total",
+						   "ek_hash/ek_hash_ecc written back to the inventory "
+						   "by the pass, by result.",
+						   "result", writes, &p->ek_writes, NULL);
 		if (e != FLEET_OK) {
 			free(p);
 			return e;
@@ -47,7 +78,13 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 	return FLEET_OK;
 }
 
-void fleet_pass_free(struct fleet_pass *p) { free(p); }
+void fleet_pass_free(struct fleet_pass *p)
+{
+	if (!p)
+		return;
+	free(p->seen);
+	free(p);
+}
 
 static const char *count(struct fleet_pass *p, const char *result)
 {
@@ -70,6 +107,93 @@ static const char *spire_result(enum fleet_spire_err e)
 	}
 }
 
+static bool was_seen(const struct seen *v, size_t n, const struct fleet_spire_malformed *m)
+{
+	for (size_t i = 0; i < n; i++)
+		if (v[i].id == m->id && strcmp(v[i].reason, m->reason) == 0)
+			return true;
+	return false;
+}
+
+/* Journal each malformed device the previous listing did not already have
+ * with the same reason, then remember this listing's. A device that stays
+ * malformed is journaled once; one that recovers and breaks again, again. */
+static void journal_malformed(struct fleet_pass *p, const struct fleet_spire_doc *doc)
+{
+	struct seen *now = doc->n_malformed ? calloc(doc->n_malformed, sizeof(*now)) : NULL;
+	char id_s[24];
+	for (size_t i = 0; i < doc->n_malformed; i++) {
+		const struct fleet_spire_malformed *m = &doc->malformed[i];
+		if (now) {
+			now[i].id = m->id;
+			memcpy(now[i].reason, m->reason, sizeof(now[i].reason));
+		}
+		if (was_seen(p->seen, p->n_seen, m))
+			continue;
+		snprintf(id_s, sizeof(id_s), "%ld", m->id);
+		if (m->device[0])
+			fleet_log(LOG_WARNING, "inventory-device-malformed",
+				  FLEET_LOG_FIELDS({"FLEET_INVENTORY_ID", id_s},
+						   {"FLEET_REASON", m->reason},
+						   {"FLEET_DEVICE", m->device}),
+				  "inventory device %ld is malformed (%s): %s, admitted by fleetd, "
+				  "is excluded from SPIRE until it is fixed",
+				  m->id, m->reason, m->device);
+		else
+			fleet_log(LOG_WARNING, "inventory-device-malformed",
+				  FLEET_LOG_FIELDS({"FLEET_INVENTORY_ID", id_s},
+						   {"FLEET_REASON", m->reason}),
+				  "inventory device %ld is malformed (%s): left out of the pass "
+				  "until it is fixed (not a device fleetd admitted)",
+				  m->id, m->reason);
+		if (p->malformed_new)
+			fleet_metric_inc(p->malformed_new);
+	}
+	if (now || !doc->n_malformed) {
+		free(p->seen);
+		p->seen = now;
+		p->n_seen = doc->n_malformed;
+	} /* out of memory: keep the old set (at worst a repeat next pass) */
+	if (p->malformed)
+		fleet_metric_set(p->malformed, (int64_t)doc->n_malformed);
+}
+
+/* Write the store's proven EK hashes to the inventory where it holds other
+ * values (the admission's own write may have failed). Each failure is
+ * journaled; the next pass tries again, and the pass goes on. */
+static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *doc)
+{
+	struct fleet_inventory *inv = p->d.inventory;
+	if (!inv->ops->write_ek_hashes)
+		return;
+	for (size_t i = 0; i < doc->n_ek_stale; i++) {
+		const struct fleet_spire_ek_stale *x = &doc->ek_stale[i];
+		char err[256] = "", id_s[24];
+		snprintf(id_s, sizeof(id_s), "%ld", x->inventory_id);
+		enum fleet_inv_result r = inv->ops->write_ek_hashes(
+			inv, x->inventory_id, x->ek_hash, x->ek_hash_ecc, err, sizeof(err));
+		if (r == FLEET_INV_OK) {
+			fleet_log(LOG_NOTICE, "ek-hash-written",
+				  FLEET_LOG_FIELDS({"FLEET_DEVICE", x->name},
+						   {"FLEET_INVENTORY_ID", id_s}),
+				  "pass: wrote the proven ek_hash/ek_hash_ecc of %s to the "
+				  "inventory", x->name);
+			if (p->ek_writes)
+				fleet_metric_inc_label(p->ek_writes, "ok");
+		} else {
+			fleet_log(LOG_WARNING, "ek-hash-write-failed",
+				  FLEET_LOG_FIELDS({"FLEET_DEVICE", x->name},
+						   {"FLEET_INVENTORY_ID", id_s},
+						   {"FLEET_REASON", fleet_inv_result_str(r)}),
+				  "pass: writing the ek_hash of %s to the inventory failed (%s): "
+				  "%s; the next pass tries again",
+				  x->name, fleet_inv_result_str(r), err);
+			if (p->ek_writes)
+				fleet_metric_inc_label(p->ek_writes, "failed");
+		}
+	}
+}
+
 const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 {
 	if (p->d.reap_sessions)
@@ -83,9 +207,17 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	bool changed = false;
 	int64_t serial = 0;
 	memset(&doc, 0, sizeof(doc));
-	enum fleet_spire_err e =
-		fleet_spire_nodes_pass(p->d.inventory, p->d.store, c->spire_trust_domain,
-				       c->state_dir, now, &doc, &changed, &serial, err, sizeof(err));
+	enum fleet_spire_err e = fleet_spire_nodes_build(p->d.inventory, p->d.store,
+							 c->spire_trust_domain, now, &doc, err,
+							 sizeof(err));
+	if (e == FLEET_SPIRE_OK) {
+		/* What the listing said holds whether or not the file can be
+		 * written now. */
+		journal_malformed(p, &doc);
+		write_ek_hashes(p, &doc);
+		e = fleet_spire_nodes_write(c->state_dir, &doc, now, &changed, &serial, err,
+					    sizeof(err));
+	}
 	const char *result = spire_result(e);
 	if (e != FLEET_SPIRE_OK) {
 		/* The previous file stands: a pass that could not see the

@@ -1,11 +1,19 @@
 /*
  * pass.h: the periodic reconcile pass of fleetd (spec: "Each pass ...").
  *
- * Today a pass: drops expired attestation sessions, and writes
- * spire-nodes.json (fleetd/spire/spire_nodes.h) when spire.trust_domain is
- * configured. A pass never decides anything about a machine from an
- * inventory error: the SPIRE file then stays as it was, and the failure is
- * journaled and counted (fleetd_pass_total{result="inventory-error"}).
+ * Today a pass: drops expired attestation sessions, and when
+ * spire.trust_domain is configured writes spire-nodes.json
+ * (fleetd/spire/spire_nodes.h) and writes the store's proven ek_hash /
+ * ek_hash_ecc back to the inventory where it holds other values (a failed
+ * write is journaled; the pass goes on). A pass never decides anything about
+ * a machine from an inventory error: the SPIRE file then stays as it was,
+ * and the failure is journaled and counted
+ * (fleetd_pass_total{result="inventory-error"}). One malformed device is not
+ * an inventory error: it is left out of both lists, journaled once per
+ * (device id, reason) while it stays malformed, and counted
+ * (fleetd_inventory_malformed_devices, fleetd_inventory_malformed_total).
+ *
+ * The store is read only (fleetd gives the pass its own read-only handle).
  */
 #ifndef FLEET_PASS_H
 #define FLEET_PASS_H

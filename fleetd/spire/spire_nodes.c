@@ -96,6 +96,8 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc)
 	node_free(doc->eligible, doc->n_eligible);
 	node_free(doc->revoked, doc->n_revoked);
 	free(doc->excluded);
+	free(doc->malformed);
+	free(doc->ek_stale);
 	memset(doc, 0, sizeof(*doc));
 }
 
@@ -111,7 +113,7 @@ static void copy_printable(char *dst, size_t cap, const char *src)
 /* The growing lists of one build. */
 struct build {
 	struct fleet_spire_doc *doc;
-	size_t cap_eligible, cap_revoked, cap_excluded;
+	size_t cap_eligible, cap_revoked, cap_excluded, cap_ek_stale;
 	char *err;
 	size_t errlen;
 };
@@ -328,8 +330,45 @@ static size_t lower_bound(const struct fleet_inv_device *const *idx, size_t n, c
 	return lo;
 }
 
+/* The malformed inventory device that is dev, if any: by the inventory id
+ * the store recorded, else by serial. */
+static struct fleet_spire_malformed *malformed_of(struct build *b,
+						  const struct fleet_inv_malformed *bad,
+						  size_t n_bad,
+						  const struct fleet_store_device *dev)
+{
+	for (size_t i = 0; i < n_bad; i++)
+		if ((dev->inventory_id > 0 && bad[i].id == dev->inventory_id) ||
+		    (bad[i].serial[0] && strcasecmp(bad[i].serial, dev->serial) == 0))
+			return &b->doc->malformed[i];
+	return NULL;
+}
+
+/* dev's inventory EK hashes are not the store's: note it for the pass. */
+static enum fleet_spire_err note_ek_stale(struct build *b, const struct fleet_inv_device *d,
+					  const struct fleet_store_device *dev)
+{
+	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
+	    (!dev->ek_hash[0] && !dev->ek_hash_ecc[0]) ||
+	    (dev->inventory_id > 0 && dev->inventory_id != d->id))
+		return FLEET_SPIRE_OK; /* nothing proven to write, or another device */
+	if (strcmp(d->ek_hash, dev->ek_hash) == 0 && strcmp(d->ek_hash_ecc, dev->ek_hash_ecc) == 0)
+		return FLEET_SPIRE_OK;
+	struct fleet_spire_doc *doc = b->doc;
+	if (!grow((void **)&doc->ek_stale, &b->cap_ek_stale, doc->n_ek_stale,
+		  sizeof(*doc->ek_stale)))
+		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+	struct fleet_spire_ek_stale *x = &doc->ek_stale[doc->n_ek_stale++];
+	x->inventory_id = d->id;
+	memcpy(x->name, dev->name, sizeof(x->name));
+	memcpy(x->ek_hash, dev->ek_hash, sizeof(x->ek_hash));
+	memcpy(x->ek_hash_ecc, dev->ek_hash_ecc, sizeof(x->ek_hash_ecc));
+	return FLEET_SPIRE_OK;
+}
+
 static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 				      const struct fleet_inv_device *inv, size_t n_inv,
+				      const struct fleet_inv_malformed *bad, size_t n_bad,
 				      const struct fleet_store_device *devs, size_t n_devs,
 				      time_t now)
 {
@@ -345,6 +384,19 @@ static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 		if (inv[i].serial[0])
 			idx[n_idx++] = &inv[i];
 	sort(idx, n_idx, sizeof(*idx), cmp_inv_serial);
+	if (n_bad) {
+		b->doc->malformed = calloc(n_bad, sizeof(*b->doc->malformed));
+		if (!b->doc->malformed) {
+			e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+			goto out;
+		}
+		b->doc->n_malformed = n_bad;
+		for (size_t i = 0; i < n_bad; i++) {
+			b->doc->malformed[i].id = bad[i].id;
+			snprintf(b->doc->malformed[i].reason, sizeof(b->doc->malformed[i].reason),
+				 "%s", bad[i].reason);
+		}
+	}
 
 	for (size_t i = 0; i < n_devs && !e; i++) {
 		const struct fleet_store_device *dev = &devs[i];
@@ -353,6 +405,8 @@ static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 			matched[idx[lo + hits] - inv] = true;
 			hits++;
 		}
+		if (hits == 1 && (e = note_ek_stale(b, idx[lo], dev)))
+			break;
 		/* What the format cannot carry is in neither list. Such a device
 		 * is never eligible, so it never had entries to revoke either. */
 		if (!fleet_spire_name_ok(dev->name)) {
@@ -364,6 +418,13 @@ static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 			continue;
 		}
 		if (hits == 0) {
+			/* Listed but malformed is not absent: neither list. */
+			struct fleet_spire_malformed *m = malformed_of(b, bad, n_bad, dev);
+			if (m) {
+				if (!m->device[0])
+					memcpy(m->device, dev->name, sizeof(m->device));
+				continue;
+			}
 			e = add_node(b, st, dev, true, now); /* absent from the inventory */
 			continue;
 		}
@@ -507,11 +568,14 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 				  "the trust domain must be 1..255 of a-z, 0-9, '.', '-', '_'");
 
 	struct fleet_inv_device *devs_inv = NULL;
-	size_t n_inv = 0;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n_inv = 0, n_bad = 0;
 	char ierr[256] = "";
-	enum fleet_inv_result ir = inv->ops->list(inv, &devs_inv, &n_inv, ierr, sizeof(ierr));
+	enum fleet_inv_result ir =
+		inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ierr, sizeof(ierr));
 	if (ir != FLEET_INV_OK) {
 		free(devs_inv);
+		free(bad);
 		return spire_fail(err, errlen, FLEET_SPIRE_E_INVENTORY,
 				  "the inventory's device list: %s: %s", fleet_inv_result_str(ir),
 				  ierr);
@@ -521,14 +585,16 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 	enum fleet_store_err se = fleet_store_devices_list(st, &devs, &n_devs);
 	if (se) {
 		free(devs_inv);
+		free(bad);
 		return spire_fail(err, errlen, FLEET_SPIRE_E_STORE, "the store's devices: %s: %s",
 				  fleet_store_err_str(se), fleet_store_errmsg(st));
 	}
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .err = err, .errlen = errlen};
-	enum fleet_spire_err e = judge_all(&b, st, devs_inv, n_inv, devs, n_devs, now);
+	enum fleet_spire_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
 	free(devs_inv);
+	free(bad);
 	free(devs);
 	if (!e) {
 		sort(doc->eligible, doc->n_eligible, sizeof(*doc->eligible), cmp_node);

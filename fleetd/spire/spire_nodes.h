@@ -23,8 +23,11 @@
  * A device the format cannot carry (docs/spire-nodes.md, "Rules of the
  * format") is in neither list, so the applier never has a reason to refuse
  * the whole file. Everything else is in neither list too, with a reason in
- * doc->excluded for the journal. An inventory that does not answer (or
- * answers malformed) builds nothing, so the previous file stays in place.
+ * doc->excluded for the journal. The inventory's devices are judged one by
+ * one: a malformed device is in neither list and in doc->malformed, and the
+ * rest of the fleet is built as usual. An inventory that does not answer (or
+ * whose listing is unusable as a whole) builds nothing, so the previous file
+ * stays in place.
  */
 #ifndef FLEETD_SPIRE_NODES_H
 #define FLEETD_SPIRE_NODES_H
@@ -102,6 +105,27 @@ struct fleet_spire_excluded {
 #define FLEET_SPIRE_X_EK_SHARED "ek-shared"             /* two eligible devices, one EK */
 #define FLEET_SPIRE_X_TOO_MANY_LDEVID "too-many-ldevid" /* eligible, over the cap */
 
+/* An inventory device whose record is malformed (inventory.h,
+ * struct fleet_inv_malformed). It is in neither list: never eligible (fail
+ * closed), and not revoked for being absent either, since it is not absent.
+ * device is the store's name when fleetd admitted it (matched by the
+ * inventory id the store recorded, else by serial when that could be read). */
+struct fleet_spire_malformed {
+	long id;
+	char reason[64];
+	char device[FLEET_STORE_NAME_MAX + 1]; /* "": not a device fleetd admitted */
+};
+
+/* A device fleetd admitted whose inventory ek_hash / ek_hash_ecc differ from
+ * what the store proved: the pass writes the store's values back (fleetd
+ * alone writes those two fields; they authorize nothing). */
+struct fleet_spire_ek_stale {
+	long inventory_id;
+	char name[FLEET_STORE_NAME_MAX + 1];
+	char ek_hash[65];     /* the store's; "" clears */
+	char ek_hash_ecc[65]; /* the store's; "" clears */
+};
+
 struct fleet_spire_doc {
 	char trust_domain[FLEET_SPIRE_TRUST_DOMAIN_MAX + 1];
 	struct fleet_spire_node *eligible; /* by name */
@@ -110,6 +134,11 @@ struct fleet_spire_doc {
 	size_t n_revoked;
 	struct fleet_spire_excluded *excluded;
 	size_t n_excluded;
+	/* Not part of the file: for the pass to journal and act on. */
+	struct fleet_spire_malformed *malformed;
+	size_t n_malformed;
+	struct fleet_spire_ek_stale *ek_stale;
+	size_t n_ek_stale;
 };
 
 /* True when s is a name the format carries (FLEET_SPIRE_NAME_MAX). */

@@ -344,11 +344,14 @@ static void test_list_follows_pagination(void **st)
 {
 	struct fleet_inventory *inv = open_with(E.base, V2, E.ca, 5000);
 	struct fleet_inv_device *v = NULL;
-	size_t n = 0, pages = 0, i;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0, pages = 0, i;
 	char err[256] = "";
 	size_t before = nbf_log_len();
-	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
 	assert_int_equal(n, 10);
+	assert_int_equal(n_bad, 0);
 	bool seen[11] = {false};
 	for (i = 0; i < n; i++) {
 		assert_true(v[i].id >= 1 && v[i].id <= 10);
@@ -399,7 +402,8 @@ static void test_server_errors_are_unavailable(void **st)
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device d, *v = NULL;
 	struct fleet_inv_binding_change b;
-	size_t n = 7;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 7, n_bad = 7;
 	char err[256] = "";
 	nbf_ctl("/_fake/fail", "{\"status\": 503}");
 	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
@@ -411,9 +415,12 @@ static void test_server_errors_are_unavailable(void **st)
 	assert_false(b.found);
 	/* a failure on a later page fails the whole listing */
 	nbf_ctl("/_fake/fail", "{\"status\": 502, \"after\": 2}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_UNAVAILABLE);
 	assert_null(v);
 	assert_int_equal(n, 0);
+	assert_null(bad);
+	assert_int_equal(n_bad, 0);
 	/* and once NetBox is back, so is the answer */
 	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
 			 FLEET_INV_OK);
@@ -547,12 +554,23 @@ static void test_custom_field_values_are_checked(void **st)
 	/* the same device through the serial lookup is refused too */
 	assert_int_equal(inv->ops->find_by_serial(inv, "SN-5", &d, err, sizeof(err)),
 			 FLEET_INV_INVALID);
-	/* and a listing with one bad device is no listing: a device skipped
-	 * would look absent from NetBox, and absent devices are revoked */
+	/* a listing judges each device: the bad one is reported with a stable
+	 * reason (not skipped: a device skipped would look absent from NetBox,
+	 * and absent devices are revoked), the others are listed */
 	struct fleet_inv_device *v = NULL;
-	size_t n = 0;
-	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_INVALID);
-	assert_null(v);
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0;
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
+	assert_int_equal(n, 9);
+	for (size_t i = 0; i < n; i++)
+		assert_int_not_equal(v[i].id, 5);
+	assert_int_equal(n_bad, 1);
+	assert_int_equal(bad[0].id, 5);
+	assert_string_equal(bad[0].serial, "SN-5");
+	assert_string_equal(bad[0].reason, "custom_fields.amt:not-boolean");
+	free(v);
+	free(bad);
 	nbf_ctl("/_fake/change", "{\"device\": 5, \"user\": \"admin\", "
 			     "\"custom_fields\": {\"amt\": null}}");
 	snprintf(req, sizeof(req), "{\"device\": 6, \"user\": \"admin\", "
@@ -594,7 +612,8 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device d, *v = NULL;
 	struct fleet_inv_binding_change b;
-	size_t n = 0;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0;
 	char err[256] = "";
 	/* NetBox answering the serial lookup with another serial: the filter
 	 * was not applied, and nothing is picked from an unfiltered list */
@@ -625,7 +644,8 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	nbf_canned("/api/dcim/devices/", 200, "application/json",
 	       "{\"count\": 3, \"previous\": null, \"next\": \"https://127.0.0.1/api/users/"
 	       "tokens/?limit=2&offset=2\", \"results\": [" DEV9 "]}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_INVALID);
 	assert_null(v);
 	/* a next link naming another host is re-based onto base_url: the token
 	 * never leaves for evil.invalid, and the walk goes on at NetBox */
@@ -634,8 +654,10 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	       "{\"count\": 10, \"previous\": null, \"next\": \"https://evil.invalid:8443"
 	       "/api/dcim/devices/?exclude=config_context&limit=2&offset=2\", \"results\": ["
 	       DEV9 "]}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
 	free(v);
+	free(bad);
 	assert_int_equal(n, 9); /* the canned one, then offsets 2..9 */
 	json_t *s = nbf_state();
 	json_t *req = json_array_get(json_object_get(s, "log"), before + 1);

@@ -281,9 +281,13 @@ static void test_lookups_and_binding_author(void **state)
 	assert_int_equal(inv->ops->binding_change(inv, d.id, &bc, err, sizeof(err)), 0);
 	assert_false(bc.found); /* cp1 declares no binding */
 	struct fleet_inv_device *all;
-	size_t n;
-	assert_int_equal(inv->ops->list(inv, &all, &n, err, sizeof(err)), FLEET_INV_OK);
+	struct fleet_inv_malformed *bad;
+	size_t n, n_bad;
+	assert_int_equal(inv->ops->list(inv, &all, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
 	assert_int_equal(n, 2);
+	assert_int_equal(n_bad, 0); /* the file is checked whole on load */
+	assert_null(bad);
 	free(all);
 	inv->ops->close(inv);
 }

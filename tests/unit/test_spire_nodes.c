@@ -42,9 +42,12 @@ struct fake_inv {
 };
 
 static enum fleet_inv_result fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				       size_t *n, char *err, size_t errlen)
+				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
+				       char *err, size_t errlen)
 {
 	struct fake_inv *f = (struct fake_inv *)inv;
+	*bad = NULL;
+	*n_bad = 0;
 	if (f->result != FLEET_INV_OK) {
 		snprintf(err, errlen, "HTTP 503 from the test inventory");
 		return f->result;
