@@ -128,22 +128,27 @@ static void first_line(const struct fleet_buf *b, char *out, size_t outlen)
 	out[n] = '\0';
 }
 
-static int list_entries(const struct cli *c, struct sp_entries *l)
+/* Run a read-only listing ("entry show", "agent list") and parse its
+ * output with parse into l: 0, or -1 (said why; nothing is changed). */
+typedef int (*list_parser)(const uint8_t *buf, size_t len, void *l, char *why, size_t cap);
+
+static int list_run(const struct cli *c, const char *w1, const char *w2, list_parser parse,
+		    void *l)
 {
 	struct fleet_buf out, err;
 	fb_init(&out);
 	fb_init(&err);
-	const char *words[] = {"entry", "show"};
-	int rc = run_cli(c, words, 2, NULL, 0, SP_MAX_OUTPUT, &out, &err, "entry show");
+	const char *words[] = {w1, w2};
+	char what[32], why[256], line[200];
+	snprintf(what, sizeof(what), "%s %s", w1, w2);
+	int rc = run_cli(c, words, 2, NULL, 0, SP_MAX_OUTPUT, &out, &err, what);
 	int ok = -1;
-	char why[256], line[200];
 	if (rc > 0) {
 		first_line(&err, line, sizeof(line));
-		say("entry show failed (exit %d: %s); nothing changed", rc, line);
+		say("%s failed (exit %d: %s); nothing changed", what, rc, line);
 	} else if (rc == 0) {
-		if (sp_parse_entries(out.data ? out.data : (const uint8_t *)"", out.len, l, why,
-				     sizeof(why)))
-			say("entry show: %s; nothing changed", why);
+		if (parse(out.data ? out.data : (const uint8_t *)"", out.len, l, why, sizeof(why)))
+			say("%s: %s; nothing changed", what, why);
 		else
 			ok = 0;
 	} else {
@@ -154,30 +159,24 @@ static int list_entries(const struct cli *c, struct sp_entries *l)
 	return ok;
 }
 
+static int parse_entries(const uint8_t *buf, size_t len, void *l, char *why, size_t cap)
+{
+	return sp_parse_entries(buf, len, l, why, cap);
+}
+
+static int parse_agents(const uint8_t *buf, size_t len, void *l, char *why, size_t cap)
+{
+	return sp_parse_agents(buf, len, l, why, cap);
+}
+
+static int list_entries(const struct cli *c, struct sp_entries *l)
+{
+	return list_run(c, "entry", "show", parse_entries, l);
+}
+
 static int list_agents(const struct cli *c, struct sp_agents *l)
 {
-	struct fleet_buf out, err;
-	fb_init(&out);
-	fb_init(&err);
-	const char *words[] = {"agent", "list"};
-	int rc = run_cli(c, words, 2, NULL, 0, SP_MAX_OUTPUT, &out, &err, "agent list");
-	int ok = -1;
-	char why[256], line[200];
-	if (rc > 0) {
-		first_line(&err, line, sizeof(line));
-		say("agent list failed (exit %d: %s); nothing changed", rc, line);
-	} else if (rc == 0) {
-		if (sp_parse_agents(out.data ? out.data : (const uint8_t *)"", out.len, l, why,
-				    sizeof(why)))
-			say("agent list: %s; nothing changed", why);
-		else
-			ok = 0;
-	} else {
-		say("nothing changed");
-	}
-	fb_free(&out);
-	fb_free(&err);
-	return ok;
+	return list_run(c, "agent", "list", parse_agents, l);
 }
 
 static int do_step(const struct cli *c, const struct plan_action *a)
