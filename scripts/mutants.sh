@@ -20,8 +20,8 @@
 # git does not ignore, uncommitted edits included) is copied to a temporary
 # directory, built there once (fleetd, tink-attest, fleetctl, test_admission)
 # and tested unmutated: that run must pass. Then, per mutant, the file is
-# mutated, only the fleetd target is rebuilt (the test binary and tink-attest
-# stay the unmutated ones), test_admission runs, and the file is restored.
+# mutated, the fleetd target and the mutant's test are rebuilt (tink-attest
+# stays the unmutated one), the test runs, and the file is restored.
 # Prints KILLED or SURVIVED per mutant; exits 1 if any survived, a snippet no
 # longer matches, a mutant does not build, or the unmutated test fails.
 # About 30 s per mutant on 2 cores (a few minutes in all). For developers and
@@ -142,7 +142,8 @@ for s in "${specs[@]}"; do
   file=$(mutate "$s" "$src" check)
   cp -p "$src/$file" "$scratch/pristine"
   mutate "$s" "$src" apply >/dev/null
-  if ! cmake --build "$build" -j"$jobs" --target fleetd >"$scratch/$name.build.log" 2>&1; then
+  # fleetd, and the test itself: a unit test links the mutated code too.
+  if ! cmake --build "$build" -j"$jobs" --target fleetd "$t" >"$scratch/$name.build.log" 2>&1; then
     echo "BUILD-FAILED $name (the mutant does not compile: $scratch/$name.build.log)"
     tail -15 "$scratch/$name.build.log"
     broken=$((broken + 1))

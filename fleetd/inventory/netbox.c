@@ -695,6 +695,12 @@ static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_i
 	}
 	*out = l.v;
 	*n = l.n;
+	/* room for one more is made before each record is judged: none was
+	 * malformed, so none is handed out (the interface's "NULL when empty") */
+	if (l.n_bad == 0) {
+		free(l.bad);
+		l.bad = NULL;
+	}
 	*bad = l.bad;
 	*n_bad = l.n_bad;
 	return FLEET_INV_OK;

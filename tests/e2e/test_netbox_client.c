@@ -352,6 +352,7 @@ static void test_list_follows_pagination(void **st)
 			 FLEET_INV_OK);
 	assert_int_equal(n, 10);
 	assert_int_equal(n_bad, 0);
+	assert_null(bad); /* none malformed: nothing handed out */
 	bool seen[11] = {false};
 	for (i = 0; i < n; i++) {
 		assert_true(v[i].id >= 1 && v[i].id <= 10);
