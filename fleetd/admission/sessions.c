@@ -216,9 +216,9 @@ size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e)
 	pthread_mutex_lock(&t->mu);
 	e->proven = true;
 	/* Only a session for the same EKs is superseded: a proof says nothing
-	 * about another TPM's sessions, and a proof-only (claim) session, whose
-	 * EKs no binding approved, supersedes nothing at all. */
-	for (size_t i = 0; !e->claim && i < t->n; i++) {
+	 * about another TPM's sessions (a genuine TPM claiming a serial it is
+	 * not bound to ends none of that machine's). */
+	for (size_t i = 0; i < t->n; i++) {
 		struct adm_session *o = t->v[i];
 		if (o != e && !o->superseded && strcasecmp(o->s.serial, e->s.serial) == 0 &&
 		    strcmp(o->s.ek_hash, e->s.ek_hash) == 0 &&

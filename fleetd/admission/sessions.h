@@ -18,7 +18,7 @@
  * ADM_SESSIONS_PER_SERIAL; the first session whose answer is
  * TPM-authenticated ends the others for the same EKs (adm_sessions_prove),
  * unproven or proven alike, so the machine's latest proof wins; a proof
- * for other EKs (a proof-only claim session) ends nothing. An unproven
+ * by other EKs (another TPM's, e.g. a proof-only claim) ends nothing. An unproven
  * session lives the answer window (answer_by), not the whole session TTL,
  * so forgeries age out quickly; and an intake from exactly the address of
  * an unproven session of the same serial replaces it (that address's own

@@ -174,8 +174,8 @@ static void first_proof_ends_the_others(void **state)
 	adm_sessions_destroy(&t);
 }
 
-/* A proof supersedes only sessions for the same EKs; a proof-only (claim)
- * session supersedes nothing: another TPM's proof says nothing about this
+/* A proof supersedes only sessions for the same EKs: another TPM's proof
+ * (here a proof-only claim for the serial) says nothing about this
  * machine's sessions. */
 static void proof_supersedes_only_its_eks(void **state)
 {
