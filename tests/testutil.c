@@ -81,3 +81,38 @@ const char *fleetctl_path(void)
 	const char *p = getenv("FLEETCTL");
 	return p ? p : FLEET_BINARY_DIR "/fleetd/fleetctl";
 }
+
+void stderr_capture_start(struct stderr_capture *c)
+{
+	const char *tmp = getenv("TMPDIR");
+	snprintf(c->path, sizeof(c->path), "%s/fleet-stderr-XXXXXX", tmp ? tmp : "/tmp");
+	int fd = mkstemp(c->path);
+	assert_true(fd >= 0);
+	fflush(stderr);
+	c->saved = dup(STDERR_FILENO);
+	assert_true(dup2(fd, STDERR_FILENO) >= 0);
+	close(fd);
+}
+
+char *stderr_capture_end(struct stderr_capture *c)
+{
+	fflush(stderr);
+	dup2(c->saved, STDERR_FILENO);
+	close(c->saved);
+	struct fleet_buf b;
+	fb_init(&b);
+	assert_int_equal(fb_read_file(&b, c->path, 256u << 20), FLEET_OK);
+	fb_put_u8(&b, 0);
+	unlink(c->path);
+	char *s = strdup((const char *)b.data);
+	fb_free(&b);
+	return s;
+}
+
+size_t count_lines(const char *s)
+{
+	size_t n = 0;
+	for (; *s; s++)
+		n += *s == '\n';
+	return n;
+}

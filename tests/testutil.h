@@ -26,6 +26,16 @@ void rm_rf(const char *path);
 /* Run a shell command, capture stdout into out (if not NULL); returns the
  * exit status (or -1). */
 int run_capture(const char *cmd, struct fleet_buf *out);
+/* This process's stderr into a private temp file, and back: what the
+ * journal's stderr target wrote in between (the caller frees it). */
+struct stderr_capture {
+	int saved;
+	char path[256];
+};
+void stderr_capture_start(struct stderr_capture *c);
+char *stderr_capture_end(struct stderr_capture *c);
+/* How many '\n' s holds. */
+size_t count_lines(const char *s);
 /* Path of the fleetctl binary under test. */
 const char *fleetctl_path(void);
 

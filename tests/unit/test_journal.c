@@ -323,46 +323,6 @@ static void test_format_characters_match_python(void **state)
 
 /* ---- the log ------------------------------------------------------------- */
 
-struct capture {
-	int saved;
-	char path[256];
-};
-
-static void capture_start(struct capture *c)
-{
-	const char *tmp = getenv("TMPDIR");
-	snprintf(c->path, sizeof(c->path), "%s/fleet-journal-XXXXXX", tmp ? tmp : "/tmp");
-	int fd = mkstemp(c->path);
-	assert_true(fd >= 0);
-	fflush(stderr);
-	c->saved = dup(STDERR_FILENO);
-	assert_true(dup2(fd, STDERR_FILENO) >= 0);
-	close(fd);
-}
-
-/* Restore stderr; return what was written (caller frees). */
-static char *capture_end(struct capture *c)
-{
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	struct fleet_buf b;
-	fb_init(&b);
-	assert_int_equal(fb_read_file(&b, c->path, 1 << 20), FLEET_OK);
-	fb_put_u8(&b, 0);
-	unlink(c->path);
-	char *s = strdup((const char *)b.data);
-	fb_free(&b);
-	return s;
-}
-
-static size_t count_lines(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
-}
 
 static void test_target_parse(void **state)
 {
@@ -381,8 +341,8 @@ static void test_stderr_line(void **state)
 	fleet_log_set_target(FLEET_LOG_STDERR);
 	fleet_log_set_max_priority(LOG_INFO);
 	char serial[FLEET_LOG_CLAIMED_BUF];
-	struct capture c;
-	capture_start(&c);
+	struct stderr_capture c;
+	stderr_capture_start(&c);
 	fleet_log(LOG_WARNING, "intake-refused",
 		  FLEET_LOG_FIELDS({"FLEET_SERIAL", fleet_log_claimed("SN 1\nx", serial,
 								      sizeof(serial))},
@@ -392,7 +352,7 @@ static void test_stderr_line(void **state)
 				    * keeps it on one line */
 				   {"FLEET_SESSION", "raw\nFLEET_REASON=admitted"}),
 		  "refused intake from %s", "10.0.0.9");
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " fleetd["));
 	assert_non_null(strstr(out, " warning event=intake-refused "));
@@ -407,15 +367,15 @@ static void test_stderr_line(void **state)
 static void test_bad_names_and_priority(void **state)
 {
 	fleet_log_set_target(FLEET_LOG_STDERR);
-	struct capture c;
-	capture_start(&c);
+	struct stderr_capture c;
+	stderr_capture_start(&c);
 	fleet_log(LOG_ERR, "Bad Event", FLEET_LOG_FIELDS({"serial", "x"}, {"FLEET_ok", "y"},
 							 {"FLEET_GOOD", "z"}),
 		  "m");
 	fleet_log_set_max_priority(LOG_WARNING);
 	fleet_log(LOG_INFO, "too-chatty", NULL, 0, "dropped");
 	fleet_log_set_max_priority(LOG_INFO);
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " err event=invalid-event-name "));
 	assert_non_null(strstr(out, " FLEET_GOOD=z "));
@@ -433,13 +393,13 @@ static void test_journal_target(void **state)
 	char id[32];
 	snprintf(id, sizeof(id), "test-%ld-%ld", (long)getpid(), (long)time(NULL));
 	fleet_log_set_target(FLEET_LOG_JOURNAL);
-	struct capture c;
-	capture_start(&c);
+	struct stderr_capture c;
+	stderr_capture_start(&c);
 	fleet_log(LOG_NOTICE, "journal-probe", FLEET_LOG_FIELDS({"FLEET_SESSION", id}),
 		  "journal probe");
 	fleet_log(LOG_NOTICE, "journal-probe", FLEET_LOG_FIELDS({"FLEET_SESSION", id}),
 		  "journal probe");
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	fleet_log_set_target(FLEET_LOG_STDERR);
 
 	if (!journald) {

@@ -23,48 +23,14 @@
 #include "fleetd/obs/journal.h"
 #include "fleetd/obs/log_limit.h"
 
-struct capture {
-	int saved;
-	char path[256];
-};
-
-static void capture_start(struct capture *c)
+/* The stderr target at LOG_INFO, captured (tests/testutil.h). */
+static void capture_start(struct stderr_capture *c)
 {
 	fleet_log_set_target(FLEET_LOG_STDERR);
 	fleet_log_set_max_priority(LOG_INFO);
-	const char *tmp = getenv("TMPDIR");
-	snprintf(c->path, sizeof(c->path), "%s/fleet-log-limit-XXXXXX", tmp ? tmp : "/tmp");
-	int fd = mkstemp(c->path);
-	assert_true(fd >= 0);
-	fflush(stderr);
-	c->saved = dup(STDERR_FILENO);
-	assert_true(dup2(fd, STDERR_FILENO) >= 0);
-	close(fd);
+	stderr_capture_start(c);
 }
 
-/* Restore stderr; return what was written (caller frees). */
-static char *capture_end(struct capture *c)
-{
-	fflush(stderr);
-	dup2(c->saved, STDERR_FILENO);
-	close(c->saved);
-	struct fleet_buf b;
-	fb_init(&b);
-	assert_int_equal(fb_read_file(&b, c->path, 256u << 20), FLEET_OK);
-	fb_put_u8(&b, 0);
-	unlink(c->path);
-	char *s = strdup((const char *)b.data);
-	fb_free(&b);
-	return s;
-}
-
-static size_t count_lines(const char *s)
-{
-	size_t n = 0;
-	for (; *s; s++)
-		n += *s == '\n';
-	return n;
-}
 
 /* Sum of FLEET_SUPPRESSED over the lines; each line must be a summary. */
 static uint64_t sum_suppressed(const char *s, size_t *lines)
@@ -90,7 +56,7 @@ static void test_flood_then_summary(void **state)
 {
 	struct fleet_log_limit *l = fleet_log_limit_new(60, 1024);
 	assert_non_null(l);
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	/* 1,000 in the window [1000, 1060): the first in full, 999 counted. */
 	assert_true(fleet_log_limit_admit(l, KEY, 1000));
@@ -99,7 +65,7 @@ static void test_flood_then_summary(void **state)
 			fail_msg("occurrence %d admitted", i);
 	assert_int_equal(fleet_log_limit_suppressed(l), 999);
 	assert_int_equal(fleet_log_limit_flush(l, 1059), 0); /* still open */
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_string_equal(out, "");
 	free(out);
 
@@ -107,7 +73,7 @@ static void test_flood_then_summary(void **state)
 	capture_start(&c);
 	assert_int_equal(fleet_log_limit_flush(l, 1060), 1);
 	assert_int_equal(fleet_log_limit_flush(l, 1060), 0);
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " notice event=log-suppressed "));
 	assert_non_null(strstr(out, " FLEET_KEY=" KEY " "));
@@ -120,13 +86,13 @@ static void test_flood_then_summary(void **state)
 	assert_int_equal(fleet_log_limit_flush(l, 1200), 0);
 	assert_true(fleet_log_limit_admit(l, KEY, 1200));
 	assert_false(fleet_log_limit_admit(l, KEY, 1201));
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_string_equal(out, "");
 	free(out);
 	assert_int_equal(fleet_log_limit_suppressed(l), 1000);
 	capture_start(&c);
 	fleet_log_limit_free(l); /* the open window's 1 is written here */
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " FLEET_KEY=" KEY " FLEET_SUPPRESSED=1 "));
 	free(out);
@@ -137,20 +103,20 @@ static void test_lazy_flush(void **state)
 {
 	struct fleet_log_limit *l = fleet_log_limit_new(60, 1024);
 	assert_non_null(l);
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	for (int i = 0; i < 5; i++)
 		fleet_log_limit_admit(l, "a", 0);
 	for (int i = 0; i < 3; i++)
 		fleet_log_limit_admit(l, "b", 10);
 	assert_true(fleet_log_limit_admit(l, "c", 30)); /* nothing ended yet */
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_string_equal(out, "");
 	free(out);
 
 	capture_start(&c);
 	assert_false(fleet_log_limit_admit(l, "c", 60)); /* a's window ended, c's not */
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " FLEET_KEY=a FLEET_SUPPRESSED=4 "));
 	free(out);
@@ -158,7 +124,7 @@ static void test_lazy_flush(void **state)
 	capture_start(&c);
 	assert_true(fleet_log_limit_admit(l, "a", 75)); /* b's ended too */
 	assert_int_equal(fleet_log_limit_flush(l, 75), 0);
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " FLEET_KEY=b FLEET_SUPPRESSED=2 "));
 	free(out);
@@ -167,7 +133,7 @@ static void test_lazy_flush(void **state)
 	capture_start(&c);
 	assert_false(fleet_log_limit_admit(l, "a", 74)); /* a second back: same window */
 	assert_true(fleet_log_limit_admit(l, "a", 10)); /* 65 s back */
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1); /* c's window (30) is 20 s away */
 	assert_non_null(strstr(out, " FLEET_KEY=a FLEET_SUPPRESSED=1 "));
 	free(out);
@@ -175,7 +141,7 @@ static void test_lazy_flush(void **state)
 	/* Freeing writes what is still open: c's 1. */
 	capture_start(&c);
 	fleet_log_limit_free(l);
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	assert_non_null(strstr(out, " FLEET_KEY=c FLEET_SUPPRESSED=1 "));
 	free(out);
@@ -199,10 +165,10 @@ static void test_overflow_key(void **state)
 	assert_false(fleet_log_limit_admit(l, "k0", 4)); /* tracked keys still count */
 	assert_int_equal(fleet_log_limit_suppressed(l), 5);
 
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	assert_int_equal(fleet_log_limit_flush(l, 60), 2);
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 2);
 	assert_non_null(strstr(out, " FLEET_KEY=k0 FLEET_SUPPRESSED=1 "));
 	assert_non_null(strstr(out, " FLEET_KEY=other FLEET_SUPPRESSED=4 "));
@@ -228,7 +194,7 @@ static void test_overflow_key(void **state)
 	assert_false(fleet_log_limit_admit(m, "y", 61));
 	capture_start(&c);
 	fleet_log_limit_free(m); /* writes the open windows' counts */
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 2);
 	assert_non_null(strstr(out, " FLEET_KEY=new FLEET_SUPPRESSED=1 "));
 	assert_non_null(strstr(out, " FLEET_KEY=other FLEET_SUPPRESSED=1 "));
@@ -242,7 +208,7 @@ static void test_overflow_key(void **state)
 	capture_start(&c);
 	fleet_log_limit_free(z);
 	fleet_log_limit_free(l);
-	out = capture_end(&c);
+	out = stderr_capture_end(&c);
 	free(out);
 }
 
@@ -273,10 +239,10 @@ static void test_keys_copied_and_capped(void **state)
 	assert_int_equal(fleet_log_limit_flush(NULL, 0), 0);
 	assert_int_equal(fleet_log_limit_suppressed(NULL), 0);
 
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	fleet_log_limit_free(l);
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	char want[129];
 	memset(want, 'k', 128);
 	want[128] = '\0';
@@ -295,10 +261,10 @@ static void test_summary_key_escaped(void **state)
 	const char *bad = "a\\x0A\nb\xe2\x80\xae";
 	assert_true(fleet_log_limit_admit(l, bad, 0));
 	assert_false(fleet_log_limit_admit(l, bad, 0));
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	assert_int_equal(fleet_log_limit_flush(l, 60), 1);
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	assert_int_equal(count_lines(out), 1);
 	/* Value a\\x0A\x0Ab\xE2\x80\xAE, quoted on the line with each
 	 * backslash escaped once more. */
@@ -358,7 +324,7 @@ static void run_hammer(bool moving_clock)
 	struct hammer h[THREADS];
 	pthread_t t[THREADS], ft;
 	struct flusher f = {.l = l, .stop = &stop};
-	struct capture c;
+	struct stderr_capture c;
 	capture_start(&c);
 	if (!moving_clock)
 		assert_int_equal(pthread_create(&ft, NULL, flusher, &f), 0);
@@ -386,7 +352,7 @@ static void run_hammer(bool moving_clock)
 		fleet_log_limit_flush(l, 2000);
 	}
 	fleet_log_limit_free(l);
-	char *out = capture_end(&c);
+	char *out = stderr_capture_end(&c);
 	size_t lines;
 	assert_int_equal(sum_suppressed(out, &lines), suppressed);
 	if (!moving_clock)
