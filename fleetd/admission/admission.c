@@ -15,10 +15,10 @@
 #include "fleetd/obs/journal.h"
 
 static const char *const intake_results[] = {"challenge", "pending", "refused", "unavailable",
-					     "full", "busy", "error", NULL};
+					     "full", "busy", "late", "error", NULL};
 static const char *const round_results[] = {"admitted",  "confirmed",   "refused", "pending",
 					    "auth-failure", "unavailable", "session-unknown",
-					    "busy",      "error",       NULL};
+					    "busy",      "late",        "error",   NULL};
 static const char *const verdict_results[] = {"pass", "fail", NULL};
 static const char *const unproven_reasons[] = {ADM_UNPROVEN_INTAKE, ADM_UNPROVEN_CAPS,
 					       ADM_UNPROVEN_BUDGET, ADM_UNPROVEN_ANSWER,
@@ -27,6 +27,20 @@ static const char *const unproven_reasons[] = {ADM_UNPROVEN_INTAKE, ADM_UNPROVEN
 time_t adm_now(const struct fleet_admission *a)
 {
 	return a->d.now ? a->d.now(a->d.now_ctx) : time(NULL);
+}
+
+uint64_t adm_mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+bool adm_round_late(const struct fleet_admission *a, uint64_t t0, uint64_t *elapsed_ms)
+{
+	uint64_t now = adm_mono_ms();
+	*elapsed_ms = now > t0 ? now - t0 : 0;
+	return *elapsed_ms >= (uint64_t)a->d.config->session_round_seconds * 1000u;
 }
 
 void adm_env(const struct fleet_admission *a, const struct fleet_profile *profile,

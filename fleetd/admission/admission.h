@@ -71,7 +71,18 @@
  *      Other statuses (failed, offline, decommissioning, inventory):
  *      refused ("status-<value>").
  *  I8  Challenge (fleet_attest_challenge); the session remembers the
- *      device id, name, status and the binding snapshot read here.
+ *      device id, name, status and the binding snapshot read here. An
+ *      intake past its round deadline (sessions.round_seconds, counted
+ *      from its arrival; see R1) is challenged not: 503, no session.
+ *
+ * Every round
+ *  R1  A round has its own deadline, sessions.round_seconds (20 s),
+ *      shorter than the client's per-request timeout (tink-attest 30 s),
+ *      checked after the round's last inventory read and before anything
+ *      is issued, recorded or opened: past it the session is left exactly
+ *      as it was and the reply is 503 ("late", event round-late), so
+ *      fleetd never completes a round the machine may have given up on,
+ *      and the machine's retry of the same request can still complete.
  *
  * Answer
  *  A1  Unknown, expired or superseded session id: refused, no verdict.
@@ -90,6 +101,7 @@
  *      change id) must equal the intake's snapshot, else refused
  *      ("binding-changed"), journaled, no certificates; so must the
  *      device's serial, name and status ("device-changed").
+ *      A round past its deadline (R1): 503, nothing issued.
  *  A5  Issue both certificates (fleet_attest_issue) PROVISIONALLY: they are
  *      recorded under the session (fleet_store_provisional_issue, one
  *      transaction) and belong to no device; the device is not admitted,
@@ -104,6 +116,8 @@
  *      certificates); a failure: refused, session unchanged.
  *  C2  Read the binding again (as A4). Changed: the provisional
  *      certificates are revoked, nothing else was ever recorded; refused.
+ *      Past the round's deadline (R1): 503, not admitted, the provisional
+ *      certificates stay for the retried confirm.
  *      Unchanged: ONE transaction (fleet_store_admit) admits the device
  *      (row, never rebinding a serial), makes the certificates its own and
  *      writes the passing verdict; then verdicts.jsonl, then

@@ -25,12 +25,14 @@ struct round {
 	struct fleet_attest_session s; /* the working copy */
 	char sid[65];
 	struct adm_logf lf;
+	uint64_t t0; /* adm_mono_ms() when the round began */
 };
 
 static void round_begin(struct round *r, struct fleet_admission *a, struct fleet_metric *counter,
 			struct adm_session *e)
 {
 	memset(r, 0, sizeof(*r));
+	r->t0 = adm_mono_ms();
 	r->a = a;
 	r->counter = counter;
 	r->e = e;
@@ -106,6 +108,30 @@ static int internal_error(struct round *r, const char *what, fleet_err e)
 		what, fleet_err_str(e));
 	round_keep(r);
 	return 500;
+}
+
+/* A4 / C2: the round's deadline, checked after its last inventory read and
+ * before anything is issued or recorded (what follows is local: signing and
+ * one store transaction). A round past it keeps the session exactly as it
+ * was and answers 503: the machine, which gives up on a request after its
+ * own longer timeout, retries the same session, and nothing it never
+ * received (certificates, an admission) exists. Returns 0 when in time. */
+static int check_deadline(struct round *r, const char *what)
+{
+	uint64_t ran_ms;
+	if (!adm_round_late(r->a, r->t0, &ran_ms))
+		return 0;
+	char detail[48];
+	snprintf(detail, sizeof(detail), "%llu ms", (unsigned long long)ran_ms);
+	r->lf.reason = "round-late";
+	r->lf.detail = detail;
+	adm_count(r->counter, "late");
+	adm_log(LOG_WARNING, "round-late", &r->lf,
+		"the round ran past sessions.round_seconds: %s, the session is left as it "
+		"was, the machine retries",
+		what);
+	round_keep(r);
+	return 503;
 }
 
 /* A4 / C2: the inventory read again. Returns 0 when unchanged, else the
@@ -242,7 +268,7 @@ static void write_inventory(struct round *r)
 		r->lf.detail = err;
 		adm_log(LOG_ERR, "inventory-write-failed", &r->lf,
 			"ek_hash/ek_hash_ecc could not be written to the inventory; the store "
-			"holds them");
+			"holds them and the next pass writes them");
 	}
 }
 
@@ -326,6 +352,9 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 		}
 		goto out;
 	}
+
+	if ((status = check_deadline(&r, "no certificates issued")) != 0)
+		goto out;
 
 	/* A5: provisional until C2. */
 	fe = fleet_attest_issue(&env, &r.s, r.e->snap.name, &v);
@@ -455,6 +484,8 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 		}
 		goto out;
 	}
+	if ((status = check_deadline(&r, "not admitted")) != 0)
+		goto out;
 	if ((status = admit(&r, reply)) != 0)
 		goto out;
 	write_inventory(&r);

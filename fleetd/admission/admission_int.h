@@ -61,6 +61,12 @@ struct fleet_admission {
 };
 
 time_t adm_now(const struct fleet_admission *a);
+/* CLOCK_MONOTONIC in ms: a round's own elapsed time, which no clock step
+ * (and no test's time source) can shorten. */
+uint64_t adm_mono_ms(void);
+/* The round that began at t0 (adm_mono_ms) is past sessions.round_seconds;
+ * *elapsed_ms says by how much it ran. */
+bool adm_round_late(const struct fleet_admission *a, uint64_t t0, uint64_t *elapsed_ms);
 /* The environment of the round functions for a profile (NULL: none). */
 void adm_env(const struct fleet_admission *a, const struct fleet_profile *profile,
 	     struct fleet_attest_env *env);

@@ -22,6 +22,7 @@ struct intake {
 	struct fleet_attest_session s; /* filled by fleet_attest_intake */
 	struct fleet_inv_device dev;
 	struct adm_logf lf;
+	uint64_t t0; /* adm_mono_ms() when the round began */
 };
 
 /* The limiter's key for what this intake caused: the reason, and the
@@ -242,6 +243,21 @@ static int challenge(struct intake *t, const struct fleet_profile *profile,
 	char sid[65];
 	int status = 200;
 
+	/* The round's deadline, after its last inventory read: a challenge
+	 * the machine may no longer be waiting for would hold a place in the
+	 * session table for nothing. */
+	uint64_t ran_ms;
+	if (adm_round_late(a, t->t0, &ran_ms)) {
+		char detail[48];
+		snprintf(detail, sizeof(detail), "%llu ms", (unsigned long long)ran_ms);
+		t->lf.reason = "round-late";
+		t->lf.detail = detail;
+		adm_log_limited(a, "intake-late", LOG_WARNING, "round-late", &t->lf,
+				"the intake ran past sessions.round_seconds: no challenge, the "
+				"machine retries");
+		adm_count(a->m.intake, "late");
+		return 503;
+	}
 	adm_env(a, profile, &env);
 	memset(&out, 0, sizeof(out));
 	if (fleet_attest_challenge(&env, t->in, &t->s, &out) != FLEET_OK ||
@@ -386,6 +402,7 @@ int fleet_admission_intake(struct fleet_admission *a, const char *peer, const ui
 		return adm_reply_malformed(e, &ec, reject);
 	}
 	memset(&t, 0, sizeof(t));
+	t.t0 = adm_mono_ms();
 	t.a = a;
 	t.in = &in;
 	t.lf.claimed_serial = in.serial;

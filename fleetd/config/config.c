@@ -41,6 +41,7 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->session_ttl_seconds = 600;
 	c->max_open_sessions = 1024;
 	c->session_answer_seconds = 60;
+	c->session_round_seconds = 20;
 	c->inventory_lookups_per_second = 50;
 	c->inventory_lookup_cache_ms = 2000;
 	c->cert_validity_days = 90;
@@ -120,6 +121,7 @@ static const struct key sess_keys[] = {
 	{"ttl_seconds", K_U32, F(session_ttl_seconds), 30, 86400},
 	{"max_open", K_U32, F(max_open_sessions), 1, 100000},
 	{"answer_seconds", K_U32, F(session_answer_seconds), 5, 3600},
+	{"round_seconds", K_U32, F(session_round_seconds), 1, 3600},
 };
 /* Renewal starts 30 days before expiry: a shorter life would renew always. */
 static const struct key cert_keys[] = {

@@ -60,6 +60,12 @@ struct fleet_config {
 	/* An unproven session (challenged, not yet answered) ends this long
 	 * after its intake: a TPM answers in seconds, a forgery never. */
 	uint32_t session_answer_seconds;
+	/* One admission round's own deadline: past it, fleetd issues and
+	 * records nothing, keeps the session and answers 503 (the machine
+	 * retries). Shorter than the client's per-request timeout
+	 * (tink-attest --timeout, 30 s), so fleetd never finishes a round
+	 * the machine has already given up on. */
+	uint32_t session_round_seconds;
 	/* Intake's inventory lookups, fleet-wide (a token bucket with a burst
 	 * of twice this): what a flood of intakes can cost NetBox. */
 	uint32_t inventory_lookups_per_second;

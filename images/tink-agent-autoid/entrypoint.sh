@@ -17,9 +17,18 @@
 # Exit codes (docs/hookos-entrypoint.md):
 #   2 configuration (command line, arguments, environment)
 #   3 the clock could not be set
-#   4 fleetd refused the machine
+#   4 fleetd refused the machine, on every try
 #   5 still pending, or fleetd unreachable, after every try
-#   6 tink-attest failed (usage, TPM or protocol error, or did not run)
+#   6 tink-attest failed (usage, TPM or local error, a protocol error on
+#     every try, or did not run)
+#
+# Each tink-attest exit is handled by what a retry can fix (the table in
+# docs/hookos-entrypoint.md): pending and unreachable (fleetd busy, late, or
+# NetBox down included) are retried; a refusal is retried slowly, because
+# everything fleetd refuses on is the owner's to change in NetBox or the
+# class profile, not the machine's; a protocol error a few times (a fleetd
+# mid-upgrade, a proxy answering in its place); a usage, TPM or local error
+# never (this machine's own software, TPM or files: the same again).
 #   7 /worker/fleet or the provision files are unsafe or incomplete
 
 set -u
@@ -76,11 +85,17 @@ NTP_DELAY=${FLEET_NTP_DELAY:-5}
 NTP_TIMEOUT=${FLEET_NTP_TIMEOUT:-30}
 ATTEST_TRIES=${FLEET_ATTEST_TRIES:-120}
 ATTEST_DELAY=${FLEET_ATTEST_DELAY:-30}
+REFUSED_TRIES=${FLEET_REFUSED_TRIES:-12}
+REFUSED_DELAY=${FLEET_REFUSED_DELAY:-300}
+PROTOCOL_TRIES=${FLEET_PROTOCOL_TRIES:-3}
 uint FLEET_NTP_TRIES "$NTP_TRIES" 1 100
 uint FLEET_NTP_DELAY "$NTP_DELAY" 0 3600
 uint FLEET_NTP_TIMEOUT "$NTP_TIMEOUT" 1 3600
 uint FLEET_ATTEST_TRIES "$ATTEST_TRIES" 1 100000
 uint FLEET_ATTEST_DELAY "$ATTEST_DELAY" 0 3600
+uint FLEET_REFUSED_TRIES "$REFUSED_TRIES" 1 1000
+uint FLEET_REFUSED_DELAY "$REFUSED_DELAY" 0 86400
+uint FLEET_PROTOCOL_TRIES "$PROTOCOL_TRIES" 1 100
 
 if [ "$#" -eq 0 ]; then
 	die 2 "no tink-agent command given: the image's CMD (or the container's arguments) must name it"
@@ -399,7 +414,13 @@ done
 
 # ------------------------------------------------------------- attestation
 
+# Three budgets: tries that wait for fleetd or the owner's approval
+# (pending, unreachable), refusals, and protocol errors in a row. Each ends
+# the script when spent; none resets another, so the whole is bounded by
+# their sum.
 try=1
+refused=0
+protocol=0
 while :; do
 	clear_provision
 	if tink-attest --url "$attest_url" --ca "$ca_path" --out-dir "$WORKER_DIR"; then
@@ -410,13 +431,29 @@ while :; do
 	case $rc in
 	0) log "fleetd admitted this machine" ; break ;;
 	10) what="pending: fleetd holds a claim for this machine until its binding is approved" ;;
-	4) what="fleetd unreachable at $(show "$attest_url")" ;;
-	11) die 4 "fleetd refused this machine (tink-attest exit 11); see fleetd's journal for the reason" ;;
-	2) die 6 "tink-attest usage error (exit 2)" ;;
-	3) die 6 "tink-attest TPM error (exit 3)" ;;
-	5) die 6 "tink-attest protocol error with fleetd (exit 5)" ;;
+	4) what="fleetd unreachable at $(show "$attest_url") (or busy, or its inventory did not answer)" ;;
+	11)
+		refused=$((refused + 1))
+		if [ "$refused" -ge "$REFUSED_TRIES" ]; then
+			die 4 "fleetd refused this machine (tink-attest exit 11) $refused times; see fleetd's journal for the reason"
+		fi
+		log "fleetd refused this machine (tink-attest exit 11); its journal says why. Refusal $refused of $REFUSED_TRIES: a fix in NetBox or the class profile takes effect at the next try, in ${REFUSED_DELAY}s"
+		sleep "$REFUSED_DELAY"
+		continue
+		;;
+	5)
+		protocol=$((protocol + 1))
+		if [ "$protocol" -ge "$PROTOCOL_TRIES" ]; then
+			die 6 "tink-attest protocol error with fleetd (exit 5), $protocol times in a row"
+		fi
+		what="tink-attest protocol error with fleetd (exit 5), $protocol of $PROTOCOL_TRIES in a row"
+		;;
+	2) die 6 "tink-attest usage error (exit 2); a retry would run the same command" ;;
+	3) die 6 "tink-attest TPM error (exit 3): no TPM, a TPM failure, or EKs that do not match their certificates" ;;
+	6) die 6 "tink-attest local error (exit 6): this machine's identity, event log or output files" ;;
 	*) die 6 "tink-attest failed with unexpected exit $rc" ;;
 	esac
+	if [ "$rc" != 5 ]; then protocol=0; fi
 	if [ "$try" -ge "$ATTEST_TRIES" ]; then
 		die 5 "$what; giving up after $ATTEST_TRIES tries"
 	fi

@@ -179,6 +179,10 @@ static void write_seed(const char *path)
 	for (size_t i = 0; i < N_DECLARATIONS; i++)
 		seed_more(f, 25 + (int)i, "planned", MA.ek, MA.ek_ecc, NULL, NULL, DECLARATIONS[i],
 			  false);
+	/* w38..w40: approved for A; NetBox slower than a round at answer, confirm, intake */
+	seed_more(f, 38, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 39, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 40, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
 	/* w34..w37: approved for A, in a status that admits nothing */
 	for (size_t i = 0; i < N_OTHER_STATUSES; i++)
 		seed_more(f, 34 + (int)i, OTHER_STATUSES[i], MA.ek, MA.ek_ecc, NULL, NULL, NULL,
@@ -189,12 +193,19 @@ static void write_seed(const char *path)
 
 /* ---- fleetd ---------------------------------------------------------------- */
 
+/* sessions.round_seconds here: short, so that a NetBox read of
+ * ROUND_SECONDS + 1 s outlasts a round and not the NetBox client's 5 s
+ * timeout; long against what a round costs under a loaded sanitizer run. */
+#define ROUND_SECONDS "3"
+#define SLOW_NETBOX "{\"ms\": 4000, \"count\": 1}"
+
 /* The flood below sends 1,000 requests at once from 127.0.0.1; these tests
  * change NetBox and boot at once: no lookup cache (test_admission_state.c
  * runs with the default). */
 static void write_config(const char *path)
 {
-	adm_write_config(path, "    lookup_cache_ms: 0\n", "  ttl_seconds: 300\n");
+	adm_write_config(path, "    lookup_cache_ms: 0\n",
+			 "  ttl_seconds: 300\n  round_seconds: " ROUND_SECONDS "\n");
 }
 
 static int setup(void **state)
@@ -633,6 +644,107 @@ static void netbox_down_at_answer(void **state)
 			 TINK_EXIT_CONFIRMED);
 	assert_true(exists_in(out, "lak.pem"));
 	assert_true(store_device("ADM-0007", &d));
+}
+
+/* The round deadline (sessions.round_seconds). NetBox answers the answer's
+ * read-again (A4) in 4 s: past the round's 3 s, inside the client's
+ * timeout. fleetd issues nothing, keeps the session and answers 503; the
+ * machine's retry of the same answer is admitted. At the confirm (C2) the
+ * same: past the deadline nothing is admitted, the provisional certificates
+ * stay, and the retried confirm admits. Without the deadline the slow
+ * round completes, and each check below that sees 503 fails. */
+struct late_seen {
+	int late_replies;
+	size_t provisional, revoked;
+	bool admitted;
+};
+static struct late_seen LATE;
+
+/* The three rounds, by h->seen: the round made slow, its device. */
+static const char *const LATE_PATH[] = {"/v1/attest/answer", "/v1/attest/confirm",
+					"/v1/attest/intake"};
+static const char *const LATE_DEVICE[] = {"w38", "w39", "w40"};
+static const char *const LATE_SERIAL[] = {"ADM-0038", "ADM-0039", "ADM-0040"};
+
+/* Before the machine's request of the slow round: the same bytes once
+ * with NetBox slow, which must get 503, and what the store then holds; the
+ * machine's own request follows as its retry would. */
+static void slow_first(struct hooked *h, const char *path, const struct fleet_buf *body)
+{
+	struct fleet_store_device d;
+	if (strcmp(path, LATE_PATH[h->seen]) != 0 || LATE.late_replies)
+		return;
+	nbf_ctl("/_fake/delay", SLOW_NETBOX);
+	post_raw(path, body->data, body->len, 503, NULL);
+	LATE.late_replies++;
+	LATE.provisional = store_provisional(LATE_DEVICE[h->seen], &LATE.revoked);
+	LATE.admitted = store_device(LATE_SERIAL[h->seen], &d);
+}
+
+static void round_deadline(void **state)
+{
+	(void)state;
+	char out[800];
+	struct hooked h;
+	struct fleet_store_device d;
+	size_t revoked = 0;
+
+	/* At the answer. */
+	long long late0 = metric("fleetd_answer_total{result=\"late\"}");
+	memset(&h, 0, sizeof(h));
+	memset(&LATE, 0, sizeof(LATE));
+	h.before = slow_first;
+	h.seen = 0;
+	assert_int_equal(run_hooked(&MA, "ADM-0038", &h, 3, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_int_equal(LATE.late_replies, 1);
+	assert_int_equal(LATE.provisional, 0); /* nothing issued past the deadline */
+	assert_false(LATE.admitted);
+	assert_int_equal(metric("fleetd_answer_total{result=\"late\"}"), late0 + 1);
+	assert_int_equal(adm_log_count(LOG, "event=round-late", "FLEET_DEVICE=w38",
+				       "FLEET_REASON=round-late", (char *)NULL),
+			 1);
+	assert_true(store_device("ADM-0038", &d));
+	assert_int_equal(store_certs("w38", &revoked), 2);
+	assert_int_equal(revoked, 0);
+
+	/* At the confirm. */
+	late0 = metric("fleetd_confirm_total{result=\"late\"}");
+	memset(&h, 0, sizeof(h));
+	memset(&LATE, 0, sizeof(LATE));
+	h.before = slow_first;
+	h.seen = 1;
+	assert_int_equal(run_hooked(&MA, "ADM-0039", &h, 3, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_int_equal(LATE.late_replies, 1);
+	assert_false(LATE.admitted); /* not admitted past the deadline */
+	assert_int_equal(LATE.provisional, 2);
+	assert_int_equal(LATE.revoked, 0);
+	assert_int_equal(metric("fleetd_confirm_total{result=\"late\"}"), late0 + 1);
+	assert_true(store_device("ADM-0039", &d));
+	assert_int_equal(store_certs("w39", &revoked), 2);
+	assert_int_equal(revoked, 0);
+
+	/* At the intake: no challenge past the deadline (no session holds a
+	 * place for a machine that may have given up); the retry is
+	 * challenged and admitted. */
+	long long open0 = metric("fleetd_open_sessions");
+	late0 = metric("fleetd_intake_total{result=\"late\"}");
+	long long ch0 = metric("fleetd_intake_total{result=\"challenge\"}");
+	memset(&h, 0, sizeof(h));
+	memset(&LATE, 0, sizeof(LATE));
+	h.before = slow_first;
+	h.seen = 2;
+	assert_int_equal(run_hooked(&MA, "ADM-0040", &h, 3, out, sizeof(out)),
+			 TINK_EXIT_CONFIRMED);
+	assert_int_equal(LATE.late_replies, 1);
+	assert_int_equal(metric("fleetd_intake_total{result=\"late\"}"), late0 + 1);
+	assert_int_equal(metric("fleetd_intake_total{result=\"challenge\"}"), ch0 + 1);
+	assert_int_equal(metric("fleetd_open_sessions"), open0);
+	assert_int_equal(adm_log_count(LOG, "event=round-late", "FLEET_SERIAL=ADM-0040",
+				       (char *)NULL),
+			 1);
+	assert_true(store_device("ADM-0040", &d));
 }
 
 /* I2: an intake for a serial whose session is open is refused; the open
@@ -1306,6 +1418,7 @@ int main(void)
 		cmocka_unit_test(binding_changed_in_session),
 		cmocka_unit_test(binding_changed_before_confirm),
 		cmocka_unit_test(netbox_down_at_answer),
+		cmocka_unit_test(round_deadline),
 		cmocka_unit_test(open_session_kept),
 		cmocka_unit_test(forgeries_refused),
 		cmocka_unit_test(active_reattest),

@@ -137,7 +137,7 @@ run() {
 	(cd "$T" && exec env -i PATH="$path" T="$T" HOME="$T" TMPDIR="$T/tmp" \
 		FLEET_CMDLINE="$T/cmdline" \
 		FLEET_WORKER_DIR="$T/worker/fleet" \
-		FLEET_NTP_DELAY=0 FLEET_ATTEST_DELAY=0 "${EXTRA_ENV[@]}" \
+		FLEET_NTP_DELAY=0 FLEET_ATTEST_DELAY=0 FLEET_REFUSED_DELAY=0 "${EXTRA_ENV[@]}" \
 		"${shcmd[@]}" "$EP" "${args[@]}") >"$T/out" 2>"$T/err" &
 	EP_PID=$!
 	wait "$EP_PID"
@@ -446,12 +446,60 @@ cases() {
 	expect_no_agent
 	end_case
 
-	new_case "refused" "$BASE fleet_ca=$CA_B64URL"
-	printf '11\n0\n' >"$T/attest.codes"
+	# A refusal is the owner's to fix in NetBox: the next try after the fix
+	# is admitted, with no one at the machine.
+	new_case "refused, then admitted after the owner's fix" "$BASE fleet_ca=$CA_B64URL"
+	printf '11\n11\n0\n' >"$T/attest.codes"
+	run
+	expect_rc 0
+	expect_calls tink-attest 3
+	expect_err "Refusal 2 of 12"
+	expect_agent_execd
+	end_case
+
+	new_case "refused on every try gives up" "$BASE fleet_ca=$CA_B64URL"
+	printf '11\n11\n11\n11\n11\n' >"$T/attest.codes"
+	EXTRA_ENV=(FLEET_REFUSED_TRIES=3)
 	run
 	expect_rc 4
+	expect_calls tink-attest 3
+	expect_err "fleetd refused this machine (tink-attest exit 11) 3 times"
+	expect_no_agent
+	end_case
+
+	new_case "refusals and waits have their own budgets" "$BASE fleet_ca=$CA_B64URL"
+	printf '10\n11\n10\n11\n0\n' >"$T/attest.codes"
+	EXTRA_ENV=(FLEET_ATTEST_TRIES=3 FLEET_REFUSED_TRIES=3)
+	run
+	expect_rc 0
+	expect_calls tink-attest 5
+	expect_agent_execd
+	end_case
+
+	new_case "protocol error retried" "$BASE fleet_ca=$CA_B64URL"
+	printf '5\n0\n' >"$T/attest.codes"
+	run
+	expect_rc 0
+	expect_calls tink-attest 2
+	expect_agent_execd
+	end_case
+
+	new_case "protocol errors in a row give up" "$BASE fleet_ca=$CA_B64URL"
+	printf '5\n4\n5\n5\n0\n' >"$T/attest.codes"
+	EXTRA_ENV=(FLEET_PROTOCOL_TRIES=2)
+	run
+	expect_rc 6
+	expect_calls tink-attest 4
+	expect_err "protocol error with fleetd (exit 5), 2 times in a row"
+	expect_no_agent
+	end_case
+
+	new_case "local error is not retried" "$BASE fleet_ca=$CA_B64URL"
+	printf '6\n0\n' >"$T/attest.codes"
+	run
+	expect_rc 6
 	expect_calls tink-attest 1
-	expect_err "fleetd refused this machine"
+	expect_err "local error"
 	expect_no_agent
 	end_case
 
