@@ -10,10 +10,11 @@
  * (the store, verdicts.jsonl, the inventory, the EK roots, the identity
  * CA, the class profiles) and refuses to start, with one sentence saying
  * what and why, if any of it fails. Then it serves the attestation rounds
- * over HTTPS, tells systemd READY=1, pings the watchdog from its main loop,
- * drops expired sessions every pass interval, and on SIGTERM or SIGINT
- * says STOPPING=1, stops the listener (waiting for running handlers) and
- * closes everything.
+ * over HTTPS, runs the pass on its own thread (at start, then every pass
+ * interval), tells systemd READY=1, pings the watchdog from its main loop
+ * (which never waits on NetBox), ends expired sessions every second, and on
+ * SIGTERM or SIGINT says STOPPING=1, ends the pass, stops the listener
+ * (waiting for running handlers) and closes everything.
  *
  * Exit status: 0 after a clean stop or a valid --check-config; 1 when the
  * configuration or anything it names cannot be used; 2 on a bad command line.
@@ -40,6 +41,7 @@
 #include "fleetd/obs/journal.h"
 #include "fleetd/obs/metrics.h"
 #include "fleetd/pass/pass.h"
+#include "fleetd/pass/pass_runner.h"
 #include "fleetd/obs/sdnotify.h"
 #include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
@@ -92,6 +94,7 @@ struct daemon {
 	struct fleet_metrics *metrics;
 	struct fleet_admission *adm;
 	struct fleet_pass *pass;
+	atomic_bool pass_cancel; /* set at stop: the running pass ends early */
 	struct fleet_http *http;
 };
 
@@ -275,6 +278,7 @@ static int open_all(struct daemon *d)
 		.metrics = d->metrics,
 		.reap_sessions = reap_sessions,
 		.reap_ctx = d->adm,
+		.cancel = &d->pass_cancel,
 	};
 	if (fleet_pass_new(&pd, &d->pass) != FLEET_OK) {
 		startup_failed("pass: out of memory or bad metrics");
@@ -382,30 +386,42 @@ static int setup_signals(int pipefd[2])
 	return 0;
 }
 
-/* Until a stop signal: the watchdog, sessions ended as they expire (every
- * second), and a pass at start and then every pass interval
- * (fleetd/pass/pass.h). */
-static void serve(struct daemon *d, int wake_read)
+/* The effective pass deadline (pass.h): the configured one, at most the
+ * interval. */
+static uint64_t pass_deadline_ms(const struct fleet_config *c)
+{
+	uint32_t s = c->pass_deadline_seconds;
+	if (!s || s > c->pass_interval_seconds)
+		s = c->pass_interval_seconds;
+	return (uint64_t)s * 1000u;
+}
+
+/* Until a stop signal: the watchdog and sessions ended as they expire
+ * (every second). The pass runs on its own thread (pass_runner.h): this
+ * loop never waits on NetBox, so its watchdog pings keep their interval
+ * however slow a pass is; it only journals a pass past its deadline. */
+static void serve(struct daemon *d, struct fleet_pass_runner *runner, int wake_read)
 {
 	struct fleet_sdnotify sd;
 	fleet_sd_init(&sd);
-	const uint64_t pass_usec = (uint64_t)d->cfg.pass_interval_seconds * 1000000u;
-	uint64_t next_pass = fleet_sd_now_usec(); /* the first pass right away */
-	uint64_t next_reap = next_pass;
+	uint64_t next_reap = fleet_sd_now_usec();
+	uint64_t slow_warned = UINT64_MAX; /* passes finished when last warned */
 	while (!stop_signal) {
 		uint64_t now = fleet_sd_now_usec();
-		uint64_t wd = fleet_sd_watchdog_tick(&sd, now, true);
+		uint64_t wait = fleet_sd_watchdog_tick(&sd, now, true);
 		if (now >= next_reap) {
 			fleet_admission_reap(d->adm);
 			next_reap = now + 1000000u;
+			uint64_t busy = fleet_pass_runner_busy_ms(runner);
+			uint64_t done = fleet_pass_runner_passes(runner);
+			if (busy > pass_deadline_ms(&d->cfg) && slow_warned != done) {
+				slow_warned = done;
+				fleet_log(LOG_WARNING, "pass-slow", NULL, 0,
+					  "the pass has run %llu s, past pass.deadline_seconds: "
+					  "it ends at its next check; the watchdog is unaffected",
+					  (unsigned long long)(busy / 1000u));
+			}
 		}
-		if (now >= next_pass) {
-			fleet_pass_run(d->pass, time(NULL));
-			next_pass = fleet_sd_now_usec() + pass_usec;
-		}
-		uint64_t wait = next_pass > now ? next_pass - now : 0;
-		if (wd < wait)
-			wait = wd;
 		if (next_reap > now && next_reap - now < wait)
 			wait = next_reap - now;
 		int timeout_ms = wait / 1000 > 60000 ? 60000 : (int)(wait / 1000) + 1;
@@ -529,10 +545,17 @@ int main(int argc, char **argv)
 	snprintf(status, sizeof(status), "serving attestation on port %u",
 		 (unsigned)fleet_http_port(d.http));
 	fleet_log(LOG_NOTICE, "started", NULL, 0, "fleetd %s", status);
+	struct fleet_pass_runner *runner = NULL;
+	if (fleet_pass_runner_start(d.pass, &d.pass_cancel, d.cfg.pass_interval_seconds,
+				    &runner) != 0) {
+		startup_failed("the pass's thread: %s", strerror(errno));
+		goto out;
+	}
 	fleet_sd_ready(status);
-	serve(&d, pipefd[0]);
+	serve(&d, runner, pipefd[0]);
 	fleet_sd_stopping("stopping");
 	fleet_log(LOG_NOTICE, "stopping", NULL, 0, "signal %d: stopping", (int)stop_signal);
+	fleet_pass_runner_stop(runner); /* before anything the pass uses is freed */
 	rc = 0;
 out:
 	close_all(&d);

@@ -34,3 +34,15 @@ endif()
 
 # Intake's bounded inventory lookup (fleetd/admission/lookup.h).
 fleet_test(test_admission_lookup unit unit/test_admission_lookup.c LIBS fleetdcore)
+
+# The daemon's pass against a slow NetBox, as systemd sees it: watchdog
+# pings independent of the pass (fleetd/pass/pass_runner.h).
+if(TARGET fleetd)
+  fleet_test(test_daemon_pass e2e e2e/test_daemon_pass.c e2e/admission_harness.c
+             e2e/admission_fixture.c e2e/netbox_harness.c e2e/http_client.c
+             LIBS fleetdcore tinkattest fleet_fwsim fleet_swtpm OpenSSL::SSL)
+  target_compile_definitions(test_daemon_pass PRIVATE
+    FLEETD_BIN="$<TARGET_FILE:fleetd>" TINK_ATTEST_BIN="$<TARGET_FILE:tink-attest>")
+  add_dependencies(test_daemon_pass fleetd tink-attest)
+  set_tests_properties(test_daemon_pass PROPERTIES TIMEOUT 300)
+endif()

@@ -48,6 +48,7 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->verdict_log_max_bytes = 16 * MIB;
 	c->verdict_log_max_files = 5;
 	c->pass_interval_seconds = 3600;
+	c->pass_deadline_seconds = 900;
 	c->metrics = true;
 	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
 	 * 1 MiB event log is about 1.4 MiB of JSON. */
@@ -133,6 +134,7 @@ static const struct key vlog_keys[] = {
 };
 static const struct key pass_keys[] = {
 	{"interval_seconds", K_U32, F(pass_interval_seconds), 60, 86400},
+	{"deadline_seconds", K_U32, F(pass_deadline_seconds), 10, 86400},
 };
 static const struct key met_keys[] = {
 	{"enabled", K_BOOL, F(metrics), 0, 0},

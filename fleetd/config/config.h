@@ -76,6 +76,9 @@ struct fleet_config {
 	uint64_t verdict_log_max_bytes;
 	uint32_t verdict_log_max_files;
 	uint32_t pass_interval_seconds;
+	/* A pass stops its remaining inventory work this long after it began
+	 * (at most the interval): what it could not do, the next pass does. */
+	uint32_t pass_deadline_seconds;
 	/* SPIFFE trust domain of spire-nodes.json; "": the pass writes no file. */
 	char spire_trust_domain[256];
 	bool metrics;

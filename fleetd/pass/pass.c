@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fleetd/obs/journal.h"
 #include "fleetd/spire/spire_nodes.h"
@@ -26,7 +27,30 @@ struct fleet_pass {
 	/* The malformed devices of the last listing, each journaled once. */
 	struct seen *seen;
 	size_t n_seen;
+	struct fleet_metric *seconds; /* gauge: the last pass's duration */
+	uint64_t t0;                  /* this pass's start, monotonic ms */
 };
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+static bool cancelled(const struct fleet_pass *p)
+{
+	return p->d.cancel && atomic_load(p->d.cancel);
+}
+
+/* The deadline: pass.deadline_seconds, never past the next pass's start. */
+static bool past_deadline(const struct fleet_pass *p)
+{
+	uint32_t s = p->d.config->pass_deadline_seconds;
+	if (!s || s > p->d.config->pass_interval_seconds)
+		s = p->d.config->pass_interval_seconds;
+	return mono_ms() - p->t0 >= (uint64_t)s * 1000u;
+}
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out)
 {
@@ -35,8 +59,9 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 		return FLEET_E_NOMEM;
 	p->d = *deps;
 	if (deps->metrics) {
-		static const char *const results[] = {"ok", "inventory-error", "store-error",
-						      "write-error", NULL};
+		static const char *const results[] = {"ok",          "inventory-error",
+						      "store-error", "write-error",
+						      "cancelled",   NULL};
 		fleet_err e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
 						     "fleetd_pass_total", "Reconcile passes, by result.",
 						     "result", results, &p->runs, NULL);
@@ -64,6 +89,11 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 						   "device and reason.",
 						   NULL, NULL, &p->malformed_new, NULL);
 		if (e == FLEET_OK)
+			e = fleet_metrics_register(deps->metrics, FLEET_METRIC_GAUGE,
+						   "fleetd_pass_duration_seconds",
+						   "How long the last pass ran.", NULL, NULL,
+						   &p->seconds, NULL);
+		if (e == FLEET_OK)
 			e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
 						   "fleetd_pass_ek_hash_writes_total",
 						   "ek_hash/ek_hash_ecc written back to the inventory "
@@ -90,6 +120,8 @@ static const char *count(struct fleet_pass *p, const char *result)
 {
 	if (p->runs)
 		fleet_metric_inc_label(p->runs, result);
+	if (p->seconds)
+		fleet_metric_set(p->seconds, (int64_t)((mono_ms() - p->t0) / 1000u));
 	return result;
 }
 
@@ -168,6 +200,20 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 		return;
 	for (size_t i = 0; i < doc->n_ek_stale; i++) {
 		const struct fleet_spire_ek_stale *x = &doc->ek_stale[i];
+		/* One write is one NetBox request: checked before each, so a
+		 * slow NetBox and many stale devices cannot stretch a pass. */
+		bool stop = cancelled(p);
+		if (stop || past_deadline(p)) {
+			char left[24];
+			snprintf(left, sizeof(left), "%zu", doc->n_ek_stale - i);
+			fleet_log(LOG_WARNING, stop ? "pass-cancelled" : "pass-deadline",
+				  FLEET_LOG_FIELDS({"FLEET_REASON", stop ? "cancelled" : "deadline"},
+						   {"FLEET_COUNT", left}),
+				  "pass: %s; %zu ek_hash write%s left for the next pass",
+				  stop ? "fleetd is stopping" : "past pass.deadline_seconds",
+				  doc->n_ek_stale - i, doc->n_ek_stale - i == 1 ? "" : "s");
+			return;
+		}
 		char err[256] = "", id_s[24];
 		snprintf(id_s, sizeof(id_s), "%ld", x->inventory_id);
 		enum fleet_inv_result r = inv->ops->write_ek_hashes(
@@ -196,6 +242,7 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 
 const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 {
+	p->t0 = mono_ms();
 	if (p->d.reap_sessions)
 		p->d.reap_sessions(p->d.reap_ctx);
 	const struct fleet_config *c = p->d.config;
@@ -210,6 +257,12 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	enum fleet_spire_err e = fleet_spire_nodes_build(p->d.inventory, p->d.store,
 							 c->spire_trust_domain, now, &doc, err,
 							 sizeof(err));
+	if (e == FLEET_SPIRE_OK && cancelled(p)) {
+		/* fleetd is stopping: the previous file stands, the next start's
+		 * pass writes a new one. */
+		fleet_spire_doc_free(&doc);
+		return count(p, "cancelled");
+	}
 	if (e == FLEET_SPIRE_OK) {
 		/* What the listing said holds whether or not the file can be
 		 * written now. */

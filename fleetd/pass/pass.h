@@ -14,10 +14,20 @@
  * (fleetd_inventory_malformed_devices, fleetd_inventory_malformed_total).
  *
  * The store is read only (fleetd gives the pass its own read-only handle).
+ *
+ * Bounded: a pass runs on its own thread (pass_runner.h), never on the one
+ * that pings systemd's watchdog, and it stops its remaining inventory work
+ * once pass.deadline_seconds (at most the interval) have passed since it
+ * began, or at once when *cancel is set (fleetd stopping). The listing is
+ * one read; spire-nodes.json is written from a whole listing or not at all,
+ * so an ended pass leaves the previous file or a complete new one, and the
+ * ek_hash writes it did not reach wait for the next pass
+ * (event=pass-deadline / pass-cancelled, with how many).
  */
 #ifndef FLEET_PASS_H
 #define FLEET_PASS_H
 
+#include <stdatomic.h>
 #include <time.h>
 
 #include "fleetd/config/config.h"
@@ -36,13 +46,16 @@ struct fleet_pass_deps {
 	 * fleet_admission_reap); NULL: nothing to reap. */
 	size_t (*reap_sessions)(void *ctx);
 	void *reap_ctx;
+	/* Set by another thread to end a pass early; NULL: never. */
+	const atomic_bool *cancel;
 };
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out);
 void fleet_pass_free(struct fleet_pass *p);
 
 /* Run one pass at time now. Returns the result's stable name ("ok",
- * "inventory-error", "store-error", "write-error"); never fails hard. */
+ * "inventory-error", "store-error", "write-error", "cancelled"); never
+ * fails hard. A pass past its deadline is still "ok" for what it wrote. */
 const char *fleet_pass_run(struct fleet_pass *p, time_t now);
 
 #endif

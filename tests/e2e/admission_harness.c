@@ -55,6 +55,12 @@ void adm_mint_tls(const char *dir, char *tls_ca, size_t cap)
 void fleetd_start(struct fleetd_proc *p, const char *binary, const char *config,
 		  const char *log)
 {
+	fleetd_start_env(p, binary, config, log, NULL);
+}
+
+void fleetd_start_env(struct fleetd_proc *p, const char *binary, const char *config,
+		      const char *log, const char *const *env)
+{
 	snprintf(p->log, sizeof(p->log), "%s", log);
 	p->pid = fork();
 	assert_true(p->pid >= 0);
@@ -66,6 +72,8 @@ void fleetd_start(struct fleetd_proc *p, const char *binary, const char *config,
 		dup2(fd, 1);
 		close(fd);
 		unsetenv("NOTIFY_SOCKET");
+		for (size_t i = 0; env && env[i]; i++)
+			putenv((char *)env[i]);
 		execl(binary, binary, "--config", config, "--log-target", "stderr", (char *)NULL);
 		_exit(127);
 	}

@@ -30,7 +30,11 @@ void adm_mint_tls(const char *dir, char *tls_ca, size_t cap);
  * unless /healthz answers 200 within 20 s. */
 void fleetd_start(struct fleetd_proc *p, const char *binary, const char *config,
 		  const char *log);
-/* SIGTERM, wait; returns the exit status (or -1). */
+/* The same with env (NULL-terminated "NAME=VALUE" strings, which must
+ * outlive the call) added to fleetd's environment, e.g. NOTIFY_SOCKET. */
+void fleetd_start_env(struct fleetd_proc *p, const char *binary, const char *config,
+		      const char *log, const char *const *env);
+/* SIGTERM, wait (10 s, then SIGKILL); returns the exit status (or -1). */
 int fleetd_stop(struct fleetd_proc *p);
 
 /* Lines of the log file so far. */

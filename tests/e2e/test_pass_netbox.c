@@ -107,6 +107,7 @@ struct fx {
 	struct fleet_metrics *metrics;
 	struct fleet_config c;
 	struct fleet_pass *p;
+	atomic_bool cancel; /* fleetd's stop */
 	EVP_PKEY *key;
 	time_t now;
 };
@@ -165,7 +166,7 @@ static void fx_open(struct fx *f)
 	snprintf(f->c.state_dir, sizeof(f->c.state_dir), "%s", f->dir);
 	snprintf(f->c.spire_trust_domain, sizeof(f->c.spire_trust_domain), "fleet.example");
 	struct fleet_pass_deps d = {.config = &f->c, .inventory = f->inv, .store = f->ro,
-				    .metrics = f->metrics};
+				    .metrics = f->metrics, .cancel = &f->cancel};
 	assert_int_equal(fleet_pass_new(&d, &f->p), FLEET_OK);
 }
 
@@ -396,11 +397,66 @@ static void test_failed_ek_write_is_journaled_and_the_pass_goes_on(void **st)
 	fx_close(&f);
 }
 
+/* Bounded: past pass.deadline_seconds the pass makes no more inventory
+ * requests (its ek_hash writes wait for the next pass) and still writes the
+ * file from its whole listing; cancelled (fleetd stopping), it writes
+ * nothing at all. Without the checks both writes happen in the slow pass,
+ * and the cancelled one rewrites the file. */
+static void test_pass_deadline_and_cancel(void **st)
+{
+	(void)st;
+	struct fx f;
+	fx_open(&f);
+	nbf_ctl("/_fake/change", "{\"device\": 1, \"user\": \"admin\", "
+				 "\"custom_fields\": {\"ek_hash\": \"" OTHER "\"}}");
+	nbf_ctl("/_fake/change", "{\"device\": 2, \"user\": \"admin\", "
+				 "\"custom_fields\": {\"ek_hash\": \"" OTHER "\"}}");
+	f.c.pass_deadline_seconds = 1;
+	/* the listing's 4 pages take 1.2 s */
+	nbf_ctl("/_fake/delay", "{\"ms\": 300, \"count\": 4}");
+	size_t before = nbf_log_len();
+	assert_string_equal(run(&f, f.now), "ok");
+	assert_int_equal(patches_since(before), 0);
+	assert_int_equal(journaled(&f, "event=pass-deadline"), 1);
+	assert_int_equal(journaled(&f, "past pass.deadline_seconds; 2 ek_hash writes left for "
+				       "the next pass"),
+			 1);
+	json_t *doc = read_doc(&f); /* written from the whole listing */
+	char got[256];
+	names(doc, "eligible", got, sizeof(got));
+	assert_string_equal(got, "w1,w2,w4,w6");
+	json_decref(doc);
+	/* the next pass, in time, writes both */
+	before = nbf_log_len();
+	assert_string_equal(run(&f, f.now + 60), "ok");
+	assert_int_equal(patches_since(before), 2);
+
+	/* fleetd stopping: the pass ends, nothing written, the file stands */
+	struct fleet_buf keep, after;
+	read_file_or_fail(f.file, &keep);
+	nbf_ctl("/_fake/change", "{\"device\": 2, \"user\": \"admin\", "
+				 "\"status\": \"offline\"}");
+	atomic_store(&f.cancel, true);
+	before = nbf_log_len();
+	assert_string_equal(run(&f, f.now + 120), "cancelled");
+	assert_int_equal(patches_since(before), 0);
+	read_file_or_fail(f.file, &after);
+	assert_int_equal(keep.len, after.len);
+	assert_memory_equal(keep.data, after.data, keep.len);
+	assert_int_equal(metric(&f, "fleetd_pass_total{result=\"cancelled\"}"), 1);
+	fb_free(&keep);
+	fb_free(&after);
+	nbf_ctl("/_fake/change", "{\"device\": 2, \"user\": \"admin\", "
+				 "\"status\": \"active\"}");
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_malformed_devices_do_not_freeze_the_fleet),
 		cmocka_unit_test(test_failed_ek_write_is_journaled_and_the_pass_goes_on),
+		cmocka_unit_test(test_pass_deadline_and_cancel),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
