@@ -335,6 +335,13 @@ struct fleet_store_binding_author {
 	int64_t recorded_at;                    /* when fleetd copied it */
 };
 
+/* The one rule of what a record proves: true when r is the record of
+ * exactly this device id and serial, these binding values (ecc "" or NULL:
+ * none) and a change by author. Anything else (the value changed since, a
+ * re-created device, another author configured) proves nothing. */
+bool fleet_store_binding_author_matches(const struct fleet_store_binding_author *r,
+					int64_t device_id, const char *serial, const char *ek_hash,
+					const char *ek_hash_ecc, const char *author);
 /* Record (insert or replace) the device's record in one transaction. Every
  * field is checked (INVALID): printable serial and user, 64 lowercase hex
  * approved_ek_hash, "" or 64 lowercase hex approved_ek_hash_ecc, positive

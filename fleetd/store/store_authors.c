@@ -31,6 +31,17 @@ static bool read_author(sqlite3_stmt *s, struct fleet_store_binding_author *r)
 	       st_hash_ok(r->approved_ek_hash_ecc);
 }
 
+bool fleet_store_binding_author_matches(const struct fleet_store_binding_author *r,
+					int64_t device_id, const char *serial, const char *ek_hash,
+					const char *ek_hash_ecc, const char *author)
+{
+	return r && device_id > 0 && r->device_id == device_id && serial && author && ek_hash &&
+	       ek_hash[0] && strcmp(r->serial, serial) == 0 &&
+	       strcmp(r->approved_ek_hash, ek_hash) == 0 &&
+	       strcmp(r->approved_ek_hash_ecc, ek_hash_ecc ? ek_hash_ecc : "") == 0 &&
+	       author[0] && strcmp(r->user, author) == 0;
+}
+
 static enum fleet_store_err check_in(struct fleet_store *st,
 				     const struct fleet_store_binding_author *r)
 {

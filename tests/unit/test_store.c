@@ -786,6 +786,30 @@ static void test_binding_authors(void **state)
 	assert_int_equal(fleet_store_binding_author_get(f->st, 7, &got), FLEET_STORE_OK);
 }
 
+/* What a record proves: exactly its device id, serial, both values and a
+ * change by the author named; nothing else. */
+static void test_binding_author_matches(void **state)
+{
+	(void)state;
+	struct fleet_store_binding_author r = author(42, "SER-42", HA, HB, "terraform", 7);
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(NULL, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 43, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-43", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "ser-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HC, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HC, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, "", "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, NULL, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "alice"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, ""));
+	r = author(42, "SER-42", HA, "", "terraform", 7);
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, NULL, "terraform"));
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, "", "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", "", "", "terraform"));
+}
+
 /* A record is a copy of an inventory answer: every field is checked on the
  * way in, so an answer fleetd could not have read as a proof (no hash, a
  * hash that is not one, no change id, no user) is never stored as one;
@@ -909,6 +933,7 @@ int main(void)
 		T(test_damaged_row_is_corrupt), T(test_provisional_then_admit),
 		T(test_admit_is_one_transaction), T(test_provisional_revoke_and_prune),
 		T(test_migrates_v1),           T(test_binding_authors),
+		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),
 	};
