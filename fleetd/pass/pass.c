@@ -7,6 +7,7 @@
 #include <syslog.h>
 
 #include "fleetd/obs/journal.h"
+#include "fleetd/pass/pass_authors.h"
 #include "fleetd/spire/spire_nodes.h"
 
 /* A malformed inventory device already journaled: (id, reason). */
@@ -26,6 +27,7 @@ struct fleet_pass {
 	/* The malformed devices of the last listing, each journaled once. */
 	struct seen *seen;
 	size_t n_seen;
+	struct pass_authors authors; /* B1..B6 (pass_authors.c) */
 };
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out)
@@ -73,6 +75,11 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 			free(p);
 			return e;
 		}
+	}
+	fleet_err e = pass_authors_init(&p->authors, deps);
+	if (e != FLEET_OK) {
+		free(p);
+		return e;
 	}
 	*out = p;
 	return FLEET_OK;
@@ -194,22 +201,17 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 	}
 }
 
-const char *fleet_pass_run(struct fleet_pass *p, time_t now)
+/* spire-nodes.json from the inventory listed through the pass's view. */
+static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv, time_t now)
 {
-	if (p->d.reap_sessions)
-		p->d.reap_sessions(p->d.reap_ctx);
 	const struct fleet_config *c = p->d.config;
-	if (!c->spire_trust_domain[0])
-		return count(p, "ok");
-
 	struct fleet_spire_doc doc;
 	char err[512] = "", serial_s[24];
 	bool changed = false;
 	int64_t serial = 0;
 	memset(&doc, 0, sizeof(doc));
-	enum fleet_spire_err e = fleet_spire_nodes_build(p->d.inventory, p->d.store,
-							 c->spire_trust_domain, now, &doc, err,
-							 sizeof(err));
+	enum fleet_spire_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
+							 now, &doc, err, sizeof(err));
 	if (e == FLEET_SPIRE_OK) {
 		/* What the listing said holds whether or not the file can be
 		 * written now. */
@@ -226,7 +228,7 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_spire_err_str(e)}),
 			  "pass: spire-nodes.json not written (%s): %s", fleet_spire_err_str(e), err);
 		fleet_spire_doc_free(&doc);
-		return count(p, result);
+		return result;
 	}
 	for (size_t i = 0; i < doc.n_excluded; i++)
 		fleet_log(LOG_INFO, "spire-excluded",
@@ -246,5 +248,36 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	if (p->revoked)
 		fleet_metric_set(p->revoked, (int64_t)doc.n_revoked);
 	fleet_spire_doc_free(&doc);
+	return result;
+}
+
+const char *fleet_pass_run(struct fleet_pass *p, time_t now)
+{
+	if (p->d.reap_sessions)
+		p->d.reap_sessions(p->d.reap_ctx);
+	const char *result = "ok";
+	bool authors = p->d.record_author && p->d.forget_author;
+	/* One listing a pass: the SPIRE build lists through the view, which
+	 * keeps what the binding authors need (pass_authors.h). */
+	struct pass_listing listing;
+	pass_listing_init(&listing, p->d.inventory);
+	if (p->d.config->spire_trust_domain[0]) {
+		result = spire_pass(p, &listing.inv, now);
+	} else if (authors) {
+		char err[512] = "";
+		enum fleet_inv_result r = pass_listing_list(&listing, err, sizeof(err));
+		if (r != FLEET_INV_OK) {
+			fleet_log(LOG_ERR, "pass-failed",
+				  FLEET_LOG_FIELDS({"FLEET_REASON", "inventory"}),
+				  "pass: the inventory could not be listed (%s): %s; binding author "
+				  "records are left as they are", fleet_inv_result_str(r), err);
+			result = "inventory-error";
+		}
+	}
+	/* After spire-nodes.json: its revocations never wait on change-log
+	 * reads. */
+	if (authors)
+		pass_authors_run(&p->authors, &listing, now);
+	pass_listing_free(&listing);
 	return count(p, result);
 }
