@@ -327,6 +327,18 @@ static void record(struct run *r, const struct pass_candidate *c,
 	tally(r, "recorded", &r->recorded);
 }
 
+/* B4: nothing in the log proves the current binding's author: a record
+ * the device has is forgotten with why. */
+static void unproven(struct run *r, const struct pass_candidate *c,
+		     const struct fleet_store_binding_author *rec, const char *why,
+		     const char *sentence)
+{
+	if (rec)
+		forget(r, c, c->id, why, sentence);
+	else
+		tally(r, "unproven", &r->unproven);
+}
+
 /* B3, B4 for one candidate; rec is its record (NULL: none), proven when
  * the record matches the candidate's current values. */
 static void check(struct run *r, const struct pass_candidate *c,
@@ -342,24 +354,20 @@ static void check(struct run *r, const struct pass_candidate *c,
 		unread(r, ir, err);
 		return;
 	}
+	if (!c1.found && proven) {
+		/* purged, as expected: the record is what stands for it */
+		tally(r, "confirmed", &r->confirmed);
+		return;
+	}
 	if (!c1.found) {
-		if (proven) /* purged, as expected: the record is what stands for it */
-			tally(r, "confirmed", &r->confirmed);
-		else if (rec)
-			forget(r, c, c->id, "binding-changed",
-			       "the binding has other values than recorded, and the change log "
-			       "holds no change that set them");
-		else
-			tally(r, "unproven", &r->unproven);
+		unproven(r, c, rec, "binding-changed",
+			 "the binding has other values than recorded, and the change log holds no "
+			 "change that set them");
 		return;
 	}
 	if (strcmp(c1.user, r->pa->d.config->binding_author) != 0) {
-		if (rec)
-			forget(r, c, c->id, "changed-by-other",
-			       "the latest binding change is by someone other than the binding "
-			       "author");
-		else
-			tally(r, "unproven", &r->unproven);
+		unproven(r, c, rec, "changed-by-other",
+			 "the latest binding change is by someone other than the binding author");
 		return;
 	}
 	if (proven && rec->change_id == c1.change_id) {
@@ -414,12 +422,6 @@ static int rec_by_id(const void *key, const void *elem)
 	return (a > b) - (a < b);
 }
 
-static int cand_by_id(const void *key, const void *elem)
-{
-	long a = *(const long *)key, b = ((const struct pass_candidate *)elem)->id;
-	return (a > b) - (a < b);
-}
-
 /* B2: up to budget of the candidates idx[0..n) (in id order), from the
  * first past *cursor, wrapping; *cursor becomes the last one taken. */
 static size_t take_turns(struct run *r, const struct pass_listing *l, const size_t *idx,
@@ -445,13 +447,16 @@ static size_t take_turns(struct run *r, const struct pass_listing *l, const size
 static void prune(struct run *r, const struct pass_listing *l,
 		  const struct fleet_store_binding_author *recs, size_t n_recs)
 {
-	size_t forgets = 0;
+	size_t forgets = 0, c = 0;
 	/* A malformed device without an id might be any absent one. */
 	if (l->bad_unnamed)
 		return;
+	/* Both in id order: one walk. */
 	for (size_t i = 0; i < n_recs && forgets < FLEET_PASS_AUTHOR_FORGETS; i++) {
 		long id = (long)recs[i].device_id;
-		if (bsearch(&id, l->cand, l->n_cand, sizeof(*l->cand), cand_by_id) ||
+		while (c < l->n_cand && l->cand[c].id < id)
+			c++;
+		if ((c < l->n_cand && l->cand[c].id == id) ||
 		    bsearch(&id, l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp))
 			continue;
 		forgets++;

@@ -173,6 +173,21 @@ static size_t nb_changes(long id)
 	return n;
 }
 
+/* The log purged, the machine boots as serial: refused, since fleetd holds
+ * no record for the device's values, and not admitted. */
+static void refused_without_record(long id, const char *serial)
+{
+	char out[800], want[48];
+	purge(id);
+	assert_int_equal(run_tink(&MA, serial, NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
+	snprintf(want, sizeof(want), "FLEET_SERIAL=%s", serial);
+	assert_int_equal(adm_log_count(LOG, "event=intake-refused", want,
+				       "FLEET_REASON=binding-author", "fleetd holds no record",
+				       (char *)NULL), 1);
+	struct fleet_store_device d;
+	assert_false(store_device(serial, &d));
+}
+
 /* ---- the rules ---------------------------------------------------------------- */
 
 static void recorded_then_purged_admitted(void **state)
@@ -211,16 +226,10 @@ static void recorded_then_purged_admitted(void **state)
 static void unrecorded_purged_refused(void **state)
 {
 	(void)state;
-	char out[800];
 	struct fleet_store_binding_author r;
 	change_binding(2, "terraform", MA.ek, MA.ek_ecc);
-	purge(2);
 	assert_false(record_of(2, &r));
-	assert_int_equal(run_tink(&MA, "BA-0002", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
-	assert_refused_with("BA-0002", "binding-author");
-	assert_false(exists_in(out, "lak.pem"));
-	struct fleet_store_device d;
-	assert_false(store_device("BA-0002", &d));
+	refused_without_record(2, "BA-0002");
 }
 
 /* w3's record is of B's EKs; mallory (dcim.change_device, not the author)
@@ -265,25 +274,17 @@ static void later_change_by_other_wins(void **state)
 	assert_false(record_of(4, &r));
 	assert_int_equal(adm_log_count(LOG, "event=binding-author-forgotten", "FLEET_DEVICE=w4",
 				       "FLEET_REASON=changed-by-other", (char *)NULL), 1);
-	purge(4);
-	assert_int_equal(run_tink(&MA, "BA-0004", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
-	assert_int_equal(adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=BA-0004",
-				       "FLEET_REASON=binding-author", "fleetd holds no record",
-				       (char *)NULL), 1);
-	struct fleet_store_device d;
-	assert_false(store_device("BA-0004", &d));
+	refused_without_record(4, "BA-0004");
 }
 
 /* C2: between the answer and the confirm, fleetd's record of w5 becomes
  * another (here written straight into the store, as a pass would replace
  * it): the confirm's re-read refuses, as it does a changed change id. */
-static void replace_record_after_answer(struct hooked *h, const char *path,
-					const struct fleet_buf *body, long status,
-					const struct fleet_buf *reply)
+static void replace_record_before_confirm(struct hooked *h, const char *path,
+					  const struct fleet_buf *body)
 {
 	(void)body;
-	(void)reply;
-	if (strcmp(path, "/v1/attest/answer") != 0 || status != 200)
+	if (strcmp(path, "/v1/attest/confirm") != 0 || h->seen)
 		return;
 	struct fleet_store *st = NULL;
 	struct fleet_store_binding_author r;
@@ -304,7 +305,7 @@ static void record_changed_before_confirm(void **state)
 	assert_true(record_of(5, &r));
 	purge(5);
 	memset(&h, 0, sizeof(h));
-	h.after = replace_record_after_answer;
+	h.before = replace_record_before_confirm;
 	assert_int_equal(run_hooked(&MA, "BA-0005", &h, 2, out, sizeof(out)), TINK_EXIT_REFUSED);
 	assert_int_equal(h.seen, 1);
 	struct fleet_store_device d;
@@ -344,13 +345,7 @@ static void recreated_device_has_no_record(void **state)
 	assert_int_equal(adm_log_count(LOG, "event=binding-author-forgotten",
 				       "FLEET_INVENTORY_ID=6", "FLEET_REASON=not-a-candidate",
 				       (char *)NULL), 1);
-	purge(106);
-	assert_int_equal(run_tink(&MA, "BA-0006", NULL, out, sizeof(out)), TINK_EXIT_REFUSED);
-	assert_int_equal(adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=BA-0006",
-				       "FLEET_REASON=binding-author", "fleetd holds no record",
-				       (char *)NULL), 1);
-	struct fleet_store_device d;
-	assert_false(store_device("BA-0006", &d));
+	refused_without_record(106, "BA-0006");
 }
 
 int main(void)

@@ -287,6 +287,12 @@ static void assert_series(struct fx *f, const char *series, long long n)
 
 #define TOTAL(r) "fleetd_pass_binding_authors_total{result=\"" r "\"}"
 
+/* A planned device whose binding (ek, no ECC EK) Terraform wrote. */
+static void planned(struct fx *f, long id, const char *ek)
+{
+	add(&f->inv, id, "planned", "terraform", ek, "");
+}
+
 /* ---- the rules -------------------------------------------------------------- */
 
 /* B1, B3: the author's latest change is copied with the device's values,
@@ -330,7 +336,7 @@ static void only_unproven_devices_are_read(void **state)
 	struct fx *f = *state;
 	f->reads = 8;
 	for (long id = 1; id <= 12; id++)
-		add(&f->inv, id, "planned", "terraform", EA, "");
+		planned(f, id, EA);
 	assert_string_equal(run(f), "ok"); /* 8 recorded: 3 reads each */
 	assert_series(f, TOTAL("recorded"), 8);
 	assert_series(f, "fleetd_pass_binding_authors_waiting", 4);
@@ -352,7 +358,7 @@ static void reads_are_capped_and_take_turns(void **state)
 	struct fx *f = *state;
 	f->reads = 3;
 	for (long id = 1; id <= 10; id++) {
-		add(&f->inv, id, "planned", "terraform", EA, "");
+		planned(f, id, EA);
 		purge(&f->inv, id); /* written before fleetd ever saw it */
 	}
 	for (int pass = 0; pass < 3; pass++) {
@@ -414,7 +420,7 @@ static void change_between_reads_records_nothing(void **state)
 static void other_author_forgets(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	struct fleet_store_binding_author r;
 	assert_true(rec_of(f, 1, &r));
@@ -437,7 +443,7 @@ static void changed_and_changed_back_forgets(void **state)
 {
 	struct fx *f = *state;
 	f->reads = 4; /* one proven device re-read a pass */
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	struct fleet_store_binding_author r;
 	assert_true(rec_of(f, 1, &r));
@@ -456,7 +462,7 @@ static void changed_and_changed_back_forgets(void **state)
 static void purged_log_with_other_values_forgets(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	change(&f->inv, 1, "mallory", EVIL, "");
 	purge(&f->inv, 1); /* fleetd was down while the change was in the log */
@@ -470,9 +476,9 @@ static void purged_log_with_other_values_forgets(void **state)
 static void former_candidates_forgotten(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
-	add(&f->inv, 2, "planned", "terraform", EB, "");
-	add(&f->inv, 3, "planned", "terraform", EC, "");
+	planned(f, 1, EA);
+	planned(f, 2, EB);
+	planned(f, 3, EC);
 	assert_string_equal(run(f), "ok");
 	snprintf(fdev_by_id(&f->inv, 1)->d.status, 32, "staged");
 	fdev_by_id(&f->inv, 2)->d.approved_ek_hash[0] = '\0';
@@ -490,8 +496,8 @@ static void former_candidates_forgotten(void **state)
 static void malformed_devices_keep_records(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
-	add(&f->inv, 2, "planned", "terraform", EB, "");
+	planned(f, 1, EA);
+	planned(f, 2, EB);
 	assert_string_equal(run(f), "ok");
 	f->inv.n = 1; /* device 2 now listed as malformed */
 	f->inv.bad[0] = (struct fleet_inv_malformed){.id = 2, .reason = "class:too-long"};
@@ -513,9 +519,9 @@ static void malformed_devices_keep_records(void **state)
 static void inventory_error_leaves_records(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
-	add(&f->inv, 2, "planned", "terraform", EB, "");
-	add(&f->inv, 3, "planned", "terraform", EC, "");
+	planned(f, 1, EA);
+	planned(f, 2, EB);
+	planned(f, 3, EC);
 	assert_string_equal(run(f), "ok");
 	change(&f->inv, 1, "alice", EB, "");
 	change(&f->inv, 2, "alice", EA, "");
@@ -540,8 +546,8 @@ static void unanswered_device_is_first_again(void **state)
 {
 	struct fx *f = *state;
 	f->reads = 1;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
-	add(&f->inv, 2, "planned", "terraform", EB, "");
+	planned(f, 1, EA);
+	planned(f, 2, EB);
 	f->inv.fail_changes_from = 1;
 	assert_string_equal(run(f), "ok");
 	f->inv.fail_changes_from = 0;
@@ -557,11 +563,11 @@ static void unanswered_device_is_first_again(void **state)
 static void malformed_change_log_leaves_record(void **state)
 {
 	struct fx *f = *state;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	change(&f->inv, 1, "alice", EB, "");
 	fdev_by_id(&f->inv, 1)->bad_log = true;
-	add(&f->inv, 2, "planned", "terraform", EC, "");
+	planned(f, 2, EC);
 	assert_string_equal(run(f), "ok");
 	struct fleet_store_binding_author r;
 	assert_true(rec_of(f, 1, &r)); /* of other values: admission ignores it */
@@ -569,7 +575,7 @@ static void malformed_change_log_leaves_record(void **state)
 	assert_true(rec_of(f, 2, &r));
 	assert_series(f, TOTAL("inventory-error"), 1);
 	/* a malformed answer never becomes a record either */
-	add(&f->inv, 3, "planned", "terraform", EA, "");
+	planned(f, 3, EA);
 	fdev_by_id(&f->inv, 3)->bad_log = true;
 	assert_string_equal(run(f), "ok");
 	assert_false(rec_of(f, 3, &r));
@@ -580,7 +586,7 @@ static void one_listing_per_pass(void **state)
 {
 	struct fx *f = *state;
 	snprintf(f->c.spire_trust_domain, sizeof(f->c.spire_trust_domain), "fleet.example");
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	assert_int_equal(f->inv.lists, 1);
 	struct fleet_store_binding_author r;
@@ -595,7 +601,7 @@ static void nothing_without_callbacks(void **state)
 {
 	struct fx *f = *state;
 	f->no_callbacks = true;
-	add(&f->inv, 1, "planned", "terraform", EA, "");
+	planned(f, 1, EA);
 	assert_string_equal(run(f), "ok");
 	assert_int_equal(f->inv.changes + f->inv.lists, 0);
 	struct fleet_store_binding_author r;
