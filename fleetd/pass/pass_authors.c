@@ -418,8 +418,17 @@ static enum fleet_store_err load_records(struct pass_authors *pa,
 
 static int rec_by_id(const void *key, const void *elem)
 {
-	int64_t a = *(const int64_t *)key, b = ((const struct fleet_store_binding_author *)elem)->device_id;
+	int64_t a = *(const int64_t *)key;
+	int64_t b = ((const struct fleet_store_binding_author *)elem)->device_id;
 	return (a > b) - (a < b);
+}
+
+/* The record of id among recs (by id), or NULL. */
+static const struct fleet_store_binding_author *
+find_rec(const struct fleet_store_binding_author *recs, size_t n, long id)
+{
+	int64_t key = id;
+	return n ? bsearch(&key, recs, n, sizeof(*recs), rec_by_id) : NULL;
 }
 
 /* B2: up to budget of the candidates idx[0..n) (in id order), from the
@@ -433,10 +442,7 @@ static size_t take_turns(struct run *r, const struct pass_listing *l, const size
 		start++;
 	for (size_t k = 0; k < n && taken < budget && !r->stop; k++, taken++) {
 		const struct pass_candidate *c = &l->cand[idx[(start + k) % n]];
-		int64_t key = c->id;
-		const struct fleet_store_binding_author *rec =
-			bsearch(&key, recs, n_recs, sizeof(*recs), rec_by_id);
-		check(r, c, rec, proven);
+		check(r, c, find_rec(recs, n_recs, c->id), proven);
 		if (!r->stop) /* a device the inventory did not answer for is first again */
 			*cursor = c->id;
 	}
@@ -457,7 +463,7 @@ static void prune(struct run *r, const struct pass_listing *l,
 		while (c < l->n_cand && l->cand[c].id < id)
 			c++;
 		if ((c < l->n_cand && l->cand[c].id == id) ||
-		    bsearch(&id, l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp))
+		    (l->n_bad && bsearch(&id, l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp)))
 			continue;
 		forgets++;
 		forget(r, NULL, id, "not-a-candidate",
@@ -493,9 +499,7 @@ void pass_authors_run(struct pass_authors *pa, const struct pass_listing *l, tim
 	/* B1 */
 	for (size_t i = 0; i < l->n_cand; i++) {
 		const struct pass_candidate *c = &l->cand[i];
-		int64_t key = c->id;
-		const struct fleet_store_binding_author *rec =
-			bsearch(&key, recs, n_recs, sizeof(*recs), rec_by_id);
+		const struct fleet_store_binding_author *rec = find_rec(recs, n_recs, c->id);
 		if (fleet_store_binding_author_matches(rec, c->id, c->serial, c->ek, c->ek_ecc,
 						       pa->d.config->binding_author))
 			proven[n_proven++] = i;
