@@ -108,6 +108,20 @@ static size_t reap_sessions(void *ctx)
 	return n;
 }
 
+/* The pass's binding author records (pass.h, B1..B6): its store handle is
+ * read-only, so the admission writes them, under its store lock. */
+static enum fleet_store_err record_author(void *ctx, const struct fleet_store_binding_author *r,
+					  char *err, size_t errlen)
+{
+	return fleet_admission_record_binding_author(ctx, r, err, errlen);
+}
+
+static enum fleet_store_err forget_author(void *ctx, int64_t device_id, bool *forgot, char *err,
+					  size_t errlen)
+{
+	return fleet_admission_forget_binding_author(ctx, device_id, forgot, err, errlen);
+}
+
 /* Start-up, before anything is served: sessions live in memory, so every
  * certificate a lost session was issued provisionally is revoked. */
 static int recover_state(struct daemon *d)
@@ -279,6 +293,9 @@ static int open_all(struct daemon *d)
 		.reap_sessions = reap_sessions,
 		.reap_ctx = d->adm,
 		.cancel = &d->pass_cancel,
+		.record_author = record_author,
+		.forget_author = forget_author,
+		.author_ctx = d->adm,
 	};
 	if (fleet_pass_new(&pd, &d->pass) != FLEET_OK) {
 		startup_failed("pass: out of memory or bad metrics");

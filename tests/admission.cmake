@@ -46,3 +46,16 @@ if(TARGET fleetd)
   add_dependencies(test_daemon_pass fleetd tink-attest)
   set_tests_properties(test_daemon_pass PROPERTIES TIMEOUT 300)
 endif()
+
+# I7's binding author once NetBox purged its change log (pass.h B1..B6,
+# docs/admission.md "Binding authors"): the fleetd binary and its passes,
+# swtpm machines, the NetBox fake's housekeeping (/_fake/purge).
+if(TARGET fleetd)
+  fleet_test(test_binding_author e2e e2e/test_binding_author.c e2e/admission_harness.c
+             e2e/admission_fixture.c e2e/netbox_harness.c e2e/http_client.c
+             LIBS fleetdcore tinkattest fleet_fwsim fleet_swtpm OpenSSL::SSL)
+  target_compile_definitions(test_binding_author PRIVATE
+    FLEETD_BIN="$<TARGET_FILE:fleetd>" TINK_ATTEST_BIN="$<TARGET_FILE:tink-attest>")
+  add_dependencies(test_binding_author fleetd tink-attest fleetctl)
+  set_tests_properties(test_binding_author PROPERTIES TIMEOUT 600)
+endif()

@@ -1,6 +1,9 @@
 # The reconcile pass (fleetd/pass/): spire-nodes.json from the store and the
 # inventory, and nothing decided from an inventory error.
 fleet_test(test_pass unit unit/test_pass.c LIBS fleetdcore)
+# Binding author records (pass.h B1..B6) over the real store and a scripted
+# inventory whose change log the test purges, breaks or changes mid-read.
+fleet_test(test_pass_authors unit unit/test_pass_authors.c LIBS fleetdcore)
 # The pass against the NetBox contract fake (tests/fakes/netbox_fake.py):
 # malformed devices judged one by one, EK hashes written back; skips without
 # python3 or openssl.

@@ -381,6 +381,21 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 		*reason = "binding-changed";
 		return ADM_REREAD_CHANGED;
 	}
+	/* An author proven by fleetd's record must still be: the same record
+	 * (change id), still of exactly these values. */
+	if (snap->author_record) {
+		struct fleet_store_binding_author rec;
+		enum adm_author au = adm_author_recorded(a, snap->device_id, d.serial,
+							 d.approved_ek_hash, d.approved_ek_hash_ecc,
+							 &rec, err, errlen);
+		if (au == ADM_AUTHOR_STORE_ERROR)
+			return ADM_REREAD_UNAVAILABLE;
+		/* none now, or another record: another proof than the intake's */
+		if (au != ADM_AUTHOR_RECORDED || rec.change_id != snap->change_id) {
+			*reason = "binding-changed";
+			return ADM_REREAD_CHANGED;
+		}
+	}
 	if (strcasecmp(d.serial, snap->serial) != 0 ||
 	    !same_str(d.name, snap->name) ||
 	    !same_str(d.status, snap->status) ||

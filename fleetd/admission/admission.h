@@ -58,7 +58,17 @@
  *        EK is refused ("ek-not-approved"), journaled, and the binding is
  *        left untouched;
  *      - the binding's latest change must come from binding_author
- *        ("binding-author"), else refused and journaled.
+ *        ("binding-author"), else refused and journaled. A change the
+ *        change log holds always decides, a later one by anyone else is
+ *        refused; only when the log holds no change that set the binding
+ *        (NetBox purged it after CHANGELOG_RETENTION) does fleetd's record
+ *        of that change decide (fleet_store_binding_author_matches): the
+ *        record the pass made while the log held it, for exactly this
+ *        device id, serial, approved_ek_hash and approved_ek_hash_ecc, of a
+ *        change by binding_author. A record of other values proves nothing
+ *        (the binding changed since). The journal names the recorded change
+ *        ("binding-author-from-record"); no record: refused
+ *        ("binding-author"); the store unreadable: 503.
  *      Status past planned (staged, active, ...; re-attest or reprovision):
  *      - the EKs must match the hashes fleetd's store holds
  *        (fleet_store_device_check_eks); the inventory's approved or
@@ -98,7 +108,8 @@
  *  A4  Authenticated and the profile passes: read the device and the
  *      binding change again. UNAVAILABLE: 503, no verdict, nothing
  *      changed (the machine retries). The binding (approved hashes and the
- *      change id) must equal the intake's snapshot, else refused
+ *      change id; for an author proven by fleetd's record, that record,
+ *      still matching) must equal the intake's snapshot, else refused
  *      ("binding-changed"), journaled, no certificates; so must the
  *      device's serial, name and status ("device-changed").
  *      A round past its deadline (R1): 503, nothing issued.
@@ -129,6 +140,7 @@
 #define FLEET_ADMISSION_H
 
 #include <pthread.h>
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 #include <time.h>
@@ -186,6 +198,19 @@ size_t fleet_admission_reap(struct fleet_admission *a);
 /* Forget revoked provisional certificates past their notAfter (the pass
  * calls it; journaled on failure). */
 void fleet_admission_prune(struct fleet_admission *a);
+
+/* Binding author records (I7), for the pass: its store handle is read-only,
+ * so it writes through these, on the admission's handle and under its store
+ * lock, each one transaction. A record must be of a change by
+ * binding_author (INVALID otherwise: no other record could prove anything).
+ * A failure is counted (fleetd_store_errors_total) and err says why; the
+ * pass journals it. */
+enum fleet_store_err fleet_admission_record_binding_author(
+	struct fleet_admission *a, const struct fleet_store_binding_author *r, char *err,
+	size_t errlen);
+enum fleet_store_err fleet_admission_forget_binding_author(struct fleet_admission *a,
+							   int64_t device_id, bool *forgot,
+							   char *err, size_t errlen);
 
 /* Inventory lookups intake has made (lookup.h), for tests and metrics. */
 unsigned long fleet_admission_inventory_lookups(struct fleet_admission *a);

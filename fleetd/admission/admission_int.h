@@ -143,10 +143,28 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
 		     bool pass, const char *const *reasons, size_t n_reasons);
 
+/* I7's record (admission_author.c): the pass's copy of the change that set
+ * a planned device's binding, for when the change log no longer holds it. */
+enum adm_author {
+	ADM_AUTHOR_RECORDED = 0, /* a record of exactly these values by binding_author */
+	ADM_AUTHOR_NONE,         /* none, or one of other values (ignored) */
+	ADM_AUTHOR_STORE_ERROR,  /* the store could not say; err says why */
+};
+/* The store's record for device_id, when it proves these values (serial,
+ * approved hashes; fleet_store_binding_author_matches). Store lock taken
+ * here; a store failure is counted. */
+enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
+				    const char *serial, const char *ek_hash,
+				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,
+				    char *err, size_t errlen);
+/* RFC 3339 (UTC) of a record's time, for the journal. */
+void adm_author_time(int64_t t, char out[32]);
+
 enum adm_reread {
 	ADM_REREAD_SAME = 0,
 	ADM_REREAD_CHANGED,     /* *reason: binding-changed or device-changed */
-	ADM_REREAD_UNAVAILABLE, /* the inventory did not answer; err says why */
+	ADM_REREAD_UNAVAILABLE, /* the inventory (or the store, for a binding author
+				   record) did not answer; err says why */
 };
 /* Read the device and its binding change again and compare them with the
  * intake's snapshot (trust rule 5). */

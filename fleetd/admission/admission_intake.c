@@ -132,6 +132,51 @@ static bool ek_equal(const char *presented, const char *approved)
 	return strcmp(presented, approved) == 0;
 }
 
+/* I7 when the change log holds no change that set the binding (NetBox
+ * purged it after CHANGELOG_RETENTION): the author is proven only by
+ * fleetd's own record of that change, made by a pass while the log held
+ * it, and only while the record is of exactly this device id, serial and
+ * both approved hashes. Returns 0 to go on, else the reply's status. */
+static int author_from_record(struct intake *t, struct adm_snapshot *snap,
+			      struct fleet_buf *reply)
+{
+	struct fleet_admission *a = t->a;
+	struct fleet_store_binding_author rec;
+	char err[300] = "";
+	switch (adm_author_recorded(a, snap->device_id, snap->serial, snap->approved_ek_hash,
+				    snap->approved_ek_hash_ecc, &rec, err, sizeof(err))) {
+	case ADM_AUTHOR_RECORDED:
+		break;
+	case ADM_AUTHOR_NONE:
+		return refuse(t, "binding-author", reply,
+			      "the binding was not written by the binding author",
+			      "no recorded change set the binding, and fleetd holds no record of "
+			      "its author for these values");
+	default:
+		t->lf.reason = "store-error";
+		t->lf.detail = err;
+		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
+				"the store could not be read; nothing is decided");
+		adm_count(a->m.intake, "unavailable");
+		return 503;
+	}
+	char key[256], at[32], detail[FLEET_STORE_NAME_MAX + 96];
+	adm_author_time(rec.recorded_at, at);
+	snprintf(detail, sizeof(detail), "change %lld by %s recorded at %s",
+		 (long long)rec.change_id, rec.user, at);
+	t->lf.detail = detail;
+	key_of(t, "binding-author-from-record", "record", key, sizeof(key));
+	adm_log_limited(a, key, LOG_NOTICE, "binding-author-from-record", &t->lf,
+			"the change log holds no change that set the binding; its author came "
+			"from fleetd's record of change %lld, recorded at %s",
+			(long long)rec.change_id, at);
+	t->lf.detail = NULL;
+	snap->change_found = false;
+	snap->author_record = true;
+	snap->change_id = (long)rec.change_id;
+	return 0;
+}
+
 /* I7 for a planned device. Returns 0 to go on to the challenge, else the
  * HTTP status of the reply already written. */
 static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fleet_buf *reply)
@@ -164,17 +209,18 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 		adm_count(a->m.inventory_errors, NULL);
 		return unavailable(t, "the inventory's change log", err);
 	}
-	if (!ch.found || strcmp(ch.user, a->d.config->binding_author) != 0) {
+	/* A change the log holds wins over any record: a later change by
+	 * anyone else is refused, whatever fleetd recorded before it. */
+	if (!ch.found)
+		return author_from_record(t, snap, reply);
+	if (strcmp(ch.user, a->d.config->binding_author) != 0) {
 		char who[FLEET_LOG_CLAIMED_BUF + 64];
-		if (ch.found)
-			snprintf(who, sizeof(who), "latest binding change %ld by %s", ch.change_id,
-				 ch.user);
-		else
-			snprintf(who, sizeof(who), "no recorded change set the binding");
+		snprintf(who, sizeof(who), "latest binding change %ld by %s", ch.change_id,
+			 ch.user);
 		return refuse(t, "binding-author", reply,
 			      "the binding was not written by the binding author", who);
 	}
-	snap->change_found = ch.found;
+	snap->change_found = true;
 	snap->change_id = ch.change_id;
 	return 0;
 }

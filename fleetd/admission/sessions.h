@@ -64,6 +64,10 @@ struct adm_snapshot {
 	char approved_ek_hash[65];
 	char approved_ek_hash_ecc[65];
 	bool change_found;
+	/* The binding's author came from fleetd's record (I7), not from the
+	 * change log, which holds no change that set it: change_id is the
+	 * record's, and the re-reads require the same record. */
+	bool author_record;
 	long change_id;
 };
 

@@ -8,6 +8,7 @@
 #include <time.h>
 
 #include "fleetd/obs/journal.h"
+#include "fleetd/pass/pass_authors.h"
 #include "fleetd/spire/spire_nodes.h"
 
 /* A malformed inventory device already journaled: (id, reason). */
@@ -27,6 +28,7 @@ struct fleet_pass {
 	/* The malformed devices of the last listing, each journaled once. */
 	struct seen *seen;
 	size_t n_seen;
+	struct pass_authors authors; /* B1..B6 (pass_authors.c) */
 	struct fleet_metric *seconds; /* gauge: the last pass's duration */
 	uint64_t t0;                  /* this pass's start, monotonic ms */
 };
@@ -50,6 +52,13 @@ static bool past_deadline(const struct fleet_pass *p)
 	if (!s || s > p->d.config->pass_interval_seconds)
 		s = p->d.config->pass_interval_seconds;
 	return mono_ms() - p->t0 >= (uint64_t)s * 1000u;
+}
+
+/* pass_authors' check between change-log reads. */
+static bool over(const void *ctx)
+{
+	const struct fleet_pass *p = ctx;
+	return cancelled(p) || past_deadline(p);
 }
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out)
@@ -103,6 +112,13 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 			free(p);
 			return e;
 		}
+	}
+	fleet_err e = pass_authors_init(&p->authors, deps);
+	p->authors.over = over;
+	p->authors.over_ctx = p;
+	if (e != FLEET_OK) {
+		free(p);
+		return e;
 	}
 	*out = p;
 	return FLEET_OK;
@@ -240,28 +256,22 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 	}
 }
 
-const char *fleet_pass_run(struct fleet_pass *p, time_t now)
+/* spire-nodes.json from the inventory listed through the pass's view. */
+static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv, time_t now)
 {
-	p->t0 = mono_ms();
-	if (p->d.reap_sessions)
-		p->d.reap_sessions(p->d.reap_ctx);
 	const struct fleet_config *c = p->d.config;
-	if (!c->spire_trust_domain[0])
-		return count(p, "ok");
-
 	struct fleet_spire_doc doc;
 	char err[512] = "", serial_s[24];
 	bool changed = false;
 	int64_t serial = 0;
 	memset(&doc, 0, sizeof(doc));
-	enum fleet_spire_err e = fleet_spire_nodes_build(p->d.inventory, p->d.store,
-							 c->spire_trust_domain, now, &doc, err,
-							 sizeof(err));
+	enum fleet_spire_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
+							 now, &doc, err, sizeof(err));
 	if (e == FLEET_SPIRE_OK && cancelled(p)) {
 		/* fleetd is stopping: the previous file stands, the next start's
 		 * pass writes a new one. */
 		fleet_spire_doc_free(&doc);
-		return count(p, "cancelled");
+		return "cancelled";
 	}
 	if (e == FLEET_SPIRE_OK) {
 		/* What the listing said holds whether or not the file can be
@@ -279,7 +289,7 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_spire_err_str(e)}),
 			  "pass: spire-nodes.json not written (%s): %s", fleet_spire_err_str(e), err);
 		fleet_spire_doc_free(&doc);
-		return count(p, result);
+		return result;
 	}
 	for (size_t i = 0; i < doc.n_excluded; i++)
 		fleet_log(LOG_INFO, "spire-excluded",
@@ -299,5 +309,37 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	if (p->revoked)
 		fleet_metric_set(p->revoked, (int64_t)doc.n_revoked);
 	fleet_spire_doc_free(&doc);
+	return result;
+}
+
+const char *fleet_pass_run(struct fleet_pass *p, time_t now)
+{
+	p->t0 = mono_ms();
+	if (p->d.reap_sessions)
+		p->d.reap_sessions(p->d.reap_ctx);
+	const char *result = "ok";
+	bool authors = p->d.record_author && p->d.forget_author;
+	/* One listing a pass: the SPIRE build lists through the view, which
+	 * keeps what the binding authors need (pass_authors.h). */
+	struct pass_listing listing;
+	pass_listing_init(&listing, p->d.inventory);
+	if (p->d.config->spire_trust_domain[0]) {
+		result = spire_pass(p, &listing.inv, now);
+	} else if (authors) {
+		char err[512] = "";
+		enum fleet_inv_result r = pass_listing_list(&listing, err, sizeof(err));
+		if (r != FLEET_INV_OK) {
+			fleet_log(LOG_ERR, "pass-failed",
+				  FLEET_LOG_FIELDS({"FLEET_REASON", "inventory"}),
+				  "pass: the inventory could not be listed (%s): %s; binding author "
+				  "records are left as they are", fleet_inv_result_str(r), err);
+			result = "inventory-error";
+		}
+	}
+	/* After spire-nodes.json: its revocations never wait on change-log
+	 * reads. */
+	if (authors && strcmp(result, "cancelled") != 0)
+		pass_authors_run(&p->authors, &listing, now);
+	pass_listing_free(&listing);
 	return count(p, result);
 }

@@ -22,12 +22,54 @@
  * one read; spire-nodes.json is written from a whole listing or not at all,
  * so an ended pass leaves the previous file or a complete new one, and the
  * ek_hash writes it did not reach wait for the next pass
- * (event=pass-deadline / pass-cancelled, with how many).
+ * (event=pass-deadline / pass-cancelled, with how many), as do the binding
+ * author reads below.
+ *
+ * Binding authors (pass_authors.c; docs/admission.md, "Binding authors").
+ * NetBox purges change-log entries after CHANGELOG_RETENTION (90 days by
+ * default), and with them the proof admission needs that binding_author
+ * wrote a planned device's binding (I7). When the record callbacks are
+ * wired, each pass keeps fleetd's own copy of that proof while the log
+ * still holds it, from the same one listing of the inventory:
+ *   B1 Candidates: devices the listing has in status planned with
+ *      approved_ek_hash set. One whose store record proves exactly its
+ *      current values (fleet_store_binding_author_matches) is proven; the
+ *      others are unproven.
+ *   B2 Each pass reads the change log of at most `author_reads` unproven
+ *      devices (FLEET_PASS_AUTHOR_READS by default) and a quarter as many
+ *      proven ones, each set in turn by device id from where the last pass
+ *      stopped, so every device is reached within ceil(n / reads) passes
+ *      and 10,000 planned devices never cost 10,000 reads a pass. Those
+ *      left are counted (fleetd_pass_binding_authors_waiting).
+ *   B3 The latest binding change by binding_author: recorded only when the
+ *      log, read again after the device was read, still names that same
+ *      change as the latest; the values recorded are the device's as read
+ *      between the two, so they are the ones that change wrote. A change
+ *      between the reads records nothing ("changed-while-read"); the next
+ *      pass sees what it is.
+ *   B4 A latest binding change by anyone else: the device's record is
+ *      forgotten (a proven device's too: changed and changed back is still
+ *      a change by someone else while the log holds it). No change that set
+ *      the binding: an unproven device's record (of other values) is
+ *      forgotten, a proven device's is kept (that is what it is for).
+ *   B5 A record of a device that is no longer a candidate (not planned, no
+ *      binding, gone from a whole listing) is forgotten, at most
+ *      FLEET_PASS_AUTHOR_FORGETS a pass; a malformed device's record is
+ *      kept (it is not absent), and none is forgotten as absent while the
+ *      listing holds a malformed device without an id.
+ *   B6 An inventory that does not answer ends the pass's author work and
+ *      leaves every record as it is; a malformed change log for one device
+ *      leaves its record as it is. Each outcome is counted
+ *      (fleetd_pass_binding_authors_total{result}); each record written or
+ *      forgotten is journaled, the rest in one line a pass.
  */
 #ifndef FLEET_PASS_H
 #define FLEET_PASS_H
 
 #include <stdatomic.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 #include "fleetd/config/config.h"
@@ -48,7 +90,23 @@ struct fleet_pass_deps {
 	void *reap_ctx;
 	/* Set by another thread to end a pass early; NULL: never. */
 	const atomic_bool *cancel;
+	/* Binding author records (B1..B6): the pass's handle is read-only, so
+	 * it writes them through these (the daemon passes
+	 * fleet_admission_record_binding_author and
+	 * fleet_admission_forget_binding_author). NULL: the pass keeps no
+	 * records. err gets the store's sentence on failure. */
+	enum fleet_store_err (*record_author)(void *ctx, const struct fleet_store_binding_author *r,
+					      char *err, size_t errlen);
+	enum fleet_store_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
+					      char *err, size_t errlen);
+	void *author_ctx;
+	/* Unproven devices whose change log one pass reads (B2); 0:
+	 * FLEET_PASS_AUTHOR_READS. */
+	unsigned author_reads;
 };
+
+#define FLEET_PASS_AUTHOR_READS 32    /* each costs up to three inventory requests */
+#define FLEET_PASS_AUTHOR_FORGETS 256 /* records of former candidates forgotten a pass */
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out);
 void fleet_pass_free(struct fleet_pass *p);

@@ -1,7 +1,9 @@
 /*
  * store.c: opening the store, its schema and migrations, and the helpers
  * every table's code shares. The tables themselves: store_devices.c
- * (devices, claims) and store_records.c (verdicts, certificates).
+ * (devices, claims), store_records.c (verdicts, certificates),
+ * store_admission.c (provisional certificates) and store_authors.c
+ * (binding authors).
  */
 #include "fleetd/store/store_int.h"
 
@@ -150,6 +152,22 @@ static const struct migration {
 	 "  length(revoke_reason) BETWEEN 1 AND 64),"
 	 " CHECK ((revoked_at IS NULL) = (revoke_reason IS NULL)),"
 	 " UNIQUE (session, kind)"
+	 ") STRICT;"},
+	/* NetBox purges its change log (CHANGELOG_RETENTION, 90 days by
+	 * default), and with it the only proof of who wrote a binding: the
+	 * pass keeps its own copy while the log still holds it
+	 * (store_authors.c). One row per inventory device id; a row proves
+	 * nothing for any other binding values or serial. */
+	{3, "binding authors",
+	 "CREATE TABLE binding_authors ("
+	 " device_id INTEGER PRIMARY KEY CHECK (device_id > 0),"
+	 " serial TEXT NOT NULL CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " approved_ek_hash TEXT NOT NULL CHECK " HEX64("approved_ek_hash") ","
+	 " approved_ek_hash_ecc TEXT CHECK " HEX64("approved_ek_hash_ecc") ","
+	 " user TEXT NOT NULL CHECK (length(user) BETWEEN 1 AND 127),"
+	 " change_id INTEGER NOT NULL CHECK (change_id > 0),"
+	 " changed_at INTEGER NOT NULL CHECK (changed_at >= 0),"
+	 " recorded_at INTEGER NOT NULL CHECK (recorded_at >= 0)"
 	 ") STRICT;"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))

@@ -49,7 +49,7 @@ enum fleet_store_err {
 const char *fleet_store_err_str(enum fleet_store_err e);
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 2
+#define FLEET_STORE_SCHEMA_VERSION 3
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -63,6 +63,7 @@ const char *fleet_store_err_str(enum fleet_store_err e);
 #define FLEET_STORE_CLAIM_EKS 16     /* distinct EK pairs kept per claim */
 #define FLEET_STORE_CLAIMS_PER_EK 4  /* serials one EK pair may claim */
 #define FLEET_STORE_LIST_MAX 10000   /* rows one list call returns */
+#define FLEET_STORE_MAX_BINDING_AUTHORS 100000 /* binding author records kept */
 
 struct fleet_store;
 
@@ -304,5 +305,62 @@ enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
 enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
 						size_t limit, struct fleet_store_verdict **out,
 						size_t *n);
+
+/*
+ * Binding authors (schema version 3, store_authors.c). NetBox purges its
+ * change log after CHANGELOG_RETENTION (90 days by default), and with it
+ * the only proof that a planned device's binding (approved_ek_hash,
+ * approved_ek_hash_ecc) was written by binding_author; a binding written
+ * long before the hardware first boots would then be refused for ever. So
+ * the pass, while the log still holds that proof, keeps a copy here: which
+ * change, by whom, for exactly which values of which device. Admission
+ * reads it only when the change log holds no change that set the binding,
+ * and only while the device's id, serial and both values are exactly the
+ * record's (docs/admission.md, I7). The record is a copy of an answer the
+ * inventory gave, never fleetd's own judgement of the binding.
+ *
+ * Keyed by the inventory's device id: a device deleted and re-created
+ * (same serial, new id) has no record, and its binding needs its own proof.
+ * The serial is kept too, and must match, so an id the inventory reuses
+ * (a NetBox restored from an older backup) does not inherit a record.
+ */
+struct fleet_store_binding_author {
+	int64_t device_id;                      /* the inventory's id, > 0 */
+	char serial[FLEET_STORE_NAME_MAX + 1];  /* the device's, when recorded */
+	char approved_ek_hash[65];              /* never "" */
+	char approved_ek_hash_ecc[65];          /* "" when the binding has none */
+	char user[FLEET_STORE_NAME_MAX + 1];    /* the change's author */
+	int64_t change_id;                      /* the inventory's change id, > 0 */
+	int64_t changed_at;                     /* the change's time */
+	int64_t recorded_at;                    /* when fleetd copied it */
+};
+
+/* The one rule of what a record proves: true when r is the record of
+ * exactly this device id and serial, these binding values (ecc "" or NULL:
+ * none) and a change by author. Anything else (the value changed since, a
+ * re-created device, another author configured) proves nothing. */
+bool fleet_store_binding_author_matches(const struct fleet_store_binding_author *r,
+					int64_t device_id, const char *serial, const char *ek_hash,
+					const char *ek_hash_ecc, const char *author);
+/* Record (insert or replace) the device's record in one transaction. Every
+ * field is checked (INVALID): printable serial and user, 64 lowercase hex
+ * approved_ek_hash, "" or 64 lowercase hex approved_ek_hash_ecc, positive
+ * ids, times not negative. A new device id past
+ * FLEET_STORE_MAX_BINDING_AUTHORS is FULL; a known one is replaced. */
+enum fleet_store_err fleet_store_binding_author_record(struct fleet_store *st,
+						       const struct fleet_store_binding_author *r);
+/* The record of device_id; NOT_FOUND when there is none. */
+enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
+						    struct fleet_store_binding_author *out);
+/* Forget the record of device_id, in one transaction; *forgot (may be NULL)
+ * says whether there was one. No record is not an error. */
+enum fleet_store_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
+						       bool *forgot);
+/* Records with device_id > after_id, by device id, at most limit
+ * (1..FLEET_STORE_LIST_MAX); *out malloc'd. */
+enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
+						       size_t limit,
+						       struct fleet_store_binding_author **out,
+						       size_t *n);
 
 #endif

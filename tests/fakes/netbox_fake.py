@@ -37,6 +37,17 @@ Test control, no auth, under /_fake/ (never part of NetBox):
   POST /_fake/raw      {"path": "/api/...", "status": 200, "body": "...",
                         "content_type": "application/json", "location": None,
                         "count": 1}        the next answers for that path
+  POST /_fake/create   {"device": {as in the seed}, "user": "mallory"}
+  POST /_fake/delete   {"device": id, "user": "mallory"}
+                       a device created or deleted through the UI, with its
+                       "create" / "delete" object change
+  POST /_fake/purge    {"device": id?, "before": iso?}
+                       NetBox's housekeeping (core/jobs.py
+                       SystemHousekeepingJob.clear_changelog: ObjectChange
+                       rows older than CHANGELOG_RETENTION days deleted):
+                       the object changes (of that device) older than
+                       "before" (default: now) are gone; ids are never
+                       handed out again
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
@@ -75,6 +86,7 @@ class State:
         self.devices = {}
         self.ips = {}
         self.changes = []
+        self.next_change_id = 1  # a database sequence: purged ids stay used
         self.log = []
         self.fail = []      # statuses of the next failures
         self.delays = []    # ms of the next delays
@@ -82,19 +94,21 @@ class State:
         self.ignore_ordering = False
         self.last_time = datetime.datetime.now(datetime.timezone.utc)
         for d in seed["devices"]:
-            dev = {
-                "id": int(d["id"]), "name": d.get("name"), "serial": d.get("serial", ""),
-                "status": d.get("status", "planned"),
-                "primary_ip4": None,
-                "custom_field_data": dict(d.get("custom_fields", {})),
-            }
-            if d.get("primary_ip4"):
-                ip_id = 1000 + dev["id"]
-                self.ips[ip_id] = d["primary_ip4"]
-                dev["primary_ip4"] = ip_id
-            self.devices[dev["id"]] = dev
-            self.record(dev["id"], "create", None, self.snapshot(dev),
-                        d.get("created_by", "admin"))
+            self.create(d, d.get("created_by", "admin"))
+
+    def create(self, d, user):
+        dev = {
+            "id": int(d["id"]), "name": d.get("name"), "serial": d.get("serial", ""),
+            "status": d.get("status", "planned"),
+            "primary_ip4": None,
+            "custom_field_data": dict(d.get("custom_fields", {})),
+        }
+        if d.get("primary_ip4"):
+            ip_id = 1000 + dev["id"]
+            self.ips[ip_id] = d["primary_ip4"]
+            dev["primary_ip4"] = ip_id
+        self.devices[dev["id"]] = dev
+        self.record(dev["id"], "create", None, self.snapshot(dev), user)
 
     def now(self, at=None):
         if at:
@@ -118,12 +132,19 @@ class State:
     def record(self, dev_id, action, pre, post, user, at=None):
         dev = self.devices.get(dev_id)
         self.changes.append({
-            "id": len(self.changes) + 1, "time": self.now(at), "user_name": user,
+            "id": self.next_change_id, "time": self.now(at), "user_name": user,
             "request_id": str(uuid.uuid4()), "action": action,
             "changed_object_type": "dcim.device", "changed_object_id": dev_id,
             "object_repr": (dev or {}).get("name") or f"Device {dev_id}",
             "prechange_data": pre, "postchange_data": post,
         })
+        self.next_change_id += 1
+
+    def purge(self, dev_id, before):
+        cut = self.now(before)  # now: later than every change recorded so far
+        self.changes = [c for c in self.changes
+                        if c["time"] >= cut or (dev_id is not None and
+                                                c["changed_object_id"] != dev_id)]
 
     def apply(self, dev, patch, user, at=None):
         """Apply a device PATCH; return an error dict (HTTP 400) or None."""
@@ -432,6 +453,19 @@ class Handler(BaseHTTPRequestHandler):
                 st.delays += [int(body["ms"])] * int(body.get("count", 1))
             elif path == "/_fake/raw":
                 st.raw.setdefault(body["path"], []).extend([body] * int(body.get("count", 1)))
+            elif path == "/_fake/create":
+                if int(body["device"]["id"]) in st.devices:
+                    return self.send(400, {"detail": "that id exists"})
+                st.create(body["device"], body["user"])
+            elif path == "/_fake/delete":
+                dev = st.devices.get(int(body["device"]))
+                if dev is None:
+                    return self.send(404, {"detail": "no such device"})
+                st.record(dev["id"], "delete", st.snapshot(dev), None, body["user"])
+                del st.devices[dev["id"]]
+            elif path == "/_fake/purge":
+                dev = body.get("device")
+                st.purge(int(dev) if dev is not None else None, body.get("before"))
             elif path == "/_fake/ignore_ordering":
                 st.ignore_ordering = bool(body.get("on", True))
             elif path == "/_fake/change":

@@ -691,8 +691,9 @@ static void test_migrates_v1(void **state)
 	fleet_store_close(f->st);
 	f->st = NULL;
 	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DELETE FROM "
-					  "schema_migrations WHERE version = 2",
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
+					  "binding_authors; DELETE FROM schema_migrations WHERE "
+					  "version >= 2",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -702,6 +703,220 @@ static void test_migrates_v1(void **state)
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
 	char lak[41], ldevid[41];
 	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
+}
+
+/* ---- binding authors (schema version 3) ---------------------------------- */
+
+static struct fleet_store_binding_author author(int64_t id, const char *serial, const char *ek,
+						const char *ek_ecc, const char *user,
+						int64_t change)
+{
+	struct fleet_store_binding_author r;
+	memset(&r, 0, sizeof(r));
+	r.device_id = id;
+	snprintf(r.serial, sizeof(r.serial), "%s", serial);
+	snprintf(r.approved_ek_hash, sizeof(r.approved_ek_hash), "%s", ek);
+	snprintf(r.approved_ek_hash_ecc, sizeof(r.approved_ek_hash_ecc), "%s", ek_ecc);
+	snprintf(r.user, sizeof(r.user), "%s", user);
+	r.change_id = change;
+	r.changed_at = 1000 + change;
+	r.recorded_at = 5000;
+	return r;
+}
+
+/* Record, read, replace, list and forget, each one call; a read-only
+ * handle (the pass's) reads them and writes none. */
+static void test_binding_authors(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_binding_author r = author(42, "SER-42", HA, HB, "terraform", 7), got;
+	assert_int_equal(fleet_store_binding_author_get(f->st, 42, &got), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_binding_author_get(f->st, 42, &got), FLEET_STORE_OK);
+	assert_int_equal(got.device_id, 42);
+	assert_string_equal(got.serial, "SER-42");
+	assert_string_equal(got.approved_ek_hash, HA);
+	assert_string_equal(got.approved_ek_hash_ecc, HB);
+	assert_string_equal(got.user, "terraform");
+	assert_int_equal(got.change_id, 7);
+	assert_int_equal(got.changed_at, 1007);
+	assert_int_equal(got.recorded_at, 5000);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM binding_authors"), 1);
+
+	/* One row per device: a later proof replaces the earlier one. */
+	r = author(42, "SER-42", HC, "", "terraform", 9);
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_binding_author_get(f->st, 42, &got), FLEET_STORE_OK);
+	assert_string_equal(got.approved_ek_hash, HC);
+	assert_string_equal(got.approved_ek_hash_ecc, ""); /* NULL in the row */
+	assert_int_equal(got.change_id, 9);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM binding_authors WHERE "
+				      "approved_ek_hash_ecc IS NULL"), 1);
+
+	r = author(7, "SER-7", HD, "", "terraform", 3);
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
+	struct fleet_store_binding_author *v;
+	size_t n;
+	assert_int_equal(fleet_store_binding_authors_after(f->st, 0, 10, &v, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 2);
+	assert_int_equal(v[0].device_id, 7); /* by device id */
+	assert_int_equal(v[1].device_id, 42);
+	free(v);
+	assert_int_equal(fleet_store_binding_authors_after(f->st, 7, 1, &v, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 1);
+	assert_int_equal(v[0].device_id, 42);
+	free(v);
+	assert_int_equal(fleet_store_binding_authors_after(f->st, 0, 0, &v, &n),
+			 FLEET_STORE_E_INVALID);
+
+	struct fleet_store *ro;
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL, 0), 0);
+	assert_int_equal(fleet_store_binding_author_get(ro, 7, &got), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_binding_author_record(ro, &r), FLEET_STORE_E_READONLY);
+	assert_int_equal(fleet_store_binding_author_forget(ro, 7, NULL), FLEET_STORE_E_READONLY);
+	fleet_store_close(ro);
+
+	bool forgot = false;
+	assert_int_equal(fleet_store_binding_author_forget(f->st, 42, &forgot), FLEET_STORE_OK);
+	assert_true(forgot);
+	assert_int_equal(fleet_store_binding_author_get(f->st, 42, &got), FLEET_STORE_E_NOT_FOUND);
+	/* forgetting what is not there is no error, and says so */
+	assert_int_equal(fleet_store_binding_author_forget(f->st, 42, &forgot), FLEET_STORE_OK);
+	assert_false(forgot);
+	assert_int_equal(fleet_store_binding_author_get(f->st, 7, &got), FLEET_STORE_OK);
+}
+
+/* What a record proves: exactly its device id, serial, both values and a
+ * change by the author named; nothing else. */
+static void test_binding_author_matches(void **state)
+{
+	(void)state;
+	struct fleet_store_binding_author r = author(42, "SER-42", HA, HB, "terraform", 7);
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(NULL, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 43, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-43", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "ser-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HC, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HC, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, "", "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, NULL, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "alice"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, ""));
+	r = author(42, "SER-42", HA, "", "terraform", 7);
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, NULL, "terraform"));
+	assert_true(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, "", "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", HA, HB, "terraform"));
+	assert_false(fleet_store_binding_author_matches(&r, 42, "SER-42", "", "", "terraform"));
+}
+
+/* A record is a copy of an inventory answer: every field is checked on the
+ * way in, so an answer fleetd could not have read as a proof (no hash, a
+ * hash that is not one, no change id, no user) is never stored as one;
+ * and a row that breaks the rules reads as corrupt, never as a proof. */
+static void test_binding_author_input_refused(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_binding_author bad[] = {
+		author(0, "S", HA, "", "terraform", 1),
+		author(-3, "S", HA, "", "terraform", 1),
+		author(1, "S", HA, "", "terraform", 0),
+		author(1, "", HA, "", "terraform", 1),
+		author(1, "S\x1b", HA, "", "terraform", 1),
+		author(1, "S", "", HB, "terraform", 1),
+		author(1, "S", "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", "",
+		       "terraform", 1),
+		author(1, "S", HA, "abc", "terraform", 1),
+		author(1, "S", HA, "", "", 1),
+		author(1, "S", HA, "", "terra\nform", 1),
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		assert_int_equal(fleet_store_binding_author_record(f->st, &bad[i]),
+				 FLEET_STORE_E_INVALID);
+	struct fleet_store_binding_author r = author(1, "S", HA, "", "terraform", 1);
+	r.changed_at = -1;
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_E_INVALID);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM binding_authors"), 0);
+
+	/* The schema holds the same rules against another writer. */
+	sqlite3 *db = raw(f);
+	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
+					      "'xyz', NULL, 'terraform', 1, 1, 1)",
+					  NULL, NULL, NULL),
+			     SQLITE_OK);
+	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
+					      "'" HA "', NULL, 'terraform', 0, 1, 1)",
+					  NULL, NULL, NULL),
+			     SQLITE_OK);
+	/* A row damaged past the CHECKs (a control character in its user). */
+	assert_int_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (5, 'S', "
+					  "'" HA "', NULL, 'terra' || char(27), 1, 1, 1)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	struct fleet_store_binding_author got;
+	assert_int_equal(fleet_store_binding_author_get(f->st, 5, &got), FLEET_STORE_E_CORRUPT);
+	assert_string_equal(got.user, ""); /* nothing of it handed out */
+	struct fleet_store_binding_author *v = NULL;
+	size_t n = 9;
+	assert_int_equal(fleet_store_binding_authors_after(f->st, 0, 10, &v, &n),
+			 FLEET_STORE_E_CORRUPT);
+	assert_null(v);
+	assert_int_equal(n, 0);
+}
+
+/* At most FLEET_STORE_MAX_BINDING_AUTHORS rows: a new device past it is
+ * FULL, a known one is still replaced. */
+static void test_binding_author_cap(void **state)
+{
+	struct fx *f = *state;
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db,
+				      "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM "
+				      "k WHERE i < 100000) INSERT INTO binding_authors SELECT i, "
+				      "'S', '" HA "', NULL, 'terraform', 1, 1, 1 FROM k",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	struct fleet_store_binding_author r = author(100001, "S", HA, "", "terraform", 2);
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_E_FULL);
+	r.device_id = 5000;
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
+	assert_int_equal(raw_count(f, "SELECT change_id FROM binding_authors WHERE "
+				      "device_id = 5000"), 2);
+}
+
+/* A version-2 store (before binding authors) is migrated in place, its
+ * rows kept; until then fleetctl (read-only) refuses it. */
+static void test_migrates_v2(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	char lak[41], ldevid[41];
+	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
+	fleet_store_close(f->st);
+	f->st = NULL;
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DELETE FROM "
+					  "schema_migrations WHERE version = 3",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	sqlite3_close(db);
+	struct fleet_store *ro;
+	char err[256];
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)),
+			 FLEET_STORE_E_SCHEMA);
+	assert_non_null(strstr(err, "start fleetd to migrate it"));
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 3);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations"), 3);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs"), 2);
+	struct fleet_store_binding_author r = author(1, "SER-1", HA, HB, "terraform", 4), got;
+	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_binding_author_get(f->st, 1, &got), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL, 0), 0);
+	fleet_store_close(ro);
 }
 
 int main(void)
@@ -717,7 +932,10 @@ int main(void)
 		T(test_certificates),          T(test_readonly),
 		T(test_damaged_row_is_corrupt), T(test_provisional_then_admit),
 		T(test_admit_is_one_transaction), T(test_provisional_revoke_and_prune),
-		T(test_migrates_v1),
+		T(test_migrates_v1),           T(test_binding_authors),
+		T(test_binding_author_matches),
+		T(test_binding_author_input_refused), T(test_binding_author_cap),
+		T(test_migrates_v2),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
