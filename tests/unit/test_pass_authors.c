@@ -193,6 +193,7 @@ struct fx {
 	struct fleet_pass *p;
 	unsigned reads;
 	bool no_callbacks;
+	atomic_bool cancel;
 	time_t now;
 };
 
@@ -252,7 +253,7 @@ static const char *run(struct fx *f)
 		f->metrics = fleet_metrics_new();
 		struct fleet_pass_deps d = {.config = &f->c, .inventory = &f->inv.inv,
 					    .store = f->ro, .metrics = f->metrics,
-					    .author_reads = f->reads};
+					    .author_reads = f->reads, .cancel = &f->cancel};
 		if (!f->no_callbacks) {
 			d.record_author = cb_record;
 			d.forget_author = cb_forget;
@@ -349,6 +350,25 @@ static void only_unproven_devices_are_read(void **state)
 	assert_string_equal(run(f), "ok"); /* all proven: 2 re-read */
 	assert_int_equal(f->inv.changes - before, 2);
 	assert_series(f, "fleetd_pass_binding_authors_waiting", 0);
+}
+
+/* pass.h: fleetd stopping (or the pass's deadline) ends the author reads
+ * before the next device: none read, none recorded, all still waiting and
+ * taken at the next pass. Without the check every device is read. */
+static void stopping_reads_nothing_more(void **state)
+{
+	struct fx *f = *state;
+	f->reads = 8;
+	for (long id = 1; id <= 4; id++)
+		planned(f, id, EA);
+	atomic_store(&f->cancel, true);
+	size_t before = f->inv.changes;
+	(void)run(f);
+	assert_int_equal(f->inv.changes - before, 0);
+	assert_series(f, TOTAL("recorded"), 0);
+	atomic_store(&f->cancel, false);
+	assert_string_equal(run(f), "ok");
+	assert_series(f, TOTAL("recorded"), 4);
 }
 
 /* B2: devices without a provable author are read at most `reads` a pass,
@@ -613,6 +633,7 @@ int main(void)
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
 	const struct CMUnitTest tests[] = {
 		T(records_the_authors_change),
+		T(stopping_reads_nothing_more),
 		T(only_unproven_devices_are_read),
 		T(reads_are_capped_and_take_turns),
 		T(change_between_reads_records_nothing),
