@@ -29,7 +29,7 @@
 
 /*
  * Whether fleet_make_credential can wrap a credential to this EK: the one
- * rule both it and fleetd's intake (lib/attest_server_intake.c) apply, so an
+ * rule both it and fleetd's intake (fleetd/attest/attest_server_intake.c) apply, so an
  * EK intake accepts never fails at the challenge. It is what the code can
  * do, derived from the TCG EK Credential Profile templates (L-1 RSA 2048 /
  * SHA-256 / AES-128-CFB, L-2 ECC P-256, the high range H-1..H-7 with

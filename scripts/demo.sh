@@ -28,7 +28,7 @@ if [ -z "$b" ]; then
   b="$root/build"
 fi
 fleetd="$b/fleetd/fleetd"
-fleetctl="$b/fleetd/fleetctl"
+fleetctl="$b/fleetctl/fleetctl"
 fwsim="$b/tests/fleet-fwsim"
 tink="$b/tink-attest/tink-attest"
 
@@ -59,7 +59,7 @@ machine() { # name serial port
   cat > "$1/lldp.json" <<JSON
 {"lldp":{"interface":{"eth0":{"via":"LLDP","chassis":{"leaf-1":{"id":{"type":"mac","value":"aa:bb:cc:00:00:01"}}},"port":{"id":{"type":"ifname","value":"$3"}}}}}}
 JSON
-  "$fwsim" --events "$root/demo/worker.events.yaml" --out "$1/boot.log"
+  "$fwsim" --events "$root/tests/fwsim/worker.events.yaml" --out "$1/boot.log"
 }
 attest() { # name -> tink-attest's exit status
   set +e
@@ -117,7 +117,7 @@ nodes:
 YAML
 chmod 0644 nodes.yaml
 mkdir -p profiles tls state && chmod 0700 state
-cp "$root/demo/worker.profile.yaml" profiles/worker.yaml
+cp "$root/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
   -keyout tls/fleetd.key -out tls/fleetd.crt 2>/dev/null

@@ -28,7 +28,7 @@ if [ -z "$build" ]; then
   cmake --build build -j"$(nproc)" >/dev/null
   build="$root/build"
 fi
-fleetctl="$build/fleetd/fleetctl"
+fleetctl="$build/fleetctl/fleetctl"
 fwsim="$build/tests/fleet-fwsim"
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
@@ -54,7 +54,7 @@ echo "ek_hash     = $("$fleetctl" ek hash ek-rsa.der)   (what NetBox's approved_
 echo "ek_hash_ecc = $("$fleetctl" ek hash ek-ecc.der)"
 
 step "2. The firmware boots and measures itself into the TPM"
-show "$fwsim" --events "$root/demo/worker.events.yaml" --out boot.log
+show "$fwsim" --events "$root/tests/fwsim/worker.events.yaml" --out boot.log
 "$fleetctl" eventlog show boot.log > boot.txt
 head -n 12 boot.txt
 echo "   ... ($(wc -l < boot.txt) lines; the whole list: fleetctl eventlog show)"
@@ -73,18 +73,18 @@ show "$fleetctl" quote verify --ak ak.pub --attest quote.msg --sig quote.sig --n
   --selection "$selection" --pcrs replay.json
 
 step "4. The class's boot policy admits what this machine booted"
-show "$fleetctl" policy check --profile "$root/demo/worker.profile.yaml" --log boot.log \
+show "$fleetctl" policy check --profile "$root/tests/fwsim/worker.profile.yaml" --log boot.log \
   --pcrs replay.json --bios fleetd-sim-1.0
 echo
 echo "The same class, a machine that booted with Secure Boot off:"
 sed 's/name: SecureBoot, guid: global, data: "01"/name: SecureBoot, guid: global, data: "00"/' \
-  "$root/demo/worker.events.yaml" > insecure.events.yaml
+  "$root/tests/fwsim/worker.events.yaml" > insecure.events.yaml
 grep -q 'data: "00"' insecure.events.yaml
 swtpm_env_stop
 start_tpm
 "$fwsim" --events insecure.events.yaml --out insecure.log
 set +e
-show "$fleetctl" policy check --profile "$root/demo/worker.profile.yaml" --log insecure.log \
+show "$fleetctl" policy check --profile "$root/tests/fwsim/worker.profile.yaml" --log insecure.log \
   --bios fleetd-sim-1.0
 rc=$?
 set -e

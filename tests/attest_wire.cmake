@@ -1,6 +1,6 @@
 # The attestation protocol: wire format and bindings (lib/attest_wire*.c,
 # lib/attest_b64.c, lib/attest_bindings.c) and fleetd's side of each round
-# (lib/attest_server_*.c) against a real TPM.
+# (fleetd/attest/attest_server_*.c) against a real TPM.
 # The round functions are the fleetattest library (lib/CMakeLists.txt), which
 # every fleet_test links.
 fleet_test(test_attest_wire unit unit/test_attest_wire.c)

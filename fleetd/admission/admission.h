@@ -1,7 +1,7 @@
 /*
  * admission.h: fleetd's decisions on a HookOS machine, round by round.
  *
- * This is where the protocol's round functions (lib/attest_server.h), the
+ * This is where the protocol's round functions (fleetd/attest/attest_server.h), the
  * inventory (NetBox or the nodes file), fleetd's own store and the journal
  * meet. Each handler takes a decoded request and returns the HTTP status and
  * the JSON body to send; it never trusts anything the machine says until a
@@ -150,7 +150,7 @@
 #include "fleetd/obs/metrics.h"
 #include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
-#include "lib/attest_server.h"
+#include "fleetd/attest/attest_server.h"
 #include "lib/buf.h"
 #include "lib/ca.h"
 #include "lib/x509_ek.h"

@@ -46,7 +46,7 @@
 
 #include "fleetd/inventory/inventory.h"
 #include "fleetd/obs/metrics.h"
-#include "lib/attest_server.h"
+#include "fleetd/attest/attest_server.h"
 #include "policy/profile.h"
 
 /* What intake read from the inventory: answer and confirm read it again and

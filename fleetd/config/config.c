@@ -6,7 +6,7 @@
  * key is one line (plus its line in docs/configuration.md).
  */
 #include "fleetd/config/config.h"
-#include "fleetd/spire/spire_nodes.h"
+#include "lib/spire_nodes_format.h"
 #include "lib/attest_wire.h"
 
 #include <arpa/inet.h>

@@ -49,39 +49,6 @@ enum fleet_spire_err spire_fail(char *err, size_t errlen, enum fleet_spire_err e
 	return e;
 }
 
-bool fleet_spire_trust_domain_ok(const char *s)
-{
-	if (!s)
-		return false;
-	size_t n = strnlen(s, FLEET_SPIRE_TRUST_DOMAIN_MAX + 1);
-	if (n == 0 || n > FLEET_SPIRE_TRUST_DOMAIN_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		if (!((c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' || c == '-' ||
-		      c == '_'))
-			return false;
-	}
-	return true;
-}
-
-bool fleet_spire_name_ok(const char *s)
-{
-	if (!s)
-		return false;
-	size_t n = strnlen(s, FLEET_SPIRE_NAME_MAX + 1);
-	if (n == 0 || n > FLEET_SPIRE_NAME_MAX)
-		return false;
-	for (size_t i = 0; i < n; i++) {
-		char c = s[i];
-		bool alnum = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			     (c >= '0' && c <= '9');
-		if (!alnum && (i == 0 || (c != '-' && c != '_' && c != '.')))
-			return false;
-	}
-	return true;
-}
-
 static void node_free(struct fleet_spire_node *v, size_t n)
 {
 	for (size_t i = 0; i < n; i++)

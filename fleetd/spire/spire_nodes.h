@@ -39,19 +39,15 @@
 
 #include "fleetd/inventory/inventory.h"
 #include "fleetd/store/store.h"
+#include "lib/spire_nodes_format.h"
 
 #define FLEET_SPIRE_NODES_FILE "spire-nodes.json"
 /* The highest serial ever written, kept beside the file so the serial only
  * grows even when spire-nodes.json is deleted. */
 #define FLEET_SPIRE_SERIAL_FILE "spire-nodes.serial"
 #define FLEET_SPIRE_NODES_VERSION 1
-/* A SPIFFE trust domain name is at most 255 bytes. */
-#define FLEET_SPIRE_TRUST_DOMAIN_MAX 255
 /* The largest previous file read back for comparison. */
 #define FLEET_SPIRE_NODES_MAX_BYTES (64u << 20)
-/* Names the format carries: 1..63 of [A-Za-z0-9._-], starting with a
- * letter or digit (a SPIFFE path segment and a registration-ID suffix). */
-#define FLEET_SPIRE_NAME_MAX 63
 /* LDevID fingerprints in one entry. */
 #define FLEET_SPIRE_LDEVID_MAX 16
 /* Serials stay integers every JSON reader holds exactly (2^53 - 1). */
@@ -141,10 +137,7 @@ struct fleet_spire_doc {
 	size_t n_ek_stale;
 };
 
-/* True when s is a name the format carries (FLEET_SPIRE_NAME_MAX). */
-bool fleet_spire_name_ok(const char *s);
-/* True when s is a SPIFFE trust domain name: 1..255 of [a-z0-9._-]. */
-bool fleet_spire_trust_domain_ok(const char *s);
+/* fleet_spire_name_ok, fleet_spire_trust_domain_ok: lib/spire_nodes_format.h. */
 
 /* Build the document as of now. On any error *doc is left empty and err
  * gets a sentence. Free with fleet_spire_doc_free. */

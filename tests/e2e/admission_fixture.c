@@ -15,7 +15,7 @@
 #include "lib/x509_ek.h"
 #include "tests/e2e/http_client.h"
 #include "tests/e2e/netbox_harness.h"
-#include "tests/tpm/fwsim.h"
+#include "tests/fwsim/fwsim.h"
 #include "tink-attest/tpm_client.h"
 
 struct machine MA, MB;       /* two TPMs: A is approved, B is not */
@@ -70,7 +70,7 @@ void machine_up(struct machine *m, const char *log_out)
 	char err[300], events[600];
 	if (swtpm_start(&m->t, NULL) != 0)
 		fail_msg("swtpm did not start");
-	snprintf(events, sizeof(events), "%s/demo/worker.events.yaml", FLEET_SOURCE_DIR);
+	snprintf(events, sizeof(events), "%s/tests/fwsim/worker.events.yaml", FLEET_SOURCE_DIR);
 	assert_int_equal(fwsim_load(events, &ev, err, sizeof(err)), FLEET_OK);
 	fb_init(&log);
 	assert_int_equal(fwsim_apply(swtpm_esys(&m->t), ev, &log, err, sizeof(err)), FLEET_OK);
@@ -110,7 +110,7 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path))
 	shf("mkdir -p %s/roots %s/profiles"
 	    " && for f in %s/*; do cp \"$f\" %s/roots/a-\"${f##*/}\"; done"
 	    " && for f in %s/*; do cp \"$f\" %s/roots/b-\"${f##*/}\"; done"
-	    " && cp %s/demo/worker.profile.yaml %s/profiles/worker.yaml",
+	    " && cp %s/tests/fwsim/worker.profile.yaml %s/profiles/worker.yaml",
 	    D, D, MA.t.roots, D, MB.t.roots, D, FLEET_SOURCE_DIR, D);
 	snprintf(path, sizeof(path), "%s/ca", D);
 	memset(&ec, 0, sizeof(ec));

@@ -5,7 +5,7 @@
  * The real things: the fleetd binary, started with a configuration this
  * test writes (a free port, a TLS certificate it mints, NetBox as the
  * inventory); two machines, each a swtpm booted by the firmware simulator
- * (demo/worker.events.yaml, admitted by demo/worker.profile.yaml); the
+ * (tests/fwsim/worker.events.yaml, admitted by tests/fwsim/worker.profile.yaml); the
  * tink-attest binary; the NetBox contract fake. Where a rule needs
  * something to happen between two rounds, the machine is tink-attest's own
  * library (tink_run) over its own libcurl transport, with a hook between

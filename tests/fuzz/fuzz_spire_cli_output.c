@@ -13,7 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetd/applier/spire_output.h"
+#include "spire-server-fleet-entries/spire_output.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -11,9 +11,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetd/applier/applier_config.h"
-#include "fleetd/applier/plan.h"
-#include "fleetd/applier/spire_nodes.h"
+#include "spire-server-fleet-entries/applier_config.h"
+#include "spire-server-fleet-entries/plan.h"
+#include "spire-server-fleet-entries/spire_nodes.h"
 #include "lib/hex.h"
 
 static void check_device(const struct sn_device *d, int revoked)

@@ -3,7 +3,7 @@
  *
  * A test double of the daemon, not of the TPM: it implements tink-attest's
  * transport interface by decoding each request with lib/attest_wire.h and
- * calling fleetd's round functions (lib/attest_server.h) the way the daemon
+ * calling fleetd's round functions (fleetd/attest/attest_server.h) the way the daemon
  * does, with the swtpm's manufacturer roots, a temporary identity CA
  * (fleet_ca_init), a boot-policy profile, and a binding table in place of
  * NetBox: serial -> approved ek_hash / ek_hash_ecc. An unknown serial gets
@@ -15,7 +15,7 @@
 
 #include <stdbool.h>
 
-#include "lib/attest_server.h"
+#include "fleetd/attest/attest_server.h"
 #include "tink-attest/transport.h"
 
 struct inproc_binding {

@@ -19,7 +19,7 @@
 #include <openssl/x509.h>
 #include <tss2/tss2_mu.h>
 
-#include "lib/attest_server.h"
+#include "fleetd/attest/attest_server.h"
 #include "lib/eventlog_build.h"
 #include "lib/hex.h"
 #include "lib/tpm_credential.h"

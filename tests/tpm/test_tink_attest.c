@@ -32,14 +32,14 @@
 
 #include "lib/hex.h"
 #include "lib/x509_ek.h"
-#include "tests/tpm/fwsim.h"
+#include "tests/fwsim/fwsim.h"
 #include "tests/tpm/inproc_server.h"
 #include "tests/tpm/swtpm_harness.h"
 #include "tink-attest/tink.h"
 #include "tink-attest/tpm_client.h"
 
 #define SERIAL "FLEET-SIM-0001"
-#define BIOS "fleetd-sim-1.0" /* the version demo/worker.profile.yaml pins PCR 0 for */
+#define BIOS "fleetd-sim-1.0" /* the version tests/fwsim/worker.profile.yaml pins PCR 0 for */
 
 /* lldpd's `lldpcli -f json show neighbors` shape (tests/integration of
  * lldpd), one neighbour. */
@@ -144,7 +144,7 @@ static int setup(void **state)
 	mkdirs(f->out);
 
 	/* Boot the simulated worker firmware into the TPM. */
-	snprintf(events, sizeof(events), "%s/demo/worker.events.yaml", FLEET_SOURCE_DIR);
+	snprintf(events, sizeof(events), "%s/tests/fwsim/worker.events.yaml", FLEET_SOURCE_DIR);
 	assert_int_equal(fwsim_load(events, &ev, err, sizeof(err)), FLEET_OK);
 	fb_init(&log);
 	assert_int_equal(fwsim_apply(swtpm_esys(&f->t), ev, &log, err, sizeof(err)), FLEET_OK);
@@ -152,7 +152,7 @@ static int setup(void **state)
 	fb_free(&log);
 	fwsim_free(ev);
 
-	snprintf(profile, sizeof(profile), "%s/demo/worker.profile.yaml", FLEET_SOURCE_DIR);
+	snprintf(profile, sizeof(profile), "%s/tests/fwsim/worker.profile.yaml", FLEET_SOURCE_DIR);
 	assert_int_equal(inproc_server_init(&f->srv, f->t.roots, profile), 0);
 	snprintf(f->srv.binding.serial, sizeof(f->srv.binding.serial), "%s", SERIAL);
 	ek_hash_from_nv(&f->t, TINK_NV_EK_RSA, f->srv.binding.ek_hash);

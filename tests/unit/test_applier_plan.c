@@ -10,11 +10,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "fleetd/applier/applier_config.h"
-#include "fleetd/applier/plan.h"
-#include "fleetd/applier/runner.h"
-#include "fleetd/applier/spire_nodes.h"
-#include "fleetd/applier/spire_output.h"
+#include "spire-server-fleet-entries/applier_config.h"
+#include "spire-server-fleet-entries/plan.h"
+#include "spire-server-fleet-entries/runner.h"
+#include "spire-server-fleet-entries/spire_nodes.h"
+#include "spire-server-fleet-entries/spire_output.h"
 
 #define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define B64 "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"

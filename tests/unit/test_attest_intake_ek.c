@@ -21,7 +21,7 @@
 #include <openssl/pem.h>
 #include <tss2/tss2_mu.h>
 
-#include "lib/attest_server.h"
+#include "fleetd/attest/attest_server.h"
 #include "lib/hex.h"
 #include "lib/tpm_alg.h"
 #include "lib/tpm_credential.h"

@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "fleetd/applier/spire_nodes.h"
+#include "spire-server-fleet-entries/spire_nodes.h"
 #include "fleetd/spire/spire_nodes.h"
 #include "tests/unit/x509_mint.h"
 
@@ -463,7 +463,7 @@ static void test_file_format(void **state)
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &b);
 	assert_int_equal(b.data[b.len - 1], '\n');
 	/* The other side of the handoff: the root applier's own strict reader
-	 * (fleetd/applier/spire_nodes.h) accepts exactly what fleetd wrote. */
+	 * (spire-server-fleet-entries/spire_nodes.h) accepts exactly what fleetd wrote. */
 	struct sn_file sn;
 	char why[256] = "";
 	if (sn_parse(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)

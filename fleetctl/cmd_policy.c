@@ -1,0 +1,239 @@
+/*
+ * cmd_policy.c: fleetctl policy check -- judge an event log by a profile,
+ * offline, exactly as fleetd does at admission.
+ *
+ *   fleetctl policy check --profile P --log FILE [--pcrs JSON] [--bios VERSION]
+ *                         [--renewal] [--json]
+ *
+ * --pcrs names a file in the shape `fleetctl eventlog replay --json` prints,
+ * {"pcrs": {"sha256": {"0": "<hex>", ...}}}, standing in for the quoted
+ * values. Without it the log is judged against its own replay, and the
+ * verdict says quote_checked: false.
+ *
+ * Exit 0: pass. 1: fail (verdict "fail" on stdout, each reason on stderr; or
+ * all of it as JSON on stdout with --json), or the log is malformed. 2: usage,
+ * an unreadable file, a bad profile (with its line) or a bad --pcrs file.
+ */
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "fleetctl/fleetctl.h"
+#include "lib/buf.h"
+#include "lib/eventlog.h"
+#include "lib/hex.h"
+#include "lib/tpm.h"
+#include "policy/evaluate.h"
+#include "policy/profile.h"
+
+/* Every bank times every PCR: a JSON file cannot name more distinct ones. */
+#define MAX_QUOTED (FLEET_EVLOG_MAX_BANKS * FLEET_PCR_COUNT)
+#define PCRS_MAX_SIZE (256u * 1024)
+
+struct check_args {
+	const char *profile, *log, *pcrs, *bios;
+	int json, renewal;
+};
+
+static int usage(void)
+{
+	fprintf(stderr, "usage: fleetctl policy check --profile P --log FILE [--pcrs JSON] "
+			"[--bios VERSION] [--renewal] [--json]\n");
+	return FLEETCTL_EXIT_USAGE;
+}
+
+static int parse_index(const char *s, unsigned *out)
+{
+	size_t len = strlen(s);
+	if (len < 1 || len > 2 || (len == 2 && s[0] == '0'))
+		return -1;
+	unsigned v = 0;
+	for (size_t i = 0; i < len; i++) {
+		if (s[i] < '0' || s[i] > '9')
+			return -1;
+		v = v * 10 + (unsigned)(s[i] - '0');
+	}
+	if (v >= FLEET_PCR_COUNT)
+		return -1;
+	*out = v;
+	return 0;
+}
+
+/* Read {"pcrs": {bank: {index: hex}}} into vals; prints its own error. */
+static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
+{
+	struct fleet_buf b;
+	fb_init(&b);
+	if (fb_read_file(&b, path, PCRS_MAX_SIZE) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path, strerror(errno));
+		fb_free(&b);
+		return -1;
+	}
+	json_error_t jerr;
+	json_t *root = json_loadb(b.data ? (const char *)b.data : "", b.len, JSON_REJECT_DUPLICATES, &jerr);
+	fb_free(&b);
+	if (!root) {
+		fprintf(stderr, "fleetctl: policy: %s:%d: bad JSON: %s\n", path,
+			jerr.line > 0 ? jerr.line : 1, jerr.text);
+		return -1;
+	}
+	int rc = -1;
+	json_t *pcrs = json_object_get(root, "pcrs"), *bank_obj;
+	const char *bank_name, *idx;
+	*n = 0;
+	if (!json_is_object(pcrs)) {
+		fprintf(stderr, "fleetctl: policy: %s: no \"pcrs\" object\n", path);
+		goto out;
+	}
+	json_object_foreach(pcrs, bank_name, bank_obj) {
+		uint16_t alg = fleet_hash_alg_from_name(bank_name);
+		size_t size = fleet_hash_alg_size(alg);
+		if (!alg || !size || !json_is_object(bank_obj)) {
+			fprintf(stderr, "fleetctl: policy: %s: unknown bank \"%.20s\"\n", path,
+				bank_name);
+			goto out;
+		}
+		json_t *hex;
+		json_object_foreach(bank_obj, idx, hex) {
+			unsigned i;
+			const char *h = json_string_value(hex);
+			if (parse_index(idx, &i) || !h || *n >= MAX_QUOTED) {
+				fprintf(stderr, "fleetctl: policy: %s: %s PCR \"%.8s\" is not a PCR "
+						"index with a hex string\n", path, bank_name, idx);
+				goto out;
+			}
+			struct fleet_pcr_value *v = &vals[*n];
+			v->alg = alg;
+			v->index = (uint8_t)i;
+			v->size = (uint8_t)size;
+			if (fleet_hex_decode(h, strlen(h), v->digest, size)) {
+				fprintf(stderr, "fleetctl: policy: %s: %s PCR %u is not %zu hex "
+						"bytes\n", path, bank_name, i, size);
+				goto out;
+			}
+			(*n)++;
+		}
+	}
+	rc = 0;
+out:
+	json_decref(root);
+	return rc;
+}
+
+static int print_verdict(const struct check_args *a, const struct fleet_profile *p,
+			 const struct fleet_verdict *v)
+{
+	if (a->json) {
+		json_t *o = fleet_verdict_json(p, v);
+		char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
+		json_decref(o);
+		if (!s) {
+			fprintf(stderr, "fleetctl: policy: out of memory\n");
+			return FLEETCTL_EXIT_USAGE;
+		}
+		printf("%s\n", s);
+		free(s);
+	} else {
+		printf("%s\n", v->pass ? "pass" : "fail");
+		if (!v->quote_checked)
+			fprintf(stderr, "fleetctl: policy: note: no --pcrs given; the log was "
+					"checked against its own replay only\n");
+		for (size_t i = 0; i < v->n_reasons; i++)
+			fprintf(stderr, "fleetctl: policy: %s: %s\n", v->reasons[i].reason,
+				v->reasons[i].detail);
+		if (v->n_dropped)
+			fprintf(stderr, "fleetctl: policy: ... and %zu more failures\n",
+				v->n_dropped);
+	}
+	return v->pass ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_REFUSED;
+}
+
+static int run_check(const struct check_args *a)
+{
+	struct fleet_profile *p = NULL;
+	struct fleet_profile_error perr;
+	struct fleet_evlog *log = NULL;
+	struct fleet_buf b;
+	struct fleet_pcr_replay replay;
+	struct fleet_errctx ec = {0};
+	static struct fleet_pcr_value quoted[MAX_QUOTED];
+	size_t n_quoted = 0;
+	int rc = FLEETCTL_EXIT_USAGE;
+	char msg[300];
+
+	fb_init(&b);
+	fleet_err e = fleet_profile_load(a->profile, &p, &perr);
+	if (e) {
+		if (perr.line)
+			fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", a->profile, perr.line,
+				perr.column, perr.msg);
+		else
+			fprintf(stderr, "fleetctl: policy: %s: %s\n", a->profile, perr.msg);
+		goto out;
+	}
+	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))
+		goto out;
+	if (fb_read_file(&b, a->log, FLEET_EVLOG_MAX_SIZE) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log, strerror(errno));
+		goto out;
+	}
+	rc = FLEETCTL_EXIT_REFUSED;
+	if ((e = fleet_evlog_parse(b.data, b.len, &log, &ec)) ||
+	    (e = fleet_evlog_replay(log, &replay, &ec))) {
+		fleet_errctx_format(&ec, e, msg, sizeof(msg));
+		fprintf(stderr, "fleetctl: policy: %s: %s\n", a->log, msg);
+		goto out;
+	}
+	struct fleet_policy_input in = {
+		.log = log,
+		.replay = &replay,
+		.quoted = a->pcrs ? quoted : NULL,
+		.n_quoted = n_quoted,
+		.bios_version = a->bios,
+		.renewal = a->renewal,
+	};
+	struct fleet_verdict v;
+	if (fleet_policy_evaluate(p, &in, &v) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: evaluation failed\n");
+		rc = FLEETCTL_EXIT_USAGE;
+		goto out;
+	}
+	rc = print_verdict(a, p, &v);
+out:
+	fleet_evlog_free(log);
+	fleet_profile_free(p);
+	fb_free(&b);
+	return rc;
+}
+
+int cmd_policy(int argc, char **argv)
+{
+	if (argc < 2 || strcmp(argv[1], "check"))
+		return usage();
+	struct check_args a = {0};
+	for (int i = 2; i < argc; i++) {
+		const char **slot = !strcmp(argv[i], "--profile") ? &a.profile
+				    : !strcmp(argv[i], "--log")   ? &a.log
+				    : !strcmp(argv[i], "--pcrs")  ? &a.pcrs
+				    : !strcmp(argv[i], "--bios")  ? &a.bios
+								  : NULL;
+		if (slot) {
+			if (i + 1 >= argc || *slot)
+				return usage();
+			*slot = argv[++i];
+		} else if (!strcmp(argv[i], "--json")) {
+			a.json = 1;
+		} else if (!strcmp(argv[i], "--renewal")) {
+			a.renewal = 1;
+		} else {
+			fprintf(stderr, "fleetctl: policy: unknown option '%.40s'\n", argv[i]);
+			return usage();
+		}
+	}
+	if (!a.profile || !a.log)
+		return usage();
+	return run_check(&a);
+}

@@ -1,0 +1,92 @@
+#include "fleetctl/util.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include "fleetctl/fleetctl.h"
+#include "lib/hex.h"
+#include "lib/tpm.h"
+
+int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
+		  struct fleet_buf *b)
+{
+	fleet_err e = fb_read_file(b, path, max);
+	if (e == FLEET_OK)
+		return 0;
+	fprintf(stderr, "fleetctl: %s: cannot read %s%s%s: %s\n", group, what, *what ? " " : "",
+		path, e == FLEET_E_TOO_LARGE ? "larger than fleetctl accepts" : fleet_err_str(e));
+	return -1;
+}
+
+void fleetctl_print_json(json_t *o)
+{
+	if (!o)
+		return;
+	json_dumpf(o, stdout, JSON_COMPACT);
+	fputc('\n', stdout);
+	json_decref(o);
+}
+
+int fleetctl_refuse(const char *group, int json, const char *reason, const char *detail)
+{
+	if (json) {
+		fleetctl_print_json(json_pack("{s:s, s:s, s:s}", "result", "refused", "reason",
+					      reason, "detail", detail ? detail : ""));
+	} else {
+		printf("%s: refused: %s\n", group, reason);
+		if (detail && detail[0])
+			fprintf(stderr, "fleetctl: %s: %s\n", group, detail);
+	}
+	return FLEETCTL_EXIT_REFUSED;
+}
+
+int fleetctl_parse_opts(const char *group, int argc, char **argv, int first,
+			const struct fleetctl_opt *opts, size_t n_opts, int *json)
+{
+	for (int i = first; i < argc; i++) {
+		const char **slot = NULL;
+		if (json && !strcmp(argv[i], "--json")) {
+			*json = 1;
+			continue;
+		}
+		for (size_t k = 0; k < n_opts && !slot; k++)
+			if (!strcmp(argv[i], opts[k].name))
+				slot = opts[k].slot;
+		if (!slot || i + 1 >= argc || *slot) {
+			fprintf(stderr, "fleetctl: %s: bad or repeated argument '%s'\n", group,
+				argv[i]);
+			return -1;
+		}
+		*slot = argv[++i];
+	}
+	return 0;
+}
+
+int fleetctl_nonce(const char *group, const char *hex, uint8_t *out, size_t cap, size_t *len)
+{
+	size_t n = strlen(hex) / 2;
+	if (n == 0 || n > cap || fleet_hex_decode(hex, strlen(hex), out, n) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: %s: --nonce must be 1 to %zu bytes of hex\n", group,
+			cap);
+		return -1;
+	}
+	*len = n;
+	return 0;
+}
+
+void fleetctl_attest_detail(const char *reason, fleet_err e, const struct fleet_buf *attest,
+			    const struct fleet_buf *sig, char *detail, size_t len)
+{
+	struct fleet_errctx ec = {0};
+	TPMS_ATTEST at;
+	TPMT_SIGNATURE ts;
+	fleet_err pe = FLEET_OK;
+	if (reason && !strcmp(reason, "attest-malformed"))
+		pe = fleet_tpm_attest_parse(attest->data, attest->len, &at, &ec);
+	else if (reason && !strcmp(reason, "signature-malformed"))
+		pe = fleet_tpm_signature_parse(sig->data, sig->len, &ts, &ec);
+	if (pe != FLEET_OK)
+		fleet_errctx_format(&ec, pe, detail, len);
+	else
+		snprintf(detail, len, "%s", fleet_err_str(e));
+}

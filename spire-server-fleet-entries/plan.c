@@ -1,0 +1,581 @@
+/*
+ * plan.c: the plan (plan.h). Nothing here runs anything; the whole plan
+ * exists, and is checked against the removal limit, before the first
+ * command.
+ */
+#include "spire-server-fleet-entries/plan.h"
+
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static fleet_err refuse(char *why, size_t whylen, fleet_err e, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+static fleet_err refuse(char *why, size_t whylen, fleet_err e, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(why, whylen, fmt, ap);
+	va_end(ap);
+	return e;
+}
+
+const char *plan_kind_name(enum plan_kind k)
+{
+	switch (k) {
+	case PK_BAN: return "ban";
+	case PK_DELETE: return "delete";
+	case PK_UPDATE: return "update";
+	case PK_CREATE: return "create";
+	}
+	return "?";
+}
+
+static struct plan_action *add(struct plan *p, enum plan_kind k, const char *device,
+			       const char *why)
+{
+	if (p->n == p->cap) {
+		size_t cap = p->cap ? p->cap * 2 : 16;
+		struct plan_action *a = realloc(p->a, cap * sizeof(*a));
+		if (!a)
+			return NULL;
+		p->a = a;
+		p->cap = cap;
+	}
+	struct plan_action *a = &p->a[p->n++];
+	memset(a, 0, sizeof(*a));
+	a->kind = k;
+	snprintf(a->device, sizeof(a->device), "%s", device);
+	a->why = why;
+	return a;
+}
+
+static void note(struct plan *p, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void note(struct plan *p, const char *fmt, ...)
+{
+	if (p->n_notes == sizeof(p->notes) / sizeof(p->notes[0]))
+		return;
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(p->notes[p->n_notes++], sizeof(p->notes[0]), fmt, ap);
+	va_end(ap);
+}
+
+static int cmp_str(const void *a, const void *b)
+{
+	return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+/* One wanted entry. */
+struct want {
+	char id[SN_NAME_MAX + 16];
+	char spiffe_id[PLAN_STR];
+	char *sel[AC_MAX_TEMPLATES];
+	size_t n_sel;
+	const char *device;
+	int seen;
+};
+
+static void want_free(struct want *w, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		for (size_t j = 0; j < w[i].n_sel; j++)
+			free(w[i].sel[j]);
+	free(w);
+}
+
+static fleet_err build_wants(const struct sn_file *f, const struct applier_config *c,
+			     struct want **out, size_t *n, char *why, size_t whylen)
+{
+	struct want *w = calloc(f->n_eligible * 2 + 1, sizeof(*w));
+	if (!w)
+		return FLEET_E_NOMEM;
+	size_t k = 0;
+	for (size_t i = 0; i < f->n_eligible; i++) {
+		const struct sn_device *d = &f->eligible[i];
+		for (int ecc = 0; ecc < 2; ecc++) {
+			if (ecc && (!c->per_ek || !d->ek_hash_ecc[0]))
+				break;
+			struct want *x = &w[k++];
+			x->device = d->name;
+			snprintf(x->id, sizeof(x->id), "%s%s%s", SP_FLEET_PREFIX, d->name,
+				 ecc ? "-ecc" : "");
+			snprintf(x->spiffe_id, sizeof(x->spiffe_id), "spiffe://%s/node/%s",
+				 f->trust_domain, d->name);
+			struct ac_vars v = {d->name, ecc ? d->ek_hash_ecc : d->ek_hash,
+					    f->trust_domain, NULL};
+			for (size_t s = 0; s < c->n_selector; s++) {
+				char buf[PLAN_STR];
+				if (ac_expand(c->selector[s], &v, buf, sizeof(buf))) {
+					want_free(w, k);
+					return refuse(why, whylen, FLEET_E_TOO_LARGE,
+						      "selector %zu for %s does not expand within "
+						      "%d bytes", s, d->name, PLAN_STR - 1);
+				}
+				if (!(x->sel[x->n_sel++] = strdup(buf))) {
+					want_free(w, k);
+					return FLEET_E_NOMEM;
+				}
+			}
+			qsort(x->sel, x->n_sel, sizeof(char *), cmp_str);
+		}
+	}
+	*out = w;
+	*n = k;
+	return FLEET_OK;
+}
+
+static int differs(const struct want *w, const struct sp_entry *e, const char *parent)
+{
+	if (strcmp(w->spiffe_id, e->spiffe_id) || strcmp(parent, e->parent_id) || e->admin ||
+	    e->downstream || w->n_sel != e->n_selectors)
+		return 1;
+	for (size_t i = 0; i < w->n_sel; i++)
+		if (strcmp(w->sel[i], e->selectors[i]))
+			return 1;
+	return 0;
+}
+
+static fleet_err fill_entry(struct plan_action *a, const struct want *w, const char *parent)
+{
+	snprintf(a->entry_id, sizeof(a->entry_id), "%s", w->id);
+	snprintf(a->spiffe_id, sizeof(a->spiffe_id), "%s", w->spiffe_id);
+	snprintf(a->parent_id, sizeof(a->parent_id), "%s", parent);
+	for (size_t i = 0; i < w->n_sel; i++)
+		if (!(a->selectors[a->n_selectors++] = strdup(w->sel[i])))
+			return FLEET_E_NOMEM;
+	return FLEET_OK;
+}
+
+/* The device a departing entry was for: the name in its SPIFFE ID when
+ * that is its entry ID's name (with or without "-ecc"), else the entry
+ * ID's name whole. Unknown shapes therefore count as separate nodes,
+ * which errs toward refusing. */
+static void departing_device(const struct sn_file *f, const struct sp_entry *e, char *out,
+			     size_t outlen)
+{
+	const char *x = e->id + strlen(SP_FLEET_PREFIX);
+	char node_prefix[SN_TD_MAX + 32];
+	snprintf(node_prefix, sizeof(node_prefix), "spiffe://%s/node/", f->trust_domain);
+	size_t pl = strlen(node_prefix), xl = strlen(x);
+	if (!strncmp(e->spiffe_id, node_prefix, pl)) {
+		const char *n = e->spiffe_id + pl;
+		size_t nl = strlen(n);
+		if (!strcmp(n, x) || (xl == nl + 4 && !strncmp(x, n, nl) && !strcmp(x + nl, "-ecc"))) {
+			snprintf(out, outlen, "%s", n);
+			return;
+		}
+	}
+	snprintf(out, outlen, "%s", x);
+}
+
+/* Is a stale entry's device still eligible (by entry ID or SPIFFE ID)? */
+static int still_eligible(const struct sn_file *f, const char *dev)
+{
+	return sn_find_eligible(f, dev) != NULL;
+}
+
+static int have_ban(const struct plan *p, const char *agent)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (p->a[i].kind == PK_BAN && !strcmp(p->a[i].spiffe_id, agent))
+			return 1;
+	return 0;
+}
+
+/* What names one device in an agent's ID or selectors. */
+struct marks {
+	const char *name;
+	const char (*eks)[65];
+	size_t n_eks;
+	const char (*ld)[41];
+	size_t n_ld;
+	char **sel; /* selectors that name the device ("type:value") */
+	size_t n_sel;
+};
+
+/* Did this agent attest as the device (marks)? By its ID: the tpm
+ * attestor's spiffe://<td>/spire/agent/tpm/<EK hash>, the tpm_devid
+ * attestor's .../tpm_devid/<LDevID SHA-1>. By its selectors: the tpm
+ * attestor's tpm:pub_hash:<EK hash>; the tpm_devid attestor's
+ * tpm_devid:subject:cn:<name>, since fleetd's LDevIDs have the subject
+ * CN=<device name> (docs/identity-ca.md); and any selector of the device's
+ * own entries that names it (a configured selector with {name} or
+ * {ek_hash}). */
+static int agent_is(const struct sp_agent *a, const char *td, const struct marks *m)
+{
+	char buf[PLAN_STR];
+	int n = snprintf(buf, sizeof(buf), "spiffe://%s/spire/agent/", td);
+	if (n < 0 || (size_t)n >= sizeof(buf) || strncmp(a->id, buf, (size_t)n))
+		return 0;
+	const char *tail = a->id + n;
+	for (size_t k = 0; k < m->n_eks; k++) {
+		snprintf(buf, sizeof(buf), "tpm:pub_hash:%s", m->eks[k]);
+		if ((!strncmp(tail, "tpm/", 4) && !strcmp(tail + 4, m->eks[k])) ||
+		    sp_agent_has_selector(a, buf))
+			return 1;
+	}
+	for (size_t k = 0; k < m->n_ld; k++)
+		if (!strncmp(tail, "tpm_devid/", 10) && !strcmp(tail + 10, m->ld[k]))
+			return 1;
+	snprintf(buf, sizeof(buf), "tpm_devid:subject:cn:%s", m->name);
+	if (sp_agent_has_selector(a, buf))
+		return 1;
+	for (size_t k = 0; k < m->n_sel; k++)
+		if (sp_agent_has_selector(a, m->sel[k]))
+			return 1;
+	return 0;
+}
+
+/* The eligible device this agent (also) attests as, or NULL: such an agent
+ * is never banned, whichever device's departure names it. */
+static const struct sn_device *agent_of_eligible(const struct sn_file *f,
+						 const struct sp_agent *a)
+{
+	for (size_t i = 0; i < f->n_eligible; i++) {
+		const struct sn_device *d = &f->eligible[i];
+		char eks[2][65];
+		size_t n = 0;
+		memcpy(eks[n++], d->ek_hash, 65);
+		if (d->ek_hash_ecc[0])
+			memcpy(eks[n++], d->ek_hash_ecc, 65);
+		struct marks m = {d->name, (const char (*)[65])eks, n,
+				  (const char (*)[41])d->ldevid_sha1, d->n_ldevid, NULL, 0};
+		if (agent_is(a, f->trust_domain, &m))
+			return d;
+	}
+	return NULL;
+}
+
+static const struct sp_agent *find_agent(const struct sp_agents *l, const char *id)
+{
+	size_t lo = 0, hi = l->n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		int c = strcmp(l->a[mid].id, id);
+		if (!c)
+			return &l->a[mid];
+		if (c < 0)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return NULL;
+}
+
+static int add_sel(char ***v, size_t *n, size_t *cap, const char *s)
+{
+	for (size_t i = 0; i < *n; i++)
+		if (!strcmp((*v)[i], s))
+			return 0;
+	if (*n == *cap) {
+		size_t c = *cap ? *cap * 2 : 8;
+		char **x = realloc(*v, c * sizeof(*x));
+		if (!x)
+			return -1;
+		*v = x;
+		*cap = c;
+	}
+	return ((*v)[*n] = strdup(s)) ? (++*n, 0) : -1;
+}
+
+static fleet_err add_ban(struct plan *p, const char *device, const char *agent, const char *why)
+{
+	if (have_ban(p, agent))
+		return FLEET_OK;
+	struct plan_action *a = add(p, PK_BAN, device, why);
+	if (!a)
+		return FLEET_E_NOMEM;
+	snprintf(a->spiffe_id, sizeof(a->spiffe_id), "%s", agent);
+	return FLEET_OK;
+}
+
+/* Ban every agent that attested as this device: each agent ID form the
+ * configuration names, from what is known of it (its revoked record's EKs
+ * and LDevIDs, the EK hashes its departing entries' selectors carry), and
+ * each agent the server lists that attested as it (agent_is). An agent the
+ * list shows banned already, or one that attests as an eligible device, is
+ * left alone. */
+static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
+			   const struct applier_config *c, const char *device,
+			   const struct sp_entries *server, const struct sp_agents *agents,
+			   const char *why)
+{
+	char eks[2 + SP_MAX_SELECTORS * 2][65];
+	size_t n_eks = 0;
+	char **sel = NULL;
+	size_t n_sel = 0, cap_sel = 0;
+	fleet_err err = FLEET_OK;
+	const struct sn_device *r = sn_find_revoked(f, device);
+	if (r) {
+		snprintf(eks[n_eks++], 65, "%s", r->ek_hash);
+		if (r->ek_hash_ecc[0])
+			snprintf(eks[n_eks++], 65, "%s", r->ek_hash_ecc);
+	}
+	struct ac_vars v = {device, NULL, f->trust_domain, NULL};
+	for (size_t i = 0; i < server->n; i++) {
+		const struct sp_entry *e = &server->e[i];
+		char dev[PLAN_DEVICE_MAX];
+		departing_device(f, e, dev, sizeof(dev));
+		if (strcmp(dev, device))
+			continue;
+		for (size_t s = 0; s < e->n_selectors; s++)
+			for (size_t t = 0; t < c->n_selector; t++) {
+				char ek[65], x[PLAN_STR];
+				if (!ac_uses(c->selector[t], "{ek_hash}")) {
+					if (ac_uses(c->selector[t], "{name}") &&
+					    !ac_expand(c->selector[t], &v, x, sizeof(x)) &&
+					    !strcmp(x, e->selectors[s]) &&
+					    add_sel(&sel, &n_sel, &cap_sel, x)) {
+						err = FLEET_E_NOMEM;
+						goto out;
+					}
+					continue;
+				}
+				if (!ac_match_ek(c->selector[t], &v, e->selectors[s], ek))
+					continue;
+				if (add_sel(&sel, &n_sel, &cap_sel, e->selectors[s])) {
+					err = FLEET_E_NOMEM;
+					goto out;
+				}
+				size_t k;
+				for (k = 0; k < n_eks; k++)
+					if (!strcmp(eks[k], ek))
+						break;
+				if (k == n_eks && n_eks < sizeof(eks) / sizeof(eks[0]))
+					memcpy(eks[n_eks++], ek, 65);
+			}
+	}
+	/* The configured selectors as they name this device now. */
+	for (size_t t = 0; t < c->n_selector; t++) {
+		int uses_ek = ac_uses(c->selector[t], "{ek_hash}");
+		if (!uses_ek && !ac_uses(c->selector[t], "{name}"))
+			continue;
+		for (size_t k = 0; k < (uses_ek ? n_eks : 1); k++) {
+			struct ac_vars w = v;
+			char x[PLAN_STR];
+			if (uses_ek)
+				w.ek_hash = eks[k];
+			if (!ac_expand(c->selector[t], &w, x, sizeof(x)) &&
+			    add_sel(&sel, &n_sel, &cap_sel, x)) {
+				err = FLEET_E_NOMEM;
+				goto out;
+			}
+		}
+	}
+	struct marks m = {device, (const char (*)[65])eks, n_eks,
+			  r ? (const char (*)[41])r->ldevid_sha1 : NULL, r ? r->n_ldevid : 0,
+			  sel, n_sel};
+
+	/* The configured agent ID forms. */
+	int unexpanded[AC_MAX_TEMPLATES] = {0};
+	for (size_t t = 0; t < c->n_agent_id; t++) {
+		const char *tm = c->agent_id[t];
+		int uses_ek = ac_uses(tm, "{ek_hash}"), uses_ld = ac_uses(tm, "{ldevid_sha1}");
+		size_t reps = uses_ek ? n_eks : uses_ld ? (r ? r->n_ldevid : 0) : 1;
+		unexpanded[t] = reps == 0;
+		for (size_t k = 0; k < reps; k++) {
+			struct ac_vars w = v;
+			if (uses_ek)
+				w.ek_hash = eks[k];
+			if (uses_ld)
+				w.ldevid_sha1 = r->ldevid_sha1[k];
+			char agent[PLAN_STR];
+			if (ac_expand(tm, &w, agent, sizeof(agent)))
+				continue; /* cannot fit: said by the note below */
+			const struct sp_agent *known = find_agent(agents, agent);
+			if (known && known->banned)
+				continue;
+			struct sp_agent bare = {.id = agent};
+			const struct sn_device *other = agent_of_eligible(f, known ? known : &bare);
+			if (other) {
+				note(p, "%s: agent %s attests as eligible %s: not banned", device,
+				     agent, other->name);
+				continue;
+			}
+			if ((err = add_ban(p, device, agent, why)))
+				goto out;
+		}
+	}
+	/* The agents the server lists that attested as this device. */
+	for (size_t i = 0; i < agents->n; i++) {
+		const struct sp_agent *a = &agents->a[i];
+		if (a->banned || !agent_is(a, f->trust_domain, &m))
+			continue;
+		const struct sn_device *other = agent_of_eligible(f, a);
+		if (other) {
+			note(p, "%s: agent %s attests as eligible %s: not banned", device, a->id,
+			     other->name);
+			continue;
+		}
+		if ((err = add_ban(p, device, a->id, why)))
+			goto out;
+	}
+	/* A form that could not be expanded is said, unless a listed agent of
+	 * that form was found for the device. */
+	for (size_t t = 0; t < c->n_agent_id; t++) {
+		if (!unexpanded[t])
+			continue;
+		const char *tm = c->agent_id[t];
+		int uses_ek = ac_uses(tm, "{ek_hash}");
+		struct ac_vars w = v;
+		char prefix[PLAN_STR];
+		if (uses_ek)
+			w.ek_hash = "\x01";
+		else
+			w.ldevid_sha1 = "\x01";
+		int found = 0;
+		if (!ac_expand(tm, &w, prefix, sizeof(prefix))) {
+			*strchr(prefix, '\x01') = '\0';
+			for (size_t i = 0; i < agents->n && !found; i++)
+				found = !strncmp(agents->a[i].id, prefix, strlen(prefix)) &&
+					agent_is(&agents->a[i], f->trust_domain, &m);
+		}
+		if (!found)
+			note(p, "%s: no %s known and no such agent listed, so agent_id %zu is "
+			     "not banned", device, uses_ek ? "EK hash" : "LDevID fingerprint", t);
+	}
+out:
+	for (size_t i = 0; i < n_sel; i++)
+		free(sel[i]);
+	free(sel);
+	return err;
+}
+
+fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
+		     const struct sp_entries *server, const struct sp_agents *agents,
+		     struct plan *p, char *why, size_t whylen)
+{
+	memset(p, 0, sizeof(*p));
+	struct want *w = NULL;
+	size_t nw = 0;
+	fleet_err e = build_wants(f, c, &w, &nw, why, whylen);
+	if (e)
+		return e;
+	char parent[PLAN_STR];
+	snprintf(parent, sizeof(parent), "spiffe://%s/spire/server", f->trust_domain);
+
+	/* Departed devices, in server order, each once. */
+	char (*gone)[PLAN_DEVICE_MAX] = calloc(server->n + 1, sizeof(*gone));
+	if (!gone) {
+		want_free(w, nw);
+		return FLEET_E_NOMEM;
+	}
+	size_t n_gone = 0;
+	const struct want **match = calloc(server->n + 1, sizeof(*match));
+	if (!match) {
+		e = FLEET_E_NOMEM;
+		goto out;
+	}
+	for (size_t i = 0; i < server->n; i++) {
+		for (size_t j = 0; j < nw; j++)
+			if (!strcmp(w[j].id, server->e[i].id)) {
+				match[i] = &w[j];
+				w[j].seen = 1;
+				break;
+			}
+		if (match[i])
+			continue;
+		char dev[PLAN_DEVICE_MAX];
+		departing_device(f, &server->e[i], dev, sizeof(dev));
+		if (still_eligible(f, dev))
+			continue;
+		size_t k;
+		for (k = 0; k < n_gone; k++)
+			if (!strcmp(gone[k], dev))
+				break;
+		if (k == n_gone)
+			memcpy(gone[n_gone++], dev, sizeof(gone[0]));
+	}
+	p->removed_nodes = n_gone;
+
+	/* 1. Bans: departed devices, then revoked ones. */
+	for (size_t k = 0; k < n_gone; k++)
+		if ((e = plan_bans(p, f, c, gone[k], server, agents, "left the eligible list")))
+			goto out;
+	for (size_t k = 0; k < f->n_revoked; k++)
+		if ((e = plan_bans(p, f, c, f->revoked[k].name, server, agents,
+				       "revoked")))
+			goto out;
+	/* 2. Deletes. */
+	for (size_t i = 0; i < server->n; i++) {
+		if (match[i])
+			continue;
+		char dev[PLAN_DEVICE_MAX];
+		departing_device(f, &server->e[i], dev, sizeof(dev));
+		int stale = still_eligible(f, dev);
+		struct plan_action *a = add(p, PK_DELETE, dev, stale ? "not wanted for an "
+					    "eligible device" : "left the eligible list");
+		if (!a) {
+			e = FLEET_E_NOMEM;
+			goto out;
+		}
+		snprintf(a->entry_id, sizeof(a->entry_id), "%s", server->e[i].id);
+	}
+	/* 3. Updates, 4. creates. */
+	for (size_t i = 0; i < server->n; i++) {
+		if (!match[i] || !differs(match[i], &server->e[i], parent))
+			continue;
+		struct plan_action *a = add(p, PK_UPDATE, match[i]->device, "differs from the file");
+		if (!a || (e = fill_entry(a, match[i], parent))) {
+			e = e ? e : FLEET_E_NOMEM;
+			goto out;
+		}
+	}
+	for (size_t j = 0; j < nw; j++) {
+		if (w[j].seen)
+			continue;
+		struct plan_action *a = add(p, PK_CREATE, w[j].device, "eligible");
+		if (!a || (e = fill_entry(a, &w[j], parent))) {
+			e = e ? e : FLEET_E_NOMEM;
+			goto out;
+		}
+	}
+out:
+	free(match);
+	free(gone);
+	want_free(w, nw);
+	if (e)
+		plan_free(p);
+	return e;
+}
+
+void plan_free(struct plan *p)
+{
+	for (size_t i = 0; i < p->n; i++)
+		for (size_t j = 0; j < p->a[i].n_selectors; j++)
+			free(p->a[i].selectors[j]);
+	free(p->a);
+	memset(p, 0, sizeof(*p));
+}
+
+size_t plan_count(const struct plan *p, enum plan_kind k)
+{
+	size_t n = 0;
+	for (size_t i = 0; i < p->n; i++)
+		n += p->a[i].kind == k;
+	return n;
+}
+
+void plan_print(const struct plan *p, FILE *to)
+{
+	for (size_t i = 0; i < p->n; i++) {
+		const struct plan_action *a = &p->a[i];
+		if (a->kind == PK_BAN) {
+			fprintf(to, "ban     %s  %s  (%s)\n", a->device, a->spiffe_id, a->why);
+			continue;
+		}
+		fprintf(to, "%-7s %s  %s", plan_kind_name(a->kind), a->device, a->entry_id);
+		if (a->kind != PK_DELETE) {
+			fprintf(to, "  %s", a->spiffe_id);
+			for (size_t j = 0; j < a->n_selectors; j++)
+				fprintf(to, " -selector %s", a->selectors[j]);
+		}
+		fprintf(to, "  (%s)\n", a->why);
+	}
+	for (size_t i = 0; i < p->n_notes; i++)
+		fprintf(to, "note    %s\n", p->notes[i]);
+	fprintf(to, "plan: %zu ban, %zu delete, %zu update, %zu create; %zu node(s) leave\n",
+		plan_count(p, PK_BAN), plan_count(p, PK_DELETE), plan_count(p, PK_UPDATE),
+		plan_count(p, PK_CREATE), p->removed_nodes);
+}

@@ -1,0 +1,4 @@
+# docs/ARCHITECTURE.md's layer and program tables, checked by
+# scripts/check-layers.py: the tree as built passes, planted wrong-way
+# edges (an include, an applier linking SQLite) fail.
+fleet_script_test(layers unit layers/test_check_layers.sh)
