@@ -160,7 +160,7 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 					  char *err, size_t errlen)
 {
 	struct resp r = {0};
-	char detail[160];
+	char detail[400];
 	*out = NULL;
 	fb_init(&r.body);
 	enum fleet_inv_result res = exchange(nb, method, url, body, &r, err, errlen);

@@ -304,6 +304,86 @@ static void test_write_ek_hashes_writes_only_those(void **st)
 	inv->ops->close(inv);
 }
 
+/* err holds only printable ASCII: NetBox's text is sanitized on the way in. */
+static void assert_printable(const char *s)
+{
+	for (; *s; s++)
+		assert_true((unsigned char)*s >= 0x20 && (unsigned char)*s < 0x7f);
+}
+
+/* A refused PATCH says which field and why, whatever shape NetBox gives it. */
+static void test_bad_write_names_the_field(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	char err[512] = "";
+	/* an administrator gave ek_hash a validation regex the value misses:
+	 * NetBox's model validation, rendered under "__all__" */
+	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash\", \"validation_regex\": \"^0\"}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "HTTP 400: Invalid value for custom field 'ek_hash': "
+				    "Value must match regex '^0'"));
+	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash\"}");
+	/* a custom field that does not exist (4.5.8 and later): the error is
+	 * nested under custom_fields, then the field's name */
+	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash_ecc\", \"delete\": true}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, H4, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "custom_fields.ek_hash_ecc: Custom field 'ek_hash_ecc' "
+				    "does not exist for this object type."));
+	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash_ecc\"}");
+	/* the other shapes DRF renders: a list under the field, a list under
+	 * the nested name */
+	const char *p8 = "/api/dcim/devices/8/";
+	nbf_canned(p8, 400, "application/json",
+		   "{\"custom_fields\": [\"Invalid data format. Custom field data must be passed "
+		   "as a dictionary mapping field names to their values.\"]}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "(HTTP 400: custom_fields: Invalid data format."));
+	nbf_canned(p8, 400, "application/json",
+		   "{\"custom_fields\": {\"ek_hash\": [\"Ensure this field has no more than 64 "
+		   "characters.\"]}, \"status\": [\"\\\"x\\\" is not a valid choice.\"]}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_non_null(strstr(err, "custom_fields.ek_hash: Ensure this field has no more than 64 "
+				    "characters.; status: \"x\" is not a valid choice."));
+	/* NetBox's text is untrusted: control characters and non-ASCII are
+	 * replaced, each message and the whole are capped, the rest counted */
+	json_t *cf = json_object(), *body = json_object();
+	char big[5000];
+	memset(big, 'm', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	json_object_set_new(cf, "ek_hash", json_string("bad\n\x1b[31mred\xc3\xa9"));
+	for (int i = 0; i < 8; i++) {
+		char k[16];
+		snprintf(k, sizeof(k), "f%d", i);
+		json_object_set_new(cf, k, json_pack("[s]", big));
+	}
+	json_object_set_new(body, "custom_fields", cf);
+	char *text = json_dumps(body, JSON_COMPACT);
+	json_decref(body);
+	nbf_canned(p8, 400, "application/json", text);
+	free(text);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	print_message("refused: %s\n", err);
+	assert_printable(err);
+	assert_non_null(strstr(err, "custom_fields.ek_hash: bad??[31mred??"));
+	assert_non_null(strstr(err, "(+6 more)"));
+	assert_true(strlen(err) < 500);
+	/* a body nested deeper than any NetBox error is not walked to the end */
+	nbf_canned(p8, 400, "application/json",
+		   "{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": {\"f\": \"deep\"}}}}}}");
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	assert_null(strstr(err, "deep"));
+	assert_non_null(strstr(err, "HTTP 400"));
+	inv->ops->close(inv);
+}
+
 static void test_set_status(void **st)
 {
 	struct fleet_inventory *inv = open_with(E.base, V2, E.ca, 5000);
@@ -676,6 +756,7 @@ int main(void)
 		cmocka_unit_test(test_binding_change_author),
 		cmocka_unit_test(test_binding_change_newest_by_time_not_by_order),
 		cmocka_unit_test(test_write_ek_hashes_writes_only_those),
+		cmocka_unit_test(test_bad_write_names_the_field),
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
 		cmocka_unit_test(test_bad_tokens_are_unavailable),

@@ -7,7 +7,9 @@ What it reproduces, and only that (everything fleetd's NetBox client uses):
                                       exclude=config_context; limit/offset
   GET   /api/dcim/devices/<id>/
   PATCH /api/dcim/devices/<id>/       status, custom_fields (merged into the
-                                      stored ones, unknown names refused),
+                                      stored ones; unknown names and values
+                                      against a validation regex refused
+                                      with NetBox's 400 bodies),
                                       name, serial; writes an object change
                                       by the token's user unless nothing
                                       changed (CHANGELOG_SKIP_EMPTY_CHANGES)
@@ -37,6 +39,13 @@ Test control, no auth, under /_fake/ (never part of NetBox):
   POST /_fake/raw      {"path": "/api/...", "status": 200, "body": "...",
                         "content_type": "application/json", "location": None,
                         "count": 1}        the next answers for that path
+  POST /_fake/custom_field {"name": "ek_hash", "validation_regex": "^0",
+                             "delete": false}
+                       an administrator editing a custom field: its
+                       validation regex (a PATCH leaving a value that does
+                       not match is 400 {"__all__": [...]}), or deleting it
+                       (a PATCH naming it is 400 {"custom_fields": {name:
+                       "..."}}, as 4.5.8 and later answer)
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
@@ -48,6 +57,7 @@ Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
 import copy
 import datetime
 import json
+import re
 import socket
 import ssl
 import sys
@@ -72,6 +82,7 @@ class State:
         self.max_page_size = int(seed.get("max_page_size", 2))
         self.tokens = seed["tokens"]
         self.cf_names = list(seed["custom_fields"])
+        self.cf_regex = {}  # name -> the custom field's validation_regex
         self.devices = {}
         self.ips = {}
         self.changes = []
@@ -137,12 +148,23 @@ class State:
                                            "passed as a dictionary mapping field names to "
                                            "their values."]
             else:
-                for k in cf:
-                    if k not in self.cf_names:
-                        errors["custom_fields"] = [f"Unknown field name '{k}' in custom "
-                                                   "field data."]
+                # extras/api/customfields.py CustomFieldsDataField.to_internal_value
+                # (4.5.8 and later): a field error nested under the name
+                unknown = sorted(k for k in cf if k not in self.cf_names)
+                if unknown:
+                    errors["custom_fields"] = {
+                        k: f"Custom field '{k}' does not exist for this object type."
+                        for k in unknown}
         if errors:
             return errors
+        # netbox/models/features.py CustomFieldsMixin.clean, through
+        # full_clean(): a non-field error, which DRF renders under "__all__"
+        merged = {**dev["custom_field_data"], **(cf or {})}
+        for k, v in merged.items():
+            rx = self.cf_regex.get(k)
+            if rx and v not in (None, "") and isinstance(v, str) and not re.match(rx, v):
+                return {"__all__": [f"Invalid value for custom field '{k}': Value must "
+                                    f"match regex '{rx}'"]}
         pre = self.snapshot(dev)
         for k in ("name", "serial", "status"):
             if k in patch:
@@ -432,6 +454,20 @@ class Handler(BaseHTTPRequestHandler):
                 st.delays += [int(body["ms"])] * int(body.get("count", 1))
             elif path == "/_fake/raw":
                 st.raw.setdefault(body["path"], []).extend([body] * int(body.get("count", 1)))
+            elif path == "/_fake/custom_field":
+                # an administrator editing (or deleting) a custom field
+                name = body["name"]
+                if body.get("delete"):
+                    if name in st.cf_names:
+                        st.cf_names.remove(name)
+                    st.cf_regex.pop(name, None)
+                else:
+                    if name not in st.cf_names:
+                        st.cf_names.append(name)
+                    if body.get("validation_regex"):
+                        st.cf_regex[name] = body["validation_regex"]
+                    else:
+                        st.cf_regex.pop(name, None)
             elif path == "/_fake/ignore_ordering":
                 st.ignore_ordering = bool(body.get("on", True))
             elif path == "/_fake/change":
