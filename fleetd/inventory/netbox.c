@@ -150,6 +150,61 @@ out:
 	return FLEET_INV_OK;
 }
 
+/* NetBox's own words for a request it did not authenticate
+ * (netbox/api/authentication.py TokenAuthentication, DRF's NotAuthenticated):
+ * the token is wrong, missing, disabled, expired, bound to other source
+ * addresses, or its user is inactive. */
+static bool token_refusal(const char *detail)
+{
+	static const char *const prefix[] = {
+		"Invalid v1 token", "Invalid v2 token", "Invalid authorization header",
+		"Authentication credentials were not provided", "Token disabled", "Token expired",
+		"User inactive", "Source IP ", "Client IP address could not be determined",
+		"Invalid token",
+	};
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (strncmp(detail, prefix[i], strlen(prefix[i])) == 0)
+			return true;
+	return false;
+}
+
+/* DRF's PermissionDenied: a valid token whose user may not do this. */
+#define NB_NO_PERMISSION "You do not have permission to perform this action."
+
+/* The permission NetBox checks for method on url (TokenPermissions.perms_map:
+ * GET needs view_<model>, PATCH change_<model>). */
+static const char *permission_for(const char *method, const char *url)
+{
+	bool get = strcmp(method, "GET") == 0;
+	if (strstr(url, "/api/core/object-changes/"))
+		return get ? "core.view_objectchange" : "core.change_objectchange";
+	return get ? "dcim.view_device" : "dcim.change_device";
+}
+
+/*
+ * A 401/403 said as what it is: the token refused (fix the token), a valid
+ * token whose user lacks the permission (fix the user's permissions; NetBox
+ * gives the same sentence for a token that is not write-enabled), or a
+ * refusal NetBox did not word (a proxy or firewall in front of it).
+ */
+static void refused(const char *method, const char *url, long status, const char *detail,
+		    char *err, size_t errlen)
+{
+	if (strcmp(detail, NB_NO_PERMISSION) == 0) {
+		bool write = strcmp(method, "GET") != 0;
+		snprintf(err, errlen, "NetBox denied fleetd's %s: fleetd's NetBox user likely lacks "
+			 "the %s permission%s (HTTP %ld: %s)", method, permission_for(method, url),
+			 write ? ", or its token is not write-enabled" : "", status, detail);
+	} else if (token_refusal(detail)) {
+		snprintf(err, errlen, "NetBox refused fleetd's token (HTTP %ld: %s)", status,
+			 detail);
+	} else {
+		snprintf(err, errlen, "NetBox refused fleetd's %s (HTTP %ld: %s); neither a token "
+			 "nor a permission refusal in NetBox's words: a proxy in front of it?",
+			 method, status, detail[0] ? detail : "no NetBox error body");
+	}
+}
+
 /*
  * An exchange whose answer must be a JSON object with HTTP 200. A 404 is
  * NOT_FOUND when not_found_ok (a device that does not exist), else NetBox is
@@ -191,11 +246,17 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 			res = FLEET_INV_INVALID;
 		}
 	} else if (r.status == 404 && not_found_ok) {
-		snprintf(err, errlen, "NetBox has no such device (HTTP 404%s%s)", sep, detail);
+		/* NetBox restricts the queryset by the user's permission before it
+		 * looks the device up: a device outside the constraints of
+		 * fleetd's permission is a 404 too. */
+		snprintf(err, errlen, "NetBox has no such device (HTTP 404%s%s)%s", sep, detail,
+			 strcmp(method, "PATCH") == 0
+				 ? ", or the constraints of fleetd's dcim.change_device permission "
+				   "exclude it"
+				 : "");
 		res = FLEET_INV_NOT_FOUND;
 	} else if (r.status == 401 || r.status == 403) {
-		snprintf(err, errlen, "NetBox refused fleetd's token (HTTP %ld%s%s)", r.status, sep,
-			 detail);
+		refused(method, url, r.status, detail, err, errlen);
 		res = FLEET_INV_UNAVAILABLE;
 	} else if (r.status == 400) {
 		snprintf(err, errlen, "NetBox rejected the %s (HTTP 400%s%s)", method, sep, detail);

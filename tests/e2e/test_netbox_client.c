@@ -18,6 +18,10 @@
 
 #define V1 "0123456789abcdef0123456789abcdef01234567"
 #define V1_RO "89abcdef0123456789abcdef0123456789abcdef"
+/* valid tokens of users lacking one permission each */
+#define V1_NOVIEW "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define V1_NOCHANGE "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
+#define V1_NOLOG "cccccccccccccccccccccccccccccccccccccccc"
 #define V2 "nbt_AbCdEf123456.s3cretS3cretS3cretS3cretS3cretS3cretS3c"
 #define H1 "1111111111111111111111111111111111111111111111111111111111111111"
 #define H2 "2222222222222222222222222222222222222222222222222222222222222222"
@@ -63,7 +67,13 @@ static void write_seed(const char *path)
 	fprintf(f,
 		"{\"paginate_count\": 2, \"max_page_size\": 2,\n"
 		" \"tokens\": {\"" V1 "\": {\"user\": \"fleetd\"}, \"" V2 "\": {\"user\": \"fleetd\"},\n"
-		"            \"" V1_RO "\": {\"user\": \"reader\", \"write\": false}},\n"
+		"            \"" V1_RO "\": {\"user\": \"reader\", \"write\": false},\n"
+		"            \"" V1_NOVIEW "\": {\"user\": \"u1\", \"perms\": [\"dcim.change_device\",\n"
+		"                                  \"core.view_objectchange\"]},\n"
+		"            \"" V1_NOCHANGE "\": {\"user\": \"u2\", \"perms\": [\"dcim.view_device\",\n"
+		"                                    \"core.view_objectchange\"]},\n"
+		"            \"" V1_NOLOG "\": {\"user\": \"u3\", \"perms\": [\"dcim.view_device\",\n"
+		"                                 \"dcim.change_device\"]}},\n"
 		" \"custom_fields\": [\"class\", \"install_disk\", \"install_disk_serial\", \"bmc_type\",\n"
 		"   \"tpm_version\", \"amt\", \"secure_boot_expected\", \"expected_port\",\n"
 		"   \"approved_ek_hash\", \"approved_ek_hash_ecc\", \"ek_hash\", \"ek_hash_ecc\",\n"
@@ -478,6 +488,75 @@ static void test_bad_tokens_are_unavailable(void **st)
 	inv->ops->close(inv);
 }
 
+static void expect_denied(enum fleet_inv_result r, const char *err, const char *perm)
+{
+	print_message("refused: %s\n", err);
+	assert_int_equal(r, FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(err, "HTTP 403"));
+	assert_non_null(strstr(err, perm));
+	assert_non_null(strstr(err, "lacks"));
+	assert_null(strstr(err, "token (HTTP")); /* not a token refusal */
+}
+
+/* A 403 of a valid token lacking a permission names the permission; a bad
+ * token is a token problem; a 403 in no NetBox words is neither. */
+static void test_permission_refusals_name_the_permission(void **st)
+{
+	struct fleet_inv_device d, *v = NULL;
+	struct fleet_inv_malformed *bad = NULL;
+	struct fleet_inv_binding_change b;
+	size_t n = 0, n_bad = 0;
+	char err[512] = "";
+	struct fleet_inventory *inv = open_with(E.base, V1_NOVIEW, E.ca, 5000);
+	expect_denied(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)), err,
+		      "dcim.view_device permission (HTTP 403: You do not have permission");
+	assert_null(v);
+	expect_denied(inv->ops->get(inv, 1, &d, err, sizeof(err)), err, "dcim.view_device");
+	expect_denied(inv->ops->find_by_serial(inv, "SN-5", &d, err, sizeof(err)), err,
+		      "dcim.view_device");
+	inv->ops->close(inv);
+	inv = open_with(E.base, V1_NOCHANGE, E.ca, 5000);
+	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
+	expect_denied(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), err,
+		      "dcim.change_device");
+	expect_denied(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)), err,
+		      "dcim.change_device");
+	inv->ops->close(inv);
+	inv = open_with(E.base, V1_NOLOG, E.ca, 5000);
+	expect_denied(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), err,
+		      "core.view_objectchange");
+	assert_false(b.found);
+	inv->ops->close(inv);
+	/* a token that may not write gets the same words from NetBox */
+	inv = open_with(E.base, V1_RO, E.ca, 5000);
+	expect_denied(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), err,
+		      "dcim.change_device permission, or its token is not write-enabled");
+	inv->ops->close(inv);
+	/* the token's own refusals stay token problems */
+	inv = open_v1();
+	static const char *const token_words[] = {
+		"{\"detail\": \"Authentication credentials were not provided.\"}",
+		"{\"detail\": \"Token expired\"}",
+		"{\"detail\": \"Source IP 192.0.2.7 is not permitted to authenticate using this "
+		"token.\"}",
+	};
+	for (size_t i = 0; i < 3; i++) {
+		nbf_canned("/api/dcim/devices/1/", 403, "application/json", token_words[i]);
+		assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)),
+				 FLEET_INV_UNAVAILABLE);
+		print_message("refused: %s\n", err);
+		assert_non_null(strstr(err, "refused fleetd's token (HTTP 403: "));
+		assert_null(strstr(err, "permission"));
+	}
+	/* a 403 NetBox did not word: a proxy's page */
+	nbf_canned("/api/dcim/devices/1/", 403, "text/html", "<html>403 Forbidden</html>");
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "proxy"));
+	assert_null(strstr(err, "lacks"));
+	inv->ops->close(inv);
+}
+
 static void test_server_errors_are_unavailable(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
@@ -760,6 +839,7 @@ int main(void)
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
 		cmocka_unit_test(test_bad_tokens_are_unavailable),
+		cmocka_unit_test(test_permission_refusals_name_the_permission),
 		cmocka_unit_test(test_server_errors_are_unavailable),
 		cmocka_unit_test(test_timeout_is_unavailable_and_bounded),
 		cmocka_unit_test(test_tls_is_verified),

@@ -21,12 +21,15 @@ What it reproduces, and only that (everything fleetd's NetBox client uses):
 Auth as NetBox 4.5: "Token <v1>" and "Bearer nbt_<key>.<secret>"; a bad
 token is 403 {"detail": "Invalid v1 token"} / {"detail": "Invalid v2
 token"}; none is 403 "Authentication credentials were not provided.";
-a read-only token writing is 403. Pagination as OptionalLimitOffsetPagination:
+a read-only token writing, or a user without the model permission the
+request needs (TokenPermissions.perms_map: GET dcim.view_device /
+core.view_objectchange, PATCH dcim.change_device; a token's "perms", default
+all three), is 403 "You do not have permission to perform this action." Pagination as OptionalLimitOffsetPagination:
 PAGINATE_COUNT and MAX_PAGE_SIZE come from the seed (small, to force pages),
 "next" is the request URL with limit/offset replaced.
 
 The seed (JSON, argv) holds {"paginate_count", "max_page_size", "tokens":
-{token: {"user", "write"}}, "custom_fields": [names], "devices": [{"id",
+{token: {"user", "write", "perms"}}, "custom_fields": [names], "devices": [{"id",
 "name", "serial", "status", "primary_ip4", "custom_fields", "created_by"}]}.
 Each seeded device gets a "create" object change by created_by.
 
@@ -73,6 +76,18 @@ STATUS_CHOICES = {
 }
 ACTION_LABELS = {"create": "Created", "update": "Updated", "delete": "Deleted"}
 TOKEN_PREFIX = "nbt_"
+NO_PERMISSION = "You do not have permission to perform this action."
+ALL_PERMS = ["dcim.view_device", "dcim.change_device", "core.view_objectchange"]
+
+
+def needed_perm(method, path):
+    """netbox/api/authentication.py TokenPermissions.perms_map for the model."""
+    action = {"GET": "view", "HEAD": "view", "PATCH": "change", "PUT": "change"}.get(method)
+    if path.startswith("/api/dcim/devices/"):
+        return f"dcim.{action}_device" if action else None
+    if path.startswith("/api/core/object-changes/"):
+        return f"core.{action}_objectchange" if action else None
+    return None
 
 
 class State:
@@ -322,7 +337,7 @@ class Handler(BaseHTTPRequestHandler):
         auth = self.headers.get("Authorization", "")
         scheme, _, tok = auth.partition(" ")
         with st.lock:
-            user, write, denied = None, False, None
+            user, write, denied, perms = None, False, None, []
             if not auth:
                 denied = "Authentication credentials were not provided."
             elif scheme == "Token":
@@ -337,6 +352,7 @@ class Handler(BaseHTTPRequestHandler):
                 denied = "Authentication credentials were not provided."
             if not denied:
                 user, write = entry["user"], entry.get("write", True)
+                perms = entry.get("perms", ALL_PERMS)
             st.log.append({"method": method, "path": u.path, "query": u.query,
                            "scheme": scheme if scheme in ("Token", "Bearer") else "",
                            "user": user, "body": raw_body.decode("utf-8", "replace")})
@@ -358,6 +374,10 @@ class Handler(BaseHTTPRequestHandler):
                              "</body></html>", ctype="text/html")
         if denied:
             return self.send(403, {"detail": denied})
+        need = needed_perm(method, u.path)
+        if need and need not in perms:
+            # DRF's PermissionDenied: the same words for every permission
+            return self.send(403, {"detail": NO_PERMISSION})
         if canned:
             return self.send(canned.get("status", 200), raw=canned["body"],
                              ctype=canned.get("content_type", "application/json"),
@@ -400,8 +420,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, {"detail": "No Device matches the given query."})
         if method == "PATCH":
             if not write:
-                return self.send(403, {"detail": "You do not have permission to perform "
-                                                 "this action."})
+                return self.send(403, {"detail": NO_PERMISSION})
             if body is ValueError or not isinstance(body, dict):
                 return self.send(400, {"detail": "JSON parse error"})
             err = st.apply(dev, body, user)
