@@ -301,11 +301,14 @@ static bool url_escape(const char *s, char *out, size_t outlen)
 
 /*
  * The URL of the page after this one. NetBox builds "next" from the request
- * as it saw it (behind a proxy its scheme or host may differ), so only its
- * path and query are taken, the path must be the one we asked for, and the
- * result is re-based onto our own origin.
+ * as it saw it: behind a reverse proxy its scheme or host may differ, and a
+ * proxy that maps base_url's path prefix onto NetBox's root (https://host/
+ * netbox/ to NetBox's /) leaves the prefix out. So only the path relative to
+ * the API root (from its first "/api/" on) and the query are taken; that path
+ * must be the endpoint we asked for, and the page is asked of our own origin
+ * and prefix. The token goes to base_url and nowhere else.
  */
-static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, const char *path,
+static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, const char *endpoint,
 				      char *url, size_t urllen, char *err, size_t errlen)
 {
 	const char *s = json_string_value(next);
@@ -314,17 +317,28 @@ static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, con
 		snprintf(err, errlen, "NetBox's next page link is not an absolute URL");
 		return FLEET_INV_INVALID;
 	}
-	size_t plen = strlen(path);
 	for (const char *c = p; *c; c++)
 		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f || *c == '#') {
 			snprintf(err, errlen, "NetBox's next page link holds a bad character");
 			return FLEET_INV_INVALID;
 		}
-	if (strncmp(p, path, plen) != 0 || p[plen] != '?') {
-		snprintf(err, errlen, "NetBox's next page link leaves %s", path);
+	const char *query = strchr(p, '?');
+	const char *prefix = nb->base + nb->origin_len;
+	size_t plen = strlen(prefix), elen = strlen(endpoint);
+	const char *api = NULL;
+	if (query) {
+		/* our own prefix as we sent it (NetBox under BASE_PATH, or a
+		 * proxy that keeps the path), else from the first "/api/" */
+		if ((size_t)(query - p) == plen + elen && strncmp(p, prefix, plen) == 0)
+			api = p + plen;
+		else if ((api = strstr(p, "/api/")) && api > query)
+			api = NULL;
+	}
+	if (!api || (size_t)(query - api) != elen || strncmp(api, endpoint, elen) != 0) {
+		snprintf(err, errlen, "NetBox's next page link leaves %s", endpoint);
 		return FLEET_INV_INVALID;
 	}
-	if ((size_t)snprintf(url, urllen, "%.*s%s", (int)nb->origin_len, nb->base, p) >= urllen) {
+	if ((size_t)snprintf(url, urllen, "%s%s%s", nb->base, endpoint, query) >= urllen) {
 		snprintf(err, errlen, "NetBox's next page link is too long");
 		return FLEET_INV_INVALID;
 	}
@@ -339,9 +353,8 @@ typedef enum fleet_inv_result (*each_fn)(const json_t *item, void *ctx, char *er
 static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const char *query,
 				  each_fn fn, void *ctx, char *err, size_t errlen)
 {
-	char path[MAX_URL], url[MAX_URL];
+	char url[MAX_URL];
 	size_t seen = 0;
-	snprintf(path, sizeof(path), "%s%s", nb->base + nb->origin_len, endpoint);
 	if ((size_t)snprintf(url, sizeof(url), "%s%s?%s%slimit=%u", nb->base, endpoint, query,
 			     query[0] ? "&" : "", nb->page_size) >= sizeof(url)) {
 		snprintf(err, errlen, "request URL too long");
@@ -384,7 +397,7 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 			json_decref(j);
 			return FLEET_INV_INVALID;
 		}
-		r = next_url(nb, next, path, url, sizeof(url), err, errlen);
+		r = next_url(nb, next, endpoint, url, sizeof(url), err, errlen);
 		json_decref(j);
 		if (r != FLEET_INV_OK)
 			return r;

@@ -461,6 +461,81 @@ static void test_list_follows_pagination(void **st)
 	inv->ops->close(inv);
 }
 
+/* Requests after the first `before` of the fake's log to path; how many of
+ * them came through the prefix-stripping proxy. */
+static size_t log_count(size_t before, const char *path, size_t *proxied)
+{
+	json_t *s = nbf_state(), *req;
+	size_t i, n = 0;
+	if (proxied)
+		*proxied = 0;
+	json_array_foreach(json_object_get(s, "log"), i, req) {
+		if (i < before || strcmp(json_string_value(json_object_get(req, "path")), path))
+			continue;
+		n++;
+		if (proxied && json_is_true(json_object_get(req, "proxied")))
+			(*proxied)++;
+	}
+	json_decref(s);
+	return n;
+}
+
+/* Behind a reverse proxy that maps https://host/netbox/ to NetBox's root,
+ * NetBox's next links lack /netbox: the walk follows them under base_url's
+ * prefix, and still refuses a link that leaves the endpoint. */
+static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
+{
+	char base[96], err[256] = "";
+	struct fleet_inv_device *v = NULL;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0, proxied = 0;
+	snprintf(base, sizeof(base), "%s/netbox", E.base);
+	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"/netbox\"}");
+	struct fleet_inventory *inv = open_with(base, V1, E.ca, 5000);
+	size_t before = nbf_log_len();
+	enum fleet_inv_result r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	if (r != FLEET_INV_OK)
+		fail_msg("listing behind the proxy: %s", err);
+	assert_int_equal(n + n_bad, 10);
+	free(v);
+	free(bad);
+	assert_int_equal(log_count(before, "/api/dcim/devices/", &proxied), 5);
+	assert_int_equal(proxied, 5); /* every page asked through the prefix */
+	/* a link naming another host is still asked of base_url, prefix kept */
+	nbf_canned("/api/dcim/devices/", 200, "application/json",
+		   "{\"count\": 10, \"previous\": null, \"next\": \"https://evil.invalid:8443"
+		   "/api/dcim/devices/?exclude=config_context&limit=2&offset=2\", \"results\": ["
+		   DEV9 "]}");
+	before = nbf_log_len();
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
+	free(v);
+	free(bad);
+	assert_int_equal(log_count(before, "/api/dcim/devices/", &proxied), 5);
+	assert_int_equal(proxied, 5);
+	/* links that leave the endpoint, with or without a prefix */
+	static const char *const away[] = {
+		"https://127.0.0.1/api/users/tokens/?limit=2&offset=2",
+		"https://127.0.0.1/netbox/api/users/tokens/?limit=2&offset=2",
+		"https://127.0.0.1/api/dcim/devices/1/api/dcim/devices/?limit=2&offset=2",
+		"https://127.0.0.1/api/dcim/devices/../../users/tokens/?limit=2&offset=2",
+		"https://127.0.0.1/netbox/dcim/devices/?limit=2&offset=2",
+		"https://127.0.0.1/api/dcim/devices/",
+	};
+	for (size_t i = 0; i < sizeof(away) / sizeof(away[0]); i++) {
+		char body[512];
+		snprintf(body, sizeof(body), "{\"count\": 3, \"previous\": null, \"next\": \"%s\", "
+			 "\"results\": [" DEV9 "]}", away[i]);
+		nbf_canned("/api/dcim/devices/", 200, "application/json", body);
+		assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+				 FLEET_INV_INVALID);
+		assert_null(v);
+		assert_non_null(strstr(err, "next page link"));
+	}
+	inv->ops->close(inv);
+	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"\"}");
+}
+
 static void test_bad_tokens_are_unavailable(void **st)
 {
 	struct fleet_inv_device d;
@@ -838,6 +913,7 @@ int main(void)
 		cmocka_unit_test(test_bad_write_names_the_field),
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
+		cmocka_unit_test(test_next_links_behind_a_prefix_stripping_proxy),
 		cmocka_unit_test(test_bad_tokens_are_unavailable),
 		cmocka_unit_test(test_permission_refusals_name_the_permission),
 		cmocka_unit_test(test_server_errors_are_unavailable),

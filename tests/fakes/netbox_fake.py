@@ -49,11 +49,17 @@ Test control, no auth, under /_fake/ (never part of NetBox):
                        not match is 400 {"__all__": [...]}), or deleting it
                        (a PATCH naming it is 400 {"custom_fields": {name:
                        "..."}}, as 4.5.8 and later answer)
+  POST /_fake/proxy    {"strip_prefix": "/netbox"}   as behind a reverse
+                       proxy mapping /netbox/ to NetBox's /: requests under
+                       the prefix are served without it, and every link
+                       (next, url) is built without it, as NetBox builds
+                       them from the request it saw; "" turns it off
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
   GET  /_fake/state    devices, object changes and the request log (method,
-                       path, query, auth scheme, user, body) - never tokens
+                       path, query, proxied, auth scheme, user, body) -
+                       never tokens
 
 Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
 """
@@ -106,6 +112,7 @@ class State:
         self.delays = []    # ms of the next delays
         self.raw = {}       # path -> list of canned answers
         self.ignore_ordering = False
+        self.strip_prefix = ""  # behind a prefix-stripping reverse proxy
         self.last_time = datetime.datetime.now(datetime.timezone.utc)
         for d in seed["devices"]:
             dev = {
@@ -332,6 +339,12 @@ class Handler(BaseHTTPRequestHandler):
         u = urlsplit(self.path)
         if u.path.startswith("/_fake/"):
             return self.control(method, u.path)
+        path, proxied = u.path, False
+        prefix = self.state.strip_prefix
+        if prefix and path.startswith(prefix + "/"):
+            # a reverse proxy that maps <prefix>/ to NetBox's /: NetBox sees
+            # (and builds its links from) the path without the prefix
+            path, proxied = path[len(prefix):], True
         body, raw_body = self.body_json() if method != "GET" else (None, b"")
         st = self.state
         auth = self.headers.get("Authorization", "")
@@ -353,14 +366,15 @@ class Handler(BaseHTTPRequestHandler):
             if not denied:
                 user, write = entry["user"], entry.get("write", True)
                 perms = entry.get("perms", ALL_PERMS)
-            st.log.append({"method": method, "path": u.path, "query": u.query,
+            st.log.append({"method": method, "path": path, "query": u.query,
+                           "proxied": proxied,
                            "scheme": scheme if scheme in ("Token", "Bearer") else "",
                            "user": user, "body": raw_body.decode("utf-8", "replace")})
             delay = st.delays.pop(0) if st.delays else 0
             fail = st.fail.pop(0) if st.fail else None
             canned = None
-            if st.raw.get(u.path):
-                canned = st.raw[u.path].pop(0)
+            if st.raw.get(path):
+                canned = st.raw[path].pop(0)
         if delay:
             time.sleep(delay / 1000.0)
         if fail == 500:
@@ -374,7 +388,7 @@ class Handler(BaseHTTPRequestHandler):
                              "</body></html>", ctype="text/html")
         if denied:
             return self.send(403, {"detail": denied})
-        need = needed_perm(method, u.path)
+        need = needed_perm(method, path)
         if need and need not in perms:
             # DRF's PermissionDenied: the same words for every permission
             return self.send(403, {"detail": NO_PERMISSION})
@@ -384,14 +398,14 @@ class Handler(BaseHTTPRequestHandler):
                              location=canned.get("location"))
         base = f"https://{self.headers.get('Host')}"
         q = parse_qs(u.query, keep_blank_values=True)
-        parts = [p for p in u.path.split("/") if p]
+        parts = [p for p in path.split("/") if p]
         with st.lock:
             if parts == ["api", "dcim", "devices"] and method == "GET":
-                return self.list_devices(base, u.path, q)
+                return self.list_devices(base, path, q)
             if parts[:3] == ["api", "dcim", "devices"] and len(parts) == 4:
                 return self.one_device(method, parts[3], base, q, user, write, body)
             if parts == ["api", "core", "object-changes"] and method == "GET":
-                return self.list_changes(base, u.path, q)
+                return self.list_changes(base, path, q)
         self.send(404, {"detail": "Not found."})
 
     def list_devices(self, base, path, q):
@@ -487,6 +501,8 @@ class Handler(BaseHTTPRequestHandler):
                         st.cf_regex[name] = body["validation_regex"]
                     else:
                         st.cf_regex.pop(name, None)
+            elif path == "/_fake/proxy":
+                st.strip_prefix = body.get("strip_prefix", "")
             elif path == "/_fake/ignore_ordering":
                 st.ignore_ordering = bool(body.get("on", True))
             elif path == "/_fake/change":
