@@ -21,6 +21,7 @@
 #include "fleetd/inventory/netbox.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -37,6 +38,10 @@
 #define DEFAULT_PAGE_SIZE 100u
 #define MAX_PAGE_SIZE 1000u
 #define MAX_URL 4096
+/* Idle easy handles kept, each with its live connection to NetBox: enough
+ * for the pass and a few concurrent admissions; more are made when needed
+ * and closed when returned to a full pool. */
+#define POOL_MAX 8
 
 struct netbox {
 	struct fleet_inventory inv; /* first: the ops table */
@@ -46,6 +51,19 @@ struct netbox {
 	char *ca_file;
 	long timeout_ms;
 	unsigned page_size;
+	/* TLS sessions and DNS answers, shared by every handle (libcurl
+	 * supports that across threads, with these locks). The connections are
+	 * not shared: libcurl does not support one connection cache used by
+	 * concurrent threads (CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT), so each
+	 * easy handle keeps its own, and a caller borrows a whole handle. */
+	CURLSH *share;
+	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+	bool share_locks_ready;
+	pthread_mutex_t lock; /* pool and stats */
+	bool lock_ready;
+	CURL *pool[POOL_MAX]; /* idle handles, the most recently used last */
+	size_t n_pool;
+	struct fleet_netbox_stats stats;
 };
 
 struct resp {
@@ -74,19 +92,67 @@ static void free_headers(struct curl_slist *h)
 	curl_slist_free_all(h);
 }
 
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+	struct netbox *nb = ud;
+	(void)h;
+	(void)access;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_lock(&nb->share_lock[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+	struct netbox *nb = ud;
+	(void)h;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_unlock(&nb->share_lock[data]);
+}
+
+/* A handle for one exchange: the idle one used last (so a pass's pages, one
+ * after another on one thread, go over one connection), or a new one. */
+static CURL *borrow(struct netbox *nb)
+{
+	CURL *h = NULL;
+	pthread_mutex_lock(&nb->lock);
+	if (nb->n_pool)
+		h = nb->pool[--nb->n_pool];
+	pthread_mutex_unlock(&nb->lock);
+	return h ? h : curl_easy_init();
+}
+
+static void give_back(struct netbox *nb, CURL *h, const struct resp *r, long connects)
+{
+	/* Options point at the caller's stack (error buffer, headers with the
+	 * token, the body): none may outlive the exchange. A reset keeps the
+	 * live connection, which is what the pool is for. */
+	curl_easy_reset(h);
+	pthread_mutex_lock(&nb->lock);
+	nb->stats.requests++;
+	nb->stats.connections += connects > 0 ? (unsigned long long)connects : 0;
+	nb->stats.bytes += r->body.len;
+	if (h && nb->n_pool < POOL_MAX) {
+		nb->pool[nb->n_pool++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&nb->lock);
+	curl_easy_cleanup(h);
+}
+
 /*
- * One HTTP exchange. OK means NetBox answered (r->status holds the status,
- * r->body the body); UNAVAILABLE means it did not; INVALID means its answer
- * was over the size cap.
+ * One HTTP exchange, bounded by timeout_ms. OK means NetBox answered
+ * (r->status holds the status, r->body the body); UNAVAILABLE means it did
+ * not; INVALID means its answer was over the size cap (r->over).
  */
 static enum fleet_inv_result exchange(struct netbox *nb, const char *method, const char *url,
-				      const char *body, struct resp *r, char *err,
-				      size_t errlen)
+				      const char *body, long timeout_ms, struct resp *r,
+				      char *err, size_t errlen)
 {
 	char ebuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdr = NULL, *tmp;
-	CURL *h = curl_easy_init();
+	CURL *h = borrow(nb);
 	CURLcode rc = CURLE_OUT_OF_MEMORY;
+	long connects = 0;
 	r->status = 0;
 	r->over = false;
 	r->ctype[0] = '\0';
@@ -100,7 +166,7 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 			goto out;
 		hdr = tmp;
 	}
-	long connect_ms = nb->timeout_ms < 5000 ? nb->timeout_ms : 5000;
+	long connect_ms = timeout_ms < 5000 ? timeout_ms : 5000;
 	if ((rc = curl_easy_setopt(h, CURLOPT_URL, url)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https")) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L)) ||
@@ -108,12 +174,15 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 	    (rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L)) ||
 	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAINFO, nb->ca_file) : CURLE_OK) ||
 	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAPATH, NULL) : CURLE_OK) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_SHARE, nb->share)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) ||
-	    (rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, nb->timeout_ms)) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_USERAGENT, "fleetd")) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method)) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
+				   (curl_off_t)FLEET_NETBOX_MAX_RESPONSE)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_WRITEDATA, r)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf)))
@@ -123,6 +192,10 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 					    (curl_off_t)strlen(body)))))
 		goto out;
 	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+	/* a Content-Length over the cap is refused before the body is read */
+	if (rc == CURLE_FILESIZE_EXCEEDED)
+		r->over = true;
 	if (rc == CURLE_OK) {
 		char *ct = NULL;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
@@ -131,7 +204,8 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 	}
 out:
 	free_headers(hdr);
-	curl_easy_cleanup(h);
+	if (h)
+		give_back(nb, h, r, connects);
 	if (r->over) {
 		snprintf(err, errlen, "NetBox's answer to %s is over %u bytes", method,
 			 FLEET_NETBOX_MAX_RESPONSE);
@@ -139,7 +213,7 @@ out:
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
 		snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
-			 nb->timeout_ms);
+			 timeout_ms);
 		return FLEET_INV_UNAVAILABLE;
 	}
 	if (rc != CURLE_OK) {
@@ -218,7 +292,7 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 	char detail[400];
 	*out = NULL;
 	fb_init(&r.body);
-	enum fleet_inv_result res = exchange(nb, method, url, body, &r, err, errlen);
+	enum fleet_inv_result res = exchange(nb, method, url, body, nb->timeout_ms, &r, err, errlen);
 	if (res != FLEET_INV_OK)
 		goto done;
 	nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
@@ -785,6 +859,16 @@ static void nb_close(struct fleet_inventory *inv)
 	struct netbox *nb = (struct netbox *)inv;
 	if (!nb)
 		return;
+	/* every handle detaches from the share before the share goes */
+	for (size_t i = 0; i < nb->n_pool; i++)
+		curl_easy_cleanup(nb->pool[i]);
+	if (nb->share)
+		curl_share_cleanup(nb->share);
+	if (nb->share_locks_ready)
+		for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+			pthread_mutex_destroy(&nb->share_lock[i]);
+	if (nb->lock_ready)
+		pthread_mutex_destroy(&nb->lock);
 	if (nb->auth_header) {
 		OPENSSL_cleanse(nb->auth_header, strlen(nb->auth_header));
 		free(nb->auth_header);
@@ -877,6 +961,31 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 		return NULL;
 	}
 	nb->inv.ops = &netbox_ops;
+	if (pthread_mutex_init(&nb->lock, NULL) != 0) {
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "cannot make a mutex");
+		return NULL;
+	}
+	nb->lock_ready = true;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		if (pthread_mutex_init(&nb->share_lock[i], NULL) != 0) {
+			while (i-- > 0)
+				pthread_mutex_destroy(&nb->share_lock[i]);
+			nb_close(&nb->inv);
+			snprintf(err, errlen, "cannot make a mutex");
+			return NULL;
+		}
+	nb->share_locks_ready = true;
+	if (!(nb->share = curl_share_init()) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_LOCKFUNC, share_lock) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_UNLOCKFUNC, share_unlock) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_USERDATA, nb) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS)) {
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "libcurl share handle initialisation failed");
+		return NULL;
+	}
 	size_t hlen = strlen("Authorization: ") + strlen(scheme) + 1 + strlen(cfg->token) + 1;
 	if (!(nb->base = strdup(cfg->base_url)) || !(nb->auth_header = calloc(1, hlen)) ||
 	    (cfg->ca_file && !(nb->ca_file = strdup(cfg->ca_file)))) {
@@ -892,4 +1001,15 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 	nb->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
 	nb->page_size = cfg->page_size ? cfg->page_size : DEFAULT_PAGE_SIZE;
 	return &nb->inv;
+}
+
+void fleet_netbox_stats(struct fleet_inventory *inv, struct fleet_netbox_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!inv || inv->ops != &netbox_ops)
+		return;
+	struct netbox *nb = (struct netbox *)inv;
+	pthread_mutex_lock(&nb->lock);
+	*out = nb->stats;
+	pthread_mutex_unlock(&nb->lock);
 }

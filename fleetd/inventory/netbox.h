@@ -46,9 +46,24 @@ struct fleet_netbox_config {
 /*
  * Check the configuration and return the inventory, or NULL with the reason in
  * err. The token is copied (and wiped on close); base_url must be https.
- * Calls may run concurrently: each request uses its own curl handle.
+ * Calls may run concurrently from several threads: each request borrows a
+ * curl handle of its own from a small pool, so requests one after another
+ * (a pass's pages) reuse one TLS connection, and TLS sessions are shared
+ * between handles. close must not race a call.
  */
 struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg, char *err,
 					  size_t errlen);
+
+/* What the client has done since it was opened; for tests, measurements and
+ * metrics. Counts are totals over every thread. */
+struct fleet_netbox_stats {
+	unsigned long long requests;    /* HTTP exchanges, retries included */
+	unsigned long long connections; /* connections opened (each a TLS handshake) */
+	unsigned long long bytes;       /* response body bytes kept */
+};
+
+/* *out = the stats of inv, which fleet_netbox_open returned; all zero for
+ * any other inventory. */
+void fleet_netbox_stats(struct fleet_inventory *inv, struct fleet_netbox_stats *out);
 
 #endif

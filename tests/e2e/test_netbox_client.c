@@ -5,6 +5,7 @@
  */
 #include "tests/testutil.h"
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -536,6 +537,94 @@ static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"\"}");
 }
 
+/* The TCP connections the fake's log shows for requests after the first
+ * `before`. */
+static size_t connections_since(size_t before, size_t *requests)
+{
+	json_t *s = nbf_state(), *req;
+	long ids[64];
+	size_t i, n = 0;
+	*requests = 0;
+	json_array_foreach(json_object_get(s, "log"), i, req) {
+		if (i < before)
+			continue;
+		long c = (long)json_integer_value(json_object_get(req, "conn"));
+		bool known = false;
+		for (size_t k = 0; k < n; k++)
+			known = known || ids[k] == c;
+		if (!known && n < 64)
+			ids[n++] = c;
+		(*requests)++;
+	}
+	json_decref(s);
+	return n;
+}
+
+struct getter {
+	struct fleet_inventory *inv;
+	int ok;
+};
+
+static void *get_many(void *arg)
+{
+	struct getter *g = arg;
+	for (int i = 0; i < 10; i++) {
+		struct fleet_inv_device d;
+		char err[256];
+		long id = 1 + i % 10;
+		if (g->inv->ops->get(g->inv, id, &d, err, sizeof(err)) != FLEET_INV_INVALID &&
+		    d.id == id)
+			g->ok++;
+	}
+	return NULL;
+}
+
+/* A pass's pages go over one TLS connection, not one handshake each; calls
+ * from several threads at once still work, each on a connection of its own. */
+static void test_a_listing_reuses_one_connection(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device *v = NULL, d;
+	struct fleet_inv_malformed *bad = NULL;
+	struct fleet_inv_binding_change b;
+	struct fleet_netbox_stats stats;
+	size_t n = 0, n_bad = 0, requests;
+	char err[256] = "";
+	size_t before = nbf_log_len();
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_OK);
+	free(v);
+	free(bad);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(connections_since(before, &requests), 1);
+	assert_true(requests >= 7); /* 5 pages, the change log's pages, the device */
+	fleet_netbox_stats(inv, &stats);
+	assert_int_equal(stats.connections, 1);
+	assert_int_equal(stats.requests, requests);
+	assert_true(stats.bytes > 0);
+	/* four threads at once */
+	pthread_t t[4];
+	struct getter g[4];
+	for (int i = 0; i < 4; i++) {
+		g[i] = (struct getter){.inv = inv};
+		assert_int_equal(pthread_create(&t[i], NULL, get_many, &g[i]), 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(t[i], NULL);
+		assert_int_equal(g[i].ok, 10);
+	}
+	fleet_netbox_stats(inv, &stats);
+	assert_int_equal(stats.requests, requests + 40);
+	assert_true(stats.connections >= 1 && stats.connections <= 5);
+	print_message("%llu requests over %llu connections\n", stats.requests, stats.connections);
+	inv->ops->close(inv);
+	/* the stats of an inventory that is not NetBox's are zero, not a crash */
+	struct fleet_inventory other = {.ops = NULL};
+	fleet_netbox_stats(&other, &stats);
+	assert_int_equal(stats.requests, 0);
+}
+
 static void test_bad_tokens_are_unavailable(void **st)
 {
 	struct fleet_inv_device d;
@@ -914,6 +1003,7 @@ int main(void)
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
 		cmocka_unit_test(test_next_links_behind_a_prefix_stripping_proxy),
+		cmocka_unit_test(test_a_listing_reuses_one_connection),
 		cmocka_unit_test(test_bad_tokens_are_unavailable),
 		cmocka_unit_test(test_permission_refusals_name_the_permission),
 		cmocka_unit_test(test_server_errors_are_unavailable),

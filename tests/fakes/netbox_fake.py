@@ -57,9 +57,11 @@ Test control, no auth, under /_fake/ (never part of NetBox):
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
-  GET  /_fake/state    devices, object changes and the request log (method,
-                       path, query, proxied, auth scheme, user, body) -
-                       never tokens
+  GET  /_fake/state    devices, object changes, the request log (method,
+                       path, query, proxied, conn: the number of the TCP
+                       connection it came on, auth scheme, user, body) -
+                       never tokens - and "connections", how many TCP
+                       connections were accepted
 
 Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
 """
@@ -113,6 +115,7 @@ class State:
         self.raw = {}       # path -> list of canned answers
         self.ignore_ordering = False
         self.strip_prefix = ""  # behind a prefix-stripping reverse proxy
+        self.connections = 0    # TCP connections accepted
         self.last_time = datetime.datetime.now(datetime.timezone.utc)
         for d in seed["devices"]:
             dev = {
@@ -284,8 +287,15 @@ def paginate(state, items, base, path, query):
 class Handler(BaseHTTPRequestHandler):
     server_version = "nginx"
     sys_version = ""
+    # Persistent connections, as NetBox behind nginx or gunicorn keeps them:
+    # every answer carries Content-Length, and each accepted connection is
+    # numbered so a test can tell how many a client opened.
+    protocol_version = "HTTP/1.1"
 
     def setup(self):
+        with self.server.state.lock:
+            self.server.state.connections += 1
+            self.conn_id = self.server.state.connections
         self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
         super().setup()
 
@@ -367,7 +377,7 @@ class Handler(BaseHTTPRequestHandler):
                 user, write = entry["user"], entry.get("write", True)
                 perms = entry.get("perms", ALL_PERMS)
             st.log.append({"method": method, "path": path, "query": u.query,
-                           "proxied": proxied,
+                           "proxied": proxied, "conn": self.conn_id,
                            "scheme": scheme if scheme in ("Token", "Bearer") else "",
                            "user": user, "body": raw_body.decode("utf-8", "replace")})
             delay = st.delays.pop(0) if st.delays else 0
@@ -479,7 +489,7 @@ class Handler(BaseHTTPRequestHandler):
                                  "custom_fields": d["custom_field_data"]}
                                 for d in st.devices.values()],
                     "changes": [st.change_json(c, "https://fake") for c in st.changes],
-                    "log": st.log})
+                    "log": st.log, "connections": st.connections})
             if path == "/_fake/fail":
                 st.fail += [None] * int(body.get("after", 0))
                 st.fail += [int(body.get("status", 503))] * int(body.get("count", 1))
