@@ -20,14 +20,17 @@
  */
 #include "fleetd/inventory/netbox.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
+#include <curl/header.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 
@@ -71,6 +74,8 @@ struct resp {
 	struct fleet_buf body;
 	bool over;
 	char ctype[96];
+	char retry_after[64]; /* a 429/503's Retry-After, printable ASCII; "" none */
+	bool retry_after_bad; /* it held something else, or was longer */
 };
 
 static size_t on_data(char *p, size_t sz, size_t n, void *ud)
@@ -139,6 +144,23 @@ static void give_back(struct netbox *nb, CURL *h, const struct resp *r, long con
 	curl_easy_cleanup(h);
 }
 
+/* The Retry-After header of the answer h holds (the last one, if NetBox or
+ * a proxy sent several), kept only when it is short printable ASCII. */
+static void read_retry_after(CURL *h, struct resp *r)
+{
+	struct curl_header *hh = NULL;
+	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hh) != CURLHE_OK || !hh ||
+	    !hh->value)
+		return;
+	size_t n = strlen(hh->value);
+	r->retry_after_bad = n == 0 || n >= sizeof(r->retry_after);
+	for (size_t i = 0; i < n && !r->retry_after_bad; i++)
+		r->retry_after_bad = (unsigned char)hh->value[i] < 0x20 ||
+				     (unsigned char)hh->value[i] >= 0x7f;
+	if (!r->retry_after_bad)
+		memcpy(r->retry_after, hh->value, n + 1);
+}
+
 /*
  * One HTTP exchange, bounded by timeout_ms. OK means NetBox answered
  * (r->status holds the status, r->body the body); UNAVAILABLE means it did
@@ -156,6 +178,8 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 	r->status = 0;
 	r->over = false;
 	r->ctype[0] = '\0';
+	r->retry_after[0] = '\0';
+	r->retry_after_bad = false;
 	fb_reset(&r->body);
 	if (!h)
 		goto out;
@@ -201,6 +225,8 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 		if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 			snprintf(r->ctype, sizeof(r->ctype), "%s", ct);
+		if (r->status == 429 || r->status == 503)
+			read_retry_after(h, r);
 	}
 out:
 	free_headers(hdr);
@@ -279,20 +305,121 @@ static void refused(const char *method, const char *url, long status, const char
 	}
 }
 
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms)
+{
+	struct timespec t = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
 /*
- * An exchange whose answer must be a JSON object with HTTP 200. A 404 is
- * NOT_FOUND when not_found_ok (a device that does not exist), else NetBox is
- * not where base_url says it is.
+ * Retry-After (RFC 9110, 10.2.3): delay-seconds (1*DIGIT) or an HTTP-date
+ * (IMF-fixdate, or the obsolete RFC 850 and asctime forms a recipient must
+ * accept: all three start with a day name). *ms = how long from now, 0 for a
+ * date already past. false: neither form.
+ */
+static bool parse_retry_after(const char *v, long long *ms)
+{
+	size_t n = strlen(v), i;
+	for (i = 0; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+		;
+	if (n && i == n) {
+		*ms = n > 9 ? 999999999000LL : atoll(v) * 1000; /* beyond any cap either way */
+		return true;
+	}
+	static const char *const days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+	bool day = false;
+	for (i = 0; i < 7; i++)
+		day = day || strncmp(v, days[i], 3) == 0;
+	time_t t = day && n >= 24 ? curl_getdate(v, NULL) : -1;
+	if (t == (time_t)-1)
+		return false;
+	time_t now = time(NULL);
+	*ms = t > now ? (long long)(t - now) * 1000 : 0;
+	return true;
+}
+
+/*
+ * Whether to ask again after a 429 or 503 (NetBox, or the proxy in front of
+ * it, saying "not now"): only when it said when (Retry-After), only within
+ * RETRY_WAIT_CAP_MS and before the request's deadline, and at most RETRY_MAX
+ * times. Asking again is safe for every request fleetd makes: GETs, and
+ * PATCHes that set fields to given values (the same PATCH twice changes
+ * nothing more). Otherwise note says why not, for the error.
+ */
+#define RETRY_MAX 2
+#define RETRY_WAIT_CAP_MS 5000
+static bool retry_after(const struct resp *r, int retries, long long deadline,
+			long long *wait_ms, char *note, size_t notelen)
+{
+	note[0] = '\0';
+	if ((r->status != 429 && r->status != 503) || (!r->retry_after[0] && !r->retry_after_bad))
+		return false;
+	if (r->retry_after_bad || !parse_retry_after(r->retry_after, wait_ms)) {
+		snprintf(note, notelen, ", Retry-After \"%s\" is neither seconds nor an HTTP-date",
+			 r->retry_after_bad ? "(unreadable)" : r->retry_after);
+		return false;
+	}
+	if (*wait_ms > RETRY_WAIT_CAP_MS)
+		snprintf(note, notelen, ", Retry-After: %s, over the %d s fleetd waits",
+			 r->retry_after, RETRY_WAIT_CAP_MS / 1000);
+	else if (now_ms() + *wait_ms >= deadline)
+		snprintf(note, notelen, ", Retry-After: %s, past this request's time budget",
+			 r->retry_after);
+	else if (retries >= RETRY_MAX)
+		snprintf(note, notelen, ", Retry-After: %s, still so after %d retries",
+			 r->retry_after, RETRY_MAX);
+	else
+		return true;
+	return false;
+}
+
+/*
+ * An exchange whose answer must be a JSON object with HTTP 200, within
+ * timeout_ms all told (waits after a Retry-After and retries included). A
+ * 404 is NOT_FOUND when not_found_ok (a device that does not exist), else
+ * NetBox is not where base_url says it is. *over (may be NULL): the answer
+ * was over FLEET_NETBOX_MAX_RESPONSE.
  */
 static enum fleet_inv_result request_json(struct netbox *nb, const char *method, const char *url,
 					  const char *body, bool not_found_ok, json_t **out,
-					  char *err, size_t errlen)
+					  bool *over, char *err, size_t errlen)
 {
 	struct resp r = {0};
-	char detail[400];
+	char detail[400], note[160] = "";
+	long long deadline = now_ms() + nb->timeout_ms, wait_ms = 0;
+	enum fleet_inv_result res;
 	*out = NULL;
+	if (over)
+		*over = false;
 	fb_init(&r.body);
-	enum fleet_inv_result res = exchange(nb, method, url, body, nb->timeout_ms, &r, err, errlen);
+	for (int retries = 0;; retries++) {
+		long long left = deadline - now_ms();
+		if (left <= 0) {
+			snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
+				 nb->timeout_ms);
+			res = FLEET_INV_UNAVAILABLE;
+			goto done;
+		}
+		res = exchange(nb, method, url, body, retries ? (long)left : nb->timeout_ms, &r, err,
+			       errlen);
+		if (res != FLEET_INV_OK || !retry_after(&r, retries, deadline, &wait_ms, note,
+							 sizeof(note)))
+			break;
+		sleep_ms(wait_ms);
+		pthread_mutex_lock(&nb->lock);
+		nb->stats.retries++;
+		pthread_mutex_unlock(&nb->lock);
+	}
+	if (over)
+		*over = r.over;
 	if (res != FLEET_INV_OK)
 		goto done;
 	nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
@@ -341,8 +468,8 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 			 r.status);
 		res = FLEET_INV_UNAVAILABLE;
 	} else {
-		snprintf(err, errlen, "NetBox failed the %s (HTTP %ld%s%s)", method, r.status, sep,
-			 detail);
+		snprintf(err, errlen, "NetBox failed the %s (HTTP %ld%s%s%s)", method, r.status, note,
+			 sep, detail);
 		res = FLEET_INV_UNAVAILABLE;
 	}
 done:
@@ -436,7 +563,7 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 	}
 	for (unsigned page = 0;; page++) {
 		json_t *j;
-		enum fleet_inv_result r = request_json(nb, "GET", url, NULL, false, &j, err, errlen);
+		enum fleet_inv_result r = request_json(nb, "GET", url, NULL, false, &j, NULL, err, errlen);
 		if (r != FLEET_INV_OK)
 			return r;
 		const json_t *results = json_object_get(j, "results");
@@ -585,7 +712,7 @@ static enum fleet_inv_result nb_get(struct fleet_inventory *inv, long id,
 	}
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?exclude=config_context", nb->base,
 		 id);
-	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, err, errlen);
+	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	r = device_answer(j, id, out, err, errlen);
@@ -656,7 +783,7 @@ static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
 		return FLEET_INV_UNAVAILABLE;
 	}
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/", nb->base, id);
-	enum fleet_inv_result r = request_json(nb, "PATCH", url, text, true, &j, err, errlen);
+	enum fleet_inv_result r = request_json(nb, "PATCH", url, text, true, &j, NULL, err, errlen);
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;

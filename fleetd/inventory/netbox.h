@@ -60,6 +60,7 @@ struct fleet_netbox_stats {
 	unsigned long long requests;    /* HTTP exchanges, retries included */
 	unsigned long long connections; /* connections opened (each a TLS handshake) */
 	unsigned long long bytes;       /* response body bytes kept */
+	unsigned long long retries;     /* requests asked again after a Retry-After */
 };
 
 /* *out = the stats of inv, which fleet_netbox_open returned; all zero for

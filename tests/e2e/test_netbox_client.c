@@ -758,6 +758,80 @@ static long ms_since(const struct timespec *t0)
 	return (t.tv_sec - t0->tv_sec) * 1000L + (t.tv_nsec - t0->tv_nsec) / 1000000L;
 }
 
+/* The requests of the fake's log after the first `before`. */
+static size_t requests_since(size_t before)
+{
+	return nbf_log_len() - before;
+}
+
+/* A 429/503 that says when to come back is asked again, within bounds; one
+ * that asks too much is UNAVAILABLE naming its Retry-After. */
+static void test_retry_after_is_honoured_within_bounds(void **st)
+{
+	struct fleet_inventory *inv = open_with(E.base, V1, E.ca, 4000);
+	struct fleet_inv_device d;
+	struct fleet_netbox_stats s0, s1;
+	struct timespec t0;
+	char err[256] = "";
+	size_t before;
+	long ms;
+	/* seconds */
+	fleet_netbox_stats(inv, &s0);
+	before = nbf_log_len();
+	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"1\"}");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	ms = ms_since(&t0);
+	assert_true(ms >= 950 && ms < 3000);
+	assert_int_equal(requests_since(before), 2);
+	fleet_netbox_stats(inv, &s1);
+	assert_int_equal(s1.retries - s0.retries, 1);
+	/* an HTTP-date, two seconds on (one or two, at a second's precision) */
+	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after_in\": 2}");
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	ms = ms_since(&t0);
+	assert_true(ms >= 900 && ms < 3500);
+	/* a PATCH is asked again too: it sets values, twice is once */
+	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"0\"}");
+	assert_int_equal(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), FLEET_INV_OK);
+	/* longer than fleetd waits: not waited for, and said so */
+	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after\": \"120\"}");
+	before = nbf_log_len();
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_true(ms_since(&t0) < 1000);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "HTTP 503, Retry-After: 120, over the 5 s fleetd waits"));
+	assert_int_equal(requests_since(before), 1);
+	/* within the cap but past the request's own budget (4 s) */
+	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"2\"}");
+	nbf_ctl("/_fake/delay", "{\"ms\": 2500}");
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "Retry-After: 2, past this request's time budget"));
+	/* still busy after the bounded retries */
+	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"0\", \"count\": 3}");
+	before = nbf_log_len();
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "still so after 2 retries"));
+	assert_int_equal(requests_since(before), 3);
+	/* a Retry-After in neither form is quoted, sanitized, and not obeyed */
+	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after\": \"soon, maybe\"}");
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", err);
+	assert_non_null(strstr(err, "Retry-After \"soon, maybe\" is neither seconds nor an "
+				    "HTTP-date"));
+	/* a Retry-After on another status means nothing */
+	nbf_ctl("/_fake/fail", "{\"status\": 502, \"retry_after\": \"0\"}");
+	before = nbf_log_len();
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_int_equal(requests_since(before), 1);
+	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	inv->ops->close(inv);
+}
+
 static void test_timeout_is_unavailable_and_bounded(void **st)
 {
 	struct fleet_inventory *inv = open_with(E.base, V1, E.ca, 1000);
@@ -1008,6 +1082,7 @@ int main(void)
 		cmocka_unit_test(test_permission_refusals_name_the_permission),
 		cmocka_unit_test(test_server_errors_are_unavailable),
 		cmocka_unit_test(test_timeout_is_unavailable_and_bounded),
+		cmocka_unit_test(test_retry_after_is_honoured_within_bounds),
 		cmocka_unit_test(test_tls_is_verified),
 		cmocka_unit_test(test_malformed_answers_are_invalid),
 		cmocka_unit_test(test_custom_field_values_are_checked),

@@ -34,8 +34,13 @@ The seed (JSON, argv) holds {"paginate_count", "max_page_size", "tokens":
 Each seeded device gets a "create" object change by created_by.
 
 Test control, no auth, under /_fake/ (never part of NetBox):
-  POST /_fake/fail     {"status": 503, "count": 1, "after": 0}
-                       the API requests after the next "after" ones fail
+  POST /_fake/fail     {"status": 503, "count": 1, "after": 0,
+                        "retry_after": "120" | "retry_after_in": 2}
+                       the API requests after the next "after" ones fail,
+                       as the proxy in front of NetBox fails them (nginx's
+                       page; limit_req answers 503, or 429 when so set),
+                       with a Retry-After header: verbatim, or an HTTP-date
+                       that many seconds after the failing request
   POST /_fake/delay    {"ms": 3000, "count": 1}      next API requests stall
   POST /_fake/change   {"device": id, "user": "alice", "custom_fields": {},
                         "status": "...", "serial": "...", "time": iso?}
@@ -67,6 +72,7 @@ Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
 """
 import copy
 import datetime
+import email.utils
 import json
 import re
 import socket
@@ -110,7 +116,7 @@ class State:
         self.ips = {}
         self.changes = []
         self.log = []
-        self.fail = []      # statuses of the next failures
+        self.fail = []      # the next failures: (status, retry_after, in)
         self.delays = []    # ms of the next delays
         self.raw = {}       # path -> list of canned answers
         self.ignore_ordering = False
@@ -312,13 +318,16 @@ class Handler(BaseHTTPRequestHandler):
     def state(self):
         return self.server.state
 
-    def send(self, status, obj=None, raw=None, ctype="application/json", location=None):
+    def send(self, status, obj=None, raw=None, ctype="application/json", location=None,
+             extra=None):
         body = raw.encode() if raw is not None else json.dumps(obj).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             if location:
                 self.send_header("Location", location)
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Vary", "Accept")
             self.end_headers()
@@ -387,6 +396,10 @@ class Handler(BaseHTTPRequestHandler):
                 canned = st.raw[path].pop(0)
         if delay:
             time.sleep(delay / 1000.0)
+        if fail:
+            fail, retry_after, retry_in = fail
+            if retry_in is not None:
+                retry_after = email.utils.formatdate(time.time() + retry_in, usegmt=True)
         if fail == 500:
             # netbox/api/views handle_rest_api_exception: a JSON 500
             return self.send(500, {"error": "database connection lost",
@@ -395,7 +408,8 @@ class Handler(BaseHTTPRequestHandler):
         if fail:
             return self.send(fail, raw=f"<html><head><title>{fail}</title></head><body>"
                              f"<center><h1>{fail}</h1></center><hr><center>nginx</center>"
-                             "</body></html>", ctype="text/html")
+                             "</body></html>", ctype="text/html",
+                             extra={"Retry-After": retry_after} if retry_after else None)
         if denied:
             return self.send(403, {"detail": denied})
         need = needed_perm(method, path)
@@ -492,7 +506,8 @@ class Handler(BaseHTTPRequestHandler):
                     "log": st.log, "connections": st.connections})
             if path == "/_fake/fail":
                 st.fail += [None] * int(body.get("after", 0))
-                st.fail += [int(body.get("status", 503))] * int(body.get("count", 1))
+                st.fail += [(int(body.get("status", 503)), body.get("retry_after"),
+                             body.get("retry_after_in"))] * int(body.get("count", 1))
             elif path == "/_fake/delay":
                 st.delays += [int(body["ms"])] * int(body.get("count", 1))
             elif path == "/_fake/raw":
