@@ -550,12 +550,78 @@ static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, con
 typedef enum fleet_inv_result (*each_fn)(const json_t *item, void *ctx, char *err,
 					 size_t errlen);
 
-/* GET endpoint?query and every next page; each result goes to fn. */
+/* The value of the query parameter name in url, as Django reads it (the
+ * last one), into out; false when there is none. */
+static bool query_param(const char *url, const char *name, char *out, size_t outlen)
+{
+	const char *q = strchr(url, '?');
+	size_t nlen = strlen(name);
+	bool found = false;
+	for (const char *p = q; p && *p; p = strchr(p + 1, '&')) {
+		const char *k = p + 1;
+		if (strncmp(k, name, nlen) != 0 || k[nlen] != '=')
+			continue;
+		size_t vlen = strcspn(k + nlen + 1, "&");
+		snprintf(out, outlen, "%.*s", (int)vlen, k + nlen + 1);
+		found = true;
+	}
+	return found;
+}
+
+static unsigned query_limit(const char *url)
+{
+	char v[16];
+	if (!query_param(url, "limit", v, sizeof(v)) || !v[0] || strlen(v) > 7 ||
+	    strspn(v, "0123456789") != strlen(v))
+		return 0;
+	return (unsigned)atoi(v);
+}
+
+/* url with every limit= dropped and limit=n appended. */
+static bool set_limit(char *url, size_t urllen, unsigned n)
+{
+	char out[MAX_URL];
+	const char *q = strchr(url, '?');
+	if (!q)
+		return false;
+	size_t o = (size_t)(q - url);
+	memcpy(out, url, o);
+	char sep = '?';
+	for (const char *p = q; *p;) {
+		const char *k = p + 1;
+		size_t len = strcspn(k, "&");
+		if (len && !(strncmp(k, "limit=", 6) == 0 || (len == 5 && !strncmp(k, "limit", 5)))) {
+			if (o + 1 + len >= sizeof(out))
+				return false;
+			out[o++] = sep;
+			memcpy(out + o, k, len);
+			o += len;
+			sep = '&';
+		}
+		p = k + len;
+	}
+	if ((size_t)snprintf(out + o, sizeof(out) - o, "%climit=%u", sep, n) >= sizeof(out) - o ||
+	    strlen(out) >= urllen)
+		return false;
+	memcpy(url, out, strlen(out) + 1);
+	return true;
+}
+
+/*
+ * GET endpoint?query and every next page; each result goes to fn.
+ *
+ * A page whose answer is over FLEET_NETBOX_MAX_RESPONSE (a few devices with
+ * a huge custom field, or a NetBox that ignored fields=) is asked again from
+ * the same offset with half the limit, down to one object; the rest of the
+ * walk keeps the smaller limit, so pages of big objects are not asked twice
+ * each. One object over the cap on its own fails the walk.
+ */
 static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const char *query,
 				  each_fn fn, void *ctx, char *err, size_t errlen)
 {
 	char url[MAX_URL];
 	size_t seen = 0;
+	unsigned ceiling = 0; /* 0, or the limit every later page stays under */
 	if ((size_t)snprintf(url, sizeof(url), "%s%s?%s%slimit=%u", nb->base, endpoint, query,
 			     query[0] ? "&" : "", nb->page_size) >= sizeof(url)) {
 		snprintf(err, errlen, "request URL too long");
@@ -563,7 +629,37 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 	}
 	for (unsigned page = 0;; page++) {
 		json_t *j;
-		enum fleet_inv_result r = request_json(nb, "GET", url, NULL, false, &j, NULL, err, errlen);
+		bool over;
+		enum fleet_inv_result r =
+			request_json(nb, "GET", url, NULL, false, &j, &over, err, errlen);
+		if (r == FLEET_INV_INVALID && over) {
+			unsigned limit = query_limit(url);
+			char offset[24] = "0";
+			if (limit == 0)
+				limit = nb->page_size;
+			if (page + 1 >= FLEET_NETBOX_MAX_PAGES) {
+				snprintf(err, errlen, "NetBox's listing of %s does not end", endpoint);
+				return FLEET_INV_INVALID;
+			}
+			if (limit <= 1) {
+				query_param(url, "offset", offset, sizeof(offset));
+				if (strspn(offset, "0123456789") != strlen(offset))
+					snprintf(offset, sizeof(offset), "?");
+				snprintf(err, errlen, "NetBox's answer with a single object of %s (at "
+					 "offset %s) is over %u bytes: that object cannot be read",
+					 endpoint, offset, FLEET_NETBOX_MAX_RESPONSE);
+				return FLEET_INV_INVALID;
+			}
+			ceiling = limit / 2;
+			if (!set_limit(url, sizeof(url), ceiling)) {
+				snprintf(err, errlen, "request URL too long");
+				return FLEET_INV_INVALID;
+			}
+			pthread_mutex_lock(&nb->lock);
+			nb->stats.smaller_pages++;
+			pthread_mutex_unlock(&nb->lock);
+			continue;
+		}
 		if (r != FLEET_INV_OK)
 			return r;
 		const json_t *results = json_object_get(j, "results");
@@ -602,6 +698,12 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 		json_decref(j);
 		if (r != FLEET_INV_OK)
 			return r;
+		/* NetBox's link carries the limit it used; never above the ceiling */
+		if (ceiling && (query_limit(url) == 0 || query_limit(url) > ceiling) &&
+		    !set_limit(url, sizeof(url), ceiling)) {
+			snprintf(err, errlen, "request URL too long");
+			return FLEET_INV_INVALID;
+		}
 	}
 }
 

@@ -38,7 +38,8 @@ struct fleet_netbox_config {
 	unsigned page_size;
 };
 
-/* Caps that hold for every call. */
+/* Caps that hold for every call. A listing page over the response cap is
+ * asked again with half the limit (down to one object) instead. */
 #define FLEET_NETBOX_MAX_RESPONSE (8u << 20) /* bytes per HTTP response */
 #define FLEET_NETBOX_MAX_PAGES 10000u        /* pages per listing */
 #define FLEET_NETBOX_MAX_OBJECTS 100000u     /* objects per listing */
@@ -61,6 +62,8 @@ struct fleet_netbox_stats {
 	unsigned long long connections; /* connections opened (each a TLS handshake) */
 	unsigned long long bytes;       /* response body bytes kept */
 	unsigned long long retries;     /* requests asked again after a Retry-After */
+	unsigned long long smaller_pages; /* pages asked again with half the limit,
+					     their answer being over the cap */
 };
 
 /* *out = the stats of inv, which fleet_netbox_open returned; all zero for

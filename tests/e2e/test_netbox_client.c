@@ -78,7 +78,7 @@ static void write_seed(const char *path)
 		" \"custom_fields\": [\"class\", \"install_disk\", \"install_disk_serial\", \"bmc_type\",\n"
 		"   \"tpm_version\", \"amt\", \"secure_boot_expected\", \"expected_port\",\n"
 		"   \"approved_ek_hash\", \"approved_ek_hash_ecc\", \"ek_hash\", \"ek_hash_ecc\",\n"
-		"   \"desired_action\"],\n"
+		"   \"desired_action\", \"notes\"],\n"
 		" \"devices\": [\n"
 		"  {\"id\": 1, \"name\": \"w1\", \"serial\": \"SN-Alpha-01\", \"status\": \"planned\",\n"
 		"   \"primary_ip4\": \"10.0.0.5/24\", \"created_by\": \"terraform\",\n"
@@ -625,6 +625,83 @@ static void test_a_listing_reuses_one_connection(void **st)
 	assert_int_equal(stats.requests, 0);
 }
 
+/* Give device id a "notes" custom field of n bytes (0: clear it). */
+static void set_notes(long id, size_t n)
+{
+	json_t *cf = json_object();
+	if (n) {
+		char *v = malloc(n + 1);
+		assert_non_null(v);
+		memset(v, 'n', n);
+		v[n] = '\0';
+		json_object_set_new(cf, "notes", json_string(v));
+		free(v);
+	} else {
+		json_object_set_new(cf, "notes", json_null());
+	}
+	json_t *req = json_pack("{s:I, s:s, s:o}", "device", (json_int_t)id, "user", "admin",
+				"custom_fields", cf);
+	char *text = json_dumps(req, JSON_COMPACT);
+	json_decref(req);
+	nbf_ctl("/_fake/change", text);
+	free(text);
+}
+
+/* A page over the response cap is asked again with half the limit from the
+ * same offset; one object over the cap alone still fails, and says so. */
+static void test_a_page_over_the_cap_is_asked_in_halves(void **st)
+{
+	struct fleet_inventory *inv = open_with(E.base, V1, E.ca, 20000);
+	struct fleet_inv_device *v = NULL;
+	struct fleet_inv_malformed *bad = NULL;
+	struct fleet_netbox_stats s0, s1;
+	size_t n = 0, n_bad = 0;
+	char err[256] = "";
+	/* w2 and w3 share the second page (by name: w1, w10, w2, w3, ...):
+	 * 2 x 5 MiB is over 8 MiB, each alone is not */
+	set_notes(2, 5u << 20);
+	set_notes(3, 5u << 20);
+	fleet_netbox_stats(inv, &s0);
+	size_t before = nbf_log_len();
+	enum fleet_inv_result r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	if (r != FLEET_INV_OK)
+		fail_msg("listing with big devices: %s", err);
+	assert_int_equal(n + n_bad, 10);
+	bool seen2 = false, seen3 = false;
+	for (size_t i = 0; i < n; i++) {
+		seen2 = seen2 || v[i].id == 2;
+		seen3 = seen3 || v[i].id == 3;
+	}
+	assert_true(seen2 && seen3);
+	free(v);
+	free(bad);
+	fleet_netbox_stats(inv, &s1);
+	assert_int_equal(s1.smaller_pages - s0.smaller_pages, 1);
+	/* the page was asked again from the same offset with limit=1 */
+	json_t *s = nbf_state();
+	json_t *second = json_array_get(json_object_get(s, "log"), before + 1);
+	json_t *third = json_array_get(json_object_get(s, "log"), before + 2);
+	const char *q2 = json_string_value(json_object_get(second, "query"));
+	const char *q3 = json_string_value(json_object_get(third, "query"));
+	print_message("over the cap: %s, then: %s\n", q2, q3);
+	assert_non_null(strstr(q2, "offset=2"));
+	assert_non_null(strstr(q3, "offset=2"));
+	assert_non_null(strstr(q3, "limit=1"));
+	assert_null(strstr(q3, "limit=2"));
+	json_decref(s);
+	/* one device over the cap alone */
+	set_notes(3, 0);
+	set_notes(2, 9u << 20);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
+			 FLEET_INV_INVALID);
+	print_message("refused: %s\n", err);
+	assert_null(v);
+	assert_non_null(strstr(err, "single object of /api/dcim/devices/ (at offset 2) is over "
+				    "8388608 bytes"));
+	set_notes(2, 0);
+	inv->ops->close(inv);
+}
+
 static void test_bad_tokens_are_unavailable(void **st)
 {
 	struct fleet_inv_device d;
@@ -1078,6 +1155,7 @@ int main(void)
 		cmocka_unit_test(test_list_follows_pagination),
 		cmocka_unit_test(test_next_links_behind_a_prefix_stripping_proxy),
 		cmocka_unit_test(test_a_listing_reuses_one_connection),
+		cmocka_unit_test(test_a_page_over_the_cap_is_asked_in_halves),
 		cmocka_unit_test(test_bad_tokens_are_unavailable),
 		cmocka_unit_test(test_permission_refusals_name_the_permission),
 		cmocka_unit_test(test_server_errors_are_unavailable),
