@@ -422,7 +422,10 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 		*over = r.over;
 	if (res != FLEET_INV_OK)
 		goto done;
-	nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
+	/* an error body is read for its message; a 200's is parsed once, below */
+	detail[0] = '\0';
+	if (r.status != 200)
+		nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
 	const char *sep = detail[0] ? ": " : "";
 	if (r.status == 200) {
 		json_error_t je;
@@ -645,9 +648,15 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 				query_param(url, "offset", offset, sizeof(offset));
 				if (strspn(offset, "0123456789") != strlen(offset))
 					snprintf(offset, sizeof(offset), "?");
+				pthread_mutex_lock(&nb->lock);
+				bool whole = nb->stats.fields_ignored > 0;
+				pthread_mutex_unlock(&nb->lock);
 				snprintf(err, errlen, "NetBox's answer with a single object of %s (at "
-					 "offset %s) is over %u bytes: that object cannot be read",
-					 endpoint, offset, FLEET_NETBOX_MAX_RESPONSE);
+					 "offset %s) is over %u bytes: that object cannot be read%s",
+					 endpoint, offset, FLEET_NETBOX_MAX_RESPONSE,
+					 whole ? " (and NetBox ignores fields=: it sends whole "
+						 "objects)"
+					       : "");
 				return FLEET_INV_INVALID;
 			}
 			ceiling = limit / 2;
@@ -707,6 +716,62 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 	}
 }
 
+/*
+ * The device fields fleetd reads (netbox_json.c), asked for with NetBox's
+ * dynamic fields (4.0 and later: ?fields=a,b renders only those top-level
+ * fields; about a quarter of a whole device's bytes). exclude=config_context
+ * is still sent: without it NetBox computes each device's config context
+ * even when it is not rendered, and a NetBox that ignores fields= still
+ * leaves it out. fields= is never sent with a PATCH: NetBox would build the
+ * writing serializer from those fields too.
+ */
+#define DEVICE_QUERY "exclude=config_context&fields=id,name,serial,status,primary_ip4,custom_fields"
+static const char *const device_fields[] = {"id",     "name",        "serial",
+					    "status", "primary_ip4", "custom_fields"};
+
+/*
+ * An answer to a fields= request, checked against what was asked. A field
+ * asked for and missing is missing, not unset: that NetBox honoured fields=
+ * but lacks the field (*missing names it). Fields beyond those asked mean
+ * NetBox ignored fields= (an older NetBox, or a proxy that dropped the
+ * parameter): the answer is still whole, only larger, and it is counted.
+ */
+static void check_fields(struct netbox *nb, const json_t *o, const char **missing)
+{
+	size_t n = sizeof(device_fields) / sizeof(device_fields[0]), present = 0;
+	*missing = NULL;
+	if (!json_is_object(o))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (json_object_get(o, device_fields[i]))
+			present++;
+		else if (!*missing)
+			*missing = device_fields[i];
+	}
+	if (json_object_size(o) > present) {
+		pthread_mutex_lock(&nb->lock);
+		nb->stats.fields_ignored++;
+		pthread_mutex_unlock(&nb->lock);
+	}
+}
+
+/* A device answer (GET, or a listing's result) that passed nb_parse_device:
+ * INVALID when a field asked for is missing. */
+static enum fleet_inv_result device_complete(struct netbox *nb, const json_t *o,
+					     const struct fleet_inv_device *d, char *reason,
+					     size_t reasonlen, char *err, size_t errlen)
+{
+	const char *missing;
+	check_fields(nb, o, &missing);
+	if (!missing)
+		return FLEET_INV_OK;
+	snprintf(err, errlen, "device %ld: NetBox left out %s, which fleetd asked for", d->id,
+		 missing);
+	if (reason && reasonlen)
+		snprintf(reason, reasonlen, "%s:missing", missing);
+	return FLEET_INV_INVALID;
+}
+
 /* ASCII case-insensitive equality: what NetBox's iexact means for serials. */
 static bool same_serial(const char *a, const char *b)
 {
@@ -723,6 +788,7 @@ static bool same_serial(const char *a, const char *b)
 }
 
 struct find_ctx {
+	struct netbox *nb;
 	const char *serial;
 	struct fleet_inv_device *out;
 	size_t n;
@@ -734,6 +800,8 @@ static enum fleet_inv_result find_each(const json_t *item, void *ctx, char *err,
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
 	enum fleet_inv_result r = nb_parse_device(item, &d, NULL, 0, err, errlen);
+	if (r == FLEET_INV_OK)
+		r = device_complete(f->nb, item, &d, NULL, 0, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (!same_serial(d.serial, f->serial)) {
@@ -755,8 +823,8 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 					       size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
-	char q[3 * FLEET_INV_STR + 64], esc[3 * FLEET_INV_STR];
-	struct find_ctx f = {.serial = serial, .out = out};
+	char q[3 * FLEET_INV_STR + sizeof(DEVICE_QUERY) + 16], esc[3 * FLEET_INV_STR];
+	struct find_ctx f = {.nb = nb, .serial = serial, .out = out};
 	memset(out, 0, sizeof(*out));
 	/* An empty serial filter is no filter at all: NetBox would list every
 	 * device. A serial too long for the inventory matches none. */
@@ -768,7 +836,7 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 		snprintf(err, errlen, "serial too long to look up");
 		return FLEET_INV_NOT_FOUND;
 	}
-	snprintf(q, sizeof(q), "serial=%s&exclude=config_context", esc);
+	snprintf(q, sizeof(q), "serial=%s&" DEVICE_QUERY, esc);
 	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", q, find_each, &f, err, errlen);
 	if (r != FLEET_INV_OK) {
 		memset(out, 0, sizeof(*out));
@@ -788,10 +856,12 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 }
 
 /* Parse a single-device answer and check it is the device asked for. */
-static enum fleet_inv_result device_answer(json_t *j, long id, struct fleet_inv_device *out,
-					   char *err, size_t errlen)
+static enum fleet_inv_result device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
+					   struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	enum fleet_inv_result r = nb_parse_device(j, out, NULL, 0, err, errlen);
+	if (r == FLEET_INV_OK && asked_fields)
+		r = device_complete(nb, j, out, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK && out->id != id) {
 		snprintf(err, errlen, "NetBox answered for device %ld with device %ld", id, out->id);
 		r = FLEET_INV_INVALID;
@@ -812,12 +882,11 @@ static enum fleet_inv_result nb_get(struct fleet_inventory *inv, long id,
 		snprintf(err, errlen, "device id %ld cannot exist", id);
 		return FLEET_INV_NOT_FOUND;
 	}
-	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?exclude=config_context", nb->base,
-		 id);
+	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?" DEVICE_QUERY, nb->base, id);
 	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(j, id, out, err, errlen);
+	r = device_answer(nb, j, id, true, out, err, errlen);
 	json_decref(j);
 	return r;
 }
@@ -889,7 +958,7 @@ static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(j, id, after, err, errlen);
+	r = device_answer(nb, j, id, false, after, err, errlen);
 	json_decref(j);
 	return r;
 }
@@ -970,6 +1039,7 @@ static enum fleet_inv_result nb_set_status(struct fleet_inventory *inv, long id,
 }
 
 struct list_ctx {
+	struct netbox *nb;
 	struct fleet_inv_device *v;
 	size_t n, cap;
 	struct fleet_inv_malformed *bad;
@@ -1035,6 +1105,9 @@ static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err,
 	memset(m, 0, sizeof(*m));
 	enum fleet_inv_result r =
 		nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), perr, sizeof(perr));
+	if (r == FLEET_INV_OK)
+		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), perr,
+				    sizeof(perr));
 	if (r == FLEET_INV_OK) {
 		const char *fault = name_fault(l->v[l->n].name);
 		if (!fault) {
@@ -1058,12 +1131,12 @@ static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_i
 				     char *err, size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
-	struct list_ctx l = {0};
+	struct list_ctx l = {.nb = nb};
 	*out = NULL;
 	*n = 0;
 	*bad = NULL;
 	*n_bad = 0;
-	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", "exclude=config_context",
+	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
 				       list_each, &l, err, errlen);
 	if (r != FLEET_INV_OK) {
 		free(l.v);

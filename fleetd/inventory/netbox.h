@@ -7,6 +7,10 @@
  * ek_hash_ecc, and the device status. docs/netbox.md says which fields are
  * read, how they are checked and what each failure means.
  *
+ * Device reads ask only for the fields fleetd reads (fields=, NetBox 4.0 and
+ * later); a NetBox that ignores it still works (the answers are larger, and
+ * counted in the stats), and a device lacking a field asked for is INVALID.
+ *
  * Every request verifies NetBox's certificate and host name, refuses any
  * scheme but https, follows no redirect, is bounded in time and in size, and
  * every value NetBox returns is checked before it reaches a caller: a wrong
@@ -64,6 +68,8 @@ struct fleet_netbox_stats {
 	unsigned long long retries;     /* requests asked again after a Retry-After */
 	unsigned long long smaller_pages; /* pages asked again with half the limit,
 					     their answer being over the cap */
+	unsigned long long fields_ignored; /* device objects answered with fields
+					      not asked for: NetBox ignored fields= */
 };
 
 /* *out = the stats of inv, which fleet_netbox_open returned; all zero for

@@ -4,7 +4,9 @@ What it reproduces, and only that (everything fleetd's NetBox client uses):
 
   GET   /api/dcim/devices/            filters: serial (iexact, repeatable, an
                                       empty value filters nothing), id;
-                                      exclude=config_context; limit/offset
+                                      exclude=config_context; fields=, omit=,
+                                      brief (4.0 dynamic fields, on every
+                                      device answer); limit/offset
   GET   /api/dcim/devices/<id>/
   PATCH /api/dcim/devices/<id>/       status, custom_fields (merged into the
                                       stored ones; unknown names and values
@@ -59,9 +61,15 @@ Test control, no auth, under /_fake/ (never part of NetBox):
                        the prefix are served without it, and every link
                        (next, url) is built without it, as NetBox builds
                        them from the request it saw; "" turns it off
+  POST /_fake/ignore_fields {"on": true}  answer devices whole whatever
+                                          fields=/omit=/brief ask (as a
+                                          NetBox before 4.0 does)
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
+  POST /_fake/purge_changes {"device": id}   NetBox's housekeeping purging
+                       the device's change records (CHANGELOG_RETENTION)
+  GET  /_fake/log      {"log", "connections"} of /_fake/state alone
   GET  /_fake/state    devices, object changes, the request log (method,
                        path, query, proxied, conn: the number of the TCP
                        connection it came on, auth scheme, user, body) -
@@ -122,6 +130,7 @@ class State:
         self.ignore_ordering = False
         self.strip_prefix = ""  # behind a prefix-stripping reverse proxy
         self.connections = 0    # TCP connections accepted
+        self.ignore_fields = False
         self.last_time = datetime.datetime.now(datetime.timezone.utc)
         for d in seed["devices"]:
             dev = {
@@ -207,38 +216,73 @@ class State:
             self.record(dev["id"], "update", pre, post, user, at)
         return None
 
+    # dcim/api/serializers_/devices.py DeviceSerializer (Meta.fields, in
+    # order; nested objects in their brief form, counts as annotated),
+    # DeviceWithConfigContextSerializer unless exclude=config_context.
     def device_json(self, dev, base, exclude):
+        ip = dev["primary_ip4"]
+        ip4 = None if ip is None else {
+            "id": ip, "url": f"{base}/api/ipam/ip-addresses/{ip}/",
+            "display": self.ips[ip], "family": {"value": 4, "label": "IPv4"},
+            "address": self.ips[ip], "description": "", "dns_name": "",
+            "nat_inside": None, "nat_outside": []}
         o = {
             "id": dev["id"], "url": f"{base}/api/dcim/devices/{dev['id']}/",
             "display_url": f"{base}/dcim/devices/{dev['id']}/",
             "display": dev["name"] or f"Device {dev['id']}", "name": dev["name"],
             "device_type": {"id": 1, "url": f"{base}/api/dcim/device-types/1/",
-                            "display": "Generic", "manufacturer": {"id": 1, "name": "Generic",
-                                                                   "slug": "generic"},
-                            "model": "Generic", "slug": "generic", "description": ""},
+                            "display": "Generic",
+                            "manufacturer": {"id": 1,
+                                             "url": f"{base}/api/dcim/manufacturers/1/",
+                                             "display": "Generic", "name": "Generic",
+                                             "slug": "generic", "description": ""},
+                            "model": "Generic", "slug": "generic", "description": "",
+                            "device_count": len(self.devices)},
             "role": {"id": 1, "url": f"{base}/api/dcim/device-roles/1/", "display": "Worker",
-                     "name": "Worker", "slug": "worker", "description": ""},
+                     "name": "Worker", "slug": "worker", "description": "",
+                     "device_count": len(self.devices), "virtualmachine_count": 0,
+                     "_depth": 0},
             "tenant": None, "platform": None, "serial": dev["serial"], "asset_tag": None,
             "site": {"id": 1, "url": f"{base}/api/dcim/sites/1/", "display": "Folly",
-                     "name": "Folly", "slug": "folly", "description": ""},
+                     "name": "Folly", "description": "", "slug": "folly"},
             "location": None, "rack": None, "position": None, "face": None,
+            "latitude": None, "longitude": None, "parent_device": None,
             "status": {"value": dev["status"],
                        "label": STATUS_CHOICES.get(dev["status"], dev["status"])},
-            "airflow": None, "primary_ip": None, "primary_ip4": None, "primary_ip6": None,
+            "airflow": None, "primary_ip": ip4, "primary_ip4": ip4, "primary_ip6": None,
             "oob_ip": None, "cluster": None, "virtual_chassis": None, "vc_position": None,
-            "vc_priority": None, "description": "", "comments": "",
+            "vc_priority": None, "description": "", "owner": None, "comments": "",
             "config_template": None, "local_context_data": None, "tags": [],
             "custom_fields": {n: dev["custom_field_data"].get(n) for n in self.cf_names},
             "created": "2026-01-01T00:00:00Z", "last_updated": "2026-01-01T00:00:00Z",
+            "console_port_count": 0, "console_server_port_count": 0, "power_port_count": 2,
+            "power_outlet_count": 0, "interface_count": 4, "front_port_count": 0,
+            "rear_port_count": 0, "device_bay_count": 0, "module_bay_count": 0,
+            "inventory_item_count": 0,
         }
-        ip = dev["primary_ip4"]
-        if ip is not None:
-            o["primary_ip4"] = o["primary_ip"] = {
-                "id": ip, "url": f"{base}/api/ipam/ip-addresses/{ip}/",
-                "display": self.ips[ip], "family": {"value": 4, "label": "IPv4"},
-                "address": self.ips[ip], "description": ""}
         if "config_context" not in exclude:
             o["config_context"] = {}
+        return o
+
+    def select_fields(self, o, q):
+        """netbox/api/viewsets BaseViewSet.field_kwargs and BaseModelSerializer.fields
+        (4.0 and later): ?fields=a,b keeps only those top-level fields (a name
+        that is no field is ignored), else ?omit=a,b drops those, else ?brief
+        (any value) keeps Meta.brief_fields. Each parameter as QueryDict.get
+        reads it: the last value."""
+        if self.ignore_fields:
+            return o  # as a NetBox before 4.0, or a proxy dropping the parameter
+        fields = (q.get("fields") or [""])[-1]
+        omit = (q.get("omit") or [""])[-1]
+        if fields:
+            keep = set(fields.split(","))
+            return {k: v for k, v in o.items() if k in keep}
+        if omit:
+            drop = set(omit.split(","))
+            return {k: v for k, v in o.items() if k not in drop}
+        if (q.get("brief") or [""])[-1]:
+            return {k: v for k, v in o.items()
+                    if k in ("id", "url", "display", "name", "description")}
         return o
 
     def change_json(self, c, base):
@@ -261,8 +305,9 @@ class State:
         }
 
 
-def paginate(state, items, base, path, query):
-    """OptionalLimitOffsetPagination + DRF's replace_query_param."""
+def paginate(state, items, base, path, query, render=lambda x: x):
+    """OptionalLimitOffsetPagination + DRF's replace_query_param; only the
+    page's items are rendered (a 10,000-device seed stays quick)."""
     try:
         limit = int(query["limit"][-1]) if "limit" in query else state.paginate_count
         if limit < 0:
@@ -274,7 +319,7 @@ def paginate(state, items, base, path, query):
         offset = max(0, int(query.get("offset", ["0"])[-1]))
     except ValueError:
         offset = 0
-    page = items[offset:offset + limit]
+    page = [render(x) for x in items[offset:offset + limit]]
 
     def link(off):
         q = {k: v for k, v in query.items()}
@@ -283,7 +328,9 @@ def paginate(state, items, base, path, query):
             q.pop("offset", None)
         else:
             q["offset"] = [str(off)]
-        return f"{base}{path}?{urlencode(q, doseq=True)}"
+        # rest_framework/utils/urls.py replace_query_param: parse_qs, then
+        # urlencode(sorted(...)), so "," comes back as %2C
+        return f"{base}{path}?{urlencode(sorted(q.items()), doseq=True)}"
 
     nxt = link(offset + limit) if offset + limit < len(items) else None
     prev = link(offset - limit) if offset > 0 else None
@@ -302,6 +349,10 @@ class Handler(BaseHTTPRequestHandler):
         with self.server.state.lock:
             self.server.state.connections += 1
             self.conn_id = self.server.state.connections
+        # nginx's tcp_nodelay (on by default for keep-alive connections): the
+        # headers and the body go out as they are written, not after the
+        # client's delayed ACK
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
         super().setup()
 
@@ -320,7 +371,10 @@ class Handler(BaseHTTPRequestHandler):
 
     def send(self, status, obj=None, raw=None, ctype="application/json", location=None,
              extra=None):
-        body = raw.encode() if raw is not None else json.dumps(obj).encode()
+        # rest_framework/renderers.py JSONRenderer: compact separators,
+        # ensure_ascii off (UNICODE_JSON), UTF-8
+        body = raw.encode() if raw is not None else json.dumps(
+            obj, separators=(",", ":"), ensure_ascii=False).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
@@ -448,8 +502,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(400, {"id": ["Enter a number."]})
             devs = [d for d in devs if d["id"] in want]
         exclude = q.get("exclude", [])
-        items = [st.device_json(d, base, exclude) for d in devs]
-        self.send(200, paginate(st, items, base, path, q))
+        self.send(200, paginate(st, devs, base, path, q,
+                                lambda d: st.select_fields(st.device_json(d, base, exclude), q)))
 
     def one_device(self, method, ident, base, q, user, write, body):
         st = self.state
@@ -466,7 +520,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(400, err)
         elif method != "GET":
             return self.send(405, {"detail": f"Method \"{method}\" not allowed."})
-        self.send(200, st.device_json(dev, base, q.get("exclude", [])))
+        self.send(200, st.select_fields(st.device_json(dev, base, q.get("exclude", [])), q))
 
     def list_changes(self, base, path, q):
         st = self.state
@@ -489,14 +543,21 @@ class Handler(BaseHTTPRequestHandler):
         # netbox/api/filter_backends.py OrderingFilter: the term, then pk
         ch.sort(key=lambda c: c["id"])
         ch.sort(key=lambda c: c[order.lstrip("-")], reverse=order.startswith("-"))
-        items = [st.change_json(c, base) for c in ch]
-        self.send(200, paginate(st, items, base, path, q))
+        self.send(200, paginate(st, ch, base, path, q, lambda c: st.change_json(c, base)))
 
     def control(self, method, path):
         st = self.state
         body, _ = self.body_json() if method == "POST" else (None, b"")
         body = body if isinstance(body, dict) else {}
         with st.lock:
+            if path == "/_fake/log" and method == "GET":
+                return self.send(200, {"log": st.log, "connections": st.connections})
+            if path == "/_fake/purge_changes":
+                # NetBox's housekeeping deleting change records older than
+                # CHANGELOG_RETENTION: here, all of one device's
+                dev_id = int(body["device"])
+                st.changes = [c for c in st.changes if c["changed_object_id"] != dev_id]
+                return self.send(200, {"ok": True})
             if path == "/_fake/state" and method == "GET":
                 return self.send(200, {
                     "devices": [{**{k: v for k, v in d.items() if k != "custom_field_data"},
@@ -528,6 +589,8 @@ class Handler(BaseHTTPRequestHandler):
                         st.cf_regex.pop(name, None)
             elif path == "/_fake/proxy":
                 st.strip_prefix = body.get("strip_prefix", "")
+            elif path == "/_fake/ignore_fields":
+                st.ignore_fields = bool(body.get("on", True))
             elif path == "/_fake/ignore_ordering":
                 st.ignore_ordering = bool(body.get("on", True))
             elif path == "/_fake/change":
