@@ -26,6 +26,8 @@ struct fleet_pass {
 	/* The malformed devices of the last listing, each journaled once. */
 	struct seen *seen;
 	size_t n_seen;
+	/* The inventory's active devices fleetd never admitted, likewise. */
+	struct fleet_spire_not_admitted_log *not_admitted;
 };
 
 fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass **out)
@@ -74,6 +76,11 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 			return e;
 		}
 	}
+	fleet_err ne = fleet_spire_not_admitted_log_new(deps->metrics, &p->not_admitted);
+	if (ne != FLEET_OK) {
+		free(p);
+		return ne;
+	}
 	*out = p;
 	return FLEET_OK;
 }
@@ -83,6 +90,7 @@ void fleet_pass_free(struct fleet_pass *p)
 	if (!p)
 		return;
 	free(p->seen);
+	fleet_spire_not_admitted_log_free(p->not_admitted);
 	free(p);
 }
 
@@ -214,6 +222,7 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 		/* What the listing said holds whether or not the file can be
 		 * written now. */
 		journal_malformed(p, &doc);
+		fleet_spire_not_admitted_journal(p->not_admitted, &doc);
 		write_ek_hashes(p, &doc);
 		e = fleet_spire_nodes_write(c->state_dir, &doc, now, &changed, &serial, err,
 					    sizeof(err));
