@@ -7,9 +7,12 @@
  * ?changed_object_type=dcim.device&changed_object_id=N&ordering=-time, and
  * PATCH /api/dcim/devices/N/ with {"custom_fields": {"ek_hash", "ek_hash_ecc"}}
  * or {"status"}. NetBox merges a PATCHed custom_fields object into the stored
- * one, so the other custom fields stay as they are. Listings use limit/offset
- * and follow "next" to the end, re-based onto base_url so the token only ever
- * goes to the configured host.
+ * one, so the other custom fields stay as they are. Device GETs ask only for
+ * the fields read (fields=). Listings use limit/offset and follow "next" to
+ * the end, re-based onto base_url (origin and prefix) so the token only ever
+ * goes to the configured host; a page over the response cap is asked again
+ * in halves. Requests reuse pooled connections; a 429/503 with Retry-After
+ * is asked again within the request's time budget.
  *
  * Failure semantics: anything that is not an answer (transport error,
  * timeout, TLS failure, 401/403, 429, 5xx, redirect) is UNAVAILABLE; an
