@@ -134,13 +134,27 @@ static bool grow(void **v, size_t *cap, size_t n, size_t size)
 	return true;
 }
 
+/* Room for one more entry at the end of *v (n entries, *cap of room): its
+ * address, zeroed and counted in *n; NULL (with err set) when out of memory. */
+static void *append(struct build *b, void **v, size_t *cap, size_t *n, size_t size)
+{
+	if (!grow(v, cap, *n, size)) {
+		spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		return NULL;
+	}
+	void *x = (char *)*v + (*n)++ * size;
+	memset(x, 0, size);
+	return x;
+}
+
 static enum fleet_spire_err exclude(struct build *b, const char *name, const char *reason,
 				    const char *status)
 {
 	struct fleet_spire_doc *d = b->doc;
-	if (!grow((void **)&d->excluded, &b->cap_excluded, d->n_excluded, sizeof(*d->excluded)))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
-	struct fleet_spire_excluded *x = &d->excluded[d->n_excluded++];
+	struct fleet_spire_excluded *x = append(b, (void **)&d->excluded, &b->cap_excluded,
+						&d->n_excluded, sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
 	copy_printable(x->name, sizeof(x->name), name);
 	x->reason = reason;
 	copy_printable(x->status, sizeof(x->status), status);
@@ -150,10 +164,11 @@ static enum fleet_spire_err exclude(struct build *b, const char *name, const cha
 static enum fleet_spire_err not_admitted(struct build *b, const struct fleet_inv_device *d)
 {
 	struct fleet_spire_doc *doc = b->doc;
-	if (!grow((void **)&doc->not_admitted, &b->cap_not_admitted, doc->n_not_admitted,
-		  sizeof(*doc->not_admitted)))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
-	struct fleet_spire_not_admitted *x = &doc->not_admitted[doc->n_not_admitted++];
+	struct fleet_spire_not_admitted *x = append(b, (void **)&doc->not_admitted,
+						    &b->cap_not_admitted, &doc->n_not_admitted,
+						    sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
 	x->id = d->id;
 	copy_printable(x->name, sizeof(x->name), d->name);
 	return FLEET_SPIRE_OK;
@@ -377,10 +392,10 @@ static enum fleet_spire_err note_ek_stale(struct build *b, const struct fleet_in
 	if (strcmp(d->ek_hash, dev->ek_hash) == 0 && strcmp(d->ek_hash_ecc, dev->ek_hash_ecc) == 0)
 		return FLEET_SPIRE_OK;
 	struct fleet_spire_doc *doc = b->doc;
-	if (!grow((void **)&doc->ek_stale, &b->cap_ek_stale, doc->n_ek_stale,
-		  sizeof(*doc->ek_stale)))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
-	struct fleet_spire_ek_stale *x = &doc->ek_stale[doc->n_ek_stale++];
+	struct fleet_spire_ek_stale *x = append(b, (void **)&doc->ek_stale, &b->cap_ek_stale,
+						&doc->n_ek_stale, sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
 	x->inventory_id = d->id;
 	memcpy(x->name, dev->name, sizeof(x->name));
 	memcpy(x->ek_hash, dev->ek_hash, sizeof(x->ek_hash));
