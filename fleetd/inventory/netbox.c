@@ -7,9 +7,12 @@
  * ?changed_object_type=dcim.device&changed_object_id=N&ordering=-time, and
  * PATCH /api/dcim/devices/N/ with {"custom_fields": {"ek_hash", "ek_hash_ecc"}}
  * or {"status"}. NetBox merges a PATCHed custom_fields object into the stored
- * one, so the other custom fields stay as they are. Listings use limit/offset
- * and follow "next" to the end, re-based onto base_url so the token only ever
- * goes to the configured host.
+ * one, so the other custom fields stay as they are. Device GETs ask only for
+ * the fields read (fields=). Listings use limit/offset and follow "next" to
+ * the end, re-based onto base_url (origin and prefix) so the token only ever
+ * goes to the configured host; a page over the response cap is asked again
+ * in halves. Requests reuse pooled connections; a 429/503 with Retry-After
+ * is asked again within the request's time budget.
  *
  * Failure semantics: anything that is not an answer (transport error,
  * timeout, TLS failure, 401/403, 429, 5xx, redirect) is UNAVAILABLE; an
@@ -20,13 +23,17 @@
  */
 #include "fleetd/inventory/netbox.h"
 
+#include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include <curl/curl.h>
+#include <curl/header.h>
 #include <jansson.h>
 #include <openssl/crypto.h>
 
@@ -37,6 +44,10 @@
 #define DEFAULT_PAGE_SIZE 100u
 #define MAX_PAGE_SIZE 1000u
 #define MAX_URL 4096
+/* Idle easy handles kept, each with its live connection to NetBox: enough
+ * for the pass and a few concurrent admissions; more are made when needed
+ * and closed when returned to a full pool. */
+#define POOL_MAX 8
 
 struct netbox {
 	struct fleet_inventory inv; /* first: the ops table */
@@ -46,6 +57,19 @@ struct netbox {
 	char *ca_file;
 	long timeout_ms;
 	unsigned page_size;
+	/* TLS sessions and DNS answers, shared by every handle (libcurl
+	 * supports that across threads, with these locks). The connections are
+	 * not shared: libcurl does not support one connection cache used by
+	 * concurrent threads (CURLSHOPT_SHARE, CURL_LOCK_DATA_CONNECT), so each
+	 * easy handle keeps its own, and a caller borrows a whole handle. */
+	CURLSH *share;
+	pthread_mutex_t share_lock[CURL_LOCK_DATA_LAST];
+	bool share_locks_ready;
+	pthread_mutex_t lock; /* pool and stats */
+	bool lock_ready;
+	CURL *pool[POOL_MAX]; /* idle handles, the most recently used last */
+	size_t n_pool;
+	struct fleet_netbox_stats stats;
 };
 
 struct resp {
@@ -53,6 +77,8 @@ struct resp {
 	struct fleet_buf body;
 	bool over;
 	char ctype[96];
+	char retry_after[64]; /* a 429/503's Retry-After, printable ASCII; "" none */
+	bool retry_after_bad; /* it held something else, or was longer */
 };
 
 static size_t on_data(char *p, size_t sz, size_t n, void *ud)
@@ -74,22 +100,89 @@ static void free_headers(struct curl_slist *h)
 	curl_slist_free_all(h);
 }
 
+static void share_lock(CURL *h, curl_lock_data data, curl_lock_access access, void *ud)
+{
+	struct netbox *nb = ud;
+	(void)h;
+	(void)access;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_lock(&nb->share_lock[data]);
+}
+
+static void share_unlock(CURL *h, curl_lock_data data, void *ud)
+{
+	struct netbox *nb = ud;
+	(void)h;
+	if ((unsigned)data < CURL_LOCK_DATA_LAST)
+		pthread_mutex_unlock(&nb->share_lock[data]);
+}
+
+/* A handle for one exchange: the idle one used last (so a pass's pages, one
+ * after another on one thread, go over one connection), or a new one. */
+static CURL *borrow(struct netbox *nb)
+{
+	CURL *h = NULL;
+	pthread_mutex_lock(&nb->lock);
+	if (nb->n_pool)
+		h = nb->pool[--nb->n_pool];
+	pthread_mutex_unlock(&nb->lock);
+	return h ? h : curl_easy_init();
+}
+
+static void give_back(struct netbox *nb, CURL *h, const struct resp *r, long connects)
+{
+	/* Options point at the caller's stack (error buffer, headers with the
+	 * token, the body): none may outlive the exchange. A reset keeps the
+	 * live connection, which is what the pool is for. */
+	curl_easy_reset(h);
+	pthread_mutex_lock(&nb->lock);
+	nb->stats.requests++;
+	nb->stats.connections += connects > 0 ? (unsigned long long)connects : 0;
+	nb->stats.bytes += r->body.len;
+	if (h && nb->n_pool < POOL_MAX) {
+		nb->pool[nb->n_pool++] = h;
+		h = NULL;
+	}
+	pthread_mutex_unlock(&nb->lock);
+	curl_easy_cleanup(h);
+}
+
+/* The Retry-After header of the answer h holds (the last one, if NetBox or
+ * a proxy sent several), kept only when it is short printable ASCII. */
+static void read_retry_after(CURL *h, struct resp *r)
+{
+	struct curl_header *hh = NULL;
+	if (curl_easy_header(h, "Retry-After", 0, CURLH_HEADER, -1, &hh) != CURLHE_OK || !hh ||
+	    !hh->value)
+		return;
+	size_t n = strlen(hh->value);
+	r->retry_after_bad = n == 0 || n >= sizeof(r->retry_after);
+	for (size_t i = 0; i < n && !r->retry_after_bad; i++)
+		r->retry_after_bad = (unsigned char)hh->value[i] < 0x20 ||
+				     (unsigned char)hh->value[i] >= 0x7f;
+	if (!r->retry_after_bad)
+		memcpy(r->retry_after, hh->value, n + 1);
+}
+
 /*
- * One HTTP exchange. OK means NetBox answered (r->status holds the status,
- * r->body the body); UNAVAILABLE means it did not; INVALID means its answer
- * was over the size cap.
+ * One HTTP exchange, bounded by timeout_ms. OK means NetBox answered
+ * (r->status holds the status, r->body the body); UNAVAILABLE means it did
+ * not; INVALID means its answer was over the size cap (r->over).
  */
 static enum fleet_inv_result exchange(struct netbox *nb, const char *method, const char *url,
-				      const char *body, struct resp *r, char *err,
-				      size_t errlen)
+				      const char *body, long timeout_ms, struct resp *r,
+				      char *err, size_t errlen)
 {
 	char ebuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdr = NULL, *tmp;
-	CURL *h = curl_easy_init();
+	CURL *h = borrow(nb);
 	CURLcode rc = CURLE_OUT_OF_MEMORY;
+	long connects = 0;
 	r->status = 0;
 	r->over = false;
 	r->ctype[0] = '\0';
+	r->retry_after[0] = '\0';
+	r->retry_after_bad = false;
 	fb_reset(&r->body);
 	if (!h)
 		goto out;
@@ -100,7 +193,7 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 			goto out;
 		hdr = tmp;
 	}
-	long connect_ms = nb->timeout_ms < 5000 ? nb->timeout_ms : 5000;
+	long connect_ms = timeout_ms < 5000 ? timeout_ms : 5000;
 	if ((rc = curl_easy_setopt(h, CURLOPT_URL, url)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https")) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L)) ||
@@ -108,12 +201,15 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 	    (rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L)) ||
 	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAINFO, nb->ca_file) : CURLE_OK) ||
 	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAPATH, NULL) : CURLE_OK) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_SHARE, nb->share)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) ||
-	    (rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, nb->timeout_ms)) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_NOSIGNAL, 1L)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_USERAGENT, "fleetd")) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_HTTPHEADER, hdr)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_CUSTOMREQUEST, method)) ||
+	    (rc = curl_easy_setopt(h, CURLOPT_MAXFILESIZE_LARGE,
+				   (curl_off_t)FLEET_NETBOX_MAX_RESPONSE)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, on_data)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_WRITEDATA, r)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_ERRORBUFFER, ebuf)))
@@ -123,15 +219,22 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 					    (curl_off_t)strlen(body)))))
 		goto out;
 	rc = curl_easy_perform(h);
+	curl_easy_getinfo(h, CURLINFO_NUM_CONNECTS, &connects);
+	/* a Content-Length over the cap is refused before the body is read */
+	if (rc == CURLE_FILESIZE_EXCEEDED)
+		r->over = true;
 	if (rc == CURLE_OK) {
 		char *ct = NULL;
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &r->status);
 		if (curl_easy_getinfo(h, CURLINFO_CONTENT_TYPE, &ct) == CURLE_OK && ct)
 			snprintf(r->ctype, sizeof(r->ctype), "%s", ct);
+		if (r->status == 429 || r->status == 503)
+			read_retry_after(h, r);
 	}
 out:
 	free_headers(hdr);
-	curl_easy_cleanup(h);
+	if (h)
+		give_back(nb, h, r, connects);
 	if (r->over) {
 		snprintf(err, errlen, "NetBox's answer to %s is over %u bytes", method,
 			 FLEET_NETBOX_MAX_RESPONSE);
@@ -139,7 +242,7 @@ out:
 	}
 	if (rc == CURLE_OPERATION_TIMEDOUT) {
 		snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
-			 nb->timeout_ms);
+			 timeout_ms);
 		return FLEET_INV_UNAVAILABLE;
 	}
 	if (rc != CURLE_OK) {
@@ -150,23 +253,182 @@ out:
 	return FLEET_INV_OK;
 }
 
+/* NetBox's own words for a request it did not authenticate
+ * (netbox/api/authentication.py TokenAuthentication, DRF's NotAuthenticated):
+ * the token is wrong, missing, disabled, expired, bound to other source
+ * addresses, or its user is inactive. */
+static bool token_refusal(const char *detail)
+{
+	static const char *const prefix[] = {
+		"Invalid v1 token", "Invalid v2 token", "Invalid authorization header",
+		"Authentication credentials were not provided", "Token disabled", "Token expired",
+		"User inactive", "Source IP ", "Client IP address could not be determined",
+		"Invalid token",
+	};
+	for (size_t i = 0; i < sizeof(prefix) / sizeof(prefix[0]); i++)
+		if (strncmp(detail, prefix[i], strlen(prefix[i])) == 0)
+			return true;
+	return false;
+}
+
+/* DRF's PermissionDenied: a valid token whose user may not do this. */
+#define NB_NO_PERMISSION "You do not have permission to perform this action."
+
+/* The permission NetBox checks for method on url (TokenPermissions.perms_map:
+ * GET needs view_<model>, PATCH change_<model>). */
+static const char *permission_for(const char *method, const char *url)
+{
+	bool get = strcmp(method, "GET") == 0;
+	if (strstr(url, "/api/core/object-changes/"))
+		return get ? "core.view_objectchange" : "core.change_objectchange";
+	return get ? "dcim.view_device" : "dcim.change_device";
+}
+
 /*
- * An exchange whose answer must be a JSON object with HTTP 200. A 404 is
- * NOT_FOUND when not_found_ok (a device that does not exist), else NetBox is
- * not where base_url says it is.
+ * A 401/403 said as what it is: the token refused (fix the token), a valid
+ * token whose user lacks the permission (fix the user's permissions; NetBox
+ * gives the same sentence for a token that is not write-enabled), or a
+ * refusal NetBox did not word (a proxy or firewall in front of it).
+ */
+static void refused(const char *method, const char *url, long status, const char *detail,
+		    char *err, size_t errlen)
+{
+	if (strcmp(detail, NB_NO_PERMISSION) == 0) {
+		bool write = strcmp(method, "GET") != 0;
+		snprintf(err, errlen, "NetBox denied fleetd's %s: fleetd's NetBox user likely lacks "
+			 "the %s permission%s (HTTP %ld: %s)", method, permission_for(method, url),
+			 write ? ", or its token is not write-enabled" : "", status, detail);
+	} else if (token_refusal(detail)) {
+		snprintf(err, errlen, "NetBox refused fleetd's token (HTTP %ld: %s)", status,
+			 detail);
+	} else {
+		snprintf(err, errlen, "NetBox refused fleetd's %s (HTTP %ld: %s); neither a token "
+			 "nor a permission refusal in NetBox's words: a proxy in front of it?",
+			 method, status, detail[0] ? detail : "no NetBox error body");
+	}
+}
+
+static long long now_ms(void)
+{
+	struct timespec t;
+	clock_gettime(CLOCK_MONOTONIC, &t);
+	return (long long)t.tv_sec * 1000 + t.tv_nsec / 1000000;
+}
+
+static void sleep_ms(long long ms)
+{
+	struct timespec t = {.tv_sec = (time_t)(ms / 1000), .tv_nsec = (long)(ms % 1000) * 1000000};
+	while (nanosleep(&t, &t) != 0 && errno == EINTR)
+		;
+}
+
+/*
+ * Retry-After (RFC 9110, 10.2.3): delay-seconds (1*DIGIT) or an HTTP-date
+ * (IMF-fixdate, or the obsolete RFC 850 and asctime forms a recipient must
+ * accept: all three start with a day name). *ms = how long from now, 0 for a
+ * date already past. false: neither form.
+ */
+static bool parse_retry_after(const char *v, long long *ms)
+{
+	size_t n = strlen(v), i;
+	for (i = 0; i < n && v[i] >= '0' && v[i] <= '9'; i++)
+		;
+	if (n && i == n) {
+		*ms = n > 9 ? 999999999000LL : atoll(v) * 1000; /* beyond any cap either way */
+		return true;
+	}
+	static const char *const days[] = {"Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun"};
+	bool day = false;
+	for (i = 0; i < 7; i++)
+		day = day || strncmp(v, days[i], 3) == 0;
+	time_t t = day && n >= 24 ? curl_getdate(v, NULL) : -1;
+	if (t == (time_t)-1)
+		return false;
+	time_t now = time(NULL);
+	*ms = t > now ? (long long)(t - now) * 1000 : 0;
+	return true;
+}
+
+/*
+ * Whether to ask again after a 429 or 503 (NetBox, or the proxy in front of
+ * it, saying "not now"): only when it said when (Retry-After), only within
+ * RETRY_WAIT_CAP_MS and before the request's deadline, and at most RETRY_MAX
+ * times. Asking again is safe for every request fleetd makes: GETs, and
+ * PATCHes that set fields to given values (the same PATCH twice changes
+ * nothing more). Otherwise note says why not, for the error.
+ */
+#define RETRY_MAX 2
+#define RETRY_WAIT_CAP_MS 5000
+static bool retry_after(const struct resp *r, int retries, long long deadline,
+			long long *wait_ms, char *note, size_t notelen)
+{
+	note[0] = '\0';
+	if ((r->status != 429 && r->status != 503) || (!r->retry_after[0] && !r->retry_after_bad))
+		return false;
+	if (r->retry_after_bad || !parse_retry_after(r->retry_after, wait_ms)) {
+		snprintf(note, notelen, ", Retry-After \"%s\" is neither seconds nor an HTTP-date",
+			 r->retry_after_bad ? "(unreadable)" : r->retry_after);
+		return false;
+	}
+	if (*wait_ms > RETRY_WAIT_CAP_MS)
+		snprintf(note, notelen, ", Retry-After: %s, over the %d s fleetd waits",
+			 r->retry_after, RETRY_WAIT_CAP_MS / 1000);
+	else if (now_ms() + *wait_ms >= deadline)
+		snprintf(note, notelen, ", Retry-After: %s, past this request's time budget",
+			 r->retry_after);
+	else if (retries >= RETRY_MAX)
+		snprintf(note, notelen, ", Retry-After: %s, still so after %d retries",
+			 r->retry_after, RETRY_MAX);
+	else
+		return true;
+	return false;
+}
+
+/*
+ * An exchange whose answer must be a JSON object with HTTP 200, within
+ * timeout_ms all told (waits after a Retry-After and retries included). A
+ * 404 is NOT_FOUND when not_found_ok (a device that does not exist), else
+ * NetBox is not where base_url says it is. *over (may be NULL): the answer
+ * was over FLEET_NETBOX_MAX_RESPONSE.
  */
 static enum fleet_inv_result request_json(struct netbox *nb, const char *method, const char *url,
 					  const char *body, bool not_found_ok, json_t **out,
-					  char *err, size_t errlen)
+					  bool *over, char *err, size_t errlen)
 {
 	struct resp r = {0};
-	char detail[160];
+	char detail[400], note[160] = "";
+	long long deadline = now_ms() + nb->timeout_ms, wait_ms = 0;
+	enum fleet_inv_result res;
 	*out = NULL;
+	if (over)
+		*over = false;
 	fb_init(&r.body);
-	enum fleet_inv_result res = exchange(nb, method, url, body, &r, err, errlen);
+	for (int retries = 0;; retries++) {
+		long long left = deadline - now_ms();
+		if (left <= 0) {
+			snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
+				 nb->timeout_ms);
+			res = FLEET_INV_UNAVAILABLE;
+			goto done;
+		}
+		res = exchange(nb, method, url, body, retries ? (long)left : nb->timeout_ms, &r, err,
+			       errlen);
+		if (res != FLEET_INV_OK || !retry_after(&r, retries, deadline, &wait_ms, note,
+							 sizeof(note)))
+			break;
+		sleep_ms(wait_ms);
+		pthread_mutex_lock(&nb->lock);
+		nb->stats.retries++;
+		pthread_mutex_unlock(&nb->lock);
+	}
+	if (over)
+		*over = r.over;
 	if (res != FLEET_INV_OK)
 		goto done;
-	nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
+	/* an error body is read for its message; a 200's is parsed once, below */
+	detail[0] = '\0';
+	if (r.status != 200)
+		nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
 	const char *sep = detail[0] ? ": " : "";
 	if (r.status == 200) {
 		json_error_t je;
@@ -191,11 +453,17 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 			res = FLEET_INV_INVALID;
 		}
 	} else if (r.status == 404 && not_found_ok) {
-		snprintf(err, errlen, "NetBox has no such device (HTTP 404%s%s)", sep, detail);
+		/* NetBox restricts the queryset by the user's permission before it
+		 * looks the device up: a device outside the constraints of
+		 * fleetd's permission is a 404 too. */
+		snprintf(err, errlen, "NetBox has no such device (HTTP 404%s%s)%s", sep, detail,
+			 strcmp(method, "PATCH") == 0
+				 ? ", or the constraints of fleetd's dcim.change_device permission "
+				   "exclude it"
+				 : "");
 		res = FLEET_INV_NOT_FOUND;
 	} else if (r.status == 401 || r.status == 403) {
-		snprintf(err, errlen, "NetBox refused fleetd's token (HTTP %ld%s%s)", r.status, sep,
-			 detail);
+		refused(method, url, r.status, detail, err, errlen);
 		res = FLEET_INV_UNAVAILABLE;
 	} else if (r.status == 400) {
 		snprintf(err, errlen, "NetBox rejected the %s (HTTP 400%s%s)", method, sep, detail);
@@ -206,8 +474,8 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 			 r.status);
 		res = FLEET_INV_UNAVAILABLE;
 	} else {
-		snprintf(err, errlen, "NetBox failed the %s (HTTP %ld%s%s)", method, r.status, sep,
-			 detail);
+		snprintf(err, errlen, "NetBox failed the %s (HTTP %ld%s%s%s)", method, r.status, note,
+			 sep, detail);
 		res = FLEET_INV_UNAVAILABLE;
 	}
 done:
@@ -240,11 +508,14 @@ static bool url_escape(const char *s, char *out, size_t outlen)
 
 /*
  * The URL of the page after this one. NetBox builds "next" from the request
- * as it saw it (behind a proxy its scheme or host may differ), so only its
- * path and query are taken, the path must be the one we asked for, and the
- * result is re-based onto our own origin.
+ * as it saw it: behind a reverse proxy its scheme or host may differ, and a
+ * proxy that maps base_url's path prefix onto NetBox's root (https://host/
+ * netbox/ to NetBox's /) leaves the prefix out. So only the path relative to
+ * the API root (from its first "/api/" on) and the query are taken; that path
+ * must be the endpoint we asked for, and the page is asked of our own origin
+ * and prefix. The token goes to base_url and nowhere else.
  */
-static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, const char *path,
+static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, const char *endpoint,
 				      char *url, size_t urllen, char *err, size_t errlen)
 {
 	const char *s = json_string_value(next);
@@ -253,17 +524,28 @@ static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, con
 		snprintf(err, errlen, "NetBox's next page link is not an absolute URL");
 		return FLEET_INV_INVALID;
 	}
-	size_t plen = strlen(path);
 	for (const char *c = p; *c; c++)
 		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f || *c == '#') {
 			snprintf(err, errlen, "NetBox's next page link holds a bad character");
 			return FLEET_INV_INVALID;
 		}
-	if (strncmp(p, path, plen) != 0 || p[plen] != '?') {
-		snprintf(err, errlen, "NetBox's next page link leaves %s", path);
+	const char *query = strchr(p, '?');
+	const char *prefix = nb->base + nb->origin_len;
+	size_t plen = strlen(prefix), elen = strlen(endpoint);
+	const char *api = NULL;
+	if (query) {
+		/* our own prefix as we sent it (NetBox under BASE_PATH, or a
+		 * proxy that keeps the path), else from the first "/api/" */
+		if ((size_t)(query - p) == plen + elen && strncmp(p, prefix, plen) == 0)
+			api = p + plen;
+		else if ((api = strstr(p, "/api/")) && api > query)
+			api = NULL;
+	}
+	if (!api || (size_t)(query - api) != elen || strncmp(api, endpoint, elen) != 0) {
+		snprintf(err, errlen, "NetBox's next page link leaves %s", endpoint);
 		return FLEET_INV_INVALID;
 	}
-	if ((size_t)snprintf(url, urllen, "%.*s%s", (int)nb->origin_len, nb->base, p) >= urllen) {
+	if ((size_t)snprintf(url, urllen, "%s%s%s", nb->base, endpoint, query) >= urllen) {
 		snprintf(err, errlen, "NetBox's next page link is too long");
 		return FLEET_INV_INVALID;
 	}
@@ -274,13 +556,78 @@ static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, con
 typedef enum fleet_inv_result (*each_fn)(const json_t *item, void *ctx, char *err,
 					 size_t errlen);
 
-/* GET endpoint?query and every next page; each result goes to fn. */
+/* The value of the query parameter name in url, as Django reads it (the
+ * last one), into out; false when there is none. */
+static bool query_param(const char *url, const char *name, char *out, size_t outlen)
+{
+	const char *q = strchr(url, '?');
+	size_t nlen = strlen(name);
+	bool found = false;
+	for (const char *p = q; p && *p; p = strchr(p + 1, '&')) {
+		const char *k = p + 1;
+		if (strncmp(k, name, nlen) != 0 || k[nlen] != '=')
+			continue;
+		size_t vlen = strcspn(k + nlen + 1, "&");
+		snprintf(out, outlen, "%.*s", (int)vlen, k + nlen + 1);
+		found = true;
+	}
+	return found;
+}
+
+static unsigned query_limit(const char *url)
+{
+	char v[16];
+	if (!query_param(url, "limit", v, sizeof(v)) || !v[0] || strlen(v) > 7 ||
+	    strspn(v, "0123456789") != strlen(v))
+		return 0;
+	return (unsigned)atoi(v);
+}
+
+/* url with every limit= dropped and limit=n appended. */
+static bool set_limit(char *url, size_t urllen, unsigned n)
+{
+	char out[MAX_URL];
+	const char *q = strchr(url, '?');
+	if (!q)
+		return false;
+	size_t o = (size_t)(q - url);
+	memcpy(out, url, o);
+	char sep = '?';
+	for (const char *p = q; *p;) {
+		const char *k = p + 1;
+		size_t len = strcspn(k, "&");
+		if (len && !(strncmp(k, "limit=", 6) == 0 || (len == 5 && !strncmp(k, "limit", 5)))) {
+			if (o + 1 + len >= sizeof(out))
+				return false;
+			out[o++] = sep;
+			memcpy(out + o, k, len);
+			o += len;
+			sep = '&';
+		}
+		p = k + len;
+	}
+	if ((size_t)snprintf(out + o, sizeof(out) - o, "%climit=%u", sep, n) >= sizeof(out) - o ||
+	    strlen(out) >= urllen)
+		return false;
+	memcpy(url, out, strlen(out) + 1);
+	return true;
+}
+
+/*
+ * GET endpoint?query and every next page; each result goes to fn.
+ *
+ * A page whose answer is over FLEET_NETBOX_MAX_RESPONSE (a few devices with
+ * a huge custom field, or a NetBox that ignored fields=) is asked again from
+ * the same offset with half the limit, down to one object; the rest of the
+ * walk keeps the smaller limit, so pages of big objects are not asked twice
+ * each. One object over the cap on its own fails the walk.
+ */
 static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const char *query,
 				  each_fn fn, void *ctx, char *err, size_t errlen)
 {
-	char path[MAX_URL], url[MAX_URL];
+	char url[MAX_URL];
 	size_t seen = 0;
-	snprintf(path, sizeof(path), "%s%s", nb->base + nb->origin_len, endpoint);
+	unsigned ceiling = 0; /* 0, or the limit every later page stays under */
 	if ((size_t)snprintf(url, sizeof(url), "%s%s?%s%slimit=%u", nb->base, endpoint, query,
 			     query[0] ? "&" : "", nb->page_size) >= sizeof(url)) {
 		snprintf(err, errlen, "request URL too long");
@@ -288,7 +635,43 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 	}
 	for (unsigned page = 0;; page++) {
 		json_t *j;
-		enum fleet_inv_result r = request_json(nb, "GET", url, NULL, false, &j, err, errlen);
+		bool over;
+		enum fleet_inv_result r =
+			request_json(nb, "GET", url, NULL, false, &j, &over, err, errlen);
+		if (r == FLEET_INV_INVALID && over) {
+			unsigned limit = query_limit(url);
+			char offset[24] = "0";
+			if (limit == 0)
+				limit = nb->page_size;
+			if (page + 1 >= FLEET_NETBOX_MAX_PAGES) {
+				snprintf(err, errlen, "NetBox's listing of %s does not end", endpoint);
+				return FLEET_INV_INVALID;
+			}
+			if (limit <= 1) {
+				query_param(url, "offset", offset, sizeof(offset));
+				if (strspn(offset, "0123456789") != strlen(offset))
+					snprintf(offset, sizeof(offset), "?");
+				pthread_mutex_lock(&nb->lock);
+				bool whole = nb->stats.fields_ignored > 0;
+				pthread_mutex_unlock(&nb->lock);
+				snprintf(err, errlen, "NetBox's answer with a single object of %s (at "
+					 "offset %s) is over %u bytes: that object cannot be read%s",
+					 endpoint, offset, FLEET_NETBOX_MAX_RESPONSE,
+					 whole ? " (and NetBox ignores fields=: it sends whole "
+						 "objects)"
+					       : "");
+				return FLEET_INV_INVALID;
+			}
+			ceiling = limit / 2;
+			if (!set_limit(url, sizeof(url), ceiling)) {
+				snprintf(err, errlen, "request URL too long");
+				return FLEET_INV_INVALID;
+			}
+			pthread_mutex_lock(&nb->lock);
+			nb->stats.smaller_pages++;
+			pthread_mutex_unlock(&nb->lock);
+			continue;
+		}
 		if (r != FLEET_INV_OK)
 			return r;
 		const json_t *results = json_object_get(j, "results");
@@ -323,11 +706,73 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 			json_decref(j);
 			return FLEET_INV_INVALID;
 		}
-		r = next_url(nb, next, path, url, sizeof(url), err, errlen);
+		r = next_url(nb, next, endpoint, url, sizeof(url), err, errlen);
 		json_decref(j);
 		if (r != FLEET_INV_OK)
 			return r;
+		/* NetBox's link carries the limit it used; never above the ceiling */
+		if (ceiling && (query_limit(url) == 0 || query_limit(url) > ceiling) &&
+		    !set_limit(url, sizeof(url), ceiling)) {
+			snprintf(err, errlen, "request URL too long");
+			return FLEET_INV_INVALID;
+		}
 	}
+}
+
+/*
+ * The device fields fleetd reads (netbox_json.c), asked for with NetBox's
+ * dynamic fields (4.0 and later: ?fields=a,b renders only those top-level
+ * fields; about a quarter of a whole device's bytes). exclude=config_context
+ * is still sent: without it NetBox computes each device's config context
+ * even when it is not rendered, and a NetBox that ignores fields= still
+ * leaves it out. fields= is never sent with a PATCH: NetBox would build the
+ * writing serializer from those fields too.
+ */
+#define DEVICE_QUERY "exclude=config_context&fields=id,name,serial,status,primary_ip4,custom_fields"
+static const char *const device_fields[] = {"id",     "name",        "serial",
+					    "status", "primary_ip4", "custom_fields"};
+
+/*
+ * An answer to a fields= request, checked against what was asked. A field
+ * asked for and missing is missing, not unset: that NetBox honoured fields=
+ * but lacks the field (*missing names it). Fields beyond those asked mean
+ * NetBox ignored fields= (an older NetBox, or a proxy that dropped the
+ * parameter): the answer is still whole, only larger, and it is counted.
+ */
+static void check_fields(struct netbox *nb, const json_t *o, const char **missing)
+{
+	size_t n = sizeof(device_fields) / sizeof(device_fields[0]), present = 0;
+	*missing = NULL;
+	if (!json_is_object(o))
+		return;
+	for (size_t i = 0; i < n; i++) {
+		if (json_object_get(o, device_fields[i]))
+			present++;
+		else if (!*missing)
+			*missing = device_fields[i];
+	}
+	if (json_object_size(o) > present) {
+		pthread_mutex_lock(&nb->lock);
+		nb->stats.fields_ignored++;
+		pthread_mutex_unlock(&nb->lock);
+	}
+}
+
+/* A device answer (GET, or a listing's result) that passed nb_parse_device:
+ * INVALID when a field asked for is missing. */
+static enum fleet_inv_result device_complete(struct netbox *nb, const json_t *o,
+					     const struct fleet_inv_device *d, char *reason,
+					     size_t reasonlen, char *err, size_t errlen)
+{
+	const char *missing;
+	check_fields(nb, o, &missing);
+	if (!missing)
+		return FLEET_INV_OK;
+	snprintf(err, errlen, "device %ld: NetBox left out %s, which fleetd asked for", d->id,
+		 missing);
+	if (reason && reasonlen)
+		snprintf(reason, reasonlen, "%s:missing", missing);
+	return FLEET_INV_INVALID;
 }
 
 /* ASCII case-insensitive equality: what NetBox's iexact means for serials. */
@@ -346,6 +791,7 @@ static bool same_serial(const char *a, const char *b)
 }
 
 struct find_ctx {
+	struct netbox *nb;
 	const char *serial;
 	struct fleet_inv_device *out;
 	size_t n;
@@ -357,6 +803,8 @@ static enum fleet_inv_result find_each(const json_t *item, void *ctx, char *err,
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
 	enum fleet_inv_result r = nb_parse_device(item, &d, NULL, 0, err, errlen);
+	if (r == FLEET_INV_OK)
+		r = device_complete(f->nb, item, &d, NULL, 0, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (!same_serial(d.serial, f->serial)) {
@@ -378,8 +826,8 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 					       size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
-	char q[3 * FLEET_INV_STR + 64], esc[3 * FLEET_INV_STR];
-	struct find_ctx f = {.serial = serial, .out = out};
+	char q[3 * FLEET_INV_STR + sizeof(DEVICE_QUERY) + 16], esc[3 * FLEET_INV_STR];
+	struct find_ctx f = {.nb = nb, .serial = serial, .out = out};
 	memset(out, 0, sizeof(*out));
 	/* An empty serial filter is no filter at all: NetBox would list every
 	 * device. A serial too long for the inventory matches none. */
@@ -391,7 +839,7 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 		snprintf(err, errlen, "serial too long to look up");
 		return FLEET_INV_NOT_FOUND;
 	}
-	snprintf(q, sizeof(q), "serial=%s&exclude=config_context", esc);
+	snprintf(q, sizeof(q), "serial=%s&" DEVICE_QUERY, esc);
 	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", q, find_each, &f, err, errlen);
 	if (r != FLEET_INV_OK) {
 		memset(out, 0, sizeof(*out));
@@ -411,10 +859,12 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 }
 
 /* Parse a single-device answer and check it is the device asked for. */
-static enum fleet_inv_result device_answer(json_t *j, long id, struct fleet_inv_device *out,
-					   char *err, size_t errlen)
+static enum fleet_inv_result device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
+					   struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	enum fleet_inv_result r = nb_parse_device(j, out, NULL, 0, err, errlen);
+	if (r == FLEET_INV_OK && asked_fields)
+		r = device_complete(nb, j, out, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK && out->id != id) {
 		snprintf(err, errlen, "NetBox answered for device %ld with device %ld", id, out->id);
 		r = FLEET_INV_INVALID;
@@ -435,12 +885,11 @@ static enum fleet_inv_result nb_get(struct fleet_inventory *inv, long id,
 		snprintf(err, errlen, "device id %ld cannot exist", id);
 		return FLEET_INV_NOT_FOUND;
 	}
-	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?exclude=config_context", nb->base,
-		 id);
-	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, err, errlen);
+	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?" DEVICE_QUERY, nb->base, id);
+	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(j, id, out, err, errlen);
+	r = device_answer(nb, j, id, true, out, err, errlen);
 	json_decref(j);
 	return r;
 }
@@ -508,11 +957,11 @@ static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
 		return FLEET_INV_UNAVAILABLE;
 	}
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/", nb->base, id);
-	enum fleet_inv_result r = request_json(nb, "PATCH", url, text, true, &j, err, errlen);
+	enum fleet_inv_result r = request_json(nb, "PATCH", url, text, true, &j, NULL, err, errlen);
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(j, id, after, err, errlen);
+	r = device_answer(nb, j, id, false, after, err, errlen);
 	json_decref(j);
 	return r;
 }
@@ -593,6 +1042,7 @@ static enum fleet_inv_result nb_set_status(struct fleet_inventory *inv, long id,
 }
 
 struct list_ctx {
+	struct netbox *nb;
 	struct fleet_inv_device *v;
 	size_t n, cap;
 	struct fleet_inv_malformed *bad;
@@ -658,6 +1108,9 @@ static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err,
 	memset(m, 0, sizeof(*m));
 	enum fleet_inv_result r =
 		nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), perr, sizeof(perr));
+	if (r == FLEET_INV_OK)
+		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), perr,
+				    sizeof(perr));
 	if (r == FLEET_INV_OK) {
 		const char *fault = name_fault(l->v[l->n].name);
 		if (!fault) {
@@ -681,12 +1134,12 @@ static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_i
 				     char *err, size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
-	struct list_ctx l = {0};
+	struct list_ctx l = {.nb = nb};
 	*out = NULL;
 	*n = 0;
 	*bad = NULL;
 	*n_bad = 0;
-	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", "exclude=config_context",
+	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
 				       list_each, &l, err, errlen);
 	if (r != FLEET_INV_OK) {
 		free(l.v);
@@ -711,6 +1164,16 @@ static void nb_close(struct fleet_inventory *inv)
 	struct netbox *nb = (struct netbox *)inv;
 	if (!nb)
 		return;
+	/* every handle detaches from the share before the share goes */
+	for (size_t i = 0; i < nb->n_pool; i++)
+		curl_easy_cleanup(nb->pool[i]);
+	if (nb->share)
+		curl_share_cleanup(nb->share);
+	if (nb->share_locks_ready)
+		for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+			pthread_mutex_destroy(&nb->share_lock[i]);
+	if (nb->lock_ready)
+		pthread_mutex_destroy(&nb->lock);
 	if (nb->auth_header) {
 		OPENSSL_cleanse(nb->auth_header, strlen(nb->auth_header));
 		free(nb->auth_header);
@@ -803,6 +1266,31 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 		return NULL;
 	}
 	nb->inv.ops = &netbox_ops;
+	if (pthread_mutex_init(&nb->lock, NULL) != 0) {
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "cannot make a mutex");
+		return NULL;
+	}
+	nb->lock_ready = true;
+	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
+		if (pthread_mutex_init(&nb->share_lock[i], NULL) != 0) {
+			while (i-- > 0)
+				pthread_mutex_destroy(&nb->share_lock[i]);
+			nb_close(&nb->inv);
+			snprintf(err, errlen, "cannot make a mutex");
+			return NULL;
+		}
+	nb->share_locks_ready = true;
+	if (!(nb->share = curl_share_init()) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_LOCKFUNC, share_lock) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_UNLOCKFUNC, share_unlock) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_USERDATA, nb) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) ||
+	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS)) {
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "libcurl share handle initialisation failed");
+		return NULL;
+	}
 	size_t hlen = strlen("Authorization: ") + strlen(scheme) + 1 + strlen(cfg->token) + 1;
 	if (!(nb->base = strdup(cfg->base_url)) || !(nb->auth_header = calloc(1, hlen)) ||
 	    (cfg->ca_file && !(nb->ca_file = strdup(cfg->ca_file)))) {
@@ -818,4 +1306,15 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 	nb->timeout_ms = cfg->timeout_ms ? cfg->timeout_ms : DEFAULT_TIMEOUT_MS;
 	nb->page_size = cfg->page_size ? cfg->page_size : DEFAULT_PAGE_SIZE;
 	return &nb->inv;
+}
+
+void fleet_netbox_stats(struct fleet_inventory *inv, struct fleet_netbox_stats *out)
+{
+	memset(out, 0, sizeof(*out));
+	if (!inv || inv->ops != &netbox_ops)
+		return;
+	struct netbox *nb = (struct netbox *)inv;
+	pthread_mutex_lock(&nb->lock);
+	*out = nb->stats;
+	pthread_mutex_unlock(&nb->lock);
 }

@@ -7,6 +7,10 @@
  * ek_hash_ecc, and the device status. docs/netbox.md says which fields are
  * read, how they are checked and what each failure means.
  *
+ * Device reads ask only for the fields fleetd reads (fields=, NetBox 4.0 and
+ * later); a NetBox that ignores it still works (the answers are larger, and
+ * counted in the stats), and a device lacking a field asked for is INVALID.
+ *
  * Every request verifies NetBox's certificate and host name, refuses any
  * scheme but https, follows no redirect, is bounded in time and in size, and
  * every value NetBox returns is checked before it reaches a caller: a wrong
@@ -38,7 +42,8 @@ struct fleet_netbox_config {
 	unsigned page_size;
 };
 
-/* Caps that hold for every call. */
+/* Caps that hold for every call. A listing page over the response cap is
+ * asked again with half the limit (down to one object) instead. */
 #define FLEET_NETBOX_MAX_RESPONSE (8u << 20) /* bytes per HTTP response */
 #define FLEET_NETBOX_MAX_PAGES 10000u        /* pages per listing */
 #define FLEET_NETBOX_MAX_OBJECTS 100000u     /* objects per listing */
@@ -46,9 +51,29 @@ struct fleet_netbox_config {
 /*
  * Check the configuration and return the inventory, or NULL with the reason in
  * err. The token is copied (and wiped on close); base_url must be https.
- * Calls may run concurrently: each request uses its own curl handle.
+ * Calls may run concurrently from several threads: each request borrows a
+ * curl handle of its own from a small pool, so requests one after another
+ * (a pass's pages) reuse one TLS connection, and TLS sessions are shared
+ * between handles. close must not race a call.
  */
 struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg, char *err,
 					  size_t errlen);
+
+/* What the client has done since it was opened; for tests, measurements and
+ * metrics. Counts are totals over every thread. */
+struct fleet_netbox_stats {
+	unsigned long long requests;    /* HTTP exchanges, retries included */
+	unsigned long long connections; /* connections opened (each a TLS handshake) */
+	unsigned long long bytes;       /* response body bytes kept */
+	unsigned long long retries;     /* requests asked again after a Retry-After */
+	unsigned long long smaller_pages; /* pages asked again with half the limit,
+					     their answer being over the cap */
+	unsigned long long fields_ignored; /* device objects answered with fields
+					      not asked for: NetBox ignored fields= */
+};
+
+/* *out = the stats of inv, which fleet_netbox_open returned; all zero for
+ * any other inventory. */
+void fleet_netbox_stats(struct fleet_inventory *inv, struct fleet_netbox_stats *out);
 
 #endif

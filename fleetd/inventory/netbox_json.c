@@ -423,37 +423,98 @@ enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb
 	return FLEET_INV_OK;
 }
 
+/* Printable ASCII of s into out at *o (others become '?'), at most max
+ * bytes of s, never past outlen - 1. */
+static void put_clean(char *out, size_t outlen, size_t *o, const char *s, size_t max)
+{
+	for (size_t i = 0; s[i] && i < max && *o + 1 < outlen; i++) {
+		unsigned char c = (unsigned char)s[i];
+		out[(*o)++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	}
+	out[*o] = '\0';
+}
+
+#define DETAIL_DEPTH 4      /* custom_fields.<name> is two levels; a little room */
+#define DETAIL_PATH 80      /* bytes of a field path shown */
+#define DETAIL_MESSAGE 120  /* bytes of one message shown */
+#define DETAIL_SHOWN 3      /* messages shown; the rest are counted */
+
+struct detail {
+	char *out;
+	size_t outlen, o;
+	unsigned shown, more;
+};
+
+/* One message at path: "<path>: <message>", or the message alone for the
+ * whole request (no path, "detail", Django's "__all__", DRF's
+ * "non_field_errors"). */
+static void detail_add(struct detail *d, const char *path, const char *msg)
+{
+	if (d->shown == DETAIL_SHOWN) {
+		d->more++;
+		return;
+	}
+	if (d->shown++)
+		put_clean(d->out, d->outlen, &d->o, "; ", 2);
+	if (path[0]) {
+		put_clean(d->out, d->outlen, &d->o, path, DETAIL_PATH);
+		put_clean(d->out, d->outlen, &d->o, ": ", 2);
+	}
+	put_clean(d->out, d->outlen, &d->o, msg, DETAIL_MESSAGE);
+}
+
+static bool whole_request_key(const char *k)
+{
+	return !strcmp(k, "detail") || !strcmp(k, "__all__") || !strcmp(k, "non_field_errors");
+}
+
+/*
+ * Django REST framework's error shapes, as NetBox renders them: a string, a
+ * list of strings, or an object whose members are errors of the field they
+ * name - nested for a field that is itself an object. NetBox answers a bad
+ * custom_fields with {"custom_fields": {"<name>": "<message>"}} (an unknown
+ * name, 4.5.8 and later), {"custom_fields": ["<message>"]} (not an object)
+ * or {"__all__": ["Invalid value for custom field '<name>': ..."]} (a value
+ * the field's validation refuses). A list of objects (a bulk request) keeps
+ * the same path for each. Depth is capped: the body is NetBox's, not ours.
+ */
+static void detail_walk(struct detail *d, const json_t *v, const char *path, int depth)
+{
+	if (json_is_string(v)) {
+		detail_add(d, path, json_string_value(v));
+	} else if (json_is_array(v) && depth < DETAIL_DEPTH) {
+		size_t i;
+		const json_t *e;
+		json_array_foreach(v, i, e)
+			detail_walk(d, e, path, depth + 1);
+	} else if (json_is_object(v) && depth < DETAIL_DEPTH) {
+		const char *k;
+		const json_t *e;
+		json_object_foreach((json_t *)v, k, e) {
+			char sub[DETAIL_PATH + 1];
+			if (whole_request_key(k))
+				snprintf(sub, sizeof(sub), "%s", path);
+			else
+				snprintf(sub, sizeof(sub), "%s%s%s", path, path[0] ? "." : "", k);
+			detail_walk(d, e, sub, depth + 1);
+		}
+	}
+}
+
 void nb_error_detail(const char *body, size_t len, char *out, size_t outlen)
 {
 	json_error_t je;
-	char raw[200] = "";
+	struct detail d = {.out = out, .outlen = outlen};
+	if (!outlen)
+		return;
 	out[0] = '\0';
 	json_t *j = json_loadb(body, len, 0, &je);
-	if (!json_is_object(j)) {
-		json_decref(j);
-		return;
-	}
-	const json_t *v = json_object_get(j, "detail");
-	if (json_is_string(v)) {
-		snprintf(raw, sizeof(raw), "%s", json_string_value(v));
-	} else {
-		/* A validation error: {"field": ["message", ...]} */
-		const char *key;
-		json_t *val;
-		json_object_foreach(j, key, val) {
-			if (json_is_array(val))
-				val = json_array_get(val, 0);
-			if (json_is_string(val)) {
-				snprintf(raw, sizeof(raw), "%s: %s", key, json_string_value(val));
-				break;
-			}
-		}
-	}
+	if (json_is_object(j) || json_is_array(j))
+		detail_walk(&d, j, "", 0);
 	json_decref(j);
-	size_t o = 0;
-	for (size_t i = 0; raw[i] && o + 1 < outlen; i++) {
-		unsigned char c = (unsigned char)raw[i];
-		out[o++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
+	if (d.more) {
+		char tail[32];
+		snprintf(tail, sizeof(tail), " (+%u more)", d.more);
+		put_clean(out, outlen, &d.o, tail, sizeof(tail));
 	}
-	out[o] = '\0';
 }

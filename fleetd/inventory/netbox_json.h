@@ -43,8 +43,11 @@ bool nb_is_ek_hash(const char *s);
 /* A status value NetBox could hold: 1..31 of [a-z0-9_-]. */
 bool nb_is_status_slug(const char *s);
 
-/* The most useful sentence of a NetBox error body ({"detail": "..."} or
- * {"field": ["..."]}), printable ASCII only, capped; "" when there is none. */
+/* What a NetBox error body says, as "<field path>: <message>" for each
+ * message ({"detail": "..."}, {"field": ["..."]}, nested objects such as
+ * {"custom_fields": {"ek_hash": "..."}}, "__all__"), the first few joined
+ * by "; " and the rest counted; printable ASCII only (others become '?'),
+ * each path and message capped, all within outlen; "" when there is none. */
 void nb_error_detail(const char *body, size_t len, char *out, size_t outlen);
 
 #endif

@@ -31,6 +31,8 @@ struct fleet_pass {
 	struct pass_authors authors; /* B1..B6 (pass_authors.c) */
 	struct fleet_metric *seconds; /* gauge: the last pass's duration */
 	uint64_t t0;                  /* this pass's start, monotonic ms */
+	/* The inventory's active devices fleetd never admitted, likewise. */
+	struct fleet_spire_not_admitted_log *not_admitted;
 };
 
 static uint64_t mono_ms(void)
@@ -116,6 +118,8 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 	fleet_err e = pass_authors_init(&p->authors, deps);
 	p->authors.over = over;
 	p->authors.over_ctx = p;
+	if (e == FLEET_OK)
+		e = fleet_spire_not_admitted_log_new(deps->metrics, &p->not_admitted);
 	if (e != FLEET_OK) {
 		free(p);
 		return e;
@@ -129,6 +133,7 @@ void fleet_pass_free(struct fleet_pass *p)
 	if (!p)
 		return;
 	free(p->seen);
+	fleet_spire_not_admitted_log_free(p->not_admitted);
 	free(p);
 }
 
@@ -277,6 +282,7 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 		/* What the listing said holds whether or not the file can be
 		 * written now. */
 		journal_malformed(p, &doc);
+		fleet_spire_not_admitted_journal(p->not_admitted, &doc);
 		write_ek_hashes(p, &doc);
 		e = fleet_spire_nodes_write(c->state_dir, &doc, now, &changed, &serial, err,
 					    sizeof(err));

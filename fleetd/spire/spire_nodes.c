@@ -15,7 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <syslog.h>
 
+#include "fleetd/obs/journal.h"
 #include "lib/hex.h"
 
 static const char *const err_names[FLEET_SPIRE_E__COUNT] = {
@@ -65,6 +67,7 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc)
 	free(doc->excluded);
 	free(doc->malformed);
 	free(doc->ek_stale);
+	free(doc->not_admitted);
 	memset(doc, 0, sizeof(*doc));
 }
 
@@ -80,7 +83,7 @@ static void copy_printable(char *dst, size_t cap, const char *src)
 /* The growing lists of one build. */
 struct build {
 	struct fleet_spire_doc *doc;
-	size_t cap_eligible, cap_revoked, cap_excluded, cap_ek_stale;
+	size_t cap_eligible, cap_revoked, cap_excluded, cap_ek_stale, cap_not_admitted;
 	char *err;
 	size_t errlen;
 };
@@ -98,17 +101,51 @@ static bool grow(void **v, size_t *cap, size_t n, size_t size)
 	return true;
 }
 
+/* Room for one more entry at the end of *v (n entries, *cap of room): its
+ * address, zeroed and counted in *n; NULL (with err set) when out of memory. */
+static void *append(struct build *b, void **v, size_t *cap, size_t *n, size_t size)
+{
+	if (!grow(v, cap, *n, size)) {
+		spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		return NULL;
+	}
+	void *x = (char *)*v + (*n)++ * size;
+	memset(x, 0, size);
+	return x;
+}
+
 static enum fleet_spire_err exclude(struct build *b, const char *name, const char *reason,
 				    const char *status)
 {
 	struct fleet_spire_doc *d = b->doc;
-	if (!grow((void **)&d->excluded, &b->cap_excluded, d->n_excluded, sizeof(*d->excluded)))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
-	struct fleet_spire_excluded *x = &d->excluded[d->n_excluded++];
+	struct fleet_spire_excluded *x = append(b, (void **)&d->excluded, &b->cap_excluded,
+						&d->n_excluded, sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
 	copy_printable(x->name, sizeof(x->name), name);
 	x->reason = reason;
 	copy_printable(x->status, sizeof(x->status), status);
 	return FLEET_SPIRE_OK;
+}
+
+static enum fleet_spire_err not_admitted(struct build *b, const struct fleet_inv_device *d)
+{
+	struct fleet_spire_doc *doc = b->doc;
+	struct fleet_spire_not_admitted *x = append(b, (void **)&doc->not_admitted,
+						    &b->cap_not_admitted, &doc->n_not_admitted,
+						    sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
+	x->id = d->id;
+	copy_printable(x->name, sizeof(x->name), d->name);
+	return FLEET_SPIRE_OK;
+}
+
+static int cmp_not_admitted(const void *a, const void *b)
+{
+	long x = ((const struct fleet_spire_not_admitted *)a)->id;
+	long y = ((const struct fleet_spire_not_admitted *)b)->id;
+	return (x > y) - (x < y);
 }
 
 /* qsort, which must not be given a NULL array even with nothing in it. */
@@ -322,10 +359,10 @@ static enum fleet_spire_err note_ek_stale(struct build *b, const struct fleet_in
 	if (strcmp(d->ek_hash, dev->ek_hash) == 0 && strcmp(d->ek_hash_ecc, dev->ek_hash_ecc) == 0)
 		return FLEET_SPIRE_OK;
 	struct fleet_spire_doc *doc = b->doc;
-	if (!grow((void **)&doc->ek_stale, &b->cap_ek_stale, doc->n_ek_stale,
-		  sizeof(*doc->ek_stale)))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
-	struct fleet_spire_ek_stale *x = &doc->ek_stale[doc->n_ek_stale++];
+	struct fleet_spire_ek_stale *x = append(b, (void **)&doc->ek_stale, &b->cap_ek_stale,
+						&doc->n_ek_stale, sizeof(*x));
+	if (!x)
+		return FLEET_SPIRE_E_NOMEM;
 	x->inventory_id = d->id;
 	memcpy(x->name, dev->name, sizeof(x->name));
 	memcpy(x->ek_hash, dev->ek_hash, sizeof(x->ek_hash));
@@ -408,10 +445,13 @@ static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 		else
 			e = exclude(b, dev->name, FLEET_SPIRE_X_NOT_ACTIVE, d->status);
 	}
-	/* Active in the inventory but never admitted by fleetd: say so. */
+	/* Active in the inventory but never admitted by fleetd: kept apart,
+	 * for the journal to say once per device rather than every pass. */
 	for (size_t i = 0; i < n_inv && !e; i++)
 		if (!matched[i] && strcmp(inv[i].status, "active") == 0)
-			e = exclude(b, inv[i].name, FLEET_SPIRE_X_NOT_ADMITTED, inv[i].status);
+			e = not_admitted(b, &inv[i]);
+	sort(b->doc->not_admitted, b->doc->n_not_admitted, sizeof(*b->doc->not_admitted),
+	     cmp_not_admitted);
 out:
 	free(idx);
 	free(matched);
@@ -575,4 +615,100 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 	if (e)
 		fleet_spire_doc_free(doc);
 	return e;
+}
+
+/* ---- the journal of devices fleetd never admitted ------------------------ */
+
+struct fleet_spire_not_admitted_log {
+	long *seen; /* the ids of the last pass's not_admitted, sorted */
+	size_t n_seen;
+	bool journaled_count; /* the last pass journaled a count */
+	struct fleet_metric *gauge;
+};
+
+fleet_err fleet_spire_not_admitted_log_new(struct fleet_metrics *metrics,
+					   struct fleet_spire_not_admitted_log **out)
+{
+	struct fleet_spire_not_admitted_log *l = calloc(1, sizeof(*l));
+	if (!l)
+		return FLEET_E_NOMEM;
+	if (metrics) {
+		fleet_err e = fleet_metrics_register(
+			metrics, FLEET_METRIC_GAUGE, "fleetd_inventory_not_admitted_devices",
+			"Devices active in the inventory that fleetd never admitted, in the last "
+			"listing (in neither SPIRE list).",
+			NULL, NULL, &l->gauge, NULL);
+		if (e != FLEET_OK) {
+			free(l);
+			return e;
+		}
+	}
+	*out = l;
+	return FLEET_OK;
+}
+
+static bool seen_before(const struct fleet_spire_not_admitted_log *l, long id)
+{
+	size_t lo = 0, hi = l->n_seen;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (l->seen[mid] == id)
+			return true;
+		if (l->seen[mid] < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return false;
+}
+
+void fleet_spire_not_admitted_journal(struct fleet_spire_not_admitted_log *l,
+				      const struct fleet_spire_doc *doc)
+{
+	size_t n = doc->n_not_admitted, fresh = 0;
+	long *now = n ? calloc(n, sizeof(*now)) : NULL;
+	char id_s[24];
+	for (size_t i = 0; i < n; i++) {
+		const struct fleet_spire_not_admitted *x = &doc->not_admitted[i];
+		if (now)
+			now[i] = x->id; /* doc->not_admitted is sorted by id */
+		if (seen_before(l, x->id))
+			continue;
+		fresh++;
+		snprintf(id_s, sizeof(id_s), "%ld", x->id);
+		fleet_log(LOG_INFO, "spire-excluded",
+			  FLEET_LOG_FIELDS({"FLEET_DEVICE", x->name},
+					   {"FLEET_INVENTORY_ID", id_s},
+					   {"FLEET_REASON", FLEET_SPIRE_X_NOT_ADMITTED},
+					   {"FLEET_STATUS", "active"}),
+			  "not eligible for SPIRE: %s (inventory device %ld is active but fleetd "
+			  "never admitted it; said once while it stays so)",
+			  FLEET_SPIRE_X_NOT_ADMITTED, x->id);
+	}
+	/* One line a pass with the count, while there are any (and once when
+	 * there are none again), so the journal still shows them each pass. */
+	if (n || l->journaled_count) {
+		char n_s[24];
+		snprintf(n_s, sizeof(n_s), "%zu", n);
+		fleet_log(LOG_INFO, "spire-not-admitted",
+			  FLEET_LOG_FIELDS({"FLEET_COUNT", n_s}),
+			  "pass: %zu device(s) active in the inventory were never admitted by "
+			  "fleetd (%zu new); in neither SPIRE list", n, fresh);
+	}
+	l->journaled_count = n > 0;
+	if (now || !n) {
+		free(l->seen);
+		l->seen = now;
+		l->n_seen = n;
+	} /* out of memory: keep the old set (at worst a repeat next pass) */
+	if (l->gauge)
+		fleet_metric_set(l->gauge, (int64_t)n);
+}
+
+void fleet_spire_not_admitted_log_free(struct fleet_spire_not_admitted_log *l)
+{
+	if (!l)
+		return;
+	free(l->seen);
+	free(l);
 }

@@ -23,7 +23,9 @@
  * A device the format cannot carry (docs/spire-nodes.md, "Rules of the
  * format") is in neither list, so the applier never has a reason to refuse
  * the whole file. Everything else is in neither list too, with a reason in
- * doc->excluded for the journal. The inventory's devices are judged one by
+ * doc->excluded for the journal, except the inventory's active devices that
+ * fleetd never admitted: those are in doc->not_admitted, to be journaled
+ * once each (fleet_spire_not_admitted_journal), not on every pass. The inventory's devices are judged one by
  * one: a malformed device is in neither list and in doc->malformed, and the
  * rest of the fleet is built as usual. An inventory that does not answer (or
  * whose listing is unusable as a whole) builds nothing, so the previous file
@@ -38,6 +40,7 @@
 #include <time.h>
 
 #include "fleetd/inventory/inventory.h"
+#include "fleetd/obs/metrics.h"
 #include "fleetd/store/store.h"
 #include "lib/spire_nodes_format.h"
 
@@ -90,7 +93,8 @@ struct fleet_spire_excluded {
 #define FLEET_SPIRE_X_RETIRED "retired"                 /* the store's state */
 #define FLEET_SPIRE_X_NO_VERDICT "no-verdict"
 #define FLEET_SPIRE_X_VERDICT_FAILED "verdict-failed"   /* the latest verdict failed */
-#define FLEET_SPIRE_X_NOT_ADMITTED "not-admitted"       /* active, unknown to the store */
+#define FLEET_SPIRE_X_NOT_ADMITTED "not-admitted"       /* active, unknown to the store:
+							   doc->not_admitted, not excluded */
 #define FLEET_SPIRE_X_NAME_MISMATCH "name-mismatch"     /* serial's device has another name */
 #define FLEET_SPIRE_X_AMBIGUOUS "inventory-ambiguous"   /* serial on several devices */
 /* What the format cannot carry (docs/spire-nodes.md, "Rules of the format"):
@@ -110,6 +114,16 @@ struct fleet_spire_malformed {
 	long id;
 	char reason[64];
 	char device[FLEET_STORE_NAME_MAX + 1]; /* "": not a device fleetd admitted */
+};
+
+/* A device active in the inventory that fleetd never admitted (the store
+ * holds no device with its serial). It is in neither list, like an excluded
+ * device, but kept apart: most of a NetBox is such devices (switches, PDUs,
+ * machines not yet booted), and journaling each of them on every pass would
+ * bury the journal (6,234 lines a pass at 10,000 devices). */
+struct fleet_spire_not_admitted {
+	long id;                  /* the inventory's device id */
+	char name[FLEET_INV_STR]; /* printable ASCII (others become '?') */
 };
 
 /* A device fleetd admitted whose inventory ek_hash / ek_hash_ecc differ from
@@ -135,7 +149,24 @@ struct fleet_spire_doc {
 	size_t n_malformed;
 	struct fleet_spire_ek_stale *ek_stale;
 	size_t n_ek_stale;
+	struct fleet_spire_not_admitted *not_admitted; /* by id */
+	size_t n_not_admitted;
 };
+
+/*
+ * The journal of doc->not_admitted across passes: each device once, when it
+ * first shows up active and never admitted (and again if it stops being so
+ * and comes back), one line per pass with the count while there are any, and
+ * the gauge fleetd_inventory_not_admitted_devices (metrics may be NULL: not
+ * counted). The pass keeps one for its life; not thread-safe.
+ */
+struct fleet_spire_not_admitted_log;
+fleet_err fleet_spire_not_admitted_log_new(struct fleet_metrics *metrics,
+					   struct fleet_spire_not_admitted_log **out);
+/* Journal what doc says is new since the last call, and the count. */
+void fleet_spire_not_admitted_journal(struct fleet_spire_not_admitted_log *l,
+				      const struct fleet_spire_doc *doc);
+void fleet_spire_not_admitted_log_free(struct fleet_spire_not_admitted_log *l);
 
 /* fleet_spire_name_ok, fleet_spire_trust_domain_ok: lib/spire_nodes_format.h. */
 
@@ -165,7 +196,7 @@ enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet
 					     char *err, size_t errlen);
 
 /* One pass: build into *doc (for the caller to journal doc->excluded and
- * free), then write. When building fails nothing is written and the
+ * doc->not_admitted, and free), then write. When building fails nothing is written and the
  * previous file stays as it was. */
 enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
 					    const char *trust_domain, const char *dir,

@@ -27,8 +27,14 @@ static void nbf_sh(const char *fmt, ...)
 		fail_msg("command failed: %s", cmd);
 }
 
-/* Start the fake with cert/key; return its pid, fill base. */
 pid_t nbf_start(const char *cert, const char *key, char *base, size_t baselen)
+{
+	return nbf_start_seed(cert, key, E.seed, base, baselen);
+}
+
+/* Start the fake with cert/key and seed; return its pid, fill base. */
+pid_t nbf_start_seed(const char *cert, const char *key, const char *seed, char *base,
+		     size_t baselen)
 {
 	int fd[2];
 	char line[32] = "";
@@ -40,7 +46,7 @@ pid_t nbf_start(const char *cert, const char *key, char *base, size_t baselen)
 		close(fd[0]);
 		close(fd[1]);
 		execlp("python3", "python3", FLEET_SOURCE_DIR "/tests/fakes/netbox_fake.py", cert,
-		       key, E.seed, (char *)NULL);
+		       key, seed, (char *)NULL);
 		_exit(127);
 	}
 	close(fd[1]);
@@ -115,9 +121,16 @@ json_t *nbf_state(void)
 	return s;
 }
 
+json_t *nbf_log(void)
+{
+	json_t *s = nbf_control("GET", "/_fake/log", NULL);
+	assert_non_null(s);
+	return s;
+}
+
 size_t nbf_log_len(void)
 {
-	json_t *s = nbf_state();
+	json_t *s = nbf_log();
 	size_t n = json_array_size(json_object_get(s, "log"));
 	json_decref(s);
 	return n;

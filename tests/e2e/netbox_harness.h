@@ -31,6 +31,9 @@ void nbf_teardown(void);
 
 /* Another fake (same seed) with cert/key; returns its pid, fills base. */
 pid_t nbf_start(const char *cert, const char *key, char *base, size_t baselen);
+/* The same with another seed file. */
+pid_t nbf_start_seed(const char *cert, const char *key, const char *seed, char *base,
+		     size_t baselen);
 void nbf_stop(pid_t pid);
 
 /* A /_fake/ control request (fails the test unless HTTP 200). */
@@ -38,6 +41,9 @@ json_t *nbf_control(const char *method, const char *path, const char *body);
 void nbf_ctl(const char *path, const char *body);
 /* The fake's state dump; its request log's length; one device in a dump. */
 json_t *nbf_state(void);
+/* Only the request log and the connection count ({"log", "connections"}):
+ * cheap however large the devices and their change log grew. */
+json_t *nbf_log(void);
 size_t nbf_log_len(void);
 json_t *nbf_device(json_t *state, long id);
 /* The next answer for path is status/ctype/body. */

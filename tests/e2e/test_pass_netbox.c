@@ -10,7 +10,9 @@
  *   - the pass writes the store's proven ek_hash/ek_hash_ecc to NetBox where
  *     NetBox holds other values, and nothing where they already match; a
  *     failed write is journaled and the pass goes on;
- *   - a NetBox that does not answer still leaves the previous file.
+ *   - a NetBox that does not answer still leaves the previous file;
+ *   - an active device fleetd never admitted is journaled once while it
+ *     stays so, each pass says how many there are, and a gauge counts them.
  *
  * Skips (77) without python3 or openssl.
  */
@@ -79,7 +81,9 @@ static void write_seed(const char *path)
 		"  {\"id\": 6, \"name\": \"w6\", \"serial\": \"SN-6\", \"status\": \"active\",\n"
 		"   \"custom_fields\": {\"ek_hash\": \"" OTHER "\", \"ek_hash_ecc\": null}},\n"
 		/* an unnamed spare: a null name */
-		"  {\"id\": 7, \"name\": null, \"serial\": \"SN-7\", \"status\": \"inventory\"}\n"
+		"  {\"id\": 7, \"name\": null, \"serial\": \"SN-7\", \"status\": \"inventory\"},\n"
+		/* a switch, active, that fleetd never admitted (nor will) */
+		"  {\"id\": 8, \"name\": \"sw8\", \"serial\": \"SN-8\", \"status\": \"active\"}\n"
 		" ]}\n",
 		longv);
 	fclose(f);
@@ -451,12 +455,44 @@ static void test_pass_deadline_and_cancel(void **st)
 	fx_close(&f);
 }
 
+static void test_devices_never_admitted_are_journaled_once(void **st)
+{
+	(void)st;
+	struct fx f;
+	const char *stranger = "FLEET_REASON=not-admitted";
+	fx_open(&f);
+	assert_string_equal(run(&f, f.now), "ok");
+	assert_int_equal(journaled(&f, stranger), 1);
+	assert_int_equal(journaled(&f, "device 8 is active but fleetd never admitted it"), 1);
+	assert_int_equal(journaled(&f, "pass: 1 device(s) active in the inventory were never "
+				       "admitted by fleetd (1 new)"), 1);
+	assert_int_equal(metric(&f, "fleetd_inventory_not_admitted_devices"), 1);
+	/* the next passes: the count, not the device again */
+	assert_string_equal(run(&f, f.now + 60), "ok");
+	assert_string_equal(run(&f, f.now + 120), "ok");
+	assert_int_equal(journaled(&f, stranger), 1);
+	assert_int_equal(journaled(&f, "(0 new)"), 2);
+	/* no longer active: none left, said once */
+	nbf_ctl("/_fake/change", "{\"device\": 8, \"user\": \"admin\", \"status\": \"offline\"}");
+	assert_string_equal(run(&f, f.now + 180), "ok");
+	assert_string_equal(run(&f, f.now + 240), "ok");
+	assert_int_equal(journaled(&f, "pass: 0 device(s) active"), 1);
+	assert_int_equal(metric(&f, "fleetd_inventory_not_admitted_devices"), 0);
+	/* active again: said again */
+	nbf_ctl("/_fake/change", "{\"device\": 8, \"user\": \"admin\", \"status\": \"active\"}");
+	assert_string_equal(run(&f, f.now + 300), "ok");
+	assert_int_equal(journaled(&f, stranger), 2);
+	assert_int_equal(metric(&f, "fleetd_inventory_not_admitted_devices"), 1);
+	fx_close(&f);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_malformed_devices_do_not_freeze_the_fleet),
 		cmocka_unit_test(test_failed_ek_write_is_journaled_and_the_pass_goes_on),
 		cmocka_unit_test(test_pass_deadline_and_cancel),
+		cmocka_unit_test(test_devices_never_admitted_are_journaled_once),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -1,13 +1,17 @@
-# Contract fake of the NetBox v4.2+ REST API (checked against netbox-community/netbox: dcim/filtersets.py DeviceFilterSet, core/filtersets.py ObjectChangeFilterSet, core/api/serializers_/change_logging.py, core/models/change_logging.py, netbox/api/pagination.py, netbox/api/authentication.py + users/tests/test_api.py (v4.5 token forms), extras/api/customfields.py, utilities/serialization.py serialize_object, docs/integrations/rest-api.md).
+# Contract fake of the NetBox v4.2+ REST API (checked against netbox-community/netbox: dcim/filtersets.py DeviceFilterSet, core/filtersets.py ObjectChangeFilterSet, core/api/serializers_/change_logging.py, core/models/change_logging.py, netbox/api/pagination.py, netbox/api/authentication.py + users/tests/test_api.py (v4.5 token forms), extras/api/customfields.py, netbox/models/features.py CustomFieldsMixin.clean, netbox/api/viewsets/__init__.py (fields=/omit=/brief, PermissionDenied), dcim/api/serializers_/devices.py DeviceSerializer, utilities/serialization.py serialize_object, docs/integrations/rest-api.md; DRF's JSONRenderer and replace_query_param).
 """
 What it reproduces, and only that (everything fleetd's NetBox client uses):
 
   GET   /api/dcim/devices/            filters: serial (iexact, repeatable, an
                                       empty value filters nothing), id;
-                                      exclude=config_context; limit/offset
+                                      exclude=config_context; fields=, omit=,
+                                      brief (4.0 dynamic fields, on every
+                                      device answer); limit/offset
   GET   /api/dcim/devices/<id>/
   PATCH /api/dcim/devices/<id>/       status, custom_fields (merged into the
-                                      stored ones, unknown names refused),
+                                      stored ones; unknown names and values
+                                      against a validation regex refused
+                                      with NetBox's 400 bodies),
                                       name, serial; writes an object change
                                       by the token's user unless nothing
                                       changed (CHANGELOG_SKIP_EMPTY_CHANGES)
@@ -19,18 +23,26 @@ What it reproduces, and only that (everything fleetd's NetBox client uses):
 Auth as NetBox 4.5: "Token <v1>" and "Bearer nbt_<key>.<secret>"; a bad
 token is 403 {"detail": "Invalid v1 token"} / {"detail": "Invalid v2
 token"}; none is 403 "Authentication credentials were not provided.";
-a read-only token writing is 403. Pagination as OptionalLimitOffsetPagination:
+a read-only token writing, or a user without the model permission the
+request needs (TokenPermissions.perms_map: GET dcim.view_device /
+core.view_objectchange, PATCH dcim.change_device; a token's "perms", default
+all three), is 403 "You do not have permission to perform this action." Pagination as OptionalLimitOffsetPagination:
 PAGINATE_COUNT and MAX_PAGE_SIZE come from the seed (small, to force pages),
 "next" is the request URL with limit/offset replaced.
 
 The seed (JSON, argv) holds {"paginate_count", "max_page_size", "tokens":
-{token: {"user", "write"}}, "custom_fields": [names], "devices": [{"id",
+{token: {"user", "write", "perms"}}, "custom_fields": [names], "devices": [{"id",
 "name", "serial", "status", "primary_ip4", "custom_fields", "created_by"}]}.
 Each seeded device gets a "create" object change by created_by.
 
 Test control, no auth, under /_fake/ (never part of NetBox):
-  POST /_fake/fail     {"status": 503, "count": 1, "after": 0}
-                       the API requests after the next "after" ones fail
+  POST /_fake/fail     {"status": 503, "count": 1, "after": 0,
+                        "retry_after": "120" | "retry_after_in": 2}
+                       the API requests after the next "after" ones fail,
+                       as the proxy in front of NetBox fails them (nginx's
+                       page; limit_req answers 503, or 429 when so set),
+                       with a Retry-After header: verbatim, or an HTTP-date
+                       that many seconds after the failing request
   POST /_fake/delay    {"ms": 3000, "count": 1}      next API requests stall
   POST /_fake/change   {"device": id, "user": "alice", "custom_fields": {},
                         "status": "...", "serial": "...", "time": iso?}
@@ -48,17 +60,40 @@ Test control, no auth, under /_fake/ (never part of NetBox):
                        the object changes (of that device) older than
                        "before" (default: now) are gone; ids are never
                        handed out again
+  POST /_fake/custom_field {"name": "ek_hash", "validation_regex": "^0",
+                             "delete": false}
+                       an administrator editing a custom field: its
+                       validation regex (a PATCH leaving a value that does
+                       not match is 400 {"__all__": [...]}), or deleting it
+                       (a PATCH naming it is 400 {"custom_fields": {name:
+                       "..."}}, as 4.5.8 and later answer)
+  POST /_fake/proxy    {"strip_prefix": "/netbox"}   as behind a reverse
+                       proxy mapping /netbox/ to NetBox's /: requests under
+                       the prefix are served without it, and every link
+                       (next, url) is built without it, as NetBox builds
+                       them from the request it saw; "" turns it off
+  POST /_fake/ignore_fields {"on": true}  answer devices whole whatever
+                                          fields=/omit=/brief ask (as a
+                                          NetBox before 4.0 does)
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
-  GET  /_fake/state    devices, object changes and the request log (method,
-                       path, query, auth scheme, user, body) - never tokens
+  POST /_fake/purge_changes {"device": id}   NetBox's housekeeping purging
+                       the device's change records (CHANGELOG_RETENTION)
+  GET  /_fake/log      {"log", "connections"} of /_fake/state alone
+  GET  /_fake/state    devices, object changes, the request log (method,
+                       path, query, proxied, conn: the number of the TCP
+                       connection it came on, auth scheme, user, body) -
+                       never tokens - and "connections", how many TCP
+                       connections were accepted
 
 Usage: netbox_fake.py CERT KEY SEED ; prints the port once listening.
 """
 import copy
 import datetime
+import email.utils
 import json
+import re
 import socket
 import ssl
 import sys
@@ -74,6 +109,18 @@ STATUS_CHOICES = {
 }
 ACTION_LABELS = {"create": "Created", "update": "Updated", "delete": "Deleted"}
 TOKEN_PREFIX = "nbt_"
+NO_PERMISSION = "You do not have permission to perform this action."
+ALL_PERMS = ["dcim.view_device", "dcim.change_device", "core.view_objectchange"]
+
+
+def needed_perm(method, path):
+    """netbox/api/authentication.py TokenPermissions.perms_map for the model."""
+    action = {"GET": "view", "HEAD": "view", "PATCH": "change", "PUT": "change"}.get(method)
+    if path.startswith("/api/dcim/devices/"):
+        return f"dcim.{action}_device" if action else None
+    if path.startswith("/api/core/object-changes/"):
+        return f"core.{action}_objectchange" if action else None
+    return None
 
 
 class State:
@@ -83,15 +130,19 @@ class State:
         self.max_page_size = int(seed.get("max_page_size", 2))
         self.tokens = seed["tokens"]
         self.cf_names = list(seed["custom_fields"])
+        self.cf_regex = {}  # name -> the custom field's validation_regex
         self.devices = {}
         self.ips = {}
         self.changes = []
         self.next_change_id = 1  # a database sequence: purged ids stay used
         self.log = []
-        self.fail = []      # statuses of the next failures
+        self.fail = []      # the next failures: (status, retry_after, in)
         self.delays = []    # ms of the next delays
         self.raw = {}       # path -> list of canned answers
         self.ignore_ordering = False
+        self.strip_prefix = ""  # behind a prefix-stripping reverse proxy
+        self.connections = 0    # TCP connections accepted
+        self.ignore_fields = False
         self.last_time = datetime.datetime.now(datetime.timezone.utc)
         for d in seed["devices"]:
             self.create(d, d.get("created_by", "admin"))
@@ -158,12 +209,23 @@ class State:
                                            "passed as a dictionary mapping field names to "
                                            "their values."]
             else:
-                for k in cf:
-                    if k not in self.cf_names:
-                        errors["custom_fields"] = [f"Unknown field name '{k}' in custom "
-                                                   "field data."]
+                # extras/api/customfields.py CustomFieldsDataField.to_internal_value
+                # (4.5.8 and later): a field error nested under the name
+                unknown = sorted(k for k in cf if k not in self.cf_names)
+                if unknown:
+                    errors["custom_fields"] = {
+                        k: f"Custom field '{k}' does not exist for this object type."
+                        for k in unknown}
         if errors:
             return errors
+        # netbox/models/features.py CustomFieldsMixin.clean, through
+        # full_clean(): a non-field error, which DRF renders under "__all__"
+        merged = {**dev["custom_field_data"], **(cf or {})}
+        for k, v in merged.items():
+            rx = self.cf_regex.get(k)
+            if rx and v not in (None, "") and isinstance(v, str) and not re.match(rx, v):
+                return {"__all__": [f"Invalid value for custom field '{k}': Value must "
+                                    f"match regex '{rx}'"]}
         pre = self.snapshot(dev)
         for k in ("name", "serial", "status"):
             if k in patch:
@@ -175,38 +237,73 @@ class State:
             self.record(dev["id"], "update", pre, post, user, at)
         return None
 
+    # dcim/api/serializers_/devices.py DeviceSerializer (Meta.fields, in
+    # order; nested objects in their brief form, counts as annotated),
+    # DeviceWithConfigContextSerializer unless exclude=config_context.
     def device_json(self, dev, base, exclude):
+        ip = dev["primary_ip4"]
+        ip4 = None if ip is None else {
+            "id": ip, "url": f"{base}/api/ipam/ip-addresses/{ip}/",
+            "display": self.ips[ip], "family": {"value": 4, "label": "IPv4"},
+            "address": self.ips[ip], "description": "", "dns_name": "",
+            "nat_inside": None, "nat_outside": []}
         o = {
             "id": dev["id"], "url": f"{base}/api/dcim/devices/{dev['id']}/",
             "display_url": f"{base}/dcim/devices/{dev['id']}/",
             "display": dev["name"] or f"Device {dev['id']}", "name": dev["name"],
             "device_type": {"id": 1, "url": f"{base}/api/dcim/device-types/1/",
-                            "display": "Generic", "manufacturer": {"id": 1, "name": "Generic",
-                                                                   "slug": "generic"},
-                            "model": "Generic", "slug": "generic", "description": ""},
+                            "display": "Generic",
+                            "manufacturer": {"id": 1,
+                                             "url": f"{base}/api/dcim/manufacturers/1/",
+                                             "display": "Generic", "name": "Generic",
+                                             "slug": "generic", "description": ""},
+                            "model": "Generic", "slug": "generic", "description": "",
+                            "device_count": len(self.devices)},
             "role": {"id": 1, "url": f"{base}/api/dcim/device-roles/1/", "display": "Worker",
-                     "name": "Worker", "slug": "worker", "description": ""},
+                     "name": "Worker", "slug": "worker", "description": "",
+                     "device_count": len(self.devices), "virtualmachine_count": 0,
+                     "_depth": 0},
             "tenant": None, "platform": None, "serial": dev["serial"], "asset_tag": None,
             "site": {"id": 1, "url": f"{base}/api/dcim/sites/1/", "display": "Folly",
-                     "name": "Folly", "slug": "folly", "description": ""},
+                     "name": "Folly", "description": "", "slug": "folly"},
             "location": None, "rack": None, "position": None, "face": None,
+            "latitude": None, "longitude": None, "parent_device": None,
             "status": {"value": dev["status"],
                        "label": STATUS_CHOICES.get(dev["status"], dev["status"])},
-            "airflow": None, "primary_ip": None, "primary_ip4": None, "primary_ip6": None,
+            "airflow": None, "primary_ip": ip4, "primary_ip4": ip4, "primary_ip6": None,
             "oob_ip": None, "cluster": None, "virtual_chassis": None, "vc_position": None,
-            "vc_priority": None, "description": "", "comments": "",
+            "vc_priority": None, "description": "", "owner": None, "comments": "",
             "config_template": None, "local_context_data": None, "tags": [],
             "custom_fields": {n: dev["custom_field_data"].get(n) for n in self.cf_names},
             "created": "2026-01-01T00:00:00Z", "last_updated": "2026-01-01T00:00:00Z",
+            "console_port_count": 0, "console_server_port_count": 0, "power_port_count": 2,
+            "power_outlet_count": 0, "interface_count": 4, "front_port_count": 0,
+            "rear_port_count": 0, "device_bay_count": 0, "module_bay_count": 0,
+            "inventory_item_count": 0,
         }
-        ip = dev["primary_ip4"]
-        if ip is not None:
-            o["primary_ip4"] = o["primary_ip"] = {
-                "id": ip, "url": f"{base}/api/ipam/ip-addresses/{ip}/",
-                "display": self.ips[ip], "family": {"value": 4, "label": "IPv4"},
-                "address": self.ips[ip], "description": ""}
         if "config_context" not in exclude:
             o["config_context"] = {}
+        return o
+
+    def select_fields(self, o, q):
+        """netbox/api/viewsets BaseViewSet.field_kwargs and BaseModelSerializer.fields
+        (4.0 and later): ?fields=a,b keeps only those top-level fields (a name
+        that is no field is ignored), else ?omit=a,b drops those, else ?brief
+        (any value) keeps Meta.brief_fields. Each parameter as QueryDict.get
+        reads it: the last value."""
+        if self.ignore_fields:
+            return o  # as a NetBox before 4.0, or a proxy dropping the parameter
+        fields = (q.get("fields") or [""])[-1]
+        omit = (q.get("omit") or [""])[-1]
+        if fields:
+            keep = set(fields.split(","))
+            return {k: v for k, v in o.items() if k in keep}
+        if omit:
+            drop = set(omit.split(","))
+            return {k: v for k, v in o.items() if k not in drop}
+        if (q.get("brief") or [""])[-1]:
+            return {k: v for k, v in o.items()
+                    if k in ("id", "url", "display", "name", "description")}
         return o
 
     def change_json(self, c, base):
@@ -229,8 +326,9 @@ class State:
         }
 
 
-def paginate(state, items, base, path, query):
-    """OptionalLimitOffsetPagination + DRF's replace_query_param."""
+def paginate(state, items, base, path, query, render=lambda x: x):
+    """OptionalLimitOffsetPagination + DRF's replace_query_param; only the
+    page's items are rendered (a 10,000-device seed stays quick)."""
     try:
         limit = int(query["limit"][-1]) if "limit" in query else state.paginate_count
         if limit < 0:
@@ -242,7 +340,7 @@ def paginate(state, items, base, path, query):
         offset = max(0, int(query.get("offset", ["0"])[-1]))
     except ValueError:
         offset = 0
-    page = items[offset:offset + limit]
+    page = [render(x) for x in items[offset:offset + limit]]
 
     def link(off):
         q = {k: v for k, v in query.items()}
@@ -251,7 +349,9 @@ def paginate(state, items, base, path, query):
             q.pop("offset", None)
         else:
             q["offset"] = [str(off)]
-        return f"{base}{path}?{urlencode(q, doseq=True)}"
+        # rest_framework/utils/urls.py replace_query_param: parse_qs, then
+        # urlencode(sorted(...)), so "," comes back as %2C
+        return f"{base}{path}?{urlencode(sorted(q.items()), doseq=True)}"
 
     nxt = link(offset + limit) if offset + limit < len(items) else None
     prev = link(offset - limit) if offset > 0 else None
@@ -261,8 +361,19 @@ def paginate(state, items, base, path, query):
 class Handler(BaseHTTPRequestHandler):
     server_version = "nginx"
     sys_version = ""
+    # Persistent connections, as NetBox behind nginx or gunicorn keeps them:
+    # every answer carries Content-Length, and each accepted connection is
+    # numbered so a test can tell how many a client opened.
+    protocol_version = "HTTP/1.1"
 
     def setup(self):
+        with self.server.state.lock:
+            self.server.state.connections += 1
+            self.conn_id = self.server.state.connections
+        # nginx's tcp_nodelay (on by default for keep-alive connections): the
+        # headers and the body go out as they are written, not after the
+        # client's delayed ACK
+        self.request.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         self.request = self.server.ssl_ctx.wrap_socket(self.request, server_side=True)
         super().setup()
 
@@ -279,13 +390,19 @@ class Handler(BaseHTTPRequestHandler):
     def state(self):
         return self.server.state
 
-    def send(self, status, obj=None, raw=None, ctype="application/json", location=None):
-        body = raw.encode() if raw is not None else json.dumps(obj).encode()
+    def send(self, status, obj=None, raw=None, ctype="application/json", location=None,
+             extra=None):
+        # rest_framework/renderers.py JSONRenderer: compact separators,
+        # ensure_ascii off (UNICODE_JSON), UTF-8
+        body = raw.encode() if raw is not None else json.dumps(
+            obj, separators=(",", ":"), ensure_ascii=False).encode()
         try:
             self.send_response(status)
             self.send_header("Content-Type", ctype)
             if location:
                 self.send_header("Location", location)
+            for k, v in (extra or {}).items():
+                self.send_header(k, v)
             self.send_header("Content-Length", str(len(body)))
             self.send_header("Vary", "Accept")
             self.end_headers()
@@ -316,12 +433,18 @@ class Handler(BaseHTTPRequestHandler):
         u = urlsplit(self.path)
         if u.path.startswith("/_fake/"):
             return self.control(method, u.path)
+        path, proxied = u.path, False
+        prefix = self.state.strip_prefix
+        if prefix and path.startswith(prefix + "/"):
+            # a reverse proxy that maps <prefix>/ to NetBox's /: NetBox sees
+            # (and builds its links from) the path without the prefix
+            path, proxied = path[len(prefix):], True
         body, raw_body = self.body_json() if method != "GET" else (None, b"")
         st = self.state
         auth = self.headers.get("Authorization", "")
         scheme, _, tok = auth.partition(" ")
         with st.lock:
-            user, write, denied = None, False, None
+            user, write, denied, perms = None, False, None, []
             if not auth:
                 denied = "Authentication credentials were not provided."
             elif scheme == "Token":
@@ -336,16 +459,22 @@ class Handler(BaseHTTPRequestHandler):
                 denied = "Authentication credentials were not provided."
             if not denied:
                 user, write = entry["user"], entry.get("write", True)
-            st.log.append({"method": method, "path": u.path, "query": u.query,
+                perms = entry.get("perms", ALL_PERMS)
+            st.log.append({"method": method, "path": path, "query": u.query,
+                           "proxied": proxied, "conn": self.conn_id,
                            "scheme": scheme if scheme in ("Token", "Bearer") else "",
                            "user": user, "body": raw_body.decode("utf-8", "replace")})
             delay = st.delays.pop(0) if st.delays else 0
             fail = st.fail.pop(0) if st.fail else None
             canned = None
-            if st.raw.get(u.path):
-                canned = st.raw[u.path].pop(0)
+            if st.raw.get(path):
+                canned = st.raw[path].pop(0)
         if delay:
             time.sleep(delay / 1000.0)
+        if fail:
+            fail, retry_after, retry_in = fail
+            if retry_in is not None:
+                retry_after = email.utils.formatdate(time.time() + retry_in, usegmt=True)
         if fail == 500:
             # netbox/api/views handle_rest_api_exception: a JSON 500
             return self.send(500, {"error": "database connection lost",
@@ -354,23 +483,28 @@ class Handler(BaseHTTPRequestHandler):
         if fail:
             return self.send(fail, raw=f"<html><head><title>{fail}</title></head><body>"
                              f"<center><h1>{fail}</h1></center><hr><center>nginx</center>"
-                             "</body></html>", ctype="text/html")
+                             "</body></html>", ctype="text/html",
+                             extra={"Retry-After": retry_after} if retry_after else None)
         if denied:
             return self.send(403, {"detail": denied})
+        need = needed_perm(method, path)
+        if need and need not in perms:
+            # DRF's PermissionDenied: the same words for every permission
+            return self.send(403, {"detail": NO_PERMISSION})
         if canned:
             return self.send(canned.get("status", 200), raw=canned["body"],
                              ctype=canned.get("content_type", "application/json"),
                              location=canned.get("location"))
         base = f"https://{self.headers.get('Host')}"
         q = parse_qs(u.query, keep_blank_values=True)
-        parts = [p for p in u.path.split("/") if p]
+        parts = [p for p in path.split("/") if p]
         with st.lock:
             if parts == ["api", "dcim", "devices"] and method == "GET":
-                return self.list_devices(base, u.path, q)
+                return self.list_devices(base, path, q)
             if parts[:3] == ["api", "dcim", "devices"] and len(parts) == 4:
                 return self.one_device(method, parts[3], base, q, user, write, body)
             if parts == ["api", "core", "object-changes"] and method == "GET":
-                return self.list_changes(base, u.path, q)
+                return self.list_changes(base, path, q)
         self.send(404, {"detail": "Not found."})
 
     def list_devices(self, base, path, q):
@@ -389,8 +523,8 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(400, {"id": ["Enter a number."]})
             devs = [d for d in devs if d["id"] in want]
         exclude = q.get("exclude", [])
-        items = [st.device_json(d, base, exclude) for d in devs]
-        self.send(200, paginate(st, items, base, path, q))
+        self.send(200, paginate(st, devs, base, path, q,
+                                lambda d: st.select_fields(st.device_json(d, base, exclude), q)))
 
     def one_device(self, method, ident, base, q, user, write, body):
         st = self.state
@@ -399,8 +533,7 @@ class Handler(BaseHTTPRequestHandler):
             return self.send(404, {"detail": "No Device matches the given query."})
         if method == "PATCH":
             if not write:
-                return self.send(403, {"detail": "You do not have permission to perform "
-                                                 "this action."})
+                return self.send(403, {"detail": NO_PERMISSION})
             if body is ValueError or not isinstance(body, dict):
                 return self.send(400, {"detail": "JSON parse error"})
             err = st.apply(dev, body, user)
@@ -408,7 +541,7 @@ class Handler(BaseHTTPRequestHandler):
                 return self.send(400, err)
         elif method != "GET":
             return self.send(405, {"detail": f"Method \"{method}\" not allowed."})
-        self.send(200, st.device_json(dev, base, q.get("exclude", [])))
+        self.send(200, st.select_fields(st.device_json(dev, base, q.get("exclude", [])), q))
 
     def list_changes(self, base, path, q):
         st = self.state
@@ -431,24 +564,32 @@ class Handler(BaseHTTPRequestHandler):
         # netbox/api/filter_backends.py OrderingFilter: the term, then pk
         ch.sort(key=lambda c: c["id"])
         ch.sort(key=lambda c: c[order.lstrip("-")], reverse=order.startswith("-"))
-        items = [st.change_json(c, base) for c in ch]
-        self.send(200, paginate(st, items, base, path, q))
+        self.send(200, paginate(st, ch, base, path, q, lambda c: st.change_json(c, base)))
 
     def control(self, method, path):
         st = self.state
         body, _ = self.body_json() if method == "POST" else (None, b"")
         body = body if isinstance(body, dict) else {}
         with st.lock:
+            if path == "/_fake/log" and method == "GET":
+                return self.send(200, {"log": st.log, "connections": st.connections})
+            if path == "/_fake/purge_changes":
+                # NetBox's housekeeping deleting change records older than
+                # CHANGELOG_RETENTION: here, all of one device's
+                dev_id = int(body["device"])
+                st.changes = [c for c in st.changes if c["changed_object_id"] != dev_id]
+                return self.send(200, {"ok": True})
             if path == "/_fake/state" and method == "GET":
                 return self.send(200, {
                     "devices": [{**{k: v for k, v in d.items() if k != "custom_field_data"},
                                  "custom_fields": d["custom_field_data"]}
                                 for d in st.devices.values()],
                     "changes": [st.change_json(c, "https://fake") for c in st.changes],
-                    "log": st.log})
+                    "log": st.log, "connections": st.connections})
             if path == "/_fake/fail":
                 st.fail += [None] * int(body.get("after", 0))
-                st.fail += [int(body.get("status", 503))] * int(body.get("count", 1))
+                st.fail += [(int(body.get("status", 503)), body.get("retry_after"),
+                             body.get("retry_after_in"))] * int(body.get("count", 1))
             elif path == "/_fake/delay":
                 st.delays += [int(body["ms"])] * int(body.get("count", 1))
             elif path == "/_fake/raw":
@@ -466,6 +607,24 @@ class Handler(BaseHTTPRequestHandler):
             elif path == "/_fake/purge":
                 dev = body.get("device")
                 st.purge(int(dev) if dev is not None else None, body.get("before"))
+            elif path == "/_fake/custom_field":
+                # an administrator editing (or deleting) a custom field
+                name = body["name"]
+                if body.get("delete"):
+                    if name in st.cf_names:
+                        st.cf_names.remove(name)
+                    st.cf_regex.pop(name, None)
+                else:
+                    if name not in st.cf_names:
+                        st.cf_names.append(name)
+                    if body.get("validation_regex"):
+                        st.cf_regex[name] = body["validation_regex"]
+                    else:
+                        st.cf_regex.pop(name, None)
+            elif path == "/_fake/proxy":
+                st.strip_prefix = body.get("strip_prefix", "")
+            elif path == "/_fake/ignore_fields":
+                st.ignore_fields = bool(body.get("on", True))
             elif path == "/_fake/ignore_ordering":
                 st.ignore_ordering = bool(body.get("on", True))
             elif path == "/_fake/change":

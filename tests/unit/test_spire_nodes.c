@@ -24,6 +24,8 @@
 #include <openssl/evp.h>
 
 #include "spire-server-fleet-entries/spire_nodes.h"
+#include "fleetd/obs/journal.h"
+#include "fleetd/obs/metrics.h"
 #include "fleetd/spire/spire_nodes.h"
 #include "tests/unit/x509_mint.h"
 
@@ -302,7 +304,12 @@ static void test_store_holds_back(void **state)
 	assert_string_equal(why(&d, "w-lastfail"), FLEET_SPIRE_X_VERDICT_FAILED);
 	assert_string_equal(why(&d, "w-noverdict"), FLEET_SPIRE_X_NO_VERDICT);
 	assert_string_equal(why(&d, "w-retired"), FLEET_SPIRE_X_RETIRED);
-	assert_string_equal(why(&d, "w-stranger"), FLEET_SPIRE_X_NOT_ADMITTED);
+	/* never admitted: kept apart from the excluded, for the journal to say
+	 * once (fleet_spire_not_admitted_journal), not every pass */
+	assert_null(why(&d, "w-stranger"));
+	assert_int_equal(d.n_not_admitted, 1);
+	assert_string_equal(d.not_admitted[0].name, "w-stranger");
+	assert_true(d.not_admitted[0].id > 0);
 	assert_string_equal(why(&d, "w-newname"), FLEET_SPIRE_X_NAME_MISMATCH);
 	assert_string_equal(why(&d, "w-twice"), FLEET_SPIRE_X_AMBIGUOUS);
 	assert_null(why(&d, "w-twice-b")); /* matched (ambiguously), not a stranger */
@@ -311,6 +318,115 @@ static void test_store_holds_back(void **state)
 	assert_string_equal(n->ek_hash_ecc, "");
 	assert_int_equal(n->n_ldevid, 0);
 	fleet_spire_doc_free(&d);
+}
+
+/* Lines of s holding needle. */
+static size_t lines_with(const char *s, const char *needle)
+{
+	size_t n = 0;
+	for (const char *p = s; p && *p;) {
+		const char *e = strchr(p, '\n');
+		size_t len = e ? (size_t)(e - p) : strlen(p);
+		char *line = strndup(p, len);
+		if (strstr(line, needle))
+			n++;
+		free(line);
+		p = e ? e + 1 : NULL;
+	}
+	return n;
+}
+
+/* A journal of one call of the log on a document with these ids. */
+static char *journal_once(struct fleet_spire_not_admitted_log *l, const long *ids, size_t n)
+{
+	struct fleet_spire_doc d;
+	struct stderr_capture c;
+	memset(&d, 0, sizeof(d));
+	d.n_not_admitted = n;
+	d.not_admitted = n ? calloc(n, sizeof(*d.not_admitted)) : NULL;
+	for (size_t i = 0; i < n; i++) {
+		d.not_admitted[i].id = ids[i];
+		snprintf(d.not_admitted[i].name, sizeof(d.not_admitted[i].name), "sw%ld", ids[i]);
+	}
+	fleet_log_set_target(FLEET_LOG_STDERR);
+	stderr_capture_start(&c);
+	fleet_spire_not_admitted_journal(l, &d);
+	char *out = stderr_capture_end(&c);
+	fleet_spire_doc_free(&d);
+	return out;
+}
+
+static int64_t gauge(struct fleet_metrics *m)
+{
+	struct fleet_buf b;
+	fb_init(&b);
+	assert_int_equal(fleet_metrics_render(m, &b), FLEET_OK);
+	char *text = strndup((const char *)b.data, b.len);
+	fb_free(&b);
+	const char *k = "\nfleetd_inventory_not_admitted_devices ";
+	char *p = strstr(text, k);
+	int64_t v = p ? strtoll(p + strlen(k), NULL, 10) : -1;
+	free(text);
+	return v;
+}
+
+/* The journal j holds one count line: total devices, fresh of them new. */
+static void assert_count_line(const char *j, size_t total, size_t fresh)
+{
+	char line[128];
+	snprintf(line, sizeof(line), "%zu device(s) active in the inventory were never admitted "
+		 "by fleetd (%zu new)", total, fresh);
+	assert_int_equal(lines_with(j, line), 1);
+}
+
+/* Each device fleetd never admitted is journaled once while it stays so;
+ * each pass has one line with the count; the gauge follows. */
+static void test_not_admitted_journaled_once(void **state)
+{
+	(void)state;
+	struct fleet_metrics *m = fleet_metrics_new();
+	struct fleet_spire_not_admitted_log *l = NULL;
+	assert_int_equal(fleet_spire_not_admitted_log_new(m, &l), FLEET_OK);
+	static const long three[] = {4, 17, 230}, two[] = {4, 230}, again[] = {4, 17, 230};
+	char *j = journal_once(l, three, 3);
+	assert_int_equal(lines_with(j, "FLEET_REASON=not-admitted"), 3);
+	assert_int_equal(lines_with(j, "FLEET_DEVICE=sw17"), 1);
+	assert_count_line(j, 3, 3);
+	assert_int_equal(gauge(m), 3);
+	free(j);
+	/* the same three: one count line, nothing per device */
+	j = journal_once(l, three, 3);
+	assert_int_equal(lines_with(j, "FLEET_REASON=not-admitted"), 0);
+	assert_count_line(j, 3, 0);
+	assert_int_equal(count_lines(j), 1);
+	free(j);
+	/* 17 was admitted (or left active): gone from the set */
+	j = journal_once(l, two, 2);
+	assert_int_equal(count_lines(j), 1);
+	assert_int_equal(gauge(m), 2);
+	free(j);
+	/* and back: said again */
+	j = journal_once(l, again, 3);
+	assert_int_equal(lines_with(j, "FLEET_REASON=not-admitted"), 1);
+	assert_int_equal(lines_with(j, "FLEET_DEVICE=sw17"), 1);
+	free(j);
+	/* none: one line saying so, then silence */
+	j = journal_once(l, NULL, 0);
+	assert_int_equal(lines_with(j, "0 device(s) active"), 1);
+	assert_int_equal(gauge(m), 0);
+	free(j);
+	j = journal_once(l, NULL, 0);
+	assert_int_equal(count_lines(j), 0);
+	free(j);
+	fleet_spire_not_admitted_log_free(l);
+	fleet_metrics_free(m);
+	/* without metrics, and freeing NULL */
+	assert_int_equal(fleet_spire_not_admitted_log_new(NULL, &l), FLEET_OK);
+	j = journal_once(l, three, 3);
+	assert_int_equal(lines_with(j, "FLEET_REASON=not-admitted"), 3);
+	free(j);
+	fleet_spire_not_admitted_log_free(l);
+	fleet_spire_not_admitted_log_free(NULL);
 }
 
 /* Current LDevIDs only: not revoked, not expired; no LAK; sorted. */
@@ -771,6 +887,7 @@ int main(void)
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test_setup_teardown(test_each_status, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_store_holds_back, setup, teardown),
+		cmocka_unit_test(test_not_admitted_journaled_once),
 		cmocka_unit_test_setup_teardown(test_current_ldevids, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_revoked_until_not_after, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_ordering, setup, teardown),
