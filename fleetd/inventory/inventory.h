@@ -11,8 +11,10 @@
 #ifndef FLEET_INVENTORY_H
 #define FLEET_INVENTORY_H
 
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <time.h>
 
 enum fleet_inv_result {
@@ -71,6 +73,18 @@ struct fleet_inv_malformed {
 	char reason[64];            /* stable, "<field>:<problem>", e.g. "name:null" */
 };
 
+/* What bounds one listing (the pass's deadline, fleetd's stop). Checked
+ * before each request the listing makes, so it ends within one request's
+ * own timeout: FLEET_INV_UNAVAILABLE, err saying which ("cancelled",
+ * "past its deadline"). Either field may be unset. */
+struct fleet_inv_bound {
+	const atomic_bool *cancel;
+	uint64_t deadline_ms; /* CLOCK_MONOTONIC, in ms; 0: none */
+};
+
+/* The bound's verdict now: NULL to go on, else why to stop. */
+const char *fleet_inv_bound_stop(const struct fleet_inv_bound *b);
+
 struct fleet_inventory;
 
 struct fleet_inventory_ops {
@@ -96,6 +110,13 @@ struct fleet_inventory_ops {
 	enum fleet_inv_result (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				      char *err, size_t errlen);
+	/* list, bounded (may be NULL: list is one bounded read, as the
+	 * nodes file's is). */
+	enum fleet_inv_result (*list_bounded)(struct fleet_inventory *inv,
+					      const struct fleet_inv_bound *bound,
+					      struct fleet_inv_device **out, size_t *n,
+					      struct fleet_inv_malformed **bad, size_t *n_bad,
+					      char *err, size_t errlen);
 	void (*close)(struct fleet_inventory *inv);
 };
 

@@ -623,7 +623,8 @@ static bool set_limit(char *url, size_t urllen, unsigned n)
  * each. One object over the cap on its own fails the walk.
  */
 static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const char *query,
-				  each_fn fn, void *ctx, char *err, size_t errlen)
+				  each_fn fn, void *ctx, const struct fleet_inv_bound *bound,
+				  char *err, size_t errlen)
 {
 	char url[MAX_URL];
 	size_t seen = 0;
@@ -636,6 +637,14 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 	for (unsigned page = 0;; page++) {
 		json_t *j;
 		bool over;
+		/* Before each page: a listing of thousands of devices from a slow
+		 * NetBox must end within one request of its caller's bound. */
+		const char *stop = fleet_inv_bound_stop(bound);
+		if (stop) {
+			snprintf(err, errlen, "the listing of %s stopped after %u page%s: %s",
+				 endpoint, page, page == 1 ? "" : "s", stop);
+			return FLEET_INV_UNAVAILABLE;
+		}
 		enum fleet_inv_result r =
 			request_json(nb, "GET", url, NULL, false, &j, &over, err, errlen);
 		if (r == FLEET_INV_INVALID && over) {
@@ -840,7 +849,7 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 		return FLEET_INV_NOT_FOUND;
 	}
 	snprintf(q, sizeof(q), "serial=%s&" DEVICE_QUERY, esc);
-	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", q, find_each, &f, err, errlen);
+	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", q, find_each, &f, NULL, err, errlen);
 	if (r != FLEET_INV_OK) {
 		memset(out, 0, sizeof(*out));
 		return r;
@@ -932,7 +941,7 @@ static enum fleet_inv_result nb_binding_change(struct fleet_inventory *inv, long
 	}
 	snprintf(q, sizeof(q), "changed_object_type=dcim.device&changed_object_id=%ld"
 		 "&ordering=-time", id);
-	enum fleet_inv_result r = walk(nb, "/api/core/object-changes/", q, change_each, &c, err,
+	enum fleet_inv_result r = walk(nb, "/api/core/object-changes/", q, change_each, &c, NULL, err,
 				       errlen);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -1129,9 +1138,11 @@ static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				     char *err, size_t errlen)
+static enum fleet_inv_result nb_list_bounded(struct fleet_inventory *inv,
+					     const struct fleet_inv_bound *bound,
+					     struct fleet_inv_device **out, size_t *n,
+					     struct fleet_inv_malformed **bad, size_t *n_bad, char *err,
+					     size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct list_ctx l = {.nb = nb};
@@ -1140,7 +1151,7 @@ static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_i
 	*bad = NULL;
 	*n_bad = 0;
 	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
-				       list_each, &l, err, errlen);
+				       list_each, &l, bound, err, errlen);
 	if (r != FLEET_INV_OK) {
 		free(l.v);
 		free(l.bad);
@@ -1157,6 +1168,13 @@ static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_i
 	*bad = l.bad;
 	*n_bad = l.n_bad;
 	return FLEET_INV_OK;
+}
+
+static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
+				     char *err, size_t errlen)
+{
+	return nb_list_bounded(inv, NULL, out, n, bad, n_bad, err, errlen);
 }
 
 static void nb_close(struct fleet_inventory *inv)
@@ -1191,6 +1209,7 @@ static const struct fleet_inventory_ops netbox_ops = {
 	.write_ek_hashes = nb_write_ek_hashes,
 	.set_status = nb_set_status,
 	.list = nb_list,
+	.list_bounded = nb_list_bounded,
 	.close = nb_close,
 };
 

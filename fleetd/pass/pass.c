@@ -48,12 +48,17 @@ static bool cancelled(const struct fleet_pass *p)
 }
 
 /* The deadline: pass.deadline_seconds, never past the next pass's start. */
-static bool past_deadline(const struct fleet_pass *p)
+static uint64_t deadline_ms(const struct fleet_pass *p)
 {
 	uint32_t s = p->d.config->pass_deadline_seconds;
 	if (!s || s > p->d.config->pass_interval_seconds)
 		s = p->d.config->pass_interval_seconds;
-	return mono_ms() - p->t0 >= (uint64_t)s * 1000u;
+	return p->t0 + (uint64_t)s * 1000u;
+}
+
+static bool past_deadline(const struct fleet_pass *p)
+{
+	return mono_ms() >= deadline_ms(p);
 }
 
 /* pass_authors' check between change-log reads. */
@@ -272,9 +277,11 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 	memset(&doc, 0, sizeof(doc));
 	enum fleet_spire_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
 							 now, &doc, err, sizeof(err));
-	if (e == FLEET_SPIRE_OK && cancelled(p)) {
+	if (cancelled(p)) {
 		/* fleetd is stopping: the previous file stands, the next start's
 		 * pass writes a new one. */
+		fleet_log(LOG_NOTICE, "pass-cancelled", FLEET_LOG_FIELDS({"FLEET_REASON", "cancelled"}),
+			  "pass: fleetd is stopping; spire-nodes.json is left as it was");
 		fleet_spire_doc_free(&doc);
 		return "cancelled";
 	}
@@ -329,6 +336,8 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	 * keeps what the binding authors need (pass_authors.h). */
 	struct pass_listing listing;
 	pass_listing_init(&listing, p->d.inventory);
+	listing.bound = (struct fleet_inv_bound){.cancel = p->d.cancel,
+						 .deadline_ms = deadline_ms(p)};
 	if (p->d.config->spire_trust_domain[0]) {
 		result = spire_pass(p, &listing.inv, now);
 	} else if (authors) {

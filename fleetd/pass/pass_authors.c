@@ -89,7 +89,11 @@ static enum fleet_inv_result view_list(struct fleet_inventory *inv, struct fleet
 				       char *err, size_t errlen)
 {
 	struct pass_listing *l = view_of(inv);
-	enum fleet_inv_result r = l->real->ops->list(l->real, out, n, bad, n_bad, err, errlen);
+	const struct fleet_inventory_ops *o = l->real->ops;
+	enum fleet_inv_result r =
+		o->list_bounded
+			? o->list_bounded(l->real, &l->bound, out, n, bad, n_bad, err, errlen)
+			: o->list(l->real, out, n, bad, n_bad, err, errlen);
 	forget_copy(l);
 	if (r == FLEET_INV_OK) {
 		copy_listing(l, *out, *n, *bad, *n_bad);

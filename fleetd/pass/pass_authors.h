@@ -31,6 +31,9 @@ struct pass_listing {
 	struct fleet_inventory inv; /* the view (first): hand &inv to whoever lists */
 	struct fleet_inventory_ops ops; /* the view's: list kept, the rest forwarded */
 	struct fleet_inventory *real;
+	/* What bounds the listing (the pass's deadline, fleetd's stop): the
+	 * view lists through the real inventory's list_bounded when it has one. */
+	struct fleet_inv_bound bound;
 	bool listed;                /* a whole listing was read */
 	bool incomplete;            /* out of memory copying it: nothing is decided */
 	bool bad_unnamed;           /* a malformed device without a usable id */

@@ -8,6 +8,12 @@
  *     kill fleetd, and its startup pass would repeat the stall). With the
  *     pass on the main loop the gap is the whole listing.
  *
+ *   - stop_during_slow_pass: SIGTERM one page into a listing whose pages
+ *     are 2 s late each (16 s in all): fleetd stops within a page, cleanly
+ *     (exit 0), well inside TimeoutStopSec=30s, and writes no file from the
+ *     partial listing. With the listing unbounded, the stop waits for the
+ *     whole listing and the harness SIGKILLs it after 10 s.
+ *
  * The notify socket is the test's own datagram socket; fleetd speaks to it
  * through libsystemd's sd_notify exactly as under systemd. Skips (77)
  * without swtpm, python3 or openssl.
@@ -129,10 +135,32 @@ static void watchdog_during_slow_pass(void **state)
 	assert_true(gap < WATCHDOG_MS / 1000.0 * 0.9);
 }
 
+static void stop_during_slow_pass(void **state)
+{
+	(void)state;
+	char cfg[800], spire[800];
+	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", D);
+	snprintf(spire, sizeof(spire), "%s/spire-nodes.json", STATE);
+	unlink(spire);
+	nbf_ctl("/_fake/delay", "{\"ms\": 2000, \"count\": 8}");
+	fleetd_start(&FD, FLEETD_BIN, cfg, LOG);
+	struct timespec ts = {2, 500 * 1000 * 1000}; /* one page in */
+	nanosleep(&ts, NULL);
+	double t0 = now_s();
+	int rc = fleetd_stop(&FD);
+	double took = now_s() - t0;
+	print_message("stopped %.1f s after SIGTERM (exit %d)\n", took, rc);
+	assert_int_equal(rc, 0);
+	assert_true(took < 5.0);
+	assert_int_equal(access(spire, F_OK), -1); /* nothing from part of a listing */
+	assert_int_equal(adm_log_count(LOG, "event=pass-cancelled", (char *)NULL), 1);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(watchdog_during_slow_pass),
+		cmocka_unit_test(stop_during_slow_pass),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -435,6 +435,28 @@ static void test_pass_deadline_and_cancel(void **st)
 	assert_string_equal(run(&f, f.now + 60), "ok");
 	assert_int_equal(patches_since(before), 2);
 
+	/* a listing slower than the deadline stops between pages: no file from
+	 * part of a listing, the previous one stands */
+	struct fleet_buf prev, now_file;
+	read_file_or_fail(f.file, &prev);
+	nbf_ctl("/_fake/change", "{\"device\": 2, \"user\": \"admin\", "
+				 "\"status\": \"offline\"}");
+	nbf_ctl("/_fake/delay", "{\"ms\": 600, \"count\": 4}");
+	before = nbf_log_len();
+	assert_string_equal(run(&f, f.now + 90), "inventory-error");
+	assert_int_equal(nbf_log_len() - before, 2); /* 2 pages of 4 asked */
+	assert_int_equal(journaled(&f, "stopped after 2 pages: past its deadline"), 1);
+	read_file_or_fail(f.file, &now_file);
+	assert_int_equal(prev.len, now_file.len);
+	assert_memory_equal(prev.data, now_file.data, prev.len);
+	fb_free(&prev);
+	fb_free(&now_file);
+	nbf_ctl("/_fake/change", "{\"device\": 2, \"user\": \"admin\", "
+				 "\"status\": \"active\"}");
+	/* in time again (the fake's 2 delays left spent here) */
+	f.c.pass_deadline_seconds = 60;
+	assert_string_equal(run(&f, f.now + 100), "ok");
+
 	/* fleetd stopping: the pass ends, nothing written, the file stands */
 	struct fleet_buf keep, after;
 	read_file_or_fail(f.file, &keep);
