@@ -288,12 +288,18 @@ static int device_show(const char *name, const char *dir, int json)
 	struct fleet_store_verdict *v = NULL;
 	size_t nc = 0, nv = 0;
 	enum fleet_store_err e;
+	/* One snapshot: the row, its certificates and its last verdict as of
+	 * one moment, while fleetd goes on admitting. */
+	if ((e = fleet_store_snapshot_begin(st)))
+		return store_failed("device", st, e);
 	if ((e = fleet_store_device_get_by_name(st, name, &d)) ||
 	    (e = fleet_store_certs_for_device(st, name, &c, &nc)) ||
 	    (e = fleet_store_verdicts_list(st, name, 1, &v, &nv))) {
+		fleet_store_snapshot_end(st);
 		fleet_store_certs_free(c, nc);
 		return store_failed("device", st, e);
 	}
+	fleet_store_snapshot_end(st);
 	if (json) {
 		json_t *certs = json_array();
 		for (size_t i = 0; i < nc; i++)

@@ -83,9 +83,11 @@ static void startup_failed(const char *fmt, ...)
 struct daemon {
 	struct fleet_config cfg;
 	struct fleet_store *store;
-	/* The pass's own read-only handle: on the admission's handle it could
-	 * read a transaction still open on an HTTP thread; a second connection
-	 * (WAL) sees committed state only, and never blocks a writer. */
+	/* The pass's own read-only handle. Either handle is safe from any
+	 * thread (store.h, "Threads"), but calls on one handle wait for each
+	 * other: on its own connection (WAL) the pass sees committed state
+	 * only, never waits for an admission's transaction, and never makes
+	 * one wait. */
 	struct fleet_store *pass_store;
 	struct fleet_vlog *vlog;
 	struct fleet_inventory *inv;
@@ -109,7 +111,7 @@ static size_t reap_sessions(void *ctx)
 }
 
 /* The pass's binding author records (pass.h, B1..B6): its store handle is
- * read-only, so the admission writes them, under its store lock. */
+ * read-only, so the admission writes them, on its own handle. */
 static enum fleet_store_err record_author(void *ctx, const struct fleet_store_binding_author *r,
 					  char *err, size_t errlen)
 {

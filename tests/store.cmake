@@ -7,3 +7,11 @@ fleet_test(test_config unit unit/test_config.c LIBS fleetdcore)
 add_executable(store_seed unit/store_seed.c)
 target_link_libraries(store_seed PRIVATE fleetdcore fleet_x509_mint)
 fleet_script_test(store_cli e2e store_cli.sh $<TARGET_FILE:store_seed>)
+# The store owns its concurrency (store.h "Threads"): the real pass in a loop
+# on its read-only handle while threads do the admission's store work on one
+# shared handle. .ci/run also builds it alone with -DFLEET_TSAN=ON and runs it
+# under ThreadSanitizer; only the pass's and the store's targets are linked,
+# so that build stays small.
+fleet_test(test_store_concurrency unit unit/test_store_concurrency.c
+           LIBS fleetd_pass fleetd_store fleet_x509_mint)
+set_tests_properties(test_store_concurrency PROPERTIES TIMEOUT 300)

@@ -159,14 +159,14 @@ void adm_log_limited(struct fleet_admission *a, const char *key, int priority, c
 	va_end(ap);
 }
 
-void adm_store_lock(struct fleet_admission *a)
+void adm_verdicts_lock(struct fleet_admission *a)
 {
-	pthread_mutex_lock(&a->store_mu);
+	pthread_mutex_lock(&a->verdict_mu);
 }
 
-void adm_store_unlock(struct fleet_admission *a)
+void adm_verdicts_unlock(struct fleet_admission *a)
 {
-	pthread_mutex_unlock(&a->store_mu);
+	pthread_mutex_unlock(&a->verdict_mu);
 }
 
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
@@ -190,11 +190,10 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device, .session = sid,
 			      .ek_hash = e->s.ek_hash, .ek_hash_ecc = e->s.ek_hash_ecc};
 	int64_t id = 0;
-	adm_store_lock(a);
+	adm_verdicts_lock(a);
 	enum fleet_store_err se = fleet_store_verdict_insert(a->d.store, &v, &id);
 	if (se != FLEET_STORE_OK) {
-		/* the message is copied by the journal before the lock is let go */
-		lf.detail = fleet_store_errmsg(a->d.store);
+		lf.detail = fleet_store_errmsg(a->d.store); /* this thread's own copy */
 		lf.reason = fleet_store_err_str(se);
 		adm_count(a->m.store_errors, NULL);
 		adm_log(LOG_ERR, "verdict-store-failed", &lf,
@@ -203,7 +202,7 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 	}
 	else
 		adm_vlog_append(a, id, e, pass, reasons, n_reasons);
-	adm_store_unlock(a);
+	adm_verdicts_unlock(a);
 	return se == FLEET_STORE_OK ? 0 : -1;
 }
 
@@ -240,14 +239,14 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
 }
 
 /* verdicts.jsonl behind the store (a failed append, or the start): append
- * what it lacks, in id order, under the store lock so no new verdict can
- * come between. */
+ * what it lacks, in id order, under verdict_mu so no new verdict can come
+ * between. */
 static void vlog_catch_up(struct fleet_admission *a)
 {
 	char err[256];
 	size_t appended = 0;
 	bool ahead = false;
-	adm_store_lock(a);
+	adm_verdicts_lock(a);
 	if (a->vlog_behind) {
 		if (fleet_vlog_reconcile(a->d.verdicts, a->d.store, &appended, &ahead, err,
 					 sizeof(err)) == FLEET_OK)
@@ -265,10 +264,10 @@ static void vlog_catch_up(struct fleet_admission *a)
 				  "verdicts.jsonl holds verdicts newer than the store's newest: was "
 				  "the store restored from an older copy?");
 	}
-	adm_store_unlock(a);
+	adm_verdicts_unlock(a);
 }
 
-/* A session whose revocation failed (store lock held): retried every
+/* A session whose revocation failed (retry_mu held): retried every
  * second by the reaper until the store takes it, so its certificates do
  * not wait for a restart. The list is bounded; past it the start revokes
  * what is left (its sessions are gone by then). */
@@ -285,7 +284,7 @@ static void retry_revocations(struct fleet_admission *a)
 {
 	char sha1s[FLEET_STORE_REVOKE_SHA1S][41];
 	size_t n;
-	adm_store_lock(a);
+	pthread_mutex_lock(&a->retry_mu);
 	for (size_t i = 0; i < a->n_retry;) {
 		if (fleet_store_provisional_revoke(a->d.store, a->retry[i], "session-ended",
 						   adm_now(a), sha1s, &n) != FLEET_STORE_OK) {
@@ -300,7 +299,7 @@ static void retry_revocations(struct fleet_admission *a)
 			n, n == 1 ? "" : "s");
 		memcpy(a->retry[i], a->retry[--a->n_retry], 65);
 	}
-	adm_store_unlock(a);
+	pthread_mutex_unlock(&a->retry_mu);
 }
 
 bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, const char *why)
@@ -314,7 +313,6 @@ bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, c
 	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = e->snap.name,
 			      .session = sid, .reason = why, .ek_hash = e->s.ek_hash,
 			      .ek_hash_ecc = e->s.ek_hash_ecc};
-	adm_store_lock(a);
 	enum fleet_store_err se =
 		fleet_store_provisional_revoke(a->d.store, sid, why, adm_now(a), sha1s, &n);
 	if (se != FLEET_STORE_OK) {
@@ -323,12 +321,11 @@ bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, c
 		adm_log(LOG_ERR, "provisional-revoke-failed", &lf,
 			"the session's provisional certificates could not be marked revoked (%s); "
 			"the next start revokes them", fleet_store_err_str(se));
-	}
-	if (se != FLEET_STORE_OK)
+		pthread_mutex_lock(&a->retry_mu);
 		remember_revocation(a, sid);
-	adm_store_unlock(a);
-	if (se != FLEET_STORE_OK)
+		pthread_mutex_unlock(&a->retry_mu);
 		return false;
+	}
 	list[0] = '\0';
 	for (size_t i = 0, o = 0; i < n && i < FLEET_STORE_REVOKE_SHA1S; i++)
 		o += (size_t)snprintf(list + o, sizeof(list) - o, "%s%s", i ? " " : "", sha1s[i]);
@@ -511,7 +508,13 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 	 * there is retried by every reap, and until it succeeds nothing is
 	 * appended out of order. */
 	a->vlog_behind = true;
-	if (pthread_mutex_init(&a->store_mu, NULL) != 0) {
+	if (pthread_mutex_init(&a->verdict_mu, NULL) != 0) {
+		free(a);
+		snprintf(err, errlen, "admission: no mutex");
+		return FLEET_E_NOMEM;
+	}
+	if (pthread_mutex_init(&a->retry_mu, NULL) != 0) {
+		pthread_mutex_destroy(&a->verdict_mu);
 		free(a);
 		snprintf(err, errlen, "admission: no mutex");
 		return FLEET_E_NOMEM;
@@ -544,7 +547,8 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 fail:
 	for (size_t i = 0; i < a->n_classes; i++)
 		fleet_profile_free(a->classes[i].profile);
-	pthread_mutex_destroy(&a->store_mu);
+	pthread_mutex_destroy(&a->retry_mu);
+	pthread_mutex_destroy(&a->verdict_mu);
 	free(a);
 	return e;
 }
@@ -561,7 +565,8 @@ void fleet_admission_free(struct fleet_admission *a)
 	}
 	for (size_t i = 0; i < a->n_classes; i++)
 		fleet_profile_free(a->classes[i].profile);
-	pthread_mutex_destroy(&a->store_mu);
+	pthread_mutex_destroy(&a->retry_mu);
+	pthread_mutex_destroy(&a->verdict_mu);
 	free(a);
 }
 
@@ -584,14 +589,12 @@ size_t fleet_admission_reap(struct fleet_admission *a)
 void fleet_admission_prune(struct fleet_admission *a)
 {
 	size_t n = 0;
-	adm_store_lock(a);
 	if (fleet_store_provisional_prune(a->d.store, adm_now(a), &n) != FLEET_STORE_OK) {
 		struct adm_logf lf = {.detail = fleet_store_errmsg(a->d.store)};
 		adm_count(a->m.store_errors, NULL);
 		adm_log(LOG_ERR, "provisional-prune-failed", &lf,
 			"old revoked provisional certificates could not be removed");
 	}
-	adm_store_unlock(a);
 }
 
 unsigned long fleet_admission_inventory_lookups(struct fleet_admission *a)

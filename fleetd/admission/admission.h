@@ -200,8 +200,8 @@ size_t fleet_admission_reap(struct fleet_admission *a);
 void fleet_admission_prune(struct fleet_admission *a);
 
 /* Binding author records (I7), for the pass: its store handle is read-only,
- * so it writes through these, on the admission's handle and under its store
- * lock, each one transaction. A record must be of a change by
+ * so it writes through these, on the admission's handle, each one
+ * transaction. A record must be of a change by
  * binding_author (INVALID otherwise: no other record could prove anything).
  * A failure is counted (fleetd_store_errors_total) and err says why; the
  * pass journals it. */

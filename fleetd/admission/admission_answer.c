@@ -178,13 +178,11 @@ static int record_claim(struct round *r, struct fleet_buf *reply)
 	struct fleet_admission *a = r->a;
 	const char *serial = r->e->snap.serial[0] ? r->e->snap.serial : r->e->s.serial;
 	char why[256] = "";
-	adm_store_lock(a);
 	enum fleet_store_err se = fleet_store_claim_upsert(a->d.store, serial, r->e->claim_reason,
 							   r->s.ek_hash, r->s.ek_hash_ecc,
 							   adm_now(a));
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
-	adm_store_unlock(a);
 	r->lf.reason = r->e->claim_reason;
 	r->lf.detail = why;
 	if (se == FLEET_STORE_OK) {
@@ -228,11 +226,9 @@ static int record_provisional(struct round *r, const struct fleet_wire_verdict *
 		.ldevid_len = v->ldevid_cert.len,
 		.now = adm_now(a),
 	};
-	adm_store_lock(a);
 	enum fleet_store_err se = fleet_store_provisional_issue(a->d.store, &in, lak, ldevid);
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
-	adm_store_unlock(a);
 	if (se != FLEET_STORE_OK) {
 		r->lf.reason = fleet_store_err_str(se);
 		r->lf.detail = why;
@@ -410,13 +406,14 @@ static int admit(struct round *r, struct fleet_buf *reply)
 		.may_create = r->e->first_admission,
 		.now = adm_now(a),
 	};
-	adm_store_lock(a);
+	/* The passing verdict's line right after its commit (verdict_mu). */
+	adm_verdicts_lock(a);
 	enum fleet_store_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
 	else
 		adm_vlog_append(a, verdict_id, r->e, true, NULL, 0);
-	adm_store_unlock(a);
+	adm_verdicts_unlock(a);
 	if (se == FLEET_STORE_OK)
 		return 0;
 	r->lf.detail = why;

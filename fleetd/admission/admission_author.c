@@ -7,7 +7,8 @@
  * holds no change that set the binding.
  *
  * The pass holds a read-only store handle, so its writes come here, to be
- * made on the admission's handle under the admission's store lock.
+ * made on the admission's read-write one (which, like every store handle,
+ * serialises its own calls: store.h, "Threads").
  */
 #include "fleetd/admission/admission_int.h"
 
@@ -19,14 +20,12 @@ enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
 				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,
 				    char *err, size_t errlen)
 {
-	adm_store_lock(a);
 	enum fleet_store_err se = fleet_store_binding_author_get(a->d.store, device_id, rec);
 	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND) {
 		snprintf(err, errlen, "the store: %s (%s)", fleet_store_errmsg(a->d.store),
 			 fleet_store_err_str(se));
 		adm_count(a->m.store_errors, NULL);
 	}
-	adm_store_unlock(a);
 	if (se == FLEET_STORE_E_NOT_FOUND)
 		return ADM_AUTHOR_NONE;
 	if (se != FLEET_STORE_OK)
@@ -58,13 +57,11 @@ enum fleet_store_err fleet_admission_record_binding_author(
 			 a->d.config->binding_author);
 		return FLEET_STORE_E_INVALID;
 	}
-	adm_store_lock(a);
 	enum fleet_store_err se = fleet_store_binding_author_record(a->d.store, r);
 	if (se != FLEET_STORE_OK) {
 		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
 		adm_count(a->m.store_errors, NULL);
 	}
-	adm_store_unlock(a);
 	return se;
 }
 
@@ -72,12 +69,10 @@ enum fleet_store_err fleet_admission_forget_binding_author(struct fleet_admissio
 							   int64_t device_id, bool *forgot,
 							   char *err, size_t errlen)
 {
-	adm_store_lock(a);
 	enum fleet_store_err se = fleet_store_binding_author_forget(a->d.store, device_id, forgot);
 	if (se != FLEET_STORE_OK) {
 		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
 		adm_count(a->m.store_errors, NULL);
 	}
-	adm_store_unlock(a);
 	return se;
 }

@@ -33,14 +33,27 @@ struct fleet_admission {
 	/* Journal lines of requests that prove nothing: the first of each
 	 * kind in full, the rest counted (fleetd/obs/log_limit.h). */
 	struct fleet_log_limit *limit;
-	/* Under store_mu: verdicts.jsonl lacks store verdicts (a failed append,
-	 * or not yet checked since the start): appends wait for the catch-up. */
+	/*
+	 * The store handle needs no lock of ours: it serialises its own calls
+	 * (store.h, "Threads"). verdict_mu is for what the store cannot see:
+	 * verdicts.jsonl follows the store's verdicts in id order, so a
+	 * verdict's row and its line are written under verdict_mu together
+	 * (no other verdict can take an id between them and append first),
+	 * and the catch-up reads what the log lacks and appends it under it
+	 * too (no new verdict comes between its read and its appends). Held
+	 * around one store call each time, never the other way round.
+	 */
+	pthread_mutex_t verdict_mu;
+	/* Under verdict_mu: verdicts.jsonl lacks store verdicts (a failed
+	 * append, or not yet checked since the start): appends wait for the
+	 * catch-up. */
 	bool vlog_behind;
-	/* Under store_mu: sessions whose revocation the store refused. */
+	/* Sessions whose revocation the store refused, retried by the reaper
+	 * (admission.c); under retry_mu, which an ending session and the
+	 * reaper share. */
+	pthread_mutex_t retry_mu;
 	size_t n_retry;
 	char retry[ADM_REVOKE_RETRY][65];
-	/* The store handle is used by one thread at a time (store.h). */
-	pthread_mutex_t store_mu;
 	size_t n_classes;
 	struct adm_class classes[FLEET_CONFIG_MAX_CLASSES];
 	struct {
@@ -119,14 +132,15 @@ void adm_log_limited(struct fleet_admission *a, const char *key, int priority, c
 
 /* A session ends other than by its confirm: its provisional certificates
  * (if it was issued any) are revoked with why, and the journal names
- * them; the inventory lookup cache forgets its serial. Store lock taken
- * here. Returns false when the store could not revoke (journaled and
- * counted; start-up revokes whatever is left). */
+ * them; the inventory lookup cache forgets its serial. Returns false when
+ * the store could not revoke (journaled and counted; the reaper retries,
+ * and start-up revokes whatever is left). */
 bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, const char *why);
 
-/* Store calls go through the admission's store lock. */
-void adm_store_lock(struct fleet_admission *a);
-void adm_store_unlock(struct fleet_admission *a);
+/* A store call that writes a verdict, and that verdict's line, go between
+ * these (verdict_mu above). */
+void adm_verdicts_lock(struct fleet_admission *a);
+void adm_verdicts_unlock(struct fleet_admission *a);
 
 /*
  * A verdict for TPM-authenticated evidence only: the store's row first,
@@ -136,8 +150,8 @@ void adm_store_unlock(struct fleet_admission *a);
  */
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons);
-/* The verdicts.jsonl line of a verdict the store holds as id; called with
- * the store lock held, right after the commit, so lines go in id order. A
+/* The verdicts.jsonl line of a verdict the store holds as id; called under
+ * adm_verdicts_lock, right after the commit, so lines go in id order. A
  * failed append is journaled and counted, and later appends wait for the
  * reaper's catch-up, which writes them all in order. */
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
@@ -151,8 +165,8 @@ enum adm_author {
 	ADM_AUTHOR_STORE_ERROR,  /* the store could not say; err says why */
 };
 /* The store's record for device_id, when it proves these values (serial,
- * approved hashes; fleet_store_binding_author_matches). Store lock taken
- * here; a store failure is counted. */
+ * approved hashes; fleet_store_binding_author_matches); a store failure is
+ * counted. */
 enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
 				    const char *serial, const char *ek_hash,
 				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,

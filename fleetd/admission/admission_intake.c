@@ -233,7 +233,6 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	struct fleet_inv_binding_change ch;
 	char err[256] = "";
 
-	adm_store_lock(a);
 	enum fleet_store_err se =
 		fleet_store_device_check_eks(a->d.store, d->serial, t->s.ek_hash, t->s.ek_hash_ecc);
 	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND &&
@@ -243,7 +242,6 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
 				"the store could not be read; nothing is decided");
 	}
-	adm_store_unlock(a);
 	if (se == FLEET_STORE_E_NOT_FOUND)
 		return refuse(t, "ek-not-recorded", reply,
 			      "a device past planned that fleetd never admitted", NULL);

@@ -587,9 +587,14 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 				  "the inventory's device list: %s: %s", fleet_inv_result_str(ir),
 				  ierr);
 	}
+	/* One state of the store for the whole judgement: every device's
+	 * row, verdict and certificates as of the same moment, whatever the
+	 * admission commits meanwhile on its own handle. */
 	struct fleet_store_device *devs = NULL;
 	size_t n_devs = 0;
-	enum fleet_store_err se = fleet_store_devices_list(st, &devs, &n_devs);
+	enum fleet_store_err se = fleet_store_snapshot_begin(st);
+	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
+		fleet_store_snapshot_end(st);
 	if (se) {
 		free(devs_inv);
 		free(bad);
@@ -600,6 +605,7 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .err = err, .errlen = errlen};
 	enum fleet_spire_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
+	fleet_store_snapshot_end(st);
 	free(devs_inv);
 	free(bad);
 	free(devs);

@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdint.h>
@@ -173,12 +174,33 @@ static const struct migration {
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");
 
+/* The calling thread's last failure: which handle, and its sentence. Per
+ * thread rather than per handle, so that the message a caller reads after
+ * a failed call is that call's, whatever other threads do with the handle
+ * meanwhile (fleet_store_errmsg). */
+static _Thread_local struct {
+	const struct fleet_store *st;
+	char msg[256];
+} last_failure;
+
 enum fleet_store_err st_fail(struct fleet_store *st, enum fleet_store_err e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(st->msg, sizeof(st->msg), fmt, ap);
+	vsnprintf(last_failure.msg, sizeof(last_failure.msg), fmt, ap);
 	va_end(ap);
+	last_failure.st = st;
+	return e;
+}
+
+void st_lock(struct fleet_store *st)
+{
+	pthread_mutex_lock(&st->mu);
+}
+
+enum fleet_store_err st_unlock(struct fleet_store *st, enum fleet_store_err e)
+{
+	pthread_mutex_unlock(&st->mu);
 	return e;
 }
 
@@ -219,6 +241,10 @@ enum fleet_store_err st_writable(struct fleet_store *st)
 {
 	if (st->readonly)
 		return st_fail(st, FLEET_STORE_E_READONLY, "this store handle is read-only");
+	/* A write would join the snapshot's transaction and end its view. */
+	if (st->snapshot)
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "no writes on a handle while its read snapshot is open");
 	return FLEET_STORE_OK;
 }
 
@@ -491,7 +517,15 @@ enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mo
 {
 	*out = NULL;
 	struct fleet_store *st = calloc(1, sizeof(*st));
-	if (!st) {
+	pthread_mutexattr_t ma;
+	bool have_mu = false;
+	if (st && pthread_mutexattr_init(&ma) == 0) {
+		have_mu = pthread_mutexattr_settype(&ma, PTHREAD_MUTEX_RECURSIVE) == 0 &&
+			  pthread_mutex_init(&st->mu, &ma) == 0;
+		pthread_mutexattr_destroy(&ma);
+	}
+	if (!have_mu) {
+		free(st);
 		if (err && errlen)
 			snprintf(err, errlen, "out of memory");
 		return FLEET_STORE_E_NOMEM;
@@ -505,7 +539,15 @@ enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mo
 		e = st_fail(st, FLEET_STORE_E_INVALID, "the state directory must be an absolute path");
 		goto out;
 	}
-	int flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE;
+	/* Handles on other threads share SQLite's process-wide state (its
+	 * allocator, its file locks): only a thread-safe SQLite guards it.
+	 * FULLMUTEX keeps SQLite's own lock on the connection too, under the
+	 * handle's: a second guard, not the one the contract rests on. */
+	if (!sqlite3_threadsafe()) {
+		e = st_fail(st, FLEET_STORE_E_IO, "this SQLite is built without thread safety");
+		goto out;
+	}
+	int flags = SQLITE_OPEN_NOFOLLOW | SQLITE_OPEN_EXRESCODE | SQLITE_OPEN_FULLMUTEX;
 	if (st->readonly) {
 		struct stat sb;
 		if (stat(path, &sb) != 0) {
@@ -532,7 +574,7 @@ out:
 		close(dfd);
 	if (e) {
 		if (err && errlen)
-			snprintf(err, errlen, "%s", st->msg);
+			snprintf(err, errlen, "%s", fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return e;
 	}
@@ -544,13 +586,42 @@ void fleet_store_close(struct fleet_store *st)
 {
 	if (!st)
 		return;
+	fleet_store_snapshot_end(st); /* one left open by its thread */
 	sqlite3_close(st->db);
+	pthread_mutex_destroy(&st->mu);
 	free(st);
 }
 
 const char *fleet_store_errmsg(const struct fleet_store *st)
 {
-	return st ? st->msg : "";
+	return st && last_failure.st == st ? last_failure.msg : "";
+}
+
+enum fleet_store_err fleet_store_snapshot_begin(struct fleet_store *st)
+{
+	st_lock(st);
+	if (st->snapshot)
+		return st_unlock(st, st_fail(st, FLEET_STORE_E_INVALID,
+					     "a snapshot is already open on this handle"));
+	/* DEFERRED: the read transaction starts at the first read and keeps
+	 * that state of the file (WAL) until the end; it takes no write lock,
+	 * so the daemon's writers never wait for it. */
+	int rc = sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL);
+	if (rc != SQLITE_OK)
+		return st_unlock(st, st_sqlite(st, rc, "begin a snapshot"));
+	st->snapshot = true;
+	return FLEET_STORE_OK; /* mu stays held: fleet_store_snapshot_end lets it go */
+}
+
+void fleet_store_snapshot_end(struct fleet_store *st)
+{
+	st_lock(st);
+	if (st->snapshot) {
+		st_rollback(st); /* nothing was written: the snapshot only ends */
+		st->snapshot = false;
+		pthread_mutex_unlock(&st->mu); /* the begin's */
+	}
+	pthread_mutex_unlock(&st->mu);
 }
 
 void *st_grow(struct fleet_store *st, void *v, size_t *cap, size_t elem)

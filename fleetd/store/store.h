@@ -16,9 +16,19 @@
  * Open sessions are not stored: they hold challenge secrets that must
  * never reach disk, and a restart only makes a machine start intake again.
  *
- * A store handle is used by one thread at a time (the daemon serialises
- * access); separate handles, in this process or another, may be open at
- * once (WAL: one writer, many readers).
+ * Threads. A handle owns its concurrency: any number of threads may call
+ * any function on one handle at once, with no lock of their own. Each call
+ * holds the handle's mutex for all of its work, so each is one
+ * transaction that no other thread's statement on the connection can
+ * enter, and its failure's sentence is kept per thread
+ * (fleet_store_errmsg), so no other call can overwrite it. Calls on one
+ * handle run one after another; for calls that should not wait on each
+ * other, open another handle: separate handles, in this process or
+ * another, run at once (WAL: one writer at a time, readers never blocked
+ * and never blocking). The daemon gives the admission one read-write
+ * handle and the pass its own read-only one. fleet_store_close ends the
+ * handle: no other thread may be using it then. docs/store.md, "Threads
+ * and handles".
  */
 #ifndef FLEETD_STORE_H
 #define FLEETD_STORE_H
@@ -79,8 +89,20 @@ enum fleet_store_mode {
 enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 				      struct fleet_store **out, char *err, size_t errlen);
 void fleet_store_close(struct fleet_store *st);
-/* The sentence for the last failure on this handle ("" if none). */
+/* The sentence for the calling thread's last failed call on st ("" if
+ * none): the failing call wrote it to this thread's own storage, under the
+ * handle's mutex, so other threads' calls on st cannot change it. Read it
+ * right after the call; this thread's next failed store call replaces it. */
 const char *fleet_store_errmsg(const struct fleet_store *st);
+
+/* A consistent view across several reads: from begin to end every call on
+ * st reads one state of the store (one read transaction), and other
+ * threads' calls on st wait; other handles' writers do not (WAL). Writes
+ * on st inside it are refused (INVALID). Calls on st between the two must
+ * come from the thread that began it, and it must end it. For what is
+ * judged from many reads at once: spire-nodes.json, fleetctl device show. */
+enum fleet_store_err fleet_store_snapshot_begin(struct fleet_store *st);
+void fleet_store_snapshot_end(struct fleet_store *st);
 
 /* Device life in fleetd's eyes (NetBox's status is the inventory's). */
 #define FLEET_STORE_STATE_ADMITTED "admitted"         /* passed; identity issued */

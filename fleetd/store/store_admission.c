@@ -45,9 +45,9 @@ static enum fleet_store_err insert_provisional(struct fleet_store *st,
 	return st_step_done(st, s, "insert provisional certificate", NULL);
 }
 
-enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
-						   const struct fleet_store_issue_in *in,
-						   char lak_sha1[41], char ldevid_sha1[41])
+static enum fleet_store_err provisional_issue(struct fleet_store *st,
+					      const struct fleet_store_issue_in *in,
+					      char lak_sha1[41], char ldevid_sha1[41])
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -66,6 +66,14 @@ enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
 		return e;
 	}
 	return st_commit(st);
+}
+
+enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
+						   const struct fleet_store_issue_in *in,
+						   char lak_sha1[41], char ldevid_sha1[41])
+{
+	st_lock(st);
+	return st_unlock(st, provisional_issue(st, in, lak_sha1, ldevid_sha1));
 }
 
 /* The session's two unrevoked provisional certificates become the device's. */
@@ -93,9 +101,9 @@ static enum fleet_store_err adopt_certs(struct fleet_store *st, const char *sess
 	return st_step_done(st, s, "drop provisional certificates", NULL);
 }
 
-enum fleet_store_err fleet_store_admit(struct fleet_store *st,
-				       const struct fleet_store_admit_in *in,
-				       int64_t *verdict_id)
+static enum fleet_store_err admit(struct fleet_store *st,
+				  const struct fleet_store_admit_in *in,
+				  int64_t *verdict_id)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -129,9 +137,17 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
-						    const char *reason, time_t now,
-						    char sha1s[][41], size_t *n)
+enum fleet_store_err fleet_store_admit(struct fleet_store *st,
+				       const struct fleet_store_admit_in *in,
+				       int64_t *verdict_id)
+{
+	st_lock(st);
+	return st_unlock(st, admit(st, in, verdict_id));
+}
+
+static enum fleet_store_err provisional_revoke(struct fleet_store *st, const char *session,
+					       const char *reason, time_t now,
+					       char sha1s[][41], size_t *n)
 {
 	*n = 0;
 	enum fleet_store_err e = st_writable(st);
@@ -187,7 +203,15 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_t now, size_t *n)
+enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
+						    const char *reason, time_t now,
+						    char sha1s[][41], size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, provisional_revoke(st, session, reason, now, sha1s, n));
+}
+
+static enum fleet_store_err provisional_prune(struct fleet_store *st, time_t now, size_t *n)
 {
 	*n = 0;
 	enum fleet_store_err e = st_writable(st);
@@ -205,8 +229,14 @@ enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
-						  struct fleet_store_cert **out, size_t *n)
+enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_t now, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, provisional_prune(st, now, n));
+}
+
+static enum fleet_store_err provisional_list(struct fleet_store *st,
+					     struct fleet_store_cert **out, size_t *n)
 {
 	sqlite3_stmt *s;
 	enum fleet_store_err e = st_prepare(
@@ -219,4 +249,11 @@ enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
 		return e;
 	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
 	return st_read_certs(st, s, NULL, out, n);
+}
+
+enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
+						  struct fleet_store_cert **out, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, provisional_list(st, out, n));
 }

@@ -84,8 +84,8 @@ static enum fleet_store_err room_for(struct fleet_store *st, int64_t device_id)
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_record(struct fleet_store *st,
-						       const struct fleet_store_binding_author *r)
+static enum fleet_store_err binding_author_record(struct fleet_store *st,
+						  const struct fleet_store_binding_author *r)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e || (e = check_in(st, r)) || (e = st_begin(st)))
@@ -117,8 +117,15 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
-						    struct fleet_store_binding_author *out)
+enum fleet_store_err fleet_store_binding_author_record(struct fleet_store *st,
+						       const struct fleet_store_binding_author *r)
+{
+	st_lock(st);
+	return st_unlock(st, binding_author_record(st, r));
+}
+
+static enum fleet_store_err binding_author_get(struct fleet_store *st, int64_t device_id,
+					       struct fleet_store_binding_author *out)
 {
 	memset(out, 0, sizeof(*out));
 	if (device_id <= 0)
@@ -145,8 +152,15 @@ enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int6
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
-						       bool *forgot)
+enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
+						    struct fleet_store_binding_author *out)
+{
+	st_lock(st);
+	return st_unlock(st, binding_author_get(st, device_id, out));
+}
+
+static enum fleet_store_err binding_author_forget(struct fleet_store *st, int64_t device_id,
+						  bool *forgot)
 {
 	if (forgot)
 		*forgot = false;
@@ -168,10 +182,17 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
-						       size_t limit,
-						       struct fleet_store_binding_author **out,
-						       size_t *n)
+enum fleet_store_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
+						       bool *forgot)
+{
+	st_lock(st);
+	return st_unlock(st, binding_author_forget(st, device_id, forgot));
+}
+
+static enum fleet_store_err binding_authors_after(struct fleet_store *st, int64_t after_id,
+						  size_t limit,
+						  struct fleet_store_binding_author **out,
+						  size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -215,4 +236,13 @@ enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, i
 	*out = v;
 	*n = count;
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
+						       size_t limit,
+						       struct fleet_store_binding_author **out,
+						       size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, binding_authors_after(st, after_id, limit, out, n));
 }

@@ -108,9 +108,9 @@ static enum fleet_store_err claims_of_eks(struct fleet_store *st, const char *ek
 	return e;
 }
 
-enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
-					      const char *reason, const char *ek_hash,
-					      const char *ek_hash_ecc, time_t now)
+static enum fleet_store_err claim_upsert(struct fleet_store *st, const char *serial,
+					 const char *reason, const char *ek_hash,
+					 const char *ek_hash_ecc, time_t now)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -178,6 +178,14 @@ fail:
 	return e;
 }
 
+enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
+					      const char *reason, const char *ek_hash,
+					      const char *ek_hash_ecc, time_t now)
+{
+	st_lock(st);
+	return st_unlock(st, claim_upsert(st, serial, reason, ek_hash, ek_hash_ecc, now));
+}
+
 static enum fleet_store_err claim_eks(struct fleet_store *st, int64_t id,
 				      struct fleet_store_claim *c)
 {
@@ -208,8 +216,8 @@ static enum fleet_store_err claim_eks(struct fleet_store *st, int64_t id,
 	return e;
 }
 
-enum fleet_store_err fleet_store_claims_list(struct fleet_store *st,
-					     struct fleet_store_claim **out, size_t *n)
+static enum fleet_store_err claims_list(struct fleet_store *st,
+					struct fleet_store_claim **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -257,4 +265,11 @@ out:
 	*out = v;
 	*n = cnt;
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_claims_list(struct fleet_store *st,
+					     struct fleet_store_claim **out, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, claims_list(st, out, n));
 }

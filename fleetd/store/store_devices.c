@@ -51,25 +51,39 @@ static enum fleet_store_err device_get(struct fleet_store *st, const char *sql, 
 	return e;
 }
 
-enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
-						      struct fleet_store_device *out)
+static enum fleet_store_err device_get_by_serial(struct fleet_store *st, const char *serial,
+						 struct fleet_store_device *out)
 {
 	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE serial = ?1", serial,
 			  "serial", out);
 }
 
-enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
-						    struct fleet_store_device *out)
+enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
+						      struct fleet_store_device *out)
+{
+	st_lock(st);
+	return st_unlock(st, device_get_by_serial(st, serial, out));
+}
+
+static enum fleet_store_err device_get_by_name(struct fleet_store *st, const char *name,
+					       struct fleet_store_device *out)
 {
 	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE name = ?1", name, "name",
 			  out);
 }
 
-enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
-						  char ek_hash[65], char ek_hash_ecc[65])
+enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
+						    struct fleet_store_device *out)
+{
+	st_lock(st);
+	return st_unlock(st, device_get_by_name(st, name, out));
+}
+
+static enum fleet_store_err device_ek_hashes(struct fleet_store *st, const char *serial,
+					     char ek_hash[65], char ek_hash_ecc[65])
 {
 	struct fleet_store_device d;
-	enum fleet_store_err e = fleet_store_device_get_by_serial(st, serial, &d);
+	enum fleet_store_err e = device_get_by_serial(st, serial, &d);
 	if (e)
 		return e;
 	memcpy(ek_hash, d.ek_hash, 65);
@@ -77,24 +91,38 @@ enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const 
 	return FLEET_STORE_OK;
 }
 
+enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
+						  char ek_hash[65], char ek_hash_ecc[65])
+{
+	st_lock(st);
+	return st_unlock(st, device_ek_hashes(st, serial, ek_hash, ek_hash_ecc));
+}
+
 static bool same_hash(const char *stored, const char *presented)
 {
 	return !strcmp(stored, presented ? presented : "");
 }
 
-enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
-						  const char *ek_hash, const char *ek_hash_ecc)
+static enum fleet_store_err device_check_eks(struct fleet_store *st, const char *serial,
+					     const char *ek_hash, const char *ek_hash_ecc)
 {
 	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc))
 		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
 	char h[65], hc[65];
-	enum fleet_store_err e = fleet_store_device_ek_hashes(st, serial, h, hc);
+	enum fleet_store_err e = device_ek_hashes(st, serial, h, hc);
 	if (e)
 		return e;
 	if (!same_hash(h, ek_hash) || !same_hash(hc, ek_hash_ecc))
 		return st_fail(st, FLEET_STORE_E_EK_MISMATCH,
 			       "the EKs presented are not the ones fleetd proved for this serial");
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+						  const char *ek_hash, const char *ek_hash_ecc)
+{
+	st_lock(st);
+	return st_unlock(st, device_check_eks(st, serial, ek_hash, ek_hash_ecc));
 }
 
 /* One write statement with bound values; `changes` gets the row count. */
@@ -129,7 +157,7 @@ enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name
 		return st_fail(st, FLEET_STORE_E_INVALID, "an inventory id is positive");
 	struct fleet_store_device d;
 	sqlite3_stmt *s;
-	e = fleet_store_device_get_by_serial(st, serial, &d);
+	e = device_get_by_serial(st, serial, &d);
 	if (e == FLEET_STORE_OK) {
 		/* The store never rebinds: a different EK under a known serial
 		 * is a different machine, or a TPM that was cleared. */
@@ -183,10 +211,10 @@ enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name
 	return st_step_done(st, s, "delete claim", NULL);
 }
 
-enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
-							 const char *serial, int64_t inventory_id,
-							 const char *ek_hash,
-							 const char *ek_hash_ecc, time_t now)
+static enum fleet_store_err device_record_admission(struct fleet_store *st, const char *name,
+						    const char *serial, int64_t inventory_id,
+						    const char *ek_hash,
+						    const char *ek_hash_ecc, time_t now)
 {
 	int64_t id;
 	enum fleet_store_err e = st_writable(st);
@@ -199,6 +227,15 @@ enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st,
 	return st_commit(st);
 }
 
+enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+							 const char *serial, int64_t inventory_id,
+							 const char *ek_hash,
+							 const char *ek_hash_ecc, time_t now)
+{
+	st_lock(st);
+	return st_unlock(st, device_record_admission(st, name, serial, inventory_id, ek_hash, ek_hash_ecc, now));
+}
+
 static enum fleet_store_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
 {
 	int changes = 0;
@@ -208,8 +245,8 @@ static enum fleet_store_err update_one(struct fleet_store *st, sqlite3_stmt *s, 
 	return e;
 }
 
-enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
-						  const char *state)
+static enum fleet_store_err device_set_state(struct fleet_store *st, const char *name,
+					     const char *state)
 {
 	static const char *const states[] = {FLEET_STORE_STATE_ADMITTED,
 					     FLEET_STORE_STATE_PROVISIONING,
@@ -234,7 +271,14 @@ enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const 
 	return update_one(st, s, "set state");
 }
 
-enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name, time_t now)
+enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
+						  const char *state)
+{
+	st_lock(st);
+	return st_unlock(st, device_set_state(st, name, state));
+}
+
+static enum fleet_store_err device_touch(struct fleet_store *st, const char *name, time_t now)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -249,8 +293,14 @@ enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char
 	return update_one(st, s, "touch device");
 }
 
-enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
-						       bool on, const char *reason, time_t now)
+enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name, time_t now)
+{
+	st_lock(st);
+	return st_unlock(st, device_touch(st, name, now));
+}
+
+static enum fleet_store_err device_set_quarantine(struct fleet_store *st, const char *name,
+						  bool on, const char *reason, time_t now)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -276,8 +326,15 @@ enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, c
 	return update_one(st, s, "set quarantine");
 }
 
-enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
-					      struct fleet_store_device **out, size_t *n)
+enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
+						       bool on, const char *reason, time_t now)
+{
+	st_lock(st);
+	return st_unlock(st, device_set_quarantine(st, name, on, reason, now));
+}
+
+static enum fleet_store_err devices_list(struct fleet_store *st,
+					 struct fleet_store_device **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -315,4 +372,11 @@ out:
 	*out = v;
 	*n = cnt;
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
+					      struct fleet_store_device **out, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, devices_list(st, out, n));
 }

@@ -4,16 +4,33 @@
 #ifndef FLEETD_STORE_INT_H
 #define FLEETD_STORE_INT_H
 
+#include <pthread.h>
 #include <sqlite3.h>
 
 #include "fleetd/store/store.h"
 
+/*
+ * A handle owns its concurrency (store.h, "Threads"): every public
+ * function takes mu for the whole of its work, so its statements and its
+ * transaction are never interleaved with another thread's on the same
+ * connection, and a snapshot's thread keeps it from begin to end. mu is
+ * recursive so that a public function may call another (fleet_store_admit
+ * inserts its verdict with fleet_store_verdict_insert) and a snapshot's
+ * reads nest inside it. The st_* helpers below run with mu held.
+ */
 struct fleet_store {
+	pthread_mutex_t mu;
 	sqlite3 *db;
 	bool readonly;
-	char msg[256];
+	bool snapshot; /* a read snapshot is open: no writes (st_writable) */
 };
 
+/* Every public function: st_lock(st) first, and return st_unlock(st, e). */
+void st_lock(struct fleet_store *st);
+enum fleet_store_err st_unlock(struct fleet_store *st, enum fleet_store_err e);
+
+/* The failure's sentence, into the calling thread's own copy (store.h,
+ * fleet_store_errmsg): no other thread's call can overwrite it. */
 enum fleet_store_err st_fail(struct fleet_store *st, enum fleet_store_err e, const char *fmt,
 			     ...) __attribute__((format(printf, 3, 4)));
 /* Map a SQLite result code to the store's enum, keeping SQLite's message. */

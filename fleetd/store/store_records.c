@@ -14,9 +14,9 @@
 
 #include "lib/hex.h"
 
-enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
-						const struct fleet_store_verdict_in *v,
-						int64_t *id_out)
+static enum fleet_store_err verdict_insert(struct fleet_store *st,
+					   const struct fleet_store_verdict_in *v,
+					   int64_t *id_out)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -82,6 +82,14 @@ enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
 	return FLEET_STORE_OK;
 }
 
+enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
+						const struct fleet_store_verdict_in *v,
+						int64_t *id_out)
+{
+	st_lock(st);
+	return st_unlock(st, verdict_insert(st, v, id_out));
+}
+
 /* The reasons column back into fixed fields; false if it is not a JSON
  * array of short printable strings. */
 static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v)
@@ -145,9 +153,9 @@ out:
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
-					       size_t limit, struct fleet_store_verdict **out,
-					       size_t *n)
+static enum fleet_store_err verdicts_list(struct fleet_store *st, const char *device,
+					  size_t limit, struct fleet_store_verdict **out,
+					  size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -170,9 +178,17 @@ enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const cha
 	return read_verdicts(st, s, limit, out, n);
 }
 
-enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
-						size_t limit, struct fleet_store_verdict **out,
-						size_t *n)
+enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+					       size_t limit, struct fleet_store_verdict **out,
+					       size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, verdicts_list(st, device, limit, out, n));
+}
+
+static enum fleet_store_err verdicts_after(struct fleet_store *st, int64_t after_id,
+					   size_t limit, struct fleet_store_verdict **out,
+					   size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -187,6 +203,14 @@ enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t 
 	sqlite3_bind_int64(s, 1, after_id);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
 	return read_verdicts(st, s, limit, out, n);
+}
+
+enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
+						size_t limit, struct fleet_store_verdict **out,
+						size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, verdicts_after(st, after_id, limit, out, n));
 }
 
 /* Parse the DER as the store's own check: one whole certificate, nothing
@@ -212,9 +236,9 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 	return true;
 }
 
-enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
-					     const char *kind, const uint8_t *der, size_t der_len,
-					     time_t issued_at, char *sha1_out)
+static enum fleet_store_err cert_insert(struct fleet_store *st, const char *device,
+					const char *kind, const uint8_t *der, size_t der_len,
+					time_t issued_at, char *sha1_out)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -250,8 +274,16 @@ enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char 
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
-					     time_t now)
+enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
+					     const char *kind, const uint8_t *der, size_t der_len,
+					     time_t issued_at, char *sha1_out)
+{
+	st_lock(st);
+	return st_unlock(st, cert_insert(st, device, kind, der, der_len, issued_at, sha1_out));
+}
+
+static enum fleet_store_err cert_revoke(struct fleet_store *st, const char *sha1,
+					time_t now)
 {
 	enum fleet_store_err e = st_writable(st);
 	if (e)
@@ -272,6 +304,13 @@ enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char 
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no unrevoked certificate with that "
 							    "fingerprint");
 	return FLEET_STORE_OK;
+}
+
+enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
+					     time_t now)
+{
+	st_lock(st);
+	return st_unlock(st, cert_revoke(st, sha1, now));
 }
 
 void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
@@ -340,8 +379,8 @@ out:
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
-						  struct fleet_store_cert **out, size_t *n)
+static enum fleet_store_err certs_for_device(struct fleet_store *st, const char *device,
+					     struct fleet_store_cert **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
@@ -357,4 +396,11 @@ enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const 
 	sqlite3_bind_int64(s, 1, d.id);
 	sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
 	return st_read_certs(st, s, d.name, out, n);
+}
+
+enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+						  struct fleet_store_cert **out, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, certs_for_device(st, device, out, n));
 }

@@ -1,22 +1,38 @@
 /*
- * inproc_server.h: fleetd-lite, in-process, for tink-attest's tests.
+ * inproc_server.h: fleetd's admission, in-process, for tink-attest's tests.
  *
- * A test double of the daemon, not of the TPM: it implements tink-attest's
- * transport interface by decoding each request with lib/attest_wire.h and
- * calling fleetd's round functions (fleetd/attest/attest_server.h) the way the daemon
- * does, with the swtpm's manufacturer roots, a temporary identity CA
- * (fleet_ca_init), a boot-policy profile, and a binding table in place of
- * NetBox: serial -> approved ek_hash / ek_hash_ecc. An unknown serial gets
- * "pending"; an EK that is not the approved one, "refused". What it saw is
- * kept for the tests to assert on.
+ * Not a copy of the daemon's orchestration: tink-attest's transport hands
+ * each request to the shipped admission (fleetd/admission/admission.h:
+ * fleet_admission_intake, _answer, _confirm), built as the daemon builds it
+ * (fleetd/main.c) with a real store and verdicts.jsonl in a temporary state
+ * directory, the swtpm's manufacturer roots, a temporary identity CA and
+ * the class profile. Only the inventory is the test's: one planned device
+ * whose serial and binding (approved ek_hash / ek_hash_ecc, written by the
+ * configured binding_author) the test sets, with every declaration the
+ * admission requires and the LLDP port the tests' machine reports.
+ *
+ * What it keeps for the tests is what crossed the wire (the requests
+ * decoded as fleetd decodes them, each reply's status) and what the
+ * admission journaled and stored; the test reads the store through
+ * s->store.
+ *
+ * One thing the admission cannot give: a provision. fleetd does not yet
+ * deliver configuration (its confirm reply carries "provision": null, which
+ * v1 clients accept), so with `provision` set the transport adds one to
+ * the admission's "confirmed" reply (a fresh code wrapped to the RSA EK and
+ * bound to the AK, as the spec's delivery will), to keep tink-attest's
+ * unwrapping and writing of it under test.
  */
 #ifndef FLEET_INPROC_SERVER_H
 #define FLEET_INPROC_SERVER_H
 
 #include <stdbool.h>
 
-#include "fleetd/attest/attest_server.h"
+#include "fleetd/admission/admission.h"
 #include "tink-attest/transport.h"
+
+#define INPROC_DEVICE "worker-1"                 /* the inventory's name for it */
+#define INPROC_PORT "leaf-07.folly/Ethernet12"  /* its expected_port */
 
 struct inproc_binding {
 	char serial[FLEET_WIRE_MAX_SERIAL + 1];
@@ -24,15 +40,26 @@ struct inproc_binding {
 	char ek_hash_ecc[65]; /* "": the machine is approved without an ECC EK */
 };
 
+struct inproc_inventory {
+	struct fleet_inventory base; /* first: the admission's handle on it */
+	struct inproc_binding *binding;
+};
+
 struct inproc_server {
-	/* set up by inproc_server_init */
+	/* the daemon's parts, made by inproc_server_init */
+	char dir[200]; /* state/ and ca/ */
+	struct fleet_config config;
 	struct fleet_ek_roots *roots;
-	struct fleet_profile *profile;
 	struct fleet_ca *ca;
-	char ca_dir[512];
-	struct fleet_attest_env env;
-	struct inproc_binding binding; /* one machine */
-	bool provision;                /* the confirm reply carries a provision */
+	struct fleet_store *store;
+	struct fleet_vlog *vlog;
+	struct fleet_metrics *metrics;
+	struct inproc_inventory inv;
+	struct fleet_admission *adm;
+
+	/* the test's: the inventory's one device, read at every lookup */
+	struct inproc_binding binding;
+	bool provision; /* add a provision to a confirmed reply (above) */
 
 	/* called after each request is answered (e.g. to kill the TPM) */
 	void (*after)(void *arg, const char *path);
@@ -40,14 +67,20 @@ struct inproc_server {
 
 	/* what happened */
 	unsigned n_intake, n_answer, n_confirm, n_malformed;
-	bool intake_had_ecc;
-	const char *reason;            /* the last refusal's reason */
-	struct fleet_attest_session session;
-	struct fleet_verdict verdict;
+	bool intake_had_ecc;  /* the last intake carried an ECC EK */
+	bool challenged;      /* the last intake's reply was a challenge... */
+	bool challenged_ecc;  /* ...with a credential for the ECC EK too */
+	bool issued;          /* the last answer's reply carried certificates */
+	bool confirmed;       /* the last confirm's reply said confirmed */
+	char reason[64];      /* the journal's FLEET_REASON of the last refusal */
+	/* the last intake, as fleetd decoded it */
+	char serial[FLEET_WIRE_MAX_SERIAL + 1];
+	struct fleet_network_report report;
+	TPM2B_PUBLIC ek_rsa, ak, ldevid;
 	uint8_t code[FLEET_WIRE_ID_LEN]; /* the provisioned code */
 };
 
-/* 0, or -1 with the reason on stderr. */
+/* 0, or -1 with the reason on stderr. profile: the class profile's path. */
 int inproc_server_init(struct inproc_server *s, const char *roots_dir, const char *profile);
 void inproc_server_free(struct inproc_server *s);
 struct tink_transport inproc_transport(struct inproc_server *s);

@@ -1,19 +1,24 @@
 /*
  * test_tink_attest.c: tink-attest's three rounds against a real TPM (swtpm)
- * booted by the firmware simulator, and fleetd's own round functions
- * in-process (tests/tpm/inproc_server.c).
+ * booted by the firmware simulator, and fleetd's shipped admission
+ * in-process (fleet_admission_intake/answer/confirm with a real store:
+ * tests/tpm/inproc_server.c).
  *
  *  - the whole exchange: both credentials activate, the quote verifies, the
  *    replayed log passes the profile, the LDevID certification verifies,
- *    the certificates and the provision are written; a second run brings
- *    back the same AK and LDevID keys (they are primaries from fixed
- *    templates: nothing is stored in the TPM);
+ *    the device is admitted (its row, both certificates, a passing verdict
+ *    in the store), the certificates and the provision are written; a
+ *    second run brings back the same AK and LDevID keys (they are primaries
+ *    from fixed templates: nothing is stored in the TPM);
  *  - a TPM without an ECC EK certificate says so in its intake;
  *  - an EK whose certificate carries another key: refused before anything
  *    is sent;
- *  - a TPM that dies after the intake: exit 3 and no answer sent;
+ *  - a TPM that dies after the intake: exit 3, no answer sent, the session
+ *    left open;
  *  - no TPM at all: exit 3 and nothing sent;
- *  - an unknown serial: pending, and no evidence beyond the intake.
+ *  - an unknown serial: pending once the TPM proved its EKs (fleetd's proof
+ *    before a claim, I3), a claim recorded, no certificates;
+ *  - an EK the inventory did not approve: refused at the intake.
  */
 #include "tests/testutil.h"
 
@@ -214,9 +219,43 @@ static int run(struct fx *f, struct tink_result *res)
 {
 	int rc = tink_run(&f->cfg, &f->tx, res);
 	printf("  tink_run: exit %d (%s) %s\n", rc, tink_exit_name(rc), res->message);
-	if (f->srv.reason)
-		printf("  fleetd-lite's last reason: %s\n", f->srv.reason);
+	if (f->srv.reason[0])
+		printf("  fleetd's last refusal: %s\n", f->srv.reason);
 	return rc;
+}
+
+/* What the admission wrote for the serial: its device row (false: none),
+ * and how many passing verdicts and certificates it holds. */
+static bool stored(struct fx *f, struct fleet_store_device *d, size_t *passes, size_t *certs)
+{
+	*passes = *certs = 0;
+	if (fleet_store_device_get_by_serial(f->srv.store, SERIAL, d) != FLEET_STORE_OK)
+		return false;
+	struct fleet_store_verdict *v = NULL;
+	struct fleet_store_cert *c = NULL;
+	size_t nv = 0;
+	assert_int_equal(fleet_store_verdicts_list(f->srv.store, d->name, 100, &v, &nv),
+			 FLEET_STORE_OK);
+	for (size_t i = 0; i < nv; i++)
+		*passes += v[i].pass;
+	free(v);
+	assert_int_equal(fleet_store_certs_for_device(f->srv.store, d->name, &c, certs),
+			 FLEET_STORE_OK);
+	fleet_store_certs_free(c, *certs);
+	return true;
+}
+
+/* fleetd_open_sessions, from the admission's metrics. */
+static long open_sessions(struct fx *f)
+{
+	struct fleet_buf m;
+	fb_init(&m);
+	assert_int_equal(fleet_metrics_render(f->srv.metrics, &m), FLEET_OK);
+	fb_put_u8(&m, 0);
+	const char *p = strstr((const char *)m.data, "\nfleetd_open_sessions ");
+	long n = p ? strtol(p + strlen("\nfleetd_open_sessions "), NULL, 10) : -1;
+	fb_free(&m);
+	return n;
 }
 
 static void admitted_and_confirmed(void **state)
@@ -232,22 +271,33 @@ static void admitted_and_confirmed(void **state)
 	assert_int_equal(f->srv.n_confirm, 1);
 	assert_int_equal(f->srv.n_malformed, 0);
 	/* Both EKs challenged and both secrets in the proof that verified; the
-	 * quote and the replayed log passed the profile; the LDevID key is the
-	 * one the AK certified (intake refuses otherwise); the confirmation's
-	 * LDevID signature verified. */
+	 * quote and the replayed log passed the profile (fleetd's verdicts
+	 * always check the quote: fleet_attest_answer hands the profile the
+	 * quoted PCRs); the LDevID key is the one the AK certified (intake
+	 * refuses otherwise); the confirmation's LDevID signature verified, and
+	 * the admission is in the store: the device with both EKs proven, its
+	 * two certificates and one passing verdict. */
+	struct fleet_store_device d;
+	size_t passes, certs;
 	assert_true(f->srv.intake_had_ecc);
-	assert_true(f->srv.session.has_ecc);
-	assert_true(f->srv.verdict.pass);
-	assert_true(f->srv.verdict.quote_checked);
-	assert_int_equal(f->srv.session.state, FLEET_SESSION_CONFIRMED);
-	assert_string_equal(f->srv.session.serial, SERIAL);
-	assert_string_equal(f->srv.session.report.port_id, "Ethernet12");
-	assert_string_equal(f->srv.session.report.system_name, "leaf-07.folly");
+	assert_true(f->srv.challenged_ecc);
+	assert_true(f->srv.issued);
+	assert_true(f->srv.confirmed);
+	assert_true(stored(f, &d, &passes, &certs));
+	assert_string_equal(d.name, INPROC_DEVICE);
+	assert_string_equal(d.serial, SERIAL);
+	assert_string_equal(d.ek_hash, f->srv.binding.ek_hash);
+	assert_string_equal(d.ek_hash_ecc, f->srv.binding.ek_hash_ecc);
+	assert_int_equal(passes, 1);
+	assert_int_equal(certs, 2);
+	assert_string_equal(f->srv.serial, SERIAL);
+	assert_string_equal(f->srv.report.port_id, "Ethernet12");
+	assert_string_equal(f->srv.report.system_name, "leaf-07.folly");
 
 	/* The certificates fleetd issued, for the TPM's keys, on disk. */
 	X509 *lak = read_pem(f->out, "lak.pem"), *ldevid = read_pem(f->out, "ldevid.pem");
-	assert_cert_for(lak, &f->srv.session.ak);
-	assert_cert_for(ldevid, &f->srv.session.ldevid);
+	assert_cert_for(lak, &f->srv.ak);
+	assert_cert_for(ldevid, &f->srv.ldevid);
 	X509_free(lak);
 	X509_free(ldevid);
 	/* The provision: the code the TPM unwrapped, both files 0600. */
@@ -264,12 +314,17 @@ static void admitted_and_confirmed(void **state)
 	assert_int_equal(mode_of(f->out, "code"), 0600);
 	assert_int_equal(mode_of(f->out, "proof"), 0600);
 
-	/* Another boot of the same machine: the same AK and LDevID keys. */
-	TPM2B_PUBLIC ak1 = f->srv.session.ak, ldevid1 = f->srv.session.ldevid;
+	/* Another boot of the same machine: the same AK and LDevID keys (and
+	 * the same device in the store, with the second admission's
+	 * certificates beside the first's). */
+	TPM2B_PUBLIC ak1 = f->srv.ak, ldevid1 = f->srv.ldevid;
 	assert_int_equal(run(f, &res), TINK_EXIT_CONFIRMED);
-	assert_memory_equal(&f->srv.session.ak.publicArea.unique,
+	assert_true(stored(f, &d, &passes, &certs));
+	assert_int_equal(passes, 2);
+	assert_int_equal(certs, 4);
+	assert_memory_equal(&f->srv.ak.publicArea.unique,
 			    &ak1.publicArea.unique, sizeof(ak1.publicArea.unique));
-	assert_memory_equal(&f->srv.session.ldevid.publicArea.unique,
+	assert_memory_equal(&f->srv.ldevid.publicArea.unique,
 			    &ldevid1.publicArea.unique, sizeof(ldevid1.publicArea.unique));
 	/* ...and they are different keys from each other. */
 	assert_memory_not_equal(&ak1.publicArea.unique, &ldevid1.publicArea.unique,
@@ -326,8 +381,14 @@ static void no_ecc_ek_says_so(void **state)
 	assert_false(res.has_ecc_ek);
 	assert_int_equal(f->srv.n_intake, 1);
 	assert_false(f->srv.intake_had_ecc);
-	assert_false(f->srv.session.has_ecc);
-	assert_int_equal(f->srv.session.state, FLEET_SESSION_CONFIRMED);
+	assert_true(f->srv.challenged);
+	assert_false(f->srv.challenged_ecc);
+	assert_true(f->srv.confirmed);
+	struct fleet_store_device d;
+	size_t passes, certs;
+	assert_true(stored(f, &d, &passes, &certs));
+	assert_string_equal(d.ek_hash_ecc, ""); /* admitted as RSA-only */
+	assert_int_equal(passes, 1);
 }
 
 /* A self-signed certificate for an RSA-2048 key that is not the EK. */
@@ -393,7 +454,12 @@ static void tpm_dies_after_intake_no_answer_sent(void **state)
 	assert_int_equal(f->srv.n_intake, 1);
 	assert_int_equal(res.posts, 1);
 	assert_int_equal(f->srv.n_answer + f->srv.n_confirm + f->srv.n_malformed, 0);
-	assert_int_equal(f->srv.session.state, FLEET_SESSION_CHALLENGED);
+	/* Challenged, and the session stays open, waiting for an answer. */
+	assert_true(f->srv.challenged);
+	assert_int_equal(open_sessions(f), 1);
+	struct fleet_store_device d;
+	size_t passes, certs;
+	assert_false(stored(f, &d, &passes, &certs));
 }
 
 static void no_tpm_sends_nothing(void **state)
@@ -416,12 +482,26 @@ static void unknown_serial_is_pending(void **state)
 	release_tpm(&f->t);
 	snprintf(f->srv.binding.serial, sizeof(f->srv.binding.serial), "SOME-OTHER-SERIAL");
 
+	/* fleetd challenges an unknown serial for the proof of its EKs only
+	 * (admission.h, I3) and writes the pending claim at the answer, with
+	 * the hashes the TPM proved: pending, no confirm, no certificates. */
 	assert_int_equal(run(f, &res), TINK_EXIT_PENDING);
 	assert_int_equal(f->srv.n_intake, 1);
-	assert_int_equal(f->srv.n_answer + f->srv.n_confirm, 0);
+	assert_int_equal(f->srv.n_answer, 1);
+	assert_int_equal(f->srv.n_confirm, 0);
+	assert_false(f->srv.issued);
 	char p[1024];
 	snprintf(p, sizeof(p), "%s/lak.pem", f->out);
 	assert_int_not_equal(access(p, F_OK), 0);
+	struct fleet_store_claim *c = NULL;
+	size_t n = 0;
+	assert_int_equal(fleet_store_claims_list(f->srv.store, &c, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 1);
+	assert_string_equal(c[0].serial, SERIAL);
+	assert_string_equal(c[0].reason, FLEET_STORE_CLAIM_UNKNOWN_SERIAL);
+	assert_int_equal(c[0].n_eks, 1);
+	assert_string_equal(c[0].eks[0].ek_hash, f->srv.binding.ek_hash);
+	free(c);
 }
 
 static void another_ek_is_refused(void **state)
@@ -432,7 +512,7 @@ static void another_ek_is_refused(void **state)
 	f->srv.binding.ek_hash[0] ^= 1; /* NetBox approved some other EK */
 
 	assert_int_equal(run(f, &res), TINK_EXIT_REFUSED);
-	assert_string_equal(f->srv.reason, "ek-binding-mismatch");
+	assert_string_equal(f->srv.reason, "ek-not-approved"); /* admission.h, I7 */
 	assert_int_equal(f->srv.n_answer + f->srv.n_confirm, 0);
 }
 

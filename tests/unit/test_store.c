@@ -919,6 +919,49 @@ static void test_migrates_v2(void **state)
 	fleet_store_close(ro);
 }
 
+/* A snapshot (store.h) reads one state of the store across calls, whatever
+ * another handle commits meanwhile; the holder cannot write inside it, and
+ * once it ends the reads see the store as it is. */
+static void test_snapshot(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	struct fleet_store *ro;
+	char err[256];
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)), 0);
+	struct fleet_store_device *v = NULL;
+	struct fleet_store_device d;
+	size_t n = 0;
+	assert_int_equal(fleet_store_snapshot_begin(ro), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_snapshot_begin(ro), FLEET_STORE_E_INVALID); /* one at a time */
+	assert_int_equal(fleet_store_devices_list(ro, &v, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 1);
+	free(v);
+	admit(f, "w2", "SER-2", HC, NULL, 1000); /* the daemon's handle commits */
+	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-2", &d),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_devices_list(ro, &v, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 1);
+	free(v);
+	fleet_store_snapshot_end(ro);
+	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-2", &d), FLEET_STORE_OK);
+	fleet_store_close(ro);
+
+	/* On the read-write handle, a write inside its own snapshot is refused
+	 * and changes nothing; after the end it is made. */
+	assert_int_equal(fleet_store_snapshot_begin(f->st), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_device_touch(f->st, "w1", 5000), FLEET_STORE_E_INVALID);
+	assert_string_equal(fleet_store_errmsg(f->st),
+			    "no writes on a handle while its read snapshot is open");
+	fleet_store_snapshot_end(f->st);
+	fleet_store_snapshot_end(f->st); /* no snapshot: nothing to end */
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), FLEET_STORE_OK);
+	assert_int_equal(d.last_seen, 1000);
+	assert_int_equal(fleet_store_device_touch(f->st, "w1", 5000), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), FLEET_STORE_OK);
+	assert_int_equal(d.last_seen, 5000);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -935,7 +978,7 @@ int main(void)
 		T(test_migrates_v1),           T(test_binding_authors),
 		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
-		T(test_migrates_v2),
+		T(test_migrates_v2),           T(test_snapshot),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
