@@ -701,8 +701,8 @@ static void test_a_page_over_the_cap_is_asked_in_halves(void **st)
 	set_notes(2, 0);
 	/* the change log holds the 5 and 9 MiB values: out of the way of the
 	 * state dumps of the tests after this one */
-	nbf_ctl("/_fake/purge_changes", "{\"device\": 2}");
-	nbf_ctl("/_fake/purge_changes", "{\"device\": 3}");
+	nbf_ctl("/_fake/purge", "{\"device\": 2}");
+	nbf_ctl("/_fake/purge", "{\"device\": 3}");
 	inv->ops->close(inv);
 }
 

@@ -78,8 +78,6 @@ Test control, no auth, under /_fake/ (never part of NetBox):
   POST /_fake/ignore_ordering {"on": true}  answer changes by id ascending
                                             whatever ordering asks (as DRF
                                             does with an ordering it ignores)
-  POST /_fake/purge_changes {"device": id}   NetBox's housekeeping purging
-                       the device's change records (CHANGELOG_RETENTION)
   GET  /_fake/log      {"log", "connections"} of /_fake/state alone
   GET  /_fake/state    devices, object changes, the request log (method,
                        path, query, proxied, conn: the number of the TCP
@@ -573,12 +571,6 @@ class Handler(BaseHTTPRequestHandler):
         with st.lock:
             if path == "/_fake/log" and method == "GET":
                 return self.send(200, {"log": st.log, "connections": st.connections})
-            if path == "/_fake/purge_changes":
-                # NetBox's housekeeping deleting change records older than
-                # CHANGELOG_RETENTION: here, all of one device's
-                dev_id = int(body["device"])
-                st.changes = [c for c in st.changes if c["changed_object_id"] != dev_id]
-                return self.send(200, {"ok": True})
             if path == "/_fake/state" and method == "GET":
                 return self.send(200, {
                     "devices": [{**{k: v for k, v in d.items() if k != "custom_field_data"},
