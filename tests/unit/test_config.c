@@ -2,7 +2,7 @@
  * test_config.c: fleetd.yaml. Defaults are the documented ones; every key
  * reads into its field; each kind of mistake is refused with its line; the
  * rules across keys hold (the inventory's section, binding_author); the
- * NetBox token file must be 0600.
+ * NetBox token file must be 0600, and what is read is what was checked.
  */
 #include "tests/testutil.h"
 
@@ -223,6 +223,113 @@ static void test_load_and_token_file(void **state)
 	free(dir);
 }
 
+/*
+ * The token file swapped between fleetd's start-up check and its read.
+ * fleetd checks the token (fleet_config_check_files) when it starts, then
+ * opens the store and the rest, then reads the token to open NetBox. It
+ * used to read it again by path (fb_read_file), unchecked: a file renamed
+ * over the token in between, world-readable and not the operator's, was
+ * what it sent to NetBox. Now the read checks the descriptor it reads, so
+ * the swapped file is refused, and a symlink put there too.
+ */
+static void test_token_swapped_after_check(void **state)
+{
+	(void)state;
+	char *dir = make_temp_dir("config-token");
+	char tok[512], evil[512], text[2048];
+	snprintf(tok, sizeof(tok), "%s/netbox.token", dir);
+	snprintf(evil, sizeof(evil), "%s/evil", dir);
+	snprintf(text, sizeof(text),
+		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		      "    token_file: %s\nbinding_author: tf\n", tok);
+	struct fleet_config c;
+	struct fleet_yaml_error yerr;
+	if (parse(text, &c, &yerr))
+		fail_msg("line %u: %s", yerr.line, yerr.msg);
+	FILE *fp = fopen(tok, "w");
+	fputs("  0123456789abcdef0123456789abcdef01234567\n", fp);
+	fclose(fp);
+	assert_int_equal(chmod(tok, 0600), 0);
+	char msg[512], token[FLEET_CONFIG_TOKEN_MAX + 1];
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_OK);
+	assert_string_equal(token, "0123456789abcdef0123456789abcdef01234567");
+
+	/* The swap: another file, readable by all, renamed over the token. */
+	fp = fopen(evil, "w");
+	fputs("ffffffffffffffffffffffffffffffffffffffff\n", fp);
+	fclose(fp);
+	assert_int_equal(chmod(evil, 0644), 0);
+	assert_int_equal(rename(evil, tok), 0);
+	memset(token, 0, sizeof(token));
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_VERIFY);
+	assert_non_null(strstr(msg, "world-readable"));
+	assert_non_null(strstr(msg, tok));
+	assert_string_equal(token, ""); /* nothing of it was handed out */
+
+	/* A symlink to a good token: refused, not followed. */
+	char real[600];
+	snprintf(real, sizeof(real), "%s/real.token", dir);
+	fp = fopen(real, "w");
+	fputs("0123456789abcdef0123456789abcdef01234567\n", fp);
+	fclose(fp);
+	assert_int_equal(chmod(real, 0600), 0);
+	unlink(tok);
+	assert_int_equal(symlink(real, tok), 0);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
+	assert_non_null(strstr(msg, "symlink"));
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_VERIFY);
+
+	/* What is inside: one token, nothing else. */
+	unlink(tok);
+	fp = fopen(tok, "w");
+	fputs("one two\n", fp);
+	fclose(fp);
+	assert_int_equal(chmod(tok, 0600), 0);
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_MALFORMED);
+	assert_non_null(strstr(msg, "more than one token"));
+	fp = fopen(tok, "w");
+	fputs(" \n\t\n", fp);
+	fclose(fp);
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_MALFORMED);
+	assert_non_null(strstr(msg, "empty"));
+	rm_rf(dir);
+	free(dir);
+}
+
+/* fleetd.yaml is configuration: a link or a file others may write is not
+ * read. */
+static void test_config_file_rules(void **state)
+{
+	(void)state;
+	char *dir = make_temp_dir("config-rules");
+	char cfg[512], link[512];
+	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
+	snprintf(link, sizeof(link), "%s/link.yaml", dir);
+	FILE *fp = fopen(cfg, "w");
+	fputs(FILE_INV, fp);
+	fclose(fp);
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	assert_int_equal(chmod(cfg, 0644), 0);
+	if (fleet_config_load(cfg, &c, &err))
+		fail_msg("line %u: %s", err.line, err.msg);
+	assert_int_equal(chmod(cfg, 0666), 0);
+	assert_int_equal(fleet_config_load(cfg, &c, &err), FLEET_E_IO);
+	assert_non_null(strstr(err.msg, "world-writable"));
+	assert_int_equal(chmod(cfg, 0644), 0);
+	assert_int_equal(symlink(cfg, link), 0);
+	assert_int_equal(fleet_config_load(link, &c, &err), FLEET_E_IO);
+	assert_non_null(strstr(err.msg, "symlink"));
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +338,8 @@ int main(void)
 		cmocka_unit_test(test_spire_trust_domain),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
+		cmocka_unit_test(test_token_swapped_after_check),
+		cmocka_unit_test(test_config_file_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
