@@ -1,6 +1,5 @@
 #include "lib/buf.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -128,26 +127,4 @@ fleet_err fb_put_tpm2b(struct fleet_buf *b, const void *p, size_t n)
 		return b->err = FLEET_E_TOO_LARGE;
 	fb_put_u16be(b, (uint16_t)n);
 	return fb_put(b, p, n);
-}
-
-fleet_err fb_read_file(struct fleet_buf *b, const char *path, size_t max_len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return FLEET_E_IO;
-	uint8_t chunk[16384];
-	size_t n;
-	fleet_err e = FLEET_OK;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (b->len + n > max_len) {
-			e = FLEET_E_TOO_LARGE;
-			break;
-		}
-		if ((e = fb_put(b, chunk, n)) != FLEET_OK)
-			break;
-	}
-	if (e == FLEET_OK && ferror(f))
-		e = FLEET_E_IO;
-	fclose(f);
-	return e;
 }

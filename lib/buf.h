@@ -62,7 +62,6 @@ fleet_err fb_put_u32le(struct fleet_buf *b, uint32_t v);
 /* A TPM2B: 16-bit big-endian size, then the bytes. */
 fleet_err fb_put_tpm2b(struct fleet_buf *b, const void *p, size_t n);
 
-/* Read a whole file into b, refusing files over max_len bytes. */
-fleet_err fb_read_file(struct fleet_buf *b, const char *path, size_t max_len);
+/* Files are read with fleet_file_read (lib/file_read.h), never by path here. */
 
 #endif

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/file_read.h"
+
 const char *shared_data_dir(void)
 {
 	static int checked;
@@ -33,7 +35,7 @@ void require_shared_data_or_skip(void)
 void read_file_or_fail(const char *path, struct fleet_buf *out)
 {
 	fb_init(out);
-	if (fb_read_file(out, path, 64u << 20) != FLEET_OK)
+	if (fleet_file_read_data(path, 64u << 20, out, NULL) != FLEET_OK)
 		fail_msg("cannot read %s: %s", path, strerror(errno));
 }
 
@@ -101,7 +103,7 @@ char *stderr_capture_end(struct stderr_capture *c)
 	close(c->saved);
 	struct fleet_buf b;
 	fb_init(&b);
-	assert_int_equal(fb_read_file(&b, c->path, 256u << 20), FLEET_OK);
+	assert_int_equal(fleet_file_read_data(c->path, 256u << 20, &b, NULL), FLEET_OK);
 	fb_put_u8(&b, 0);
 	unlink(c->path);
 	char *s = strdup((const char *)b.data);
