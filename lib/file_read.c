@@ -160,10 +160,14 @@ fleet_err fleet_file_read_open(struct fleet_file *f, struct fleet_buf *out,
 		size_t want = p->max_size + 1 - out->len;
 		if (want > CHUNK)
 			want = CHUNK;
-		if (fb_reserve(out, want) != FLEET_OK) {
+		/* Room already there is used first: a file read in the one
+		 * block sized from fstat never grows (never copies) it. */
+		if (out->cap == out->len && fb_reserve(out, want) != FLEET_OK) {
 			e = refuse(fe, FLEET_E_NOMEM, p, f->path, "out-of-memory", "no memory for it");
 			break;
 		}
+		if (want > out->cap - out->len)
+			want = out->cap - out->len;
 		ssize_t r = read(f->fd, out->data + out->len, want);
 		if (r < 0 && errno == EINTR)
 			continue;
