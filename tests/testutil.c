@@ -50,6 +50,25 @@ char *make_temp_dir(const char *tag)
 	return strdup(d);
 }
 
+struct temp_file *temp_file_new(const char *tag, const char *name)
+{
+	struct temp_file *t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	t->dir = make_temp_dir(tag);
+	assert_non_null(t->dir);
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, name);
+	return t;
+}
+
+void temp_file_free(struct temp_file *t)
+{
+	if (!t)
+		return;
+	rm_rf(t->dir);
+	free(t->dir);
+	free(t);
+}
+
 void rm_rf(const char *path)
 {
 	if (!path || !*path || strcmp(path, "/") == 0)

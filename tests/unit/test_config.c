@@ -187,16 +187,32 @@ static void test_refusals(void **state)
 	refused_at("", 0, "empty");
 }
 
+/* A NetBox configuration whose token file is dir/netbox.token (tok). */
+static void netbox_text(const char *dir, char *tok, size_t toklen, char *text, size_t textlen)
+{
+	snprintf(tok, toklen, "%s/netbox.token", dir);
+	snprintf(text, textlen,
+		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		      "    token_file: %s\nbinding_author: tf\n", tok);
+}
+
+/* path holds text, with mode. */
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
 static void test_load_and_token_file(void **state)
 {
 	(void)state;
 	char *dir = make_temp_dir("config");
 	char cfg[512], tok[512], text[2048];
 	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
-	snprintf(tok, sizeof(tok), "%s/netbox.token", dir);
-	snprintf(text, sizeof(text),
-		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
-		      "    token_file: %s\nbinding_author: tf\n", tok);
+	netbox_text(dir, tok, sizeof(tok), text, sizeof(text));
 	FILE *fp = fopen(cfg, "w");
 	fputs(text, fp);
 	fclose(fp);
@@ -236,20 +252,15 @@ static void test_token_swapped_after_check(void **state)
 {
 	(void)state;
 	char *dir = make_temp_dir("config-token");
-	char tok[512], evil[512], text[2048];
-	snprintf(tok, sizeof(tok), "%s/netbox.token", dir);
+	char tok[512], evil[512], real[512], text[2048];
+	netbox_text(dir, tok, sizeof(tok), text, sizeof(text));
 	snprintf(evil, sizeof(evil), "%s/evil", dir);
-	snprintf(text, sizeof(text),
-		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
-		      "    token_file: %s\nbinding_author: tf\n", tok);
+	snprintf(real, sizeof(real), "%s/real.token", dir);
 	struct fleet_config c;
 	struct fleet_yaml_error yerr;
 	if (parse(text, &c, &yerr))
 		fail_msg("line %u: %s", yerr.line, yerr.msg);
-	FILE *fp = fopen(tok, "w");
-	fputs("  0123456789abcdef0123456789abcdef01234567\n", fp);
-	fclose(fp);
-	assert_int_equal(chmod(tok, 0600), 0);
+	write_file(tok, "  0123456789abcdef0123456789abcdef01234567\n", 0600);
 	char msg[512], token[FLEET_CONFIG_TOKEN_MAX + 1];
 	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
 	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
@@ -257,10 +268,7 @@ static void test_token_swapped_after_check(void **state)
 	assert_string_equal(token, "0123456789abcdef0123456789abcdef01234567");
 
 	/* The swap: another file, readable by all, renamed over the token. */
-	fp = fopen(evil, "w");
-	fputs("ffffffffffffffffffffffffffffffffffffffff\n", fp);
-	fclose(fp);
-	assert_int_equal(chmod(evil, 0644), 0);
+	write_file(evil, "ffffffffffffffffffffffffffffffffffffffff\n", 0644);
 	assert_int_equal(rename(evil, tok), 0);
 	memset(token, 0, sizeof(token));
 	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
@@ -270,12 +278,7 @@ static void test_token_swapped_after_check(void **state)
 	assert_string_equal(token, ""); /* nothing of it was handed out */
 
 	/* A symlink to a good token: refused, not followed. */
-	char real[600];
-	snprintf(real, sizeof(real), "%s/real.token", dir);
-	fp = fopen(real, "w");
-	fputs("0123456789abcdef0123456789abcdef01234567\n", fp);
-	fclose(fp);
-	assert_int_equal(chmod(real, 0600), 0);
+	write_file(real, "0123456789abcdef0123456789abcdef01234567\n", 0600);
 	unlink(tok);
 	assert_int_equal(symlink(real, tok), 0);
 	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
@@ -284,20 +287,17 @@ static void test_token_swapped_after_check(void **state)
 			 FLEET_E_VERIFY);
 
 	/* What is inside: one token, nothing else. */
-	unlink(tok);
-	fp = fopen(tok, "w");
-	fputs("one two\n", fp);
-	fclose(fp);
-	assert_int_equal(chmod(tok, 0600), 0);
-	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
-			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(msg, "more than one token"));
-	fp = fopen(tok, "w");
-	fputs(" \n\t\n", fp);
-	fclose(fp);
-	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
-			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(msg, "empty"));
+	static const struct {
+		const char *text, *says;
+	} bad[] = {{"one two\n", "more than one token"}, {" \n\t\n", "empty"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unlink(tok);
+		write_file(tok, bad[i].text, 0600);
+		assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg,
+							 sizeof(msg)),
+				 FLEET_E_MALFORMED);
+		assert_non_null(strstr(msg, bad[i].says));
+	}
 	rm_rf(dir);
 	free(dir);
 }
@@ -311,12 +311,9 @@ static void test_config_file_rules(void **state)
 	char cfg[512], link[512];
 	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
 	snprintf(link, sizeof(link), "%s/link.yaml", dir);
-	FILE *fp = fopen(cfg, "w");
-	fputs(FILE_INV, fp);
-	fclose(fp);
+	write_file(cfg, FILE_INV, 0644);
 	struct fleet_config c;
 	struct fleet_yaml_error err;
-	assert_int_equal(chmod(cfg, 0644), 0);
 	if (fleet_config_load(cfg, &c, &err))
 		fail_msg("line %u: %s", err.line, err.msg);
 	assert_int_equal(chmod(cfg, 0666), 0);

@@ -21,26 +21,15 @@
 
 #include "lib/file_read.h"
 
-struct fx {
-	char *dir;
-	char path[600];
-};
-
 static int setup(void **state)
 {
-	struct fx *f = calloc(1, sizeof(*f));
-	f->dir = make_temp_dir("file-read");
-	snprintf(f->path, sizeof(f->path), "%s/file", f->dir);
-	*state = f;
+	*state = temp_file_new("file-read", "file");
 	return 0;
 }
 
 static int teardown(void **state)
 {
-	struct fx *f = *state;
-	rm_rf(f->dir);
-	free(f->dir);
-	free(f);
+	temp_file_free(*state);
 	return 0;
 }
 
@@ -98,7 +87,7 @@ static void accepted(const char *path, const struct fleet_file_policy *p)
 
 static void test_reads_the_bytes(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	put(f->path, "hello\n", 0600);
 	struct fleet_buf b;
 	struct fleet_file_error fe;
@@ -133,7 +122,7 @@ static void test_reads_the_bytes(void **state)
 
 static void test_missing(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	struct fleet_file_error fe;
 	assert_int_equal(try_read(f->path, &config, &fe), FLEET_E_IO);
 	assert_string_equal(fe.reason, "not-found");
@@ -144,7 +133,7 @@ static void test_missing(void **state)
 /* A symlinked key is refused, even to a file that would pass. */
 static void test_symlink_refused(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	char target[700];
 	snprintf(target, sizeof(target), "%s/real", f->dir);
 	put(target, "key\n", 0600);
@@ -165,41 +154,42 @@ static void test_symlink_refused(void **state)
 }
 
 /* A world- or group-readable key is refused; the shared policy lets the
- * group read, never write. */
+ * group read, never write; configuration may be read by all, written by
+ * nobody else; data has no mode rule. */
 static void test_mode_rules(void **state)
 {
-	struct fx *f = *state;
-	put(f->path, "key\n", 0644);
-	refused(f->path, &secret, "world-readable", true, "mode 0600 or stricter");
-	put(f->path, "key\n", 0640);
-	refused(f->path, &secret, "group-readable", true, "group or others");
-	put(f->path, "key\n", 0601);
-	refused(f->path, &secret, "world-readable", true, NULL);
-	put(f->path, "key\n", 0400);
-	accepted(f->path, &secret);
-	put(f->path, "key\n", 0600);
-	accepted(f->path, &secret);
-
-	put(f->path, "key\n", 0640);
-	accepted(f->path, &shared);
-	put(f->path, "key\n", 0660);
-	refused(f->path, &shared, "group-writable", true, "writable by group or others");
-	put(f->path, "key\n", 0644);
-	refused(f->path, &shared, "world-readable", true, "mode 0640 or stricter");
-
-	put(f->path, "a: b\n", 0644);
-	accepted(f->path, &config);
-	put(f->path, "a: b\n", 0664);
-	refused(f->path, &config, "group-writable", true, "writable by group or others");
-	put(f->path, "a: b\n", 0646);
-	refused(f->path, &config, "world-writable", true, "mode 0646");
-	put(f->path, "log", 0666);
-	accepted(f->path, &data);
+	struct temp_file *f = *state;
+	static const struct {
+		const struct fleet_file_policy *policy;
+		mode_t mode;
+		const char *reason; /* NULL: accepted */
+		const char *says;
+	} cases[] = {
+		{&secret, 0644, "world-readable", "mode 0600 or stricter"},
+		{&secret, 0640, "group-readable", "group or others"},
+		{&secret, 0601, "world-readable", NULL},
+		{&secret, 0400, NULL, NULL},
+		{&secret, 0600, NULL, NULL},
+		{&shared, 0640, NULL, NULL},
+		{&shared, 0660, "group-writable", "writable by group or others"},
+		{&shared, 0644, "world-readable", "mode 0640 or stricter"},
+		{&config, 0644, NULL, NULL},
+		{&config, 0664, "group-writable", "writable by group or others"},
+		{&config, 0646, "world-writable", "mode 0646"},
+		{&data, 0666, NULL, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		put(f->path, "key\n", cases[i].mode);
+		if (cases[i].reason)
+			refused(f->path, cases[i].policy, cases[i].reason, true, cases[i].says);
+		else
+			accepted(f->path, cases[i].policy);
+	}
 }
 
 static void test_owner_rule(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	if (geteuid() != 0)
 		skip(); /* chown needs root */
 	put(f->path, "a: b\n", 0644);
@@ -218,7 +208,7 @@ static void test_owner_rule(void **state)
  * directory. */
 static void test_not_regular(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	assert_int_equal(mkfifo(f->path, 0600), 0);
 	refused(f->path, &secret, "not-regular", true, "not a regular file");
 	unlink(f->path);
@@ -230,7 +220,7 @@ static void test_not_regular(void **state)
 
 static void test_size_cap(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	const struct fleet_file_policy small = FLEET_FILE_POLICY_CONFIG("the config", 8);
 	put(f->path, "12345678", 0644);
 	accepted(f->path, &small);
@@ -264,7 +254,7 @@ static void test_size_cap(void **state)
  */
 static void test_swap_after_check_reads_checked_bytes(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	char evil[700];
 	snprintf(evil, sizeof(evil), "%s/evil", f->dir);
 	put(f->path, "good-token\n", 0600);
@@ -289,7 +279,7 @@ static void test_swap_after_check_reads_checked_bytes(void **state)
 
 static void test_bad_arguments(void **state)
 {
-	struct fx *f = *state;
+	struct temp_file *f = *state;
 	struct fleet_file_error fe;
 	struct fleet_buf b;
 	const struct fleet_file_policy uncapped = {.what = "x"};
