@@ -37,6 +37,7 @@
 #include <openssl/evp.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/eventlog.h"
 #include "lib/hex.h"
 #include "lib/tpm.h"
@@ -71,7 +72,7 @@ static void load(struct fleet_buf *b, const char *dir, const char *name)
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/%s", dir, name);
 	fb_init(b);
-	if (fb_read_file(b, path, 1u << 24) != FLEET_OK) {
+	if (fleet_file_read_data(path, 1u << 24, b, NULL) != FLEET_OK) {
 		fprintf(stderr, "bench_verify: cannot read %s\n", path);
 		exit(1);
 	}
@@ -360,7 +361,7 @@ static int print_extends(const char *path)
 	struct fleet_evlog *log = NULL;
 	struct fleet_errctx ec = {0};
 	fb_init(&b);
-	if (fb_read_file(&b, path, FLEET_EVLOG_MAX_SIZE) != FLEET_OK)
+	if (fleet_file_read_data(path, FLEET_EVLOG_MAX_SIZE, &b, NULL) != FLEET_OK)
 		die("cannot read the log");
 	if (fleet_evlog_parse(b.data, b.len, &log, &ec) != FLEET_OK)
 		die(ec.detail);
@@ -431,7 +432,7 @@ int main(int argc, char **argv)
 	load(&in.cert_msg, in.dir, "certify.msg");
 	load(&in.cert_sig, in.dir, "certify.sig");
 	fb_init(&in.log);
-	if (fb_read_file(&in.log, in.log_path, FLEET_EVLOG_MAX_SIZE) != FLEET_OK)
+	if (fleet_file_read_data(in.log_path, FLEET_EVLOG_MAX_SIZE, &in.log, NULL) != FLEET_OK)
 		die("cannot read the log");
 	size_t nlen = strlen(in.nonce_hex);
 	fb_init(&in.nonce_bin);

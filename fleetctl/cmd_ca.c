@@ -18,6 +18,7 @@
 #include <openssl/pem.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/util.h"
 #include "lib/buf.h"
 #include "lib/ca.h"
 #include "lib/tpm.h"
@@ -160,9 +161,10 @@ static int do_issue(int argc, char **argv)
 		return usage();
 
 	fb_init(&b);
-	e = fb_read_file(&b, key, MAX_PUB_FILE);
+	struct fleet_file_error fe;
+	e = fleet_file_read_data(key, MAX_PUB_FILE, &b, &fe);
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: ca: cannot read %s: %s\n", key, fleet_err_str(e));
+		fprintf(stderr, "fleetctl: ca: cannot read %s: %s\n", key, fe.detail);
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

@@ -20,6 +20,7 @@
 #include <openssl/x509v3.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/util.h"
 #include "lib/attest_wire_json.h"
 #include "lib/buf.h"
 #include "lib/x509_ek.h"
@@ -48,10 +49,10 @@ static int load_cert(const char *path, X509 **out)
 	fleet_err e;
 
 	fb_init(&b);
-	e = fb_read_file(&b, path, MAX_FILE);
+	struct fleet_file_error fe;
+	e = fleet_file_read_data(path, MAX_FILE, &b, &fe);
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: ek: cannot read %s: %s\n", path,
-			e == FLEET_E_IO ? strerror(errno) : fleet_err_str(e));
+		fprintf(stderr, "fleetctl: ek: cannot read %s: %s\n", path, fe.detail);
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

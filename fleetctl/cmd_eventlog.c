@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/util.h"
 #include "lib/buf.h"
 #include "lib/eventlog.h"
 #include "lib/hex.h"
@@ -26,7 +27,8 @@ static int load(const char *path, struct fleet_evlog **log)
 {
 	struct fleet_buf b;
 	fb_init(&b);
-	fleet_err e = fb_read_file(&b, path, FLEET_EVLOG_MAX_SIZE);
+	struct fleet_file_error fe;
+	fleet_err e = fleet_file_read_data(path, FLEET_EVLOG_MAX_SIZE, &b, &fe);
 	if (e == FLEET_E_TOO_LARGE) {
 		fprintf(stderr, "fleetctl: eventlog: %s: malformed at byte %u: log over the %u-byte cap\n",
 			path, FLEET_EVLOG_MAX_SIZE, FLEET_EVLOG_MAX_SIZE);
@@ -34,7 +36,7 @@ static int load(const char *path, struct fleet_evlog **log)
 		return FLEETCTL_EXIT_REFUSED;
 	}
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: eventlog: %s: cannot read: %s\n", path, fleet_err_str(e));
+		fprintf(stderr, "fleetctl: eventlog: %s: cannot read: %s\n", path, fe.detail);
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/util.h"
 #include "lib/buf.h"
 #include "lib/eventlog.h"
 #include "lib/hex.h"
@@ -67,8 +68,9 @@ static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
 {
 	struct fleet_buf b;
 	fb_init(&b);
-	if (fb_read_file(&b, path, PCRS_MAX_SIZE) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path, strerror(errno));
+	struct fleet_file_error fe;
+	if (fleet_file_read_data(path, PCRS_MAX_SIZE, &b, &fe) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path, fe.detail);
 		fb_free(&b);
 		return -1;
 	}
@@ -176,8 +178,9 @@ static int run_check(const struct check_args *a)
 	}
 	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))
 		goto out;
-	if (fb_read_file(&b, a->log, FLEET_EVLOG_MAX_SIZE) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log, strerror(errno));
+	struct fleet_file_error fe;
+	if (fleet_file_read_data(a->log, FLEET_EVLOG_MAX_SIZE, &b, &fe) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log, fe.detail);
 		goto out;
 	}
 	rc = FLEETCTL_EXIT_REFUSED;

@@ -10,11 +10,13 @@
 int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
 		  struct fleet_buf *b)
 {
-	fleet_err e = fb_read_file(b, path, max);
+	struct fleet_file_error fe;
+	fb_free(b);
+	fleet_err e = fleet_file_read_data(path, max, b, &fe);
 	if (e == FLEET_OK)
 		return 0;
 	fprintf(stderr, "fleetctl: %s: cannot read %s%s%s: %s\n", group, what, *what ? " " : "",
-		path, e == FLEET_E_TOO_LARGE ? "larger than fleetctl accepts" : fleet_err_str(e));
+		path, e == FLEET_E_TOO_LARGE ? "larger than fleetctl accepts" : fe.reason);
 	return -1;
 }
 

@@ -8,9 +8,14 @@
 #include <jansson.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 
-/* Read path (at most max bytes) into b. On failure says
- * "fleetctl: GROUP: cannot read WHAT PATH: REASON" and returns -1. */
+/* Read an operator's input file (evidence, PCR values, a TPM public area)
+ * into b, emptied first: data whose content the command checks, so any
+ * owner and mode, but through the one reader (lib/file_read.h,
+ * fleet_file_read_data: no symlink, a regular file, at most max bytes, one
+ * descriptor). On failure says "fleetctl: GROUP: cannot read WHAT PATH:
+ * REASON" and returns -1. */
 int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
 		  struct fleet_buf *b);
 

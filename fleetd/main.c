@@ -49,8 +49,6 @@
 #include "lib/x509_ek.h"
 #include "policy/profile.h"
 
-#define TOKEN_MAX 4096
-
 static volatile sig_atomic_t stop_signal;
 static int wake_fd = -1; /* the self-pipe's write end */
 
@@ -155,55 +153,19 @@ static int recover_state(struct daemon *d)
 	return 0;
 }
 
-/* The NetBox token: the file's one line, surrounding white space removed. */
-static int read_token(const char *path, char *out, size_t cap)
-{
-	struct fleet_buf b;
-	fb_init(&b);
-	b.max = TOKEN_MAX;
-	if (fb_read_file(&b, path, TOKEN_MAX) != FLEET_OK) {
-		fb_free_secret(&b);
-		startup_failed("cannot read the NetBox token file %s (at most %d bytes)", path,
-			       TOKEN_MAX);
-		return -1;
-	}
-	size_t s = 0, e = b.len;
-	while (s < e && (b.data[s] == ' ' || b.data[s] == '\t' || b.data[s] == '\n' ||
-			 b.data[s] == '\r'))
-		s++;
-	while (e > s && (b.data[e - 1] == ' ' || b.data[e - 1] == '\t' ||
-			 b.data[e - 1] == '\n' || b.data[e - 1] == '\r'))
-		e--;
-	int rc = 0;
-	if (e == s || e - s >= cap) {
-		startup_failed("the NetBox token file %s is empty or too long", path);
-		rc = -1;
-	} else {
-		for (size_t i = s; i < e; i++) {
-			if (b.data[i] < 0x21 || b.data[i] > 0x7e) {
-				startup_failed("the NetBox token file %s holds more than one token "
-					       "(white space or a control character inside)",
-					       path);
-				rc = -1;
-				break;
-			}
-		}
-		if (rc == 0) {
-			memcpy(out, b.data + s, e - s);
-			out[e - s] = '\0';
-		}
-	}
-	fb_free_secret(&b);
-	return rc;
-}
-
 static int open_inventory(struct daemon *d)
 {
 	char err[512] = "";
 	if (d->cfg.inventory == FLEET_INVENTORY_NETBOX) {
-		char token[TOKEN_MAX + 1];
-		if (read_token(d->cfg.netbox_token_file, token, sizeof(token)) != 0)
+		/* Read again here, checked on the descriptor it is read from:
+		 * what fleet_config_check_files saw at start may have changed. */
+		char token[FLEET_CONFIG_TOKEN_MAX + 1];
+		if (fleet_config_read_token(&d->cfg, token, sizeof(token), err, sizeof(err)) !=
+		    FLEET_OK) {
+			OPENSSL_cleanse(token, sizeof(token));
+			startup_failed("%s", err);
 			return -1;
+		}
 		struct fleet_netbox_config nc = {
 			.base_url = d->cfg.netbox_url,
 			.token = token,

@@ -1,7 +1,5 @@
 #include "lib/buf.h"
 
-#include <errno.h>
-#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -9,21 +7,40 @@
 
 void fb_init(struct fleet_buf *b) { memset(b, 0, sizeof(*b)); }
 
-void fb_free(struct fleet_buf *b)
+void fb_init_capped(struct fleet_buf *b, size_t max)
 {
-	free(b->data);
 	fb_init(b);
+	b->max = max;
+}
+
+void fb_init_secret(struct fleet_buf *b, size_t max)
+{
+	fb_init_capped(b, max);
+	b->secret = true;
 }
 
 void fb_free_secret(struct fleet_buf *b)
 {
 	if (b->data)
 		OPENSSL_cleanse(b->data, b->cap);
-	fb_free(b);
+	free(b->data);
+	fb_init(b);
+}
+
+void fb_free(struct fleet_buf *b)
+{
+	if (b->secret) {
+		fb_free_secret(b);
+		return;
+	}
+	free(b->data);
+	fb_init(b);
 }
 
 void fb_reset(struct fleet_buf *b)
 {
+	if (b->secret && b->data)
+		OPENSSL_cleanse(b->data, b->len);
 	b->len = 0;
 	b->err = FLEET_OK;
 }
@@ -44,13 +61,28 @@ static fleet_err reserve(struct fleet_buf *b, size_t n)
 			return b->err = FLEET_E_TOO_LARGE;
 		cap *= 2;
 	}
-	uint8_t *d = realloc(b->data, cap);
-	if (!d)
+	if (b->max && cap > b->max)
+		cap = b->max; /* never more room than the cap allows */
+	uint8_t *d;
+	if (b->secret) {
+		/* Never realloc a secret: it may move the bytes and leave the
+		 * old block, unwiped, to the allocator. */
+		if (!(d = malloc(cap)))
+			return b->err = FLEET_E_NOMEM;
+		if (b->data) {
+			memcpy(d, b->data, b->len);
+			OPENSSL_cleanse(b->data, b->cap);
+			free(b->data);
+		}
+	} else if (!(d = realloc(b->data, cap))) {
 		return b->err = FLEET_E_NOMEM;
+	}
 	b->data = d;
 	b->cap = cap;
 	return FLEET_OK;
 }
+
+fleet_err fb_reserve(struct fleet_buf *b, size_t n) { return reserve(b, n); }
 
 fleet_err fb_put(struct fleet_buf *b, const void *p, size_t n)
 {
@@ -95,26 +127,4 @@ fleet_err fb_put_tpm2b(struct fleet_buf *b, const void *p, size_t n)
 		return b->err = FLEET_E_TOO_LARGE;
 	fb_put_u16be(b, (uint16_t)n);
 	return fb_put(b, p, n);
-}
-
-fleet_err fb_read_file(struct fleet_buf *b, const char *path, size_t max_len)
-{
-	FILE *f = fopen(path, "rb");
-	if (!f)
-		return FLEET_E_IO;
-	uint8_t chunk[16384];
-	size_t n;
-	fleet_err e = FLEET_OK;
-	while ((n = fread(chunk, 1, sizeof(chunk), f)) > 0) {
-		if (b->len + n > max_len) {
-			e = FLEET_E_TOO_LARGE;
-			break;
-		}
-		if ((e = fb_put(b, chunk, n)) != FLEET_OK)
-			break;
-	}
-	if (e == FLEET_OK && ferror(f))
-		e = FLEET_E_IO;
-	fclose(f);
-	return e;
 }

@@ -4,13 +4,16 @@
  * Two files in one directory: ca.key (ECDSA P-256, PKCS#8 PEM, mode 0600)
  * and ca.crt. Both are created with O_EXCL, so an existing CA is never
  * overwritten by a second `ca init`, and the key's mode is set with fchmod
- * so a permissive umask cannot widen it. Loading refuses a key file that
- * group or others can read, as OpenSSH does for private keys.
+ * so a permissive umask cannot widen it. Loading reads both through the
+ * one reader (file_read.h): the key as a secret (owned by root or us, no
+ * access for group or others, as OpenSSH wants of private keys, into a
+ * buffer that is wiped), the certificate as configuration.
  */
 #include "lib/ca.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -24,6 +27,7 @@
 #include <openssl/x509v3.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/hex.h"
 #include "lib/tpm.h"
 
@@ -366,61 +370,45 @@ out:
 	return e;
 }
 
-/* Read the key file, refusing one others could have read. */
-static fleet_err read_key(const char *path, EVP_PKEY **out, struct fleet_errctx *ec)
+/* A refusal by the reader, in fleet_ca_load's codes: a missing key is
+ * NOT_FOUND, a file others could read or write (or owned by someone else)
+ * is the caller's INVALID_ARG, the rest as the reader says. */
+static fleet_err read_fail(fleet_err e, const struct fleet_file_error *fe, bool key,
+			   struct fleet_errctx *ec)
 {
-	struct fleet_buf b;
-	struct stat st;
-	fleet_err e = FLEET_OK;
-	ssize_t n;
-	unsigned char chunk[4096];
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+	if (key && !strcmp(fe->reason, "not-found"))
+		e = FLEET_E_NOT_FOUND;
+	else if (fe->rule && strcmp(fe->reason, "symlink") && strcmp(fe->reason, "not-regular"))
+		e = FLEET_E_INVALID_ARG;
+	return fleet_errctx_msg(ec, e, "%s; refusing to use it", fe->detail);
+}
 
-	if (fd < 0)
-		return fleet_errctx_msg(ec, errno == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
-					"cannot open %s: %s", CA_KEY_FILE, strerror(errno));
-	if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode)) {
-		close(fd);
-		return fleet_errctx_msg(ec, FLEET_E_IO, "%s is not a regular file", CA_KEY_FILE);
-	}
-	if (st.st_mode & 077) {
-		close(fd);
-		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
-					"%s is accessible by group or others (mode %04o); "
-					"refusing to use it",
-					CA_KEY_FILE, (unsigned)(st.st_mode & 07777));
-	}
+/* Read the key file, refusing one others could have read (as OpenSSH does
+ * with private keys), a link, or one another user owns. */
+static fleet_err read_key(int dfd, EVP_PKEY **out, struct fleet_errctx *ec)
+{
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_SECRET("the CA key", CA_FILE_MAX);
+	struct fleet_file_error fe;
+	struct fleet_buf b;
 	fb_init(&b);
-	b.max = CA_FILE_MAX;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0) {
-			e = FLEET_E_IO;
-			break;
-		}
-		if ((e = fb_put(&b, chunk, (size_t)n)) != FLEET_OK)
-			break;
-	}
-	close(fd);
-	OPENSSL_cleanse(chunk, sizeof(chunk));
-	if (e == FLEET_OK) {
-		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
-		*out = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
-		BIO_free(bio);
-		if (!*out)
-			e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s holds no private key",
-					     CA_KEY_FILE);
-	} else {
-		fleet_errctx_msg(ec, e, "cannot read %s", CA_KEY_FILE);
-	}
-	fb_free_secret(&b);
+	fleet_err e = fleet_file_read(dfd, CA_KEY_FILE, &policy, &b, &fe);
+	if (e != FLEET_OK)
+		return read_fail(e, &fe, true, ec);
+	BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
+	*out = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
+	BIO_free(bio);
+	if (!*out)
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s holds no private key", CA_KEY_FILE);
+	fb_free(&b); /* a secret buffer: wiped */
 	return e;
 }
 
 fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_errctx *ec)
 {
-	char key_path[4096], crt_path[4096];
+	static const struct fleet_file_policy crt_policy =
+		FLEET_FILE_POLICY_CONFIG("the CA certificate", CA_FILE_MAX);
+	struct fleet_file_error fe;
 	struct fleet_buf b;
 	struct fleet_ca *ca;
 	fleet_err e;
@@ -428,13 +416,17 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 	if (!dir || !out)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no directory or output");
 	*out = NULL;
-	if (path_join(key_path, sizeof(key_path), dir, CA_KEY_FILE) != FLEET_OK ||
-	    path_join(crt_path, sizeof(crt_path), dir, CA_CRT_FILE) != FLEET_OK)
-		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "CA directory path too long");
+	/* Both files from the one directory opened here. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	if (dfd < 0)
+		return fleet_errctx_msg(ec, errno == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
+					"cannot open the CA directory: %s", strerror(errno));
 	ca = calloc(1, sizeof(*ca));
-	if (!ca)
+	if (!ca) {
+		close(dfd);
 		return FLEET_E_NOMEM;
-	e = read_key(key_path, &ca->key, ec);
+	}
+	e = read_key(dfd, &ca->key, ec);
 	if (e != FLEET_OK)
 		goto fail;
 	if (!EVP_PKEY_is_a(ca->key, "EC")) {
@@ -442,16 +434,18 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 		goto fail;
 	}
 	fb_init(&b);
-	e = fb_read_file(&b, crt_path, CA_FILE_MAX);
-	if (e == FLEET_OK) {
-		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
-		ca->cert = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
-		BIO_free(bio);
+	e = fleet_file_read(dfd, CA_CRT_FILE, &crt_policy, &b, &fe);
+	if (e != FLEET_OK) {
+		e = read_fail(e, &fe, false, ec);
+		goto fail;
 	}
+	BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
+	ca->cert = bio ? PEM_read_bio_X509(bio, NULL, NULL, NULL) : NULL;
+	BIO_free(bio);
 	fb_free(&b);
 	if (!ca->cert) {
-		e = fleet_errctx_msg(ec, e != FLEET_OK ? e : FLEET_E_MALFORMED,
-				     "cannot read a certificate from %s", CA_CRT_FILE);
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "cannot read a certificate from %s",
+				     CA_CRT_FILE);
 		goto fail;
 	}
 	if (X509_check_private_key(ca->cert, ca->key) != 1) {
@@ -460,10 +454,12 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 		goto fail;
 	}
 	ERR_clear_error();
+	close(dfd);
 	*out = ca;
 	return FLEET_OK;
 fail:
 	ERR_clear_error();
+	close(dfd);
 	fleet_ca_free(ca);
 	return e;
 }

@@ -13,11 +13,13 @@
 
 #include <dirent.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/err.h>
@@ -29,6 +31,7 @@
 #include <openssl/x509v3.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/hex.h"
 #include "lib/reader.h"
 #include "lib/tpm.h"
@@ -552,20 +555,23 @@ static fleet_err add_ca(struct fleet_ek_roots *rt, X509 *x)
 	return FLEET_OK;
 }
 
-/* A file holds one DER certificate, or one or more PEM certificates. */
-static fleet_err load_ca_file(struct fleet_ek_roots *rt, const char *path, const char *name,
+/* A file holds one DER certificate, or one or more PEM certificates. It is
+ * configuration: owned by root or us and writable by nobody else, as a
+ * trust anchor must be (docs/files.md). */
+static fleet_err load_ca_file(struct fleet_ek_roots *rt, int dfd, const char *name,
 			      struct fleet_errctx *ec)
 {
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_CONFIG("the roots file", ROOTS_FILE_MAX);
+	struct fleet_file_error fe;
 	struct fleet_buf b;
 	fleet_err e;
 	int n = 0;
 
 	fb_init(&b);
-	e = fb_read_file(&b, path, ROOTS_FILE_MAX);
-	if (e != FLEET_OK) {
-		fb_free(&b);
-		return fleet_errctx_msg(ec, e, "cannot read roots file %s", name);
-	}
+	e = fleet_file_read(dfd, name, &policy, &b, &fe);
+	if (e != FLEET_OK)
+		return fleet_errctx_msg(ec, e, "cannot read %s", fe.detail);
 	if (looks_pem(b.data, b.len)) {
 		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
 		X509 *x;
@@ -600,6 +606,28 @@ static fleet_err load_ca_file(struct fleet_ek_roots *rt, const char *path, const
 	return FLEET_OK;
 }
 
+/*
+ * A symbolic link in the roots directory. c_rehash and `openssl rehash`
+ * make HASH.0 links to a certificate beside them: that file is read under
+ * its own name, so the link is skipped. A link anywhere else (another
+ * directory, a path with a slash) is refused: a trust anchor is read from
+ * the directory the configuration names, never through a link.
+ */
+static fleet_err roots_link(int dfd, const char *name, struct fleet_errctx *ec)
+{
+	char target[256];
+	ssize_t n = readlinkat(dfd, name, target, sizeof(target) - 1);
+	if (n > 0) {
+		target[n] = '\0';
+		if (!strchr(target, '/') && strcmp(target, ".") && strcmp(target, ".."))
+			return FLEET_OK;
+	}
+	return fleet_errctx_msg(ec, FLEET_E_IO,
+				"cannot read the roots file %s: symlink: it is a symbolic link to "
+				"outside the directory, which is not followed",
+				name);
+}
+
 fleet_err fleet_ek_roots_load(const char *dir, struct fleet_ek_roots **out,
 			      struct fleet_errctx *ec)
 {
@@ -620,28 +648,37 @@ fleet_err fleet_ek_roots_load(const char *dir, struct fleet_ek_roots **out,
 		fleet_ek_roots_free(rt);
 		return FLEET_E_NOMEM;
 	}
-	d = opendir(dir);
+	/* Every file is opened relative to this one descriptor of the
+	 * directory: a rename of the directory cannot mix two trees. */
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+	int ddup = dfd >= 0 ? dup(dfd) : -1;
+	d = ddup >= 0 ? fdopendir(ddup) : NULL;
 	if (!d) {
 		int err = errno;
+		if (ddup >= 0)
+			close(ddup);
+		if (dfd >= 0)
+			close(dfd);
 		fleet_ek_roots_free(rt);
 		return fleet_errctx_msg(ec, err == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
 					"cannot open roots directory: %s", strerror(err));
 	}
 	while (e == FLEET_OK && (de = readdir(d)) != NULL) {
-		char path[4096];
 		struct stat st;
 		if (de->d_name[0] == '.')
 			continue;
-		if ((size_t)snprintf(path, sizeof(path), "%s/%s", dir, de->d_name) >= sizeof(path)) {
-			e = fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "roots path too long");
-			break;
-		}
-		/* stat, not lstat: c_rehash-style links to certificates are fine. */
-		if (stat(path, &st) != 0 || !S_ISREG(st.st_mode))
+		if (fstatat(dfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) != 0)
+			continue; /* gone since readdir */
+		if (S_ISLNK(st.st_mode)) {
+			e = roots_link(dfd, de->d_name, ec);
 			continue;
-		e = load_ca_file(rt, path, de->d_name, ec);
+		}
+		if (!S_ISREG(st.st_mode))
+			continue; /* a subdirectory, a socket: not a certificate */
+		e = load_ca_file(rt, dfd, de->d_name, ec);
 	}
 	closedir(d);
+	close(dfd);
 	if (e == FLEET_OK && sk_X509_num(rt->roots) == 0)
 		e = fleet_errctx_msg(ec, FLEET_E_NOT_FOUND,
 				     "ek-roots-empty: no self-signed root certificate in the "

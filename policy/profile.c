@@ -13,12 +13,14 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/hex.h"
 #include "lib/yaml_strict.h"
 
@@ -436,11 +438,14 @@ fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
 	*out = NULL;
 	if (err)
 		memset(err, 0, sizeof(*err));
-	fleet_err e = fb_read_file(&b, path, FLEET_PROFILE_MAX_SIZE);
-	if (e == FLEET_E_TOO_LARGE)
-		no_place(err, "profile is over %u bytes", FLEET_PROFILE_MAX_SIZE);
-	else if (e)
-		no_place(err, "cannot read the profile: %s", strerror(errno));
+	/* Configuration: it decides which boots are admitted, so owned by
+	 * root or us and writable by nobody else (docs/files.md). */
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_CONFIG("the profile", FLEET_PROFILE_MAX_SIZE);
+	struct fleet_file_error fe;
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
+	if (e)
+		no_place(err, "cannot read %s", fe.detail);
 	else
 		e = fleet_profile_parse(b.data, b.len, out, err);
 	fb_free(&b);

@@ -83,7 +83,8 @@ struct fleet_profile_error {
  * for input or lists beyond their caps. */
 fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profile **out,
 			      struct fleet_profile_error *err);
-/* Read and parse a file (refused over FLEET_PROFILE_MAX_SIZE). */
+/* Read (as configuration, lib/file_read.h: no symlink, owned by root or us,
+ * writable by nobody else, at most FLEET_PROFILE_MAX_SIZE) and parse a file. */
 fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
 			     struct fleet_profile_error *err);
 void fleet_profile_free(struct fleet_profile *p);

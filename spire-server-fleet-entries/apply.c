@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -16,6 +17,7 @@
 
 #include "spire-server-fleet-entries/runner.h"
 #include "lib/buf.h"
+#include "lib/file_read.h"
 
 #define PROG "spire-server-fleet-entries"
 #define ONE_RESULT_CAP (1u << 20)
@@ -31,47 +33,27 @@ static void say(const char *fmt, ...)
 	va_end(ap);
 }
 
-/* Read a regular file (not through a symlink) of at most max bytes. */
-static int read_regular(const char *path, size_t max, struct fleet_buf *b, const char *what)
+/* Read one of the run's two files (lib/file_read.h, docs/files.md): not a
+ * symlink, a regular file, at most max bytes, checked and read on one
+ * descriptor. fleetd writes spire-nodes.json 0640 at most (UMask=0077) as
+ * its own user, which is not root here, so its owner is not checked; one
+ * that group or others could have written is not fleetd's word. The
+ * configuration is root's: owned by root (or whoever runs this), writable
+ * by nobody else. */
+static int read_input(const char *path, size_t max, struct fleet_buf *b, const char *what,
+		      bool config)
 {
-	int fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0) {
-		say("cannot open the %s %s: %s", what, path, strerror(errno));
-		return -1;
-	}
-	struct stat st;
-	if (fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		say("the %s %s is not a regular file", what, path);
-		close(fd);
-		return -1;
-	}
-	/* fleetd writes the file 0640 at most (UMask=0077); one that group or
-	 * others could have written is not fleetd's word. */
-	if (st.st_mode & (S_IWGRP | S_IWOTH)) {
-		say("the %s %s is writable by group or others (mode %03o): refused", what, path,
-		    (unsigned)(st.st_mode & 0777));
-		close(fd);
-		return -1;
-	}
-	if ((unsigned long long)st.st_size > max) {
-		say("the %s %s has %lld bytes, more than %zu", what, path, (long long)st.st_size,
-		    max);
-		close(fd);
-		return -1;
-	}
-	char chunk[16384];
-	ssize_t n;
-	while ((n = read(fd, chunk, sizeof(chunk))) != 0) {
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 || b->len + (size_t)n > max || fb_put(b, chunk, (size_t)n)) {
-			say("cannot read the %s %s", what, path);
-			close(fd);
-			return -1;
-		}
-	}
-	close(fd);
-	return 0;
+	const struct fleet_file_policy policy = {
+		.what = what,
+		.max_size = max,
+		.owners = config ? FLEET_FILE_OWNER_ROOT | FLEET_FILE_OWNER_EUID : 0,
+		.forbid = S_IWGRP | S_IWOTH,
+	};
+	struct fleet_file_error fe;
+	if (fleet_file_read(AT_FDCWD, path, &policy, b, &fe) == FLEET_OK)
+		return 0;
+	say("cannot use %s%s", fe.detail, fe.rule ? ": refused" : "");
+	return -1;
 }
 
 struct cli {
@@ -136,8 +118,8 @@ static int list_run(const struct cli *c, const char *w1, const char *w2, list_pa
 		    void *l)
 {
 	struct fleet_buf out, err;
-	fb_init(&out);
-	fb_init(&err);
+	fb_init_capped(&out, SP_MAX_OUTPUT);
+	fb_init_capped(&err, RUNNER_ERR_CAP);
 	const char *words[] = {w1, w2};
 	char what[32], why[256], line[200];
 	snprintf(what, sizeof(what), "%s %s", w1, w2);
@@ -205,8 +187,8 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 			 a->device);
 	}
 	struct fleet_buf out, err;
-	fb_init(&out);
-	fb_init(&err);
+	fb_init_capped(&out, ONE_RESULT_CAP);
+	fb_init_capped(&err, RUNNER_ERR_CAP);
 	int rc = run_cli(c, words, 2, flags, nf, ONE_RESULT_CAP, &out, &err, step);
 	int ok = -1;
 	char why[256], line[200], msg[200];
@@ -255,7 +237,7 @@ int applier_run(const struct applier_opts *o)
 	if (o->config) {
 		struct fleet_buf b;
 		fb_init(&b);
-		if (read_regular(o->config, AC_MAX_CONFIG, &b, "configuration")) {
+		if (read_input(o->config, AC_MAX_CONFIG, &b, "the configuration", true)) {
 			fb_free(&b);
 			return 1;
 		}
@@ -271,7 +253,7 @@ int applier_run(const struct applier_opts *o)
 	{
 		struct fleet_buf b;
 		fb_init(&b);
-		if (read_regular(o->file, SN_MAX_FILE, &b, "file")) {
+		if (read_input(o->file, SN_MAX_FILE, &b, "the file", false)) {
 			fb_free(&b);
 			say("nothing changed");
 			return 1;

@@ -19,7 +19,6 @@
 
 extern char **environ;
 
-#define ERR_CAP (64u * 1024)
 
 fleet_err runner_resolve(const char *prog, char *out, size_t outlen)
 {
@@ -117,7 +116,7 @@ fleet_err runner_run(const char *path, char *const argv[], int timeout_seconds,
 		for (int i = 0; i < 2; i++) {
 			if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			int d = drain(fds[i].fd, i ? err : out, i ? ERR_CAP : out_cap);
+			int d = drain(fds[i].fd, i ? err : out, i ? RUNNER_ERR_CAP : out_cap);
 			if (d < 0)
 				r->overflow = kill_it = 1;
 			else if (d == 0)

@@ -22,8 +22,13 @@ struct run_result {
  * relative path to an executable file. FLEET_E_NOT_FOUND if none. */
 fleet_err runner_resolve(const char *prog, char *out, size_t outlen);
 
+/* What is kept of a program's stderr. */
+#define RUNNER_ERR_CAP (64u * 1024)
+
 /* Run path with argv (argv[0] first, NULL-terminated). FLEET_E_IO when it
- * cannot be started; otherwise FLEET_OK and *r says how it ended. */
+ * cannot be started; otherwise FLEET_OK and *r says how it ended. At most
+ * out_cap bytes of stdout and RUNNER_ERR_CAP of stderr are kept (give out
+ * and err those caps too: fb_init_capped). */
 fleet_err runner_run(const char *path, char *const argv[], int timeout_seconds,
 		     size_t out_cap, struct fleet_buf *out, struct fleet_buf *err,
 		     struct run_result *r);

@@ -8,6 +8,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "lib/file_read.h"
+
 const char *shared_data_dir(void)
 {
 	static int checked;
@@ -33,7 +35,7 @@ void require_shared_data_or_skip(void)
 void read_file_or_fail(const char *path, struct fleet_buf *out)
 {
 	fb_init(out);
-	if (fb_read_file(out, path, 64u << 20) != FLEET_OK)
+	if (fleet_file_read_data(path, 64u << 20, out, NULL) != FLEET_OK)
 		fail_msg("cannot read %s: %s", path, strerror(errno));
 }
 
@@ -46,6 +48,25 @@ char *make_temp_dir(const char *tag)
 	if (!d)
 		return NULL;
 	return strdup(d);
+}
+
+struct temp_file *temp_file_new(const char *tag, const char *name)
+{
+	struct temp_file *t = calloc(1, sizeof(*t));
+	assert_non_null(t);
+	t->dir = make_temp_dir(tag);
+	assert_non_null(t->dir);
+	snprintf(t->path, sizeof(t->path), "%s/%s", t->dir, name);
+	return t;
+}
+
+void temp_file_free(struct temp_file *t)
+{
+	if (!t)
+		return;
+	rm_rf(t->dir);
+	free(t->dir);
+	free(t);
 }
 
 void rm_rf(const char *path)
@@ -101,7 +122,7 @@ char *stderr_capture_end(struct stderr_capture *c)
 	close(c->saved);
 	struct fleet_buf b;
 	fb_init(&b);
-	assert_int_equal(fb_read_file(&b, c->path, 256u << 20), FLEET_OK);
+	assert_int_equal(fleet_file_read_data(c->path, 256u << 20, &b, NULL), FLEET_OK);
 	fb_put_u8(&b, 0);
 	unlink(c->path);
 	char *s = strdup((const char *)b.data);

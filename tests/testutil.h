@@ -22,6 +22,14 @@ void require_shared_data_or_skip(void);
 void read_file_or_fail(const char *path, struct fleet_buf *out);
 /* A fresh private temp dir (mkdtemp); removed by rm_rf. */
 char *make_temp_dir(const char *tag);
+/* A fresh temp dir and the path of one file in it (not created): for a
+ * cmocka setup; temp_file_free removes the dir with all in it. */
+struct temp_file {
+	char *dir;
+	char path[600];
+};
+struct temp_file *temp_file_new(const char *tag, const char *name);
+void temp_file_free(struct temp_file *t);
 void rm_rf(const char *path);
 /* Run a shell command, capture stdout into out (if not NULL); returns the
  * exit status (or -1). */

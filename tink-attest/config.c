@@ -3,6 +3,7 @@
 
 #include "tink-attest/config.h"
 
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -12,6 +13,7 @@
 #include <openssl/x509.h>
 
 #include "lib/attest_wire.h"
+#include "lib/file_read.h"
 
 void tink_usage(FILE *f)
 {
@@ -174,14 +176,47 @@ void tink_options_free(struct tink_options *o)
 	fb_free(&o->curl.ca_pem);
 }
 
+int tink_ca_from_file(const char *path, struct fleet_buf *pem, char *msg, size_t msglen)
+{
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_CONFIG("fleetd's CA file", 1024 * 1024);
+	struct fleet_file_error fe;
+	fb_free(pem);
+	if (fleet_file_read(AT_FDCWD, path, &policy, pem, &fe) != FLEET_OK) {
+		snprintf(msg, msglen, "cannot read %s", fe.detail);
+		return -1;
+	}
+	if (pem->len == 0) {
+		snprintf(msg, msglen, "fleetd's CA file %s is empty", path);
+		return -1;
+	}
+	return 0;
+}
+
 int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, size_t msglen)
 {
 	struct fleet_buf line;
 	struct fleet_wire_bytes der = {0};
 	static const char key[] = TINK_CMDLINE_CA_PARAM "=";
 	int rc = -1;
+	/* The kernel's command line carries fleetd's CA, the trust anchor of
+	 * every exchange: configuration (docs/files.md), owned by root (or
+	 * us) and writable by nobody else. /proc says its size is 0: only the
+	 * read bounds it. */
+	static const struct fleet_file_policy policy = {
+		.what = "the kernel command line",
+		.max_size = 64 * 1024,
+		.owners = FLEET_FILE_OWNER_ROOT | FLEET_FILE_OWNER_EUID,
+		.forbid = 022,
+		.size_by_read = true,
+	};
+	struct fleet_file_error fe;
 	fb_init(&line);
-	if (fb_read_file(&line, path, 64 * 1024) != FLEET_OK || fb_put_u8(&line, 0) != FLEET_OK) {
+	if (fleet_file_read(AT_FDCWD, path, &policy, &line, &fe) != FLEET_OK) {
+		snprintf(msg, msglen, "cannot read %s", fe.detail);
+		goto out;
+	}
+	if (fb_put_u8(&line, 0) != FLEET_OK) {
 		snprintf(msg, msglen, "cannot read %s", path);
 		goto out;
 	}

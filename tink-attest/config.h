@@ -36,6 +36,14 @@ void tink_options_free(struct tink_options *o);
 int tink_ca_from_cmdline(const char *cmdline_path, struct fleet_buf *pem, char *msg,
 			 size_t msglen);
 
+/*
+ * --ca FILE: fleetd's CA in PEM, read once here (lib/file_read.h, as
+ * configuration: not a symlink, owned by root or us, writable by nobody
+ * else) into pem, which libcurl then takes as a blob, so the file is not
+ * opened again by path for every connection. 0, or -1 with msg set.
+ */
+int tink_ca_from_file(const char *path, struct fleet_buf *pem, char *msg, size_t msglen);
+
 void tink_usage(FILE *f);
 
 #endif

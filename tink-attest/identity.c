@@ -22,6 +22,7 @@
 
 #include <jansson.h>
 
+#include "lib/file_read.h"
 #include "tink-attest/log.h"
 
 extern char **environ;
@@ -42,31 +43,35 @@ static int fail(char *err, size_t errlen, const char *fmt, ...)
 }
 
 /* Read a small sysfs file into out (NUL-terminated, trailing whitespace
- * removed). 0; 1 when the file does not exist; -1 on other errors. */
+ * removed). 0; 1 when the file does not exist; -1 on other errors (errno
+ * says why: ELOOP a symlink, EINVAL not a regular file, EFBIG too long).
+ * The machine's claims, checked by fleetd against the inventory: data
+ * (docs/files.md), through the one reader all the same. */
 static int read_value(const char *path, char *out, size_t cap)
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
-	if (fd < 0)
-		return errno == ENOENT ? 1 : -1;
-	size_t n = 0;
-	for (;;) {
-		ssize_t r = read(fd, out + n, cap - 1 - n);
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			close(fd);
-			return -1;
-		}
-		if (r == 0)
-			break;
-		n += (size_t)r;
-		if (n == cap - 1) {
-			close(fd);
-			errno = EFBIG;
-			return -1;
-		}
+	const struct fleet_file_policy policy = {
+		.what = "the sysfs value",
+		.max_size = cap - 2, /* as before: a value must leave room to spare */
+		.size_by_read = true,
+	};
+	struct fleet_file_error fe;
+	struct fleet_buf b;
+	fb_init(&b);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
+	if (e != FLEET_OK) {
+		if (!strcmp(fe.reason, "not-found"))
+			return 1;
+		errno = e == FLEET_E_TOO_LARGE		 ? EFBIG
+			: !strcmp(fe.reason, "symlink")	 ? ELOOP
+			: !strcmp(fe.reason, "not-regular") ? EINVAL
+			: fe.sys_errno			 ? fe.sys_errno
+							 : EIO;
+		return -1;
 	}
-	close(fd);
+	size_t n = b.len;
+	if (n)
+		memcpy(out, b.data, n);
+	fb_free(&b);
 	out[n] = '\0';
 	while (n > 0 && isspace((unsigned char)out[n - 1]))
 		out[--n] = '\0';
@@ -352,14 +357,17 @@ int tink_lldp_read(const char *file, struct fleet_network_report *out, char *err
 	memset(out, 0, sizeof(*out));
 	fb_init(&b);
 	if (file) {
-		if (fb_read_file(&b, file, LLDP_OUTPUT_MAX) != FLEET_OK) {
-			fb_free(&b);
-			return fail(err, errlen, "cannot read LLDP file %s", file);
-		}
+		/* lldpcli's output saved to a file (tests, debugging): data. */
+		const struct fleet_file_policy policy =
+			FLEET_FILE_POLICY_DATA("the LLDP file", LLDP_OUTPUT_MAX);
+		struct fleet_file_error fe;
+		if (fleet_file_read(AT_FDCWD, file, &policy, &b, &fe) != FLEET_OK)
+			return fail(err, errlen, "cannot read %s", fe.detail);
 		rc = tink_lldp_parse((const char *)b.data, b.len, out, err, errlen);
 		fb_free(&b);
 		return rc;
 	}
+	fb_init_capped(&b, LLDP_OUTPUT_MAX); /* lldpcli's output: untrusted, capped */
 	if (run_lldpcli(&b, err, errlen) != 0) {
 		tink_log("warning: no LLDP neighbour: %s", err);
 		fb_free(&b);

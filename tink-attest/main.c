@@ -29,11 +29,13 @@ int main(int argc, char **argv)
 		tink_options_free(&o);
 		return 0;
 	}
-	if (o.cmdline && tink_ca_from_cmdline(o.cmdline, &o.curl.ca_pem, msg, sizeof(msg)) != 0) {
+	if (o.cmdline ? tink_ca_from_cmdline(o.cmdline, &o.curl.ca_pem, msg, sizeof(msg)) != 0
+		      : tink_ca_from_file(o.curl.ca_file, &o.curl.ca_pem, msg, sizeof(msg)) != 0) {
 		tink_log("%s", msg);
 		tink_options_free(&o);
 		return TINK_EXIT_USAGE;
 	}
+	o.curl.ca_file = NULL; /* read: libcurl takes the bytes */
 	if (tink_curl_global_init() != 0) {
 		tink_log("libcurl failed to initialise");
 		tink_options_free(&o);

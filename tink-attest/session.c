@@ -9,6 +9,7 @@
  */
 #include "tink-attest/tink.h"
 
+#include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,6 +21,7 @@
 #include <tss2/tss2_mu.h>
 
 #include "lib/attest_wire.h"
+#include "lib/file_read.h"
 #include "lib/hex.h"
 #include "tink-attest/identity.h"
 #include "tink-attest/log.h"
@@ -183,9 +185,8 @@ static int intake(struct run *r)
 	struct fleet_buf ek_rsa_m, ek_ecc_m;
 	fb_init(&ek_rsa_m);
 	fb_init(&ek_ecc_m);
-	fb_init(&body);
-	fb_init(&reply);
-	body.max = FLEET_WIRE_MAX_BODY;
+	fb_init_capped(&body, FLEET_WIRE_MAX_BODY);
+	fb_init_capped(&reply, FLEET_WIRE_MAX_BODY); /* fleetd's answer: untrusted */
 	if (marshal_public(&r->ek_rsa.pub, &ek_rsa_m) != 0 ||
 	    (r->ek_ecc.present && marshal_public(&r->ek_ecc.pub, &ek_ecc_m) != 0)) {
 		rc = end(r, TINK_EXIT_TPM, "marshaling the EK public areas failed");
@@ -275,9 +276,8 @@ static int answer(struct run *r)
 	memset(&a, 0, sizeof(a));
 	fb_init(&qa);
 	fb_init(&qs);
-	fb_init(&body);
-	fb_init(&reply);
-	body.max = FLEET_WIRE_MAX_BODY;
+	fb_init_capped(&body, FLEET_WIRE_MAX_BODY);
+	fb_init_capped(&reply, FLEET_WIRE_MAX_BODY); /* fleetd's answer: untrusted */
 	if (fleet_pcr_selection_parse(r->challenge.pcr_selection, &sel) != FLEET_OK) {
 		rc = end(r, TINK_EXIT_PROTOCOL, "fleetd's PCR selection does not parse");
 		goto out;
@@ -406,7 +406,7 @@ static int confirm(struct run *r)
 	fb_init(&stmt);
 	fb_init(&sig);
 	fb_init(&body);
-	fb_init(&reply);
+	fb_init_capped(&reply, FLEET_WIRE_MAX_BODY); /* fleetd's answer: untrusted */
 	if (r->verdict.ca_cert.len) {
 		const unsigned char *p = r->verdict.ca_cert.data;
 		ca = d2i_X509(NULL, &p, (long)r->verdict.ca_cert.len);
@@ -489,10 +489,17 @@ static int local_inputs(struct run *r)
 		return end(r, TINK_EXIT_LOCAL, "LLDP: %s", err);
 	if (fleet_network_report_encode(&r->id.lldp, &r->report) != FLEET_OK)
 		return end(r, TINK_EXIT_LOCAL, "the network report cannot be encoded");
-	if (fb_read_file(&r->eventlog, r->cfg->eventlog, FLEET_WIRE_MAX_EVENTLOG) != FLEET_OK)
+	/* Evidence fleetd checks against the quote: data (docs/files.md).
+	 * securityfs says its size is 0; the read bounds it. */
+	static const struct fleet_file_policy evlog_policy =
+		FLEET_FILE_POLICY_DATA("the event log", FLEET_WIRE_MAX_EVENTLOG);
+	struct fleet_file_error fe;
+	fb_free(&r->eventlog);
+	if (fleet_file_read(AT_FDCWD, r->cfg->eventlog, &evlog_policy, &r->eventlog, &fe) !=
+	    FLEET_OK)
 		return end(r, TINK_EXIT_LOCAL, "cannot read the event log %s (or it is over %u "
-					       "bytes)",
-			   r->cfg->eventlog, FLEET_WIRE_MAX_EVENTLOG);
+					       "bytes): %s",
+			   r->cfg->eventlog, FLEET_WIRE_MAX_EVENTLOG, fe.reason);
 	return 0;
 }
 

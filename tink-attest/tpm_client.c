@@ -215,7 +215,7 @@ static int read_ek(struct tink_tpm *t, struct tink_ek *ek, enum tink_key k, TPM2
 int tink_tpm_read_ek_rsa(struct tink_tpm *t, struct tink_ek *ek)
 {
 	memset(ek, 0, sizeof(*ek));
-	fb_init(&ek->cert);
+	fb_init_capped(&ek->cert, FLEET_EK_CERT_MAX); /* the TPM's NV: untrusted */
 	int r = read_ek(t, ek, TINK_KEY_EK_RSA, TINK_NV_EK_RSA);
 	return r < 0 ? -1 : 0;
 }
@@ -223,7 +223,7 @@ int tink_tpm_read_ek_rsa(struct tink_tpm *t, struct tink_ek *ek)
 int tink_tpm_read_ek_ecc(struct tink_tpm *t, struct tink_ek *ek)
 {
 	memset(ek, 0, sizeof(*ek));
-	fb_init(&ek->cert);
+	fb_init_capped(&ek->cert, FLEET_EK_CERT_MAX); /* the TPM's NV: untrusted */
 	int r = read_ek(t, ek, TINK_KEY_EK_ECC_P256, TINK_NV_EK_ECC_P256);
 	if (r == 1)
 		r = read_ek(t, ek, TINK_KEY_EK_ECC_P384, TINK_NV_EK_ECC_P384);

@@ -18,8 +18,11 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <openssl/crypto.h>
+
 #include "fleetd/inventory/nodes_file.h"
 #include "lib/buf.h"
+#include "lib/file_read.h"
 
 #define MIB (1024u * 1024)
 
@@ -434,18 +437,77 @@ fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config
 fleet_err fleet_config_load(const char *path, struct fleet_config *c,
 			    struct fleet_yaml_error *err)
 {
+	/* Configuration (docs/files.md): it names every trust anchor, so owned
+	 * by root or us and writable by nobody else. */
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_CONFIG("the configuration", FLEET_CONFIG_MAX_SIZE);
+	struct fleet_file_error fe;
 	struct fleet_buf b;
 	fb_init(&b);
 	if (err)
 		memset(err, 0, sizeof(*err));
 	fleet_config_defaults(c);
-	fleet_err e = fb_read_file(&b, path, FLEET_CONFIG_MAX_SIZE);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
 	if (e && err)
-		snprintf(err->msg, sizeof(err->msg), "cannot read %s: %s", path,
-			 e == FLEET_E_TOO_LARGE ? "over 64 KiB" : strerror(errno));
+		snprintf(err->msg, sizeof(err->msg), "cannot read %.*s",
+			 (int)sizeof(err->msg) - 13, fe.detail);
 	if (!e)
 		e = fleet_config_parse(b.data, b.len, c, err);
 	fb_free(&b);
+	return e;
+}
+
+static bool token_space(uint8_t ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
+
+fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_t cap,
+				  char *err, size_t errlen)
+{
+	/* A secret: owned by this user (as before: not even root's), no access
+	 * for group or others, read from the descriptor just checked into a
+	 * buffer that is wiped (docs/files.md). */
+	static const struct fleet_file_policy policy = {
+		.what = "the NetBox token file",
+		.max_size = FLEET_CONFIG_TOKEN_MAX,
+		.owners = FLEET_FILE_OWNER_EUID,
+		.forbid = 077,
+		.secret = true,
+	};
+	const char *p = c->netbox_token_file;
+	struct fleet_file_error fe;
+	struct fleet_buf b;
+	if (cap)
+		out[0] = '\0';
+	fb_init(&b);
+	fleet_err e = fleet_file_read(AT_FDCWD, p, &policy, &b, &fe);
+	if (e != FLEET_OK) {
+		snprintf(err, errlen, "%s", fe.detail);
+		/* A file that is there but breaks a rule is refused as before
+		 * (VERIFY); one that cannot be read at all is IO. */
+		return fe.rule || e == FLEET_E_TOO_LARGE ? FLEET_E_VERIFY : FLEET_E_IO;
+	}
+	size_t s = 0, n = b.len;
+	while (s < n && token_space(b.data[s]))
+		s++;
+	while (n > s && token_space(b.data[n - 1]))
+		n--;
+	if (n == s || n - s >= cap) {
+		snprintf(err, errlen, "the NetBox token file %s is empty or too long", p);
+		e = FLEET_E_MALFORMED;
+	} else {
+		for (size_t i = s; i < n && !e; i++)
+			if (b.data[i] < 0x21 || b.data[i] > 0x7e) {
+				snprintf(err, errlen,
+					 "the NetBox token file %s holds more than one token "
+					 "(white space or a control character inside)",
+					 p);
+				e = FLEET_E_MALFORMED;
+			}
+		if (!e) {
+			memcpy(out, b.data + s, n - s);
+			out[n - s] = '\0';
+		}
+	}
+	fb_free(&b); /* a secret buffer: wiped */
 	return e;
 }
 
@@ -453,26 +515,9 @@ fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size
 {
 	if (c->inventory != FLEET_INVENTORY_NETBOX)
 		return FLEET_OK;
-	const char *p = c->netbox_token_file;
-	int fd = open(p, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot open the NetBox token file %s: %s", p,
-			 strerror(errno));
-		return FLEET_E_IO;
-	}
-	struct stat sb;
-	fleet_err e = FLEET_OK;
-	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		snprintf(err, errlen, "the NetBox token file %s is not a regular file", p);
-		e = FLEET_E_VERIFY;
-	} else if (sb.st_uid != geteuid() || (sb.st_mode & 077)) {
-		snprintf(err, errlen,
-			 "the NetBox token file %s must be owned by uid %u with mode 0600 or "
-			 "stricter (it is %03o)", p, (unsigned)geteuid(),
-			 (unsigned)(sb.st_mode & 0777));
-		e = FLEET_E_VERIFY;
-	}
-	close(fd);
+	char token[FLEET_CONFIG_TOKEN_MAX + 1];
+	fleet_err e = fleet_config_read_token(c, token, sizeof(token), err, errlen);
+	OPENSSL_cleanse(token, sizeof(token));
 	return e;
 }
 

@@ -5,7 +5,8 @@
  * Loaded strictly (yaml_strict.h): unknown keys, duplicates, aliases, tags,
  * wrong types and values out of range are refused with their line. Paths
  * must be absolute. Secrets are never inline: the NetBox token is read from
- * token_file, which must be mode 0600 or stricter (fleet_config_check_files).
+ * token_file, which must be owned by this user with mode 0600 or stricter
+ * (fleet_config_read_token). Both files go through lib/file_read.h.
  */
 #ifndef FLEETD_CONFIG_H
 #define FLEETD_CONFIG_H
@@ -91,13 +92,30 @@ void fleet_config_defaults(struct fleet_config *c);
 /* Parse and validate YAML bytes into c (defaults first). */
 fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config *c,
 			     struct fleet_yaml_error *err);
-/* Read path (at most FLEET_CONFIG_MAX_SIZE bytes) and parse it. */
+/* Read path as configuration (lib/file_read.h: not a symlink, a regular
+ * file owned by root or this user and writable by nobody else, at most
+ * FLEET_CONFIG_MAX_SIZE bytes) and parse it. */
 fleet_err fleet_config_load(const char *path, struct fleet_config *c,
 			    struct fleet_yaml_error *err);
 
-/* The checks that need the file system, run once at startup: the NetBox
- * token file must be a regular file, owned by this user, mode 0600 or
- * stricter. err gets a sentence. */
+/* The NetBox token file's largest size. */
+#define FLEET_CONFIG_TOKEN_MAX 4096
+
+/*
+ * The NetBox token: token_file's one line, white space around it removed,
+ * into out (cap bytes with the NUL). The file is opened once, checked on
+ * that descriptor (a regular file, not a symlink, owned by this user, mode
+ * 0600 or stricter, at most FLEET_CONFIG_TOKEN_MAX bytes) and that same
+ * descriptor is read into a secret buffer, wiped after. FLEET_E_IO when it
+ * cannot be opened, FLEET_E_VERIFY when a rule refuses it, FLEET_E_MALFORMED
+ * when it holds no single token; err gets a sentence naming the file.
+ */
+fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_t cap,
+				  char *err, size_t errlen);
+
+/* The checks that need the file system, run once at startup: with the
+ * NetBox inventory, the token is read (fleet_config_read_token) and wiped.
+ * err gets a sentence. */
 fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size_t errlen);
 
 /* The profile file for a class (under profiles_dir), or NULL. */

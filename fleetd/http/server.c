@@ -6,6 +6,7 @@
 #include "fleetd/http/server.h"
 
 #include <arpa/inet.h>
+#include <fcntl.h>
 #include <netinet/in.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -18,6 +19,7 @@
 #include "fleetd/http/server_impl.h"
 #include "fleetd/obs/journal.h"
 #include "lib/attest_wire.h"
+#include "lib/file_read.h"
 
 #define PEM_MAX (1u << 20)
 
@@ -269,14 +271,24 @@ static size_t no_unescape(void *cls, struct MHD_Connection *c, char *s)
 	return strlen(s);
 }
 
-static fleet_err read_pem(struct fleet_buf *b, const char *path, const char *what,
+/* The certificate is configuration; the key a secret its group may read
+ * (root:fleetd 0640, docs/operations.md), read into a buffer that is wiped
+ * (docs/files.md). */
+static const struct fleet_file_policy cert_policy =
+	FLEET_FILE_POLICY_CONFIG("the TLS certificate", PEM_MAX);
+static const struct fleet_file_policy key_policy =
+	FLEET_FILE_POLICY_SECRET_SHARED("the TLS key", PEM_MAX);
+
+static fleet_err read_pem(struct fleet_buf *b, const char *path,
+			  const struct fleet_file_policy *policy, const char *what,
 			  struct fleet_errctx *ec)
 {
-	fb_reset(b);
-	fleet_err e = fb_read_file(b, path, PEM_MAX);
-	if (e == FLEET_OK)
-		e = fb_put_u8(b, 0);
+	struct fleet_file_error fe;
+	fb_free(b);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, policy, b, &fe);
 	if (e != FLEET_OK)
+		return fleet_errctx_msg(ec, e, "cannot read %s", fe.detail);
+	if ((e = fb_put_u8(b, 0)) != FLEET_OK)
 		return fleet_errctx_msg(ec, e, "cannot read the TLS %s from %s: %s", what, path,
 					fleet_err_str(e));
 	if (!strstr((const char *)b->data, "-----BEGIN "))
@@ -315,9 +327,9 @@ fleet_err fleet_http_start(struct fleet_http *s, struct fleet_errctx *ec)
 	if (MHD_is_feature_supported(MHD_FEATURE_TLS) != MHD_YES)
 		return fleet_errctx_msg(ec, FLEET_E_UNSUPPORTED,
 					"this libmicrohttpd was built without TLS");
-	fleet_err e = read_pem(&s->cert, s->cert_file, "certificate", ec);
+	fleet_err e = read_pem(&s->cert, s->cert_file, &cert_policy, "certificate", ec);
 	if (e == FLEET_OK)
-		e = read_pem(&s->key, s->key_file, "key", ec);
+		e = read_pem(&s->key, s->key_file, &key_policy, "key", ec);
 	if (e != FLEET_OK)
 		return e;
 

@@ -96,7 +96,7 @@ struct fleet_http {
 	uint64_t rate_seed;
 
 	struct MHD_Daemon *daemon;
-	struct fleet_buf cert, key; /* NUL-terminated PEM; the key is wiped on free */
+	struct fleet_buf cert, key; /* NUL-terminated PEM; the key a secret buffer (wiped) */
 	uint16_t bound_port;
 	_Atomic bool serving;          /* false while starting: logger keeps the text */
 	char start_error[256];         /* libmicrohttpd's words while starting */

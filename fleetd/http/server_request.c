@@ -309,8 +309,9 @@ enum MHD_Result fleet_http_on_request(void *cls, struct MHD_Connection *c, const
 		req = calloc(1, sizeof(*req));
 		if (!req)
 			return MHD_NO;
-		fb_init(&req->body);
-		req->body.max = s->max_body;
+		/* Untrusted bytes: capped from the start, and to the
+		 * Content-Length once the headers are checked. */
+		fb_init_capped(&req->body, s->max_body);
 		req->conn = conn;
 		*req_cls = req;
 		const char *reason = NULL;

@@ -24,6 +24,7 @@
 #include "fleetd/inventory/netbox.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
 #include <stdbool.h>
@@ -39,6 +40,7 @@
 
 #include "fleetd/inventory/netbox_json.h"
 #include "lib/buf.h"
+#include "lib/file_read.h"
 
 #define DEFAULT_TIMEOUT_MS 10000L
 #define DEFAULT_PAGE_SIZE 100u
@@ -54,7 +56,7 @@ struct netbox {
 	char *base;                 /* https://host[:port][/prefix], no trailing slash */
 	size_t origin_len;          /* length of https://host[:port] within base */
 	char *auth_header;          /* "Authorization: Token ..." / "... Bearer ..." */
-	char *ca_file;
+	struct fleet_buf ca_pem;    /* ca_file's PEM, read once at open; empty: system store */
 	long timeout_ms;
 	unsigned page_size;
 	/* TLS sessions and DNS answers, shared by every handle (libcurl
@@ -194,13 +196,15 @@ static enum fleet_inv_result exchange(struct netbox *nb, const char *method, con
 		hdr = tmp;
 	}
 	long connect_ms = timeout_ms < 5000 ? timeout_ms : 5000;
+	struct curl_blob ca_blob = {.data = nb->ca_pem.data, .len = nb->ca_pem.len,
+				    .flags = CURL_BLOB_NOCOPY};
 	if ((rc = curl_easy_setopt(h, CURLOPT_URL, url)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "https")) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_FOLLOWLOCATION, 0L)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYPEER, 1L)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_SSL_VERIFYHOST, 2L)) ||
-	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAINFO, nb->ca_file) : CURLE_OK) ||
-	    (rc = nb->ca_file ? curl_easy_setopt(h, CURLOPT_CAPATH, NULL) : CURLE_OK) ||
+	    (rc = nb->ca_pem.len ? curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &ca_blob) : CURLE_OK) ||
+	    (rc = nb->ca_pem.len ? curl_easy_setopt(h, CURLOPT_CAPATH, NULL) : CURLE_OK) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_SHARE, nb->share)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_CONNECTTIMEOUT_MS, connect_ms)) ||
 	    (rc = curl_easy_setopt(h, CURLOPT_TIMEOUT_MS, timeout_ms)) ||
@@ -402,7 +406,7 @@ static enum fleet_inv_result request_json(struct netbox *nb, const char *method,
 	*out = NULL;
 	if (over)
 		*over = false;
-	fb_init(&r.body);
+	fb_init_capped(&r.body, FLEET_NETBOX_MAX_RESPONSE); /* NetBox's answer: untrusted */
 	for (int retries = 0;; retries++) {
 		long long left = deadline - now_ms();
 		if (left <= 0) {
@@ -1197,7 +1201,7 @@ static void nb_close(struct fleet_inventory *inv)
 		free(nb->auth_header);
 	}
 	free(nb->base);
-	free(nb->ca_file);
+	fb_free(&nb->ca_pem);
 	free(nb);
 	curl_global_cleanup();
 }
@@ -1311,10 +1315,26 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 		return NULL;
 	}
 	size_t hlen = strlen("Authorization: ") + strlen(scheme) + 1 + strlen(cfg->token) + 1;
-	if (!(nb->base = strdup(cfg->base_url)) || !(nb->auth_header = calloc(1, hlen)) ||
-	    (cfg->ca_file && !(nb->ca_file = strdup(cfg->ca_file)))) {
+	if (!(nb->base = strdup(cfg->base_url)) || !(nb->auth_header = calloc(1, hlen))) {
 		nb_close(&nb->inv);
 		snprintf(err, errlen, "out of memory");
+		return NULL;
+	}
+	/* The CA is read once, as configuration (lib/file_read.h,
+	 * docs/files.md), and handed to libcurl as bytes: not opened again by
+	 * path for every request. */
+	static const struct fleet_file_policy ca_policy =
+		FLEET_FILE_POLICY_CONFIG("the NetBox CA file", 1024 * 1024);
+	struct fleet_file_error fe;
+	if (cfg->ca_file && fleet_file_read(AT_FDCWD, cfg->ca_file, &ca_policy, &nb->ca_pem,
+					    &fe) != FLEET_OK) {
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "cannot read %s", fe.detail);
+		return NULL;
+	}
+	if (cfg->ca_file && nb->ca_pem.len == 0) { /* never the system store instead */
+		nb_close(&nb->inv);
+		snprintf(err, errlen, "the NetBox CA file %s is empty", cfg->ca_file);
 		return NULL;
 	}
 	snprintf(nb->auth_header, hlen, "Authorization: %s %s", scheme, cfg->token);

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/hex.h"
 
 /* What fleetd was told this run: never written to the file. */
@@ -117,12 +118,22 @@ io:
 	return -1;
 }
 
+/* Root's configuration: owned by root, writable by nobody else
+ * (docs/files.md); the directories above are checked by check_dirs. */
+static const struct fleet_file_policy nodes_policy = {
+	.what = "the nodes file",
+	.max_size = FLEET_NODES_FILE_MAX_SIZE,
+	.owners = FLEET_FILE_OWNER_ROOT,
+	.forbid = S_IWGRP | S_IWOTH,
+};
+
 /* Open path's directory and the file in it and check both. Returns 0 with
- * the file's descriptor, -2 when a rule refuses, -1 when something cannot
- * be opened; err says which. */
-static int open_checked(const char *path, int *fd_out, struct stat *st, char *err,
-			size_t errlen)
+ * the file open in f, -2 when a rule refuses, -1 when something cannot be
+ * opened; err says which. */
+static int open_checked(const char *path, struct fleet_file *f, char *err, size_t errlen)
 {
+	memset(f, 0, sizeof(*f));
+	f->fd = -1;
 	const char *slash = strrchr(path, '/');
 	if (path[0] != '/' || !slash || !slash[1]) {
 		say(err, errlen, "the nodes file path must be absolute and name a file: %s", path);
@@ -147,54 +158,39 @@ static int open_checked(const char *path, int *fd_out, struct stat *st, char *er
 		close(dfd);
 		return rc;
 	}
-	/* O_NONBLOCK: a FIFO planted here must not hang the daemon. */
-	int fd = openat(dfd, slash + 1, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	int saved = errno;
+	/* The file itself through the one reader (lib/file_read.h): opened
+	 * under the directory just checked, O_NOFOLLOW and O_NONBLOCK (a FIFO
+	 * planted here cannot hang the daemon), checked on that descriptor. */
+	struct fleet_file_error fe;
+	fleet_err e = fleet_file_open(dfd, slash + 1, &nodes_policy, f, &fe);
 	close(dfd);
-	if (fd < 0) {
-		say(err, errlen, "cannot open the nodes file %s: %s", path,
-		    saved == ELOOP ? "it is a symbolic link" : strerror(saved));
-		return -1;
+	if (e != FLEET_OK) {
+		bool mode_rule = fe.rule && strcmp(fe.reason, "symlink") &&
+				 strcmp(fe.reason, "not-regular");
+		/* fe names the file by its name in the directory; say the path. */
+		const char *why = strchr(fe.detail, ':');
+		say(err, errlen, "the nodes file %s%s%s", path, why ? why : "",
+		    mode_rule ? "; it must be writable by root alone" : "");
+		/* A rule's refusal (not the link: that is as before an open
+		 * that failed) is -2. */
+		return fe.rule && strcmp(fe.reason, "symlink") ? -2 : -1;
 	}
-	if (fstat(fd, st) != 0 || !S_ISREG(st->st_mode)) {
-		say(err, errlen, "the nodes file %s is not a regular file", path);
-		close(fd);
-		return -2;
-	}
-	const char *why = unsafe(st, false);
-	if (why) {
-		say(err, errlen, "the nodes file %s; it must be writable by root alone: %s", why,
-		    path);
-		close(fd);
-		return -2;
-	}
-	*fd_out = fd;
 	return 0;
 }
 
-static int read_fd(int fd, struct fleet_buf *b, const char *path, char *err, size_t errlen)
+static int read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path, char *err,
+		   size_t errlen)
 {
-	uint8_t chunk[8192];
-	for (;;) {
-		ssize_t r = read(fd, chunk, sizeof(chunk));
-		if (r < 0 && errno == EINTR)
-			continue;
-		if (r < 0) {
-			say(err, errlen, "cannot read the nodes file %s: %s", path, strerror(errno));
-			return -1;
-		}
-		if (r == 0)
-			return 0;
-		if (b->len + (size_t)r > FLEET_NODES_FILE_MAX_SIZE) {
-			say(err, errlen, "the nodes file %s is over %u bytes", path,
-			    FLEET_NODES_FILE_MAX_SIZE);
-			return -1;
-		}
-		if (fb_put(b, chunk, (size_t)r)) {
-			say(err, errlen, "out of memory");
-			return -1;
-		}
-	}
+	struct fleet_file_error fe;
+	fleet_err e = fleet_file_read_open(f, b, &fe);
+	if (e == FLEET_E_TOO_LARGE)
+		say(err, errlen, "the nodes file %s is over %u bytes", path,
+		    FLEET_NODES_FILE_MAX_SIZE);
+	else if (e == FLEET_E_NOMEM)
+		say(err, errlen, "out of memory");
+	else if (e != FLEET_OK)
+		say(err, errlen, "cannot read the nodes file %s: %s", path, strerror(fe.sys_errno));
+	return e == FLEET_OK ? 0 : -1;
 }
 
 static struct fleet_inv_device *find_id(struct nodes_inv *ni, long id)
@@ -227,25 +223,25 @@ static void prune_overlay(struct nodes_inv *ni)
 /* Make the in-memory copy match the file, reading it again when it changed. */
 static enum fleet_inv_result refresh(struct nodes_inv *ni, char *err, size_t errlen)
 {
-	int fd;
-	struct stat st;
-	int rc = open_checked(ni->path, &fd, &st, err, errlen);
+	struct fleet_file f;
+	int rc = open_checked(ni->path, &f, err, errlen);
 	ni->refused = rc == -2;
 	if (rc != 0) {
 		ni->loaded = false;
 		return FLEET_INV_UNAVAILABLE;
 	}
+	const struct stat st = f.st;
 	if (ni->loaded && st.st_dev == ni->st_dev && st.st_ino == ni->st_ino &&
 	    st.st_size == ni->st_size && st.st_mtim.tv_sec == ni->st_mtim.tv_sec &&
 	    st.st_mtim.tv_nsec == ni->st_mtim.tv_nsec) {
-		close(fd);
+		fleet_file_close(&f);
 		return FLEET_INV_OK;
 	}
 	ni->loaded = false;
 	struct fleet_buf b;
 	fb_init(&b);
-	rc = read_fd(fd, &b, ni->path, err, errlen);
-	close(fd);
+	rc = read_fd(&f, &b, ni->path, err, errlen);
+	fleet_file_close(&f);
 	if (rc != 0) {
 		fb_free(&b);
 		return FLEET_INV_UNAVAILABLE;

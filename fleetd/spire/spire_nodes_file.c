@@ -21,6 +21,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "lib/buf.h"
+#include "lib/file_read.h"
+
 #define TMP_NODES "." FLEET_SPIRE_NODES_FILE ".tmp"
 #define TMP_SERIAL "." FLEET_SPIRE_SERIAL_FILE ".tmp"
 #define SERIAL_FILE_MAX 32
@@ -94,55 +97,35 @@ static enum fleet_spire_err atomic_write(struct wctx *w, const char *name, const
 
 /* Read a whole regular file under the directory. 1: read, 0: absent,
  * -1: errno says why (ELOOP: a symlink; EFBIG: over max; EINVAL: not a
- * regular file). */
+ * regular file). fleetd's own output, in the directory whose owner and mode
+ * were checked on w->dfd: through the one reader (lib/file_read.h) with no
+ * owner or mode rule of its own, since a file that is not ours is replaced,
+ * never trusted (docs/files.md). */
 static int read_small(struct wctx *w, const char *name, size_t max, char **out, size_t *len)
 {
+	const struct fleet_file_policy policy = {.what = "fleetd's own", .max_size = max};
+	struct fleet_file_error fe;
+	struct fleet_buf b;
 	*out = NULL;
 	*len = 0;
-	int fd = openat(w->dfd, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC);
-	if (fd < 0)
-		return errno == ENOENT ? 0 : -1;
-	struct stat sb;
-	int rc = -1;
-	char *buf = NULL;
-	if (fstat(fd, &sb) != 0)
-		goto out;
-	if (!S_ISREG(sb.st_mode)) {
-		errno = EINVAL;
-		goto out;
+	fb_init(&b);
+	fleet_err e = fleet_file_read(w->dfd, name, &policy, &b, &fe);
+	if (e == FLEET_OK && fb_put_u8(&b, 0) != FLEET_OK)
+		e = FLEET_E_NOMEM;
+	if (e != FLEET_OK) {
+		fb_free(&b);
+		if (fe.reason && !strcmp(fe.reason, "not-found"))
+			return 0;
+		errno = e == FLEET_E_TOO_LARGE			    ? EFBIG
+			: fe.reason && !strcmp(fe.reason, "symlink")	    ? ELOOP
+			: fe.reason && !strcmp(fe.reason, "not-regular") ? EINVAL
+			: fe.sys_errno					    ? fe.sys_errno
+									    : ENOMEM;
+		return -1;
 	}
-	if (sb.st_size < 0 || (uint64_t)sb.st_size > max) {
-		errno = EFBIG;
-		goto out;
-	}
-	size_t cap = (size_t)sb.st_size + 1, n = 0;
-	if (!(buf = malloc(cap + 1)))
-		goto out;
-	for (;;) {
-		ssize_t k = read(fd, buf + n, cap - n);
-		if (k < 0 && errno == EINTR)
-			continue;
-		if (k < 0)
-			goto out;
-		if (k == 0)
-			break;
-		n += (size_t)k;
-		if (n == cap) { /* grew since fstat: larger than the cap allows */
-			errno = EFBIG;
-			goto out;
-		}
-	}
-	buf[n] = '\0';
-	*out = buf;
-	*len = n;
-	buf = NULL;
-	rc = 1;
-out:
-	free(buf);
-	int saved = errno;
-	close(fd);
-	errno = saved;
-	return rc;
+	*out = (char *)b.data; /* malloc'd, NUL-terminated */
+	*len = b.len - 1;
+	return 1;
 }
 
 /* The previous file, as far as it tells us anything. */

@@ -133,6 +133,8 @@ static void make_cert(const char *cert_path, const char *key_path)
 	assert_non_null(f);
 	assert_int_equal(PEM_write_PrivateKey(f, pkey, NULL, NULL, 0, NULL, NULL), 1);
 	fclose(f);
+	/* A private key: others may not read it (lib/file_read.h). */
+	assert_int_equal(chmod(key_path, 0600), 0);
 	X509_free(x);
 	EVP_PKEY_free(pkey);
 }
@@ -567,6 +569,62 @@ static void test_start_refusals(void **state)
 	assert_null(fleet_http_new(&none, m, &ec));
 	assert_non_null(strstr(ec.detail, "no plain HTTP"));
 	fleet_metrics_free(m);
+}
+
+/* The TLS key is read as a secret its group may read (docs/files.md): a
+ * world-readable key, a group-writable one and a symlinked one are each
+ * refused before anything is served; root:group 0640 is fine. */
+static void test_key_file_rules(void **state)
+{
+	struct fixture *fx = *state;
+	char key[300], link[300];
+	snprintf(key, sizeof(key), "%s/key-copy.pem", fx->dir);
+	snprintf(link, sizeof(link), "%s/key-link.pem", fx->dir);
+	struct fleet_buf b;
+	read_file_or_fail(fx->key, &b);
+	FILE *f = fopen(key, "w");
+	assert_non_null(f);
+	assert_int_equal(fwrite(b.data, 1, b.len, f), b.len);
+	fclose(f);
+	fb_free_secret(&b);
+	assert_int_equal(symlink(key, link), 0);
+	struct {
+		const char *path;
+		mode_t mode;
+		const char *says;
+	} cases[] = {
+		{key, 0644, "world-readable"},
+		{key, 0604, "world-readable"},
+		{key, 0660, "group-writable"},
+		{link, 0600, "symlink"},
+		{key, 0640, NULL},
+		{key, 0600, NULL},
+	};
+	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
+		assert_int_equal(chmod(key, cases[i].mode), 0);
+		struct fleet_http_config cfg = {.bind_address = "127.0.0.1", .tls_cert_file = fx->cert,
+						.tls_key_file = cases[i].path, .no_metrics = true};
+		struct fleet_errctx ec = {0};
+		struct fleet_metrics *mi = fleet_metrics_new();
+		struct fleet_http *h = fleet_http_new(&cfg, mi, &ec);
+		assert_non_null(h);
+		fleet_err e = fleet_http_start(h, &ec);
+		if (cases[i].says) {
+			if (e == FLEET_OK || !strstr(ec.detail, cases[i].says) ||
+			    !strstr(ec.detail, cases[i].path))
+				fail_msg("case %zu (%04o): %s: \"%s\" does not say \"%s\"", i,
+					 (unsigned)cases[i].mode, fleet_err_str(e), ec.detail,
+					 cases[i].says);
+			assert_int_equal(fleet_http_port(h), 0);
+		} else if (e != FLEET_OK) {
+			fail_msg("case %zu (%04o): refused: %s", i, (unsigned)cases[i].mode,
+				 ec.detail);
+		}
+		fleet_http_free(h);
+		fleet_metrics_free(mi);
+	}
+	unlink(link);
+	unlink(key);
 }
 
 /* metrics.enabled: false: a second server on a free port, without the
@@ -1174,6 +1232,7 @@ int main(void)
 		cmocka_unit_test(test_tls_versions),
 		cmocka_unit_test(test_tls_garbage_counted_not_logged),
 		cmocka_unit_test(test_start_refusals),
+		cmocka_unit_test(test_key_file_rules),
 		cmocka_unit_test(test_request_deadline),
 		cmocka_unit_test(test_body_budget),
 		cmocka_unit_test(test_body_share_per_source),

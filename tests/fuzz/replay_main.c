@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
@@ -31,7 +32,7 @@ int main(int argc, char **argv)
 			snprintf(path, sizeof(path), "%s/%s", argv[i], de->d_name);
 			struct fleet_buf b;
 			fb_init(&b);
-			if (fb_read_file(&b, path, 64u << 20) != FLEET_OK) {
+			if (fleet_file_read_data(path, 64u << 20, &b, NULL) != FLEET_OK) {
 				fprintf(stderr, "replay: cannot read %s\n", path);
 				closedir(d);
 				return 1;

@@ -21,6 +21,7 @@
 #include <yaml.h>
 
 #include "lib/eventlog.h"
+#include "lib/file_read.h"
 #include "lib/eventlog_build.h"
 #include "lib/hex.h"
 #include "lib/tpm_alg.h"
@@ -528,7 +529,7 @@ fleet_err fwsim_load(const char *path, struct fwsim_events **out, char *err, siz
 	fb_init(&b);
 	*out = NULL;
 	errno = 0;
-	fleet_err e = fb_read_file(&b, path, FWSIM_MAX_FILE);
+	fleet_err e = fleet_file_read_data(path, FWSIM_MAX_FILE, &b, NULL);
 	if (e) {
 		seterr(err, errlen, "%s: cannot read (%s%s%s)", path, fleet_err_str(e),
 		       errno ? ": " : "", errno ? strerror(errno) : "");

@@ -16,6 +16,7 @@
 #include <tss2/tss2_tctildr.h>
 
 #include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/eventlog.h"
 #include "tests/fwsim/fwsim.h"
 
@@ -85,7 +86,7 @@ int main(int argc, char **argv)
 		return 1;
 	}
 	if (replay) {
-		fleet_err e = fb_read_file(&in, replay, FLEET_EVLOG_MAX_SIZE);
+		fleet_err e = fleet_file_read_data(replay, FLEET_EVLOG_MAX_SIZE, &in, NULL);
 		if (e) {
 			fprintf(stderr, "fleet-fwsim: %s: cannot read (%s)\n", replay,
 				fleet_err_str(e));

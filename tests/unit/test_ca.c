@@ -107,6 +107,57 @@ static void test_init_files(void **state)
 	free(base);
 }
 
+/* Both files through the one reader (lib/file_read.h): a symlinked key or
+ * certificate, a key another user owns and a certificate others may write
+ * are refused; the key is read into a buffer that is wiped. */
+static void test_load_file_rules(void **state)
+{
+	(void)state;
+	char *base = new_ca("cafiles");
+	char key[600], crt[600], dir[600], moved[700];
+	struct fleet_errctx ec = {0};
+	struct fleet_ca *ca = NULL;
+	ca_path(key, sizeof(key), base, "ca.key");
+	ca_path(crt, sizeof(crt), base, "ca.crt");
+	ca_path(dir, sizeof(dir), base, "");
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	fleet_ca_free(ca);
+	ca = NULL;
+	/* A symlinked key: refused, even to the key itself. */
+	snprintf(moved, sizeof(moved), "%s/real.key", base);
+	assert_int_equal(rename(key, moved), 0);
+	assert_int_equal(symlink(moved, key), 0);
+	assert_int_not_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	assert_null(ca);
+	assert_non_null(strstr(ec.detail, "symlink"));
+	unlink(key);
+	assert_int_equal(rename(moved, key), 0);
+	/* A symlinked certificate. */
+	snprintf(moved, sizeof(moved), "%s/real.crt", base);
+	assert_int_equal(rename(crt, moved), 0);
+	assert_int_equal(symlink(moved, crt), 0);
+	assert_int_not_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	assert_non_null(strstr(ec.detail, "symlink"));
+	unlink(crt);
+	assert_int_equal(rename(moved, crt), 0);
+	/* A certificate anyone may write. */
+	assert_int_equal(chmod(crt, 0666), 0);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_INVALID_ARG);
+	assert_non_null(strstr(ec.detail, "world-writable"));
+	assert_int_equal(chmod(crt, 0644), 0);
+	/* A key owned by another user, though 0600. */
+	if (geteuid() == 0) {
+		assert_int_equal(chown(key, 65534, 65534), 0);
+		assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_INVALID_ARG);
+		assert_non_null(strstr(ec.detail, "owner"));
+		assert_int_equal(chown(key, 0, 0), 0);
+	}
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	fleet_ca_free(ca);
+	rm_rf(base);
+	free(base);
+}
+
 static int has_policy(X509 *x, const char *oid)
 {
 	CERTIFICATEPOLICIES *pol = X509_get_ext_d2i(x, NID_certificate_policies, NULL, NULL);
@@ -449,6 +500,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_init_files),
+		cmocka_unit_test(test_load_file_rules),
 		cmocka_unit_test(test_issue_lak_and_ldevid),
 		cmocka_unit_test(test_subject_rule),
 		cmocka_unit_test(test_issue_subject),

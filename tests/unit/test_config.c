@@ -2,7 +2,7 @@
  * test_config.c: fleetd.yaml. Defaults are the documented ones; every key
  * reads into its field; each kind of mistake is refused with its line; the
  * rules across keys hold (the inventory's section, binding_author); the
- * NetBox token file must be 0600.
+ * NetBox token file must be 0600, and what is read is what was checked.
  */
 #include "tests/testutil.h"
 
@@ -187,16 +187,32 @@ static void test_refusals(void **state)
 	refused_at("", 0, "empty");
 }
 
+/* A NetBox configuration whose token file is dir/netbox.token (tok). */
+static void netbox_text(const char *dir, char *tok, size_t toklen, char *text, size_t textlen)
+{
+	snprintf(tok, toklen, "%s/netbox.token", dir);
+	snprintf(text, textlen,
+		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
+		      "    token_file: %s\nbinding_author: tf\n", tok);
+}
+
+/* path holds text, with mode. */
+static void write_file(const char *path, const char *text, mode_t mode)
+{
+	FILE *fp = fopen(path, "w");
+	assert_non_null(fp);
+	fputs(text, fp);
+	fclose(fp);
+	assert_int_equal(chmod(path, mode), 0);
+}
+
 static void test_load_and_token_file(void **state)
 {
 	(void)state;
 	char *dir = make_temp_dir("config");
 	char cfg[512], tok[512], text[2048];
 	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
-	snprintf(tok, sizeof(tok), "%s/netbox.token", dir);
-	snprintf(text, sizeof(text),
-		 BASE "inventory:\n  kind: netbox\n  netbox:\n    url: https://nb/\n"
-		      "    token_file: %s\nbinding_author: tf\n", tok);
+	netbox_text(dir, tok, sizeof(tok), text, sizeof(text));
 	FILE *fp = fopen(cfg, "w");
 	fputs(text, fp);
 	fclose(fp);
@@ -223,6 +239,94 @@ static void test_load_and_token_file(void **state)
 	free(dir);
 }
 
+/*
+ * The token file swapped between fleetd's start-up check and its read.
+ * fleetd checks the token (fleet_config_check_files) when it starts, then
+ * opens the store and the rest, then reads the token to open NetBox. It
+ * used to read it again by path (fb_read_file), unchecked: a file renamed
+ * over the token in between, world-readable and not the operator's, was
+ * what it sent to NetBox. Now the read checks the descriptor it reads, so
+ * the swapped file is refused, and a symlink put there too.
+ */
+static void test_token_swapped_after_check(void **state)
+{
+	(void)state;
+	char *dir = make_temp_dir("config-token");
+	char tok[512], evil[512], real[512], text[2048];
+	netbox_text(dir, tok, sizeof(tok), text, sizeof(text));
+	snprintf(evil, sizeof(evil), "%s/evil", dir);
+	snprintf(real, sizeof(real), "%s/real.token", dir);
+	struct fleet_config c;
+	struct fleet_yaml_error yerr;
+	if (parse(text, &c, &yerr))
+		fail_msg("line %u: %s", yerr.line, yerr.msg);
+	write_file(tok, "  0123456789abcdef0123456789abcdef01234567\n", 0600);
+	char msg[512], token[FLEET_CONFIG_TOKEN_MAX + 1];
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_OK);
+	assert_string_equal(token, "0123456789abcdef0123456789abcdef01234567");
+
+	/* The swap: another file, readable by all, renamed over the token. */
+	write_file(evil, "ffffffffffffffffffffffffffffffffffffffff\n", 0644);
+	assert_int_equal(rename(evil, tok), 0);
+	memset(token, 0, sizeof(token));
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_VERIFY);
+	assert_non_null(strstr(msg, "world-readable"));
+	assert_non_null(strstr(msg, tok));
+	assert_string_equal(token, ""); /* nothing of it was handed out */
+
+	/* A symlink to a good token: refused, not followed. */
+	write_file(real, "0123456789abcdef0123456789abcdef01234567\n", 0600);
+	unlink(tok);
+	assert_int_equal(symlink(real, tok), 0);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
+	assert_non_null(strstr(msg, "symlink"));
+	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
+			 FLEET_E_VERIFY);
+
+	/* What is inside: one token, nothing else. */
+	static const struct {
+		const char *text, *says;
+	} bad[] = {{"one two\n", "more than one token"}, {" \n\t\n", "empty"}};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		unlink(tok);
+		write_file(tok, bad[i].text, 0600);
+		assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg,
+							 sizeof(msg)),
+				 FLEET_E_MALFORMED);
+		assert_non_null(strstr(msg, bad[i].says));
+	}
+	rm_rf(dir);
+	free(dir);
+}
+
+/* fleetd.yaml is configuration: a link or a file others may write is not
+ * read. */
+static void test_config_file_rules(void **state)
+{
+	(void)state;
+	char *dir = make_temp_dir("config-rules");
+	char cfg[512], link[512];
+	snprintf(cfg, sizeof(cfg), "%s/fleetd.yaml", dir);
+	snprintf(link, sizeof(link), "%s/link.yaml", dir);
+	write_file(cfg, FILE_INV, 0644);
+	struct fleet_config c;
+	struct fleet_yaml_error err;
+	if (fleet_config_load(cfg, &c, &err))
+		fail_msg("line %u: %s", err.line, err.msg);
+	assert_int_equal(chmod(cfg, 0666), 0);
+	assert_int_equal(fleet_config_load(cfg, &c, &err), FLEET_E_IO);
+	assert_non_null(strstr(err.msg, "world-writable"));
+	assert_int_equal(chmod(cfg, 0644), 0);
+	assert_int_equal(symlink(cfg, link), 0);
+	assert_int_equal(fleet_config_load(link, &c, &err), FLEET_E_IO);
+	assert_non_null(strstr(err.msg, "symlink"));
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -231,6 +335,8 @@ int main(void)
 		cmocka_unit_test(test_spire_trust_domain),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
+		cmocka_unit_test(test_token_swapped_after_check),
+		cmocka_unit_test(test_config_file_rules),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
@@ -712,10 +713,55 @@ static void test_roots_dir_rules(void **state)
 	maker_free(&mk);
 }
 
+/* Trust anchors are read from the directory itself (lib/file_read.h, as
+ * configuration): c_rehash's HASH.0 links to a file beside them are skipped
+ * (the file is read under its own name), a link out of the directory and a
+ * root others may write are refused. */
+static void test_roots_links_and_modes(void **state)
+{
+	(void)state;
+	struct maker mk;
+	struct fleet_ek_roots *roots = NULL;
+	struct fleet_errctx ec = {0};
+	char path[512], out[512];
+	maker_init(&mk, NOW - YEAR, NOW + YEAR, NULL);
+	char *dir = make_temp_dir("eklinks");
+	char *other = make_temp_dir("ekother");
+	write_pem_file(dir, "root.pem", mk.root);
+	snprintf(path, sizeof(path), "%s/abcd1234.0", dir);
+	assert_int_equal(symlink("root.pem", path), 0);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_OK);
+	assert_int_equal(fleet_ek_roots_count(roots), 1);
+	fleet_ek_roots_free(roots);
+	roots = NULL;
+	/* A link to a root elsewhere: refused, the load stops. */
+	write_pem_file(other, "inter.pem", mk.inter);
+	snprintf(out, sizeof(out), "%s/inter.pem", other);
+	snprintf(path, sizeof(path), "%s/vendor.pem", dir);
+	assert_int_equal(symlink(out, path), 0);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_IO);
+	assert_non_null(strstr(ec.detail, "vendor.pem"));
+	assert_non_null(strstr(ec.detail, "symlink"));
+	assert_null(roots);
+	unlink(path);
+	/* A root anyone may write. */
+	snprintf(path, sizeof(path), "%s/root.pem", dir);
+	assert_int_equal(chmod(path, 0666), 0);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_IO);
+	assert_non_null(strstr(ec.detail, "world-writable"));
+	assert_null(roots);
+	rm_rf(other);
+	free(other);
+	rm_rf(dir);
+	free(dir);
+	maker_free(&mk);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_load_der_and_hash),
+		cmocka_unit_test(test_roots_links_and_modes),
 		cmocka_unit_test(test_load_nv_header_and_padding),
 		cmocka_unit_test(test_load_trailing_bound),
 		cmocka_unit_test(test_load_pem),
