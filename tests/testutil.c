@@ -100,7 +100,7 @@ int run_capture(const char *cmd, struct fleet_buf *out)
 const char *fleetctl_path(void)
 {
 	const char *p = getenv("FLEETCTL");
-	return p ? p : FLEET_BINARY_DIR "/fleetctl";
+	return p ? p : FLEET_BINARY_DIR "/fleetctl/fleetctl";
 }
 
 void stderr_capture_start(struct stderr_capture *c)

@@ -681,70 +681,72 @@ static void slow_first(struct hooked *h, const char *path, const struct fleet_bu
 	LATE.admitted = store_device(LATE_SERIAL[h->seen], &d);
 }
 
-static void round_deadline(void **state)
+/* The machine LATE_SERIAL[round] runs whole, its round `round` made slow
+ * once; it must be admitted in the end, through one late reply. */
+static void run_late(int round)
 {
-	(void)state;
 	char out[800];
 	struct hooked h;
 	struct fleet_store_device d;
-	size_t revoked = 0;
-
-	/* At the answer. */
-	long long late0 = metric("fleetd_answer_total{result=\"late\"}");
 	memset(&h, 0, sizeof(h));
 	memset(&LATE, 0, sizeof(LATE));
 	h.before = slow_first;
-	h.seen = 0;
-	assert_int_equal(run_hooked(&MA, "ADM-0038", &h, 3, out, sizeof(out)),
+	h.seen = round;
+	assert_int_equal(run_hooked(&MA, LATE_SERIAL[round], &h, 3, out, sizeof(out)),
 			 TINK_EXIT_CONFIRMED);
 	assert_int_equal(LATE.late_replies, 1);
+	assert_true(store_device(LATE_SERIAL[round], &d));
+}
+
+/* The round's counter of late replies moved by one, the machine's two
+ * certificates are its own and unrevoked. */
+static void late_counted(const char *series, long long before, const char *device)
+{
+	size_t revoked = 0;
+	assert_int_equal(metric(series), before + 1);
+	assert_int_equal(store_certs(device, &revoked), 2);
+	assert_int_equal(revoked, 0);
+}
+
+#define LATE_ANSWER "fleetd_answer_total{result=\"late\"}"
+#define LATE_CONFIRM "fleetd_confirm_total{result=\"late\"}"
+#define LATE_INTAKE "fleetd_intake_total{result=\"late\"}"
+
+static void round_deadline(void **state)
+{
+	(void)state;
+
+	/* At the answer. */
+	long long late0 = metric(LATE_ANSWER);
+	run_late(0);
 	assert_int_equal(LATE.provisional, 0); /* nothing issued past the deadline */
 	assert_false(LATE.admitted);
-	assert_int_equal(metric("fleetd_answer_total{result=\"late\"}"), late0 + 1);
 	assert_int_equal(adm_log_count(LOG, "event=round-late", "FLEET_DEVICE=w38",
 				       "FLEET_REASON=round-late", (char *)NULL),
 			 1);
-	assert_true(store_device("ADM-0038", &d));
-	assert_int_equal(store_certs("w38", &revoked), 2);
-	assert_int_equal(revoked, 0);
+	late_counted(LATE_ANSWER, late0, "w38");
 
 	/* At the confirm. */
-	late0 = metric("fleetd_confirm_total{result=\"late\"}");
-	memset(&h, 0, sizeof(h));
-	memset(&LATE, 0, sizeof(LATE));
-	h.before = slow_first;
-	h.seen = 1;
-	assert_int_equal(run_hooked(&MA, "ADM-0039", &h, 3, out, sizeof(out)),
-			 TINK_EXIT_CONFIRMED);
-	assert_int_equal(LATE.late_replies, 1);
+	late0 = metric(LATE_CONFIRM);
+	run_late(1);
 	assert_false(LATE.admitted); /* not admitted past the deadline */
 	assert_int_equal(LATE.provisional, 2);
 	assert_int_equal(LATE.revoked, 0);
-	assert_int_equal(metric("fleetd_confirm_total{result=\"late\"}"), late0 + 1);
-	assert_true(store_device("ADM-0039", &d));
-	assert_int_equal(store_certs("w39", &revoked), 2);
-	assert_int_equal(revoked, 0);
+	late_counted(LATE_CONFIRM, late0, "w39");
 
 	/* At the intake: no challenge past the deadline (no session holds a
 	 * place for a machine that may have given up); the retry is
 	 * challenged and admitted. */
 	long long open0 = metric("fleetd_open_sessions");
-	late0 = metric("fleetd_intake_total{result=\"late\"}");
 	long long ch0 = metric("fleetd_intake_total{result=\"challenge\"}");
-	memset(&h, 0, sizeof(h));
-	memset(&LATE, 0, sizeof(LATE));
-	h.before = slow_first;
-	h.seen = 2;
-	assert_int_equal(run_hooked(&MA, "ADM-0040", &h, 3, out, sizeof(out)),
-			 TINK_EXIT_CONFIRMED);
-	assert_int_equal(LATE.late_replies, 1);
-	assert_int_equal(metric("fleetd_intake_total{result=\"late\"}"), late0 + 1);
+	late0 = metric(LATE_INTAKE);
+	run_late(2);
 	assert_int_equal(metric("fleetd_intake_total{result=\"challenge\"}"), ch0 + 1);
 	assert_int_equal(metric("fleetd_open_sessions"), open0);
 	assert_int_equal(adm_log_count(LOG, "event=round-late", "FLEET_SERIAL=ADM-0040",
 				       (char *)NULL),
 			 1);
-	assert_true(store_device("ADM-0040", &d));
+	late_counted(LATE_INTAKE, late0, "w40");
 }
 
 /* I2: an intake for a serial whose session is open is refused; the open
