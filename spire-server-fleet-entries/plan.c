@@ -68,7 +68,7 @@ static int cmp_str(const void *a, const void *b)
 
 /* One wanted entry. */
 struct want {
-	char id[SN_NAME_MAX + 16];
+	char id[FLEET_SPIRE_NAME_MAX + 16];
 	char spiffe_id[PLAN_STR];
 	char *sel[AC_MAX_TEMPLATES];
 	size_t n_sel;
@@ -84,15 +84,16 @@ static void want_free(struct want *w, size_t n)
 	free(w);
 }
 
-static fleet_err build_wants(const struct sn_file *f, const struct applier_config *c,
-			     struct want **out, size_t *n, char *why, size_t whylen)
+static fleet_err build_wants(const struct fleet_spire_nodes *f,
+			     const struct applier_config *c, struct want **out, size_t *n,
+			     char *why, size_t whylen)
 {
 	struct want *w = calloc(f->n_eligible * 2 + 1, sizeof(*w));
 	if (!w)
 		return FLEET_E_NOMEM;
 	size_t k = 0;
 	for (size_t i = 0; i < f->n_eligible; i++) {
-		const struct sn_device *d = &f->eligible[i];
+		const struct fleet_spire_node *d = &f->eligible[i];
 		for (int ecc = 0; ecc < 2; ecc++) {
 			if (ecc && (!c->per_ek || !d->ek_hash_ecc[0]))
 				break;
@@ -151,11 +152,11 @@ static fleet_err fill_entry(struct plan_action *a, const struct want *w, const c
  * that is its entry ID's name (with or without "-ecc"), else the entry
  * ID's name whole. Unknown shapes therefore count as separate nodes,
  * which errs toward refusing. */
-static void departing_device(const struct sn_file *f, const struct sp_entry *e, char *out,
-			     size_t outlen)
+static void departing_device(const struct fleet_spire_nodes *f, const struct sp_entry *e,
+			     char *out, size_t outlen)
 {
 	const char *x = e->id + strlen(SP_FLEET_PREFIX);
-	char node_prefix[SN_TD_MAX + 32];
+	char node_prefix[FLEET_SPIRE_TRUST_DOMAIN_MAX + 32];
 	snprintf(node_prefix, sizeof(node_prefix), "spiffe://%s/node/", f->trust_domain);
 	size_t pl = strlen(node_prefix), xl = strlen(x);
 	if (!strncmp(e->spiffe_id, node_prefix, pl)) {
@@ -170,9 +171,9 @@ static void departing_device(const struct sn_file *f, const struct sp_entry *e, 
 }
 
 /* Is a stale entry's device still eligible (by entry ID or SPIFFE ID)? */
-static int still_eligible(const struct sn_file *f, const char *dev)
+static int still_eligible(const struct fleet_spire_nodes *f, const char *dev)
 {
-	return sn_find_eligible(f, dev) != NULL;
+	return fleet_spire_nodes_find(f->eligible, f->n_eligible, dev) != NULL;
 }
 
 static int have_ban(const struct plan *p, const char *agent)
@@ -229,11 +230,11 @@ static int agent_is(const struct sp_agent *a, const char *td, const struct marks
 
 /* The eligible device this agent (also) attests as, or NULL: such an agent
  * is never banned, whichever device's departure names it. */
-static const struct sn_device *agent_of_eligible(const struct sn_file *f,
+static const struct fleet_spire_node *agent_of_eligible(const struct fleet_spire_nodes *f,
 						 const struct sp_agent *a)
 {
 	for (size_t i = 0; i < f->n_eligible; i++) {
-		const struct sn_device *d = &f->eligible[i];
+		const struct fleet_spire_node *d = &f->eligible[i];
 		char eks[2][65];
 		size_t n = 0;
 		memcpy(eks[n++], d->ek_hash, 65);
@@ -296,7 +297,7 @@ static fleet_err add_ban(struct plan *p, const char *device, const char *agent, 
  * each agent the server lists that attested as it (agent_is). An agent the
  * list shows banned already, or one that attests as an eligible device, is
  * left alone. */
-static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
+static fleet_err plan_bans(struct plan *p, const struct fleet_spire_nodes *f,
 			   const struct applier_config *c, const char *device,
 			   const struct sp_entries *server, const struct sp_agents *agents,
 			   const char *why)
@@ -306,7 +307,8 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 	char **sel = NULL;
 	size_t n_sel = 0, cap_sel = 0;
 	fleet_err err = FLEET_OK;
-	const struct sn_device *r = sn_find_revoked(f, device);
+	const struct fleet_spire_node *r =
+		fleet_spire_nodes_find(f->revoked, f->n_revoked, device);
 	if (r) {
 		snprintf(eks[n_eks++], 65, "%s", r->ek_hash);
 		if (r->ek_hash_ecc[0])
@@ -387,7 +389,7 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 			if (known && known->banned)
 				continue;
 			struct sp_agent bare = {.id = agent};
-			const struct sn_device *other = agent_of_eligible(f, known ? known : &bare);
+			const struct fleet_spire_node *other = agent_of_eligible(f, known ? known : &bare);
 			if (other) {
 				note(p, "%s: agent %s attests as eligible %s: not banned", device,
 				     agent, other->name);
@@ -402,7 +404,7 @@ static fleet_err plan_bans(struct plan *p, const struct sn_file *f,
 		const struct sp_agent *a = &agents->a[i];
 		if (a->banned || !agent_is(a, f->trust_domain, &m))
 			continue;
-		const struct sn_device *other = agent_of_eligible(f, a);
+		const struct fleet_spire_node *other = agent_of_eligible(f, a);
 		if (other) {
 			note(p, "%s: agent %s attests as eligible %s: not banned", device, a->id,
 			     other->name);
@@ -442,7 +444,7 @@ out:
 	return err;
 }
 
-fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
+fleet_err plan_build(const struct fleet_spire_nodes *f, const struct applier_config *c,
 		     const struct sp_entries *server, const struct sp_agents *agents,
 		     struct plan *p, char *why, size_t whylen)
 {

@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "spire-server-fleet-entries/spire_nodes.h"
+#include "lib/spire_nodes_format.h"
 #include "fleetd/obs/journal.h"
 #include "fleetd/obs/metrics.h"
 #include "fleetd/spire/spire_nodes.h"
@@ -578,19 +578,20 @@ static void test_file_format(void **state)
 	struct fleet_buf b;
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &b);
 	assert_int_equal(b.data[b.len - 1], '\n');
-	/* The other side of the handoff: the root applier's own strict reader
-	 * (spire-server-fleet-entries/spire_nodes.h) accepts exactly what fleetd wrote. */
-	struct sn_file sn;
+	/* The other side of the handoff: the strict decoder the root applier
+	 * reads with (lib/spire_nodes_format.h) accepts exactly what fleetd wrote. */
+	struct fleet_spire_nodes sn;
 	char why[256] = "";
-	if (sn_parse(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
 		fail_msg("the applier refuses fleetd's file: %s", why);
 	assert_int_equal(sn.serial, 1);
 	assert_int_equal(sn.n_eligible, 1);
 	assert_int_equal(sn.n_revoked, 1);
-	assert_non_null(sn_find_eligible(&sn, "w1"));
-	assert_non_null(sn_find_revoked(&sn, "w9"));
-	assert_string_equal(sn_find_eligible(&sn, "w1")->ek_hash, d.eligible[0].ek_hash);
-	sn_free(&sn);
+	assert_non_null(fleet_spire_nodes_find(sn.eligible, sn.n_eligible, "w1"));
+	assert_non_null(fleet_spire_nodes_find(sn.revoked, sn.n_revoked, "w9"));
+	assert_string_equal(fleet_spire_nodes_find(sn.eligible, sn.n_eligible, "w1")->ek_hash,
+			    d.eligible[0].ek_hash);
+	fleet_spire_nodes_free(&sn);
 	fb_free(&b);
 	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
 	assert_int_equal(b.len, 2);
