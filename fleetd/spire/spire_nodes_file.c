@@ -289,9 +289,6 @@ static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spir
 		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE, "the serial is spent");
 		goto out;
 	}
-	/* The serial file first: it never falls behind the file. */
-	if ((e = write_serial_file(w, next)))
-		goto out;
 	f.serial = next;
 	char why[160];
 	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, why, sizeof(why));
@@ -301,6 +298,9 @@ static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spir
 			       "the document could not be written: %s", why);
 		goto out;
 	}
+	/* The serial file first: it never falls behind the file. */
+	if ((e = write_serial_file(w, next)))
+		goto out;
 	e = atomic_write(w, FLEET_SPIRE_NODES_FILE, TMP_NODES, text, tlen, 0644);
 	if (!e) {
 		*changed = true;

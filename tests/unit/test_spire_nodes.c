@@ -883,6 +883,81 @@ static void test_write_refuses_malformed(void **state)
 	fleet_spire_doc_free(&d);
 }
 
+/* n eligible entries, sorted by name, each its own EK and one LDevID. */
+static void many(struct fleet_spire_doc *d, size_t n)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->trust_domain, sizeof(d->trust_domain), TD);
+	d->eligible = calloc(n, sizeof(*d->eligible));
+	assert_non_null(d->eligible);
+	d->n_eligible = n;
+	for (size_t i = 0; i < n; i++) {
+		struct fleet_spire_node *e = &d->eligible[i];
+		snprintf(e->name, sizeof(e->name), "m%06zu", i);
+		snprintf(e->ek_hash, sizeof(e->ek_hash), "%064zx", i + 1);
+		e->ldevid_sha1 = calloc(1, sizeof(*e->ldevid_sha1));
+		assert_non_null(e->ldevid_sha1);
+		snprintf(e->ldevid_sha1[0], sizeof(e->ldevid_sha1[0]), "%040zx", i + 1);
+		e->n_ldevid = 1;
+	}
+}
+
+/* The writer and the applier share the format's limits: a list at the
+ * cap is written and read back; one entry more, which the applier would
+ * refuse whole, is refused by the writer (INVALID, the pass journals it)
+ * and the previous file and serial stand. */
+static void test_write_refuses_over_cap(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	bool changed;
+	int64_t serial;
+	build(f, NOW, &d);
+	write_ok(f, &d, NOW, &changed, &serial);
+	fleet_spire_doc_free(&d);
+	struct stat a, b;
+	struct fleet_buf before, after;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
+
+	char err[256];
+	many(&d, FLEET_SPIRE_LIST_MAX + 1);
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW + 60, &changed, &serial, err,
+						 sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_false(changed);
+	assert_non_null(strstr(err, "eligible has 100001 devices, more than 100000"));
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
+	assert_int_equal(a.st_ino, b.st_ino);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+	assert_int_equal(before.len, after.len);
+	assert_memory_equal(before.data, after.data, before.len);
+	fb_free(&after);
+	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &after);
+	assert_memory_equal(after.data, "1\n", 2);
+	fb_free(&after);
+
+	/* At the cap: written, and the applier's decoder takes all of it. */
+	free(d.eligible[FLEET_SPIRE_LIST_MAX].ldevid_sha1);
+	d.eligible = realloc(d.eligible, FLEET_SPIRE_LIST_MAX * sizeof(*d.eligible));
+	d.n_eligible = FLEET_SPIRE_LIST_MAX;
+	write_ok(f, &d, NOW + 120, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 2);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+	struct fleet_spire_nodes sn;
+	char why[256];
+	if (fleet_spire_nodes_decode(after.data, after.len, &sn, why, sizeof(why)) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", why);
+	assert_int_equal(sn.n_eligible, FLEET_SPIRE_LIST_MAX);
+	assert_string_equal(sn.eligible[FLEET_SPIRE_LIST_MAX - 1].name, "m099999");
+	fleet_spire_nodes_free(&sn);
+	fb_free(&after);
+	fb_free(&before);
+	fleet_spire_doc_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -900,6 +975,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_directory_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_refuses_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_refuses_over_cap, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
