@@ -77,8 +77,8 @@
  * 255-byte trust domain, both lists' brackets) is 409 bytes, rounded up to
  * 512. Both lists full of such entries: 512 + 2 x 100,000 x 1173 bytes,
  * about 224 MiB. That worst case is damage (16 unexpired LDevIDs on every
- * machine); a real entry, one LDevID, is about 350 bytes, so 50,000
- * machines are about 17 MiB.
+ * machine); a real entry, one LDevID, is about 240 bytes, so 50,000
+ * machines are about 12 MB (tests/e2e/test_spire_fleet_50k.c).
  */
 #define FLEET_SPIRE_ENTRY_MAX_BYTES 1173
 #define FLEET_SPIRE_HEAD_MAX_BYTES 512
