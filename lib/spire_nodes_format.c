@@ -82,27 +82,25 @@ bool fleet_spire_time_format(int64_t t, char out[21])
 	return strftime(out, 21, "%Y-%m-%dT%H:%M:%SZ", &tm) == 20;
 }
 
-static int digits(const char *p, int n)
+/* The number in s[at..at+n), digits checked by the caller. */
+static int num(const char *s, int at, int n)
 {
 	int v = 0;
-	for (int i = 0; i < n; i++) {
-		if (p[i] < '0' || p[i] > '9')
-			return -1;
-		v = v * 10 + (p[i] - '0');
-	}
+	while (n--)
+		v = v * 10 + (s[at++] - '0');
 	return v;
 }
 
 bool fleet_spire_time_parse(const char *s, int64_t *out)
 {
-	if (strlen(s) != 20 || s[4] != '-' || s[7] != '-' || s[10] != 'T' || s[13] != ':' ||
-	    s[16] != ':' || s[19] != 'Z')
-		return false;
-	int y = digits(s, 4), mo = digits(s + 5, 2), d = digits(s + 8, 2);
-	int h = digits(s + 11, 2), mi = digits(s + 14, 2), sec = digits(s + 17, 2);
+	static const char form[] = "dddd-dd-ddTdd:dd:ddZ";
+	for (size_t i = 0; i < sizeof(form); i++) /* the NUL too: exactly 20 */
+		if (form[i] == 'd' ? s[i] < '0' || s[i] > '9' : s[i] != form[i])
+			return false;
+	int y = num(s, 0, 4), mo = num(s, 5, 2), d = num(s, 8, 2);
+	int h = num(s, 11, 2), mi = num(s, 14, 2), sec = num(s, 17, 2);
 	static const int mdays[12] = {31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31};
-	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h < 0 || h > 23 || mi < 0 || mi > 59 ||
-	    sec < 0 || sec > 59)
+	if (y < 1970 || mo < 1 || mo > 12 || d < 1 || h > 23 || mi > 59 || sec > 59)
 		return false;
 	bool leap = (y % 4 == 0 && y % 100 != 0) || y % 400 == 0;
 	if (d > mdays[mo - 1] + (mo == 2 && leap))
@@ -329,11 +327,16 @@ bool fleet_spire_nodes_check(const struct fleet_spire_nodes *d, char *why, size_
 struct out {
 	char *p;
 	size_t len, cap;
+	bool over; /* the sizes above were wrong: never, but never past cap */
 };
 
 /* Appends; room was reserved for the whole document up front. */
 static void put(struct out *o, const char *s, size_t n)
 {
+	if (o->over || n >= o->cap - o->len) {
+		o->over = true;
+		return;
+	}
 	memcpy(o->p + o->len, s, n);
 	o->len += n;
 }
@@ -423,6 +426,11 @@ fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *d, char **out
 	put_list(&o, d->eligible, d->n_eligible, false);
 	put_list(&o, d->revoked, d->n_revoked, true);
 	puts_(&o, "}\n");
+	if (o.over) {
+		free(o.p);
+		refuse(why, whylen, "the document is longer than its limits allow");
+		return FLEET_E_MALFORMED;
+	}
 	o.p[o.len] = '\0';
 	*out = o.p;
 	*len = o.len;

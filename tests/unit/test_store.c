@@ -317,14 +317,12 @@ static void test_state_touch_quarantine(void **state)
 static void test_devices_list_whole(void **state)
 {
 	struct fx *f = *state;
+	static const char rows[] =
+		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 25000) "
+		"INSERT INTO devices (name, serial, ek_hash, first_admitted, last_seen) "
+		"SELECT printf('d%05d', i), printf('SER-%05d', i), printf('%064d', i), 1, 1 FROM k";
 	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db,
-				      "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM "
-				      "k WHERE i < 25000) INSERT INTO devices (name, serial, ek_hash, "
-				      "first_admitted, last_seen) SELECT printf('d%05d', i), "
-				      "printf('SER-%05d', i), printf('%064d', i), 1, 1 FROM k",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
 	admit(f, "zz-last", "SER-LAST", HA, NULL, 1000);
 	struct fleet_store_device *all;
