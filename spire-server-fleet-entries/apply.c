@@ -166,7 +166,7 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 	const char *flags[4 + 2 * AC_MAX_TEMPLATES + 2];
 	size_t nf = 0;
 	const char *words[2];
-	char step[SP_ID_MAX + PLAN_STR + 2 * SN_NAME_MAX + 64];
+	char step[SP_ID_MAX + PLAN_STR + 2 * FLEET_SPIRE_NAME_MAX + 64];
 	if (a->kind == PK_BAN) {
 		words[0] = "agent", words[1] = "ban";
 		flags[nf++] = "-spiffeID", flags[nf++] = a->spiffe_id;
@@ -249,17 +249,17 @@ int applier_run(const struct applier_opts *o)
 			return 1;
 		}
 	}
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	{
 		struct fleet_buf b;
 		fb_init(&b);
-		if (read_input(o->file, SN_MAX_FILE, &b, "the file", false)) {
+		if (read_input(o->file, FLEET_SPIRE_NODES_MAX_BYTES, &b, "the file", false)) {
 			fb_free(&b);
 			say("nothing changed");
 			return 1;
 		}
-		fleet_err e = sn_parse(b.data ? b.data : (const uint8_t *)"", b.len, &f, why,
-				       sizeof(why));
+		fleet_err e = fleet_spire_nodes_decode(b.data ? b.data : (const uint8_t *)"", b.len,
+						       &f, why, sizeof(why));
 		fb_free(&b);
 		if (e) {
 			say("%s is malformed: %s; nothing changed", o->file, why);
@@ -270,12 +270,12 @@ int applier_run(const struct applier_opts *o)
 	if (runner_resolve(o->cli, c.path, sizeof(c.path))) {
 		say("cannot find the SPIRE server CLI \"%s\" (an executable file, or a name on "
 		    "PATH); nothing changed", o->cli);
-		sn_free(&f);
+		fleet_spire_nodes_free(&f);
 		return 1;
 	}
 	struct sp_entries server;
 	if (list_entries(&c, &server)) {
-		sn_free(&f);
+		fleet_spire_nodes_free(&f);
 		return 1;
 	}
 	/* Every agent, to find those that attested as a departing device: the
@@ -283,7 +283,7 @@ int applier_run(const struct applier_opts *o)
 	struct sp_agents agents;
 	if (list_agents(&c, &agents)) {
 		sp_entries_free(&server);
-		sn_free(&f);
+		fleet_spire_nodes_free(&f);
 		return 1;
 	}
 	struct plan p;
@@ -291,11 +291,13 @@ int applier_run(const struct applier_opts *o)
 		say("cannot plan: %s; nothing changed", why);
 		sp_agents_free(&agents);
 		sp_entries_free(&server);
-		sn_free(&f);
+		fleet_spire_nodes_free(&f);
 		return 1;
 	}
+	char generated[21];
+	fleet_spire_time_format(f.generated_at, generated); /* the decoder checked it */
 	say("file serial %lld (%s): %zu eligible, %zu revoked; the server lists %zu entries, "
-	    "%zu of them fleet-, and %zu agents", f.serial, f.generated_at, f.n_eligible,
+	    "%zu of them fleet-, and %zu agents", (long long)f.serial, generated, f.n_eligible,
 	    f.n_revoked, server.n_total, server.n, agents.n);
 	plan_print(&p, stdout);
 	fflush(stdout);
@@ -323,6 +325,6 @@ int applier_run(const struct applier_opts *o)
 	plan_free(&p);
 	sp_agents_free(&agents);
 	sp_entries_free(&server);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 	return rc;
 }

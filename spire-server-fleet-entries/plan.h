@@ -32,7 +32,7 @@
 #include <stdio.h>
 
 #include "spire-server-fleet-entries/applier_config.h"
-#include "spire-server-fleet-entries/spire_nodes.h"
+#include "lib/spire_nodes_format.h"
 #include "spire-server-fleet-entries/spire_output.h"
 
 enum plan_kind { PK_BAN, PK_DELETE, PK_UPDATE, PK_CREATE };
@@ -41,7 +41,7 @@ enum plan_kind { PK_BAN, PK_DELETE, PK_UPDATE, PK_CREATE };
 /* A device name as the planner holds it: an eligible name, or the name a
  * fleet- entry ID or SPIFFE ID gives a departing device (an entry ID with
  * "-ecc"). */
-#define PLAN_DEVICE_MAX (SN_NAME_MAX + 16)
+#define PLAN_DEVICE_MAX (FLEET_SPIRE_NAME_MAX + 16)
 
 struct plan_action {
 	enum plan_kind kind;
@@ -62,7 +62,7 @@ struct plan {
 	size_t n_notes;
 };
 
-fleet_err plan_build(const struct sn_file *f, const struct applier_config *c,
+fleet_err plan_build(const struct fleet_spire_nodes *f, const struct applier_config *c,
 		     const struct sp_entries *server, const struct sp_agents *agents,
 		     struct plan *out, char *why, size_t whylen);
 void plan_free(struct plan *p);

@@ -51,19 +51,12 @@ enum fleet_spire_err spire_fail(char *err, size_t errlen, enum fleet_spire_err e
 	return e;
 }
 
-static void node_free(struct fleet_spire_node *v, size_t n)
-{
-	for (size_t i = 0; i < n; i++)
-		free(v[i].ldevid_sha1);
-	free(v);
-}
-
 void fleet_spire_doc_free(struct fleet_spire_doc *doc)
 {
 	if (!doc)
 		return;
-	node_free(doc->eligible, doc->n_eligible);
-	node_free(doc->revoked, doc->n_revoked);
+	fleet_spire_node_list_free(doc->eligible, doc->n_eligible);
+	fleet_spire_node_list_free(doc->revoked, doc->n_revoked);
 	free(doc->excluded);
 	free(doc->malformed);
 	free(doc->ek_stale);
@@ -255,7 +248,8 @@ static enum fleet_spire_err add_node(struct build *b, struct fleet_store *st,
 		sort(ld, n, sizeof(*ld), cmp_ldevid_latest);
 		n = FLEET_SPIRE_LDEVID_MAX;
 	}
-	memcpy(node.name, dev->name, sizeof(node.name));
+	memcpy(node.name, dev->name, sizeof(node.name)); /* fleet_spire_name_ok: it fits */
+	node.name[sizeof(node.name) - 1] = '\0';
 	memcpy(node.ek_hash, dev->ek_hash, sizeof(node.ek_hash));
 	memcpy(node.ek_hash_ecc, dev->ek_hash_ecc, sizeof(node.ek_hash_ecc));
 	if (n && !(node.ldevid_sha1 = calloc(n, sizeof(*node.ldevid_sha1)))) {

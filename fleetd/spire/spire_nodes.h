@@ -48,13 +48,8 @@
 /* The highest serial ever written, kept beside the file so the serial only
  * grows even when spire-nodes.json is deleted. */
 #define FLEET_SPIRE_SERIAL_FILE "spire-nodes.serial"
-#define FLEET_SPIRE_NODES_VERSION 1
-/* The largest previous file read back for comparison. */
-#define FLEET_SPIRE_NODES_MAX_BYTES (64u << 20)
-/* LDevID fingerprints in one entry. */
-#define FLEET_SPIRE_LDEVID_MAX 16
-/* Serials stay integers every JSON reader holds exactly (2^53 - 1). */
-#define FLEET_SPIRE_SERIAL_MAX INT64_C(9007199254740991)
+/* The format's version, limits, node struct, rules, encoder and decoder are
+ * lib/spire_nodes_format.h, shared with the applier. */
 
 enum fleet_spire_err {
 	FLEET_SPIRE_OK = 0,
@@ -71,15 +66,6 @@ enum fleet_spire_err {
 
 /* Stable, lowercase, hyphenated: "inventory", "busy", ... */
 const char *fleet_spire_err_str(enum fleet_spire_err e);
-
-struct fleet_spire_node {
-	char name[FLEET_STORE_NAME_MAX + 1]; /* the NetBox device name */
-	char ek_hash[65];                    /* "": the TPM has no RSA EK (null) */
-	char ek_hash_ecc[65];                /* "": the TPM has no ECC EK (null) */
-	size_t n_ldevid;
-	char (*ldevid_sha1)[41]; /* lowercase hex, sorted */
-	int64_t not_after;       /* revoked only: the latest listed notAfter */
-};
 
 /* Why a device is in neither list; for the journal, not the file. */
 struct fleet_spire_excluded {
@@ -136,6 +122,9 @@ struct fleet_spire_ek_stale {
 	char ek_hash_ecc[65]; /* the store's; "" clears */
 };
 
+/* What a build found. The first five fields are the file's content (the
+ * writer adds version, serial and generated_at: struct fleet_spire_nodes);
+ * the rest is for the pass. */
 struct fleet_spire_doc {
 	char trust_domain[FLEET_SPIRE_TRUST_DOMAIN_MAX + 1];
 	struct fleet_spire_node *eligible; /* by name */
@@ -186,8 +175,9 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc);
  * is one more than the highest of the file's and the serial file's, and the
  * serial file is written (the same way) before the file. Writers are
  * serialised by a lock on the directory (BUSY when another holds it). A
- * document that breaks the format's rules entry by entry, or whose lists are
- * not sorted by name, is refused (INVALID) and nothing is written. dir
+ * document the format refuses (fleet_spire_nodes_check: any rule, the
+ * limits and the order by name included, so nothing the applier would
+ * refuse) is refused here (INVALID) and nothing is written. dir
  * must be owned by this user or root and not writable by group or others.
  * serial (may be NULL) gets the file's serial, old or new.
  */

@@ -128,10 +128,11 @@ static int read_small(struct wctx *w, const char *name, size_t max, char **out, 
 	return 1;
 }
 
-/* The previous file, as far as it tells us anything. */
+/* The previous file, when the format reads it (a file the applier would
+ * refuse is no previous content: it is replaced). */
 struct prev {
-	int64_t serial;  /* 0: none readable */
-	json_t *content; /* the content (no serial, no generated_at); NULL: not ours */
+	int64_t serial; /* 0: none readable */
+	struct fleet_spire_nodes doc;
 };
 
 static enum fleet_spire_err read_prev(struct wctx *w, struct prev *p)
@@ -149,24 +150,17 @@ static enum fleet_spire_err read_prev(struct wctx *w, struct prev *p)
 			return FLEET_SPIRE_OK;
 		return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
 	}
-	json_error_t jerr;
-	json_t *o = json_loadb(buf, len, JSON_REJECT_DUPLICATES, &jerr);
+	char why[160];
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, why,
+					       sizeof(why));
 	free(buf);
-	if (!json_is_object(o)) {
-		json_decref(o);
-		return FLEET_SPIRE_OK; /* damaged: replaced */
-	}
-	json_t *s = json_object_get(o, "serial"), *g = json_object_get(o, "generated_at");
-	if (json_is_integer(s) && json_integer_value(s) >= 1 &&
-	    json_integer_value(s) <= FLEET_SPIRE_SERIAL_MAX)
-		p->serial = (int64_t)json_integer_value(s);
-	if (p->serial && json_is_string(g)) {
-		json_object_del(o, "serial");
-		json_object_del(o, "generated_at");
-		p->content = o;
-	} else {
-		json_decref(o);
-	}
+	if (e == FLEET_E_NOMEM)
+		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
+				  "reading %s/%s: out of memory", w->dir, FLEET_SPIRE_NODES_FILE);
+	if (e == FLEET_OK && p->doc.serial >= 1)
+		p->serial = p->doc.serial;
+	else
+		fleet_spire_nodes_free(&p->doc); /* damaged: replaced */
 	return FLEET_SPIRE_OK;
 }
 
@@ -233,30 +227,38 @@ static enum fleet_spire_err open_dir(struct wctx *w)
 	return FLEET_SPIRE_OK;
 }
 
+/* The file doc's content makes, with this serial and time. The lists are
+ * the build's own (not copied): a view, never freed. */
+static struct fleet_spire_nodes file_of(const struct fleet_spire_doc *doc, int64_t serial,
+					time_t now)
+{
+	struct fleet_spire_nodes f = {.version = FLEET_SPIRE_NODES_VERSION,
+				      .serial = serial,
+				      .generated_at = (int64_t)now,
+				      .eligible = doc->eligible,
+				      .n_eligible = doc->n_eligible,
+				      .revoked = doc->revoked,
+				      .n_revoked = doc->n_revoked};
+	memcpy(f.trust_domain, doc->trust_domain, sizeof(f.trust_domain));
+	return f;
+}
+
 static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 					 time_t now, bool *changed, int64_t *serial)
 {
 	struct prev p;
 	int64_t kept = 0;
-	json_t *content = NULL, *full = NULL;
 	char *text = NULL;
+	size_t tlen = 0;
 	enum fleet_spire_err e;
-	char gen[21];
-	if (!spire_rfc3339((int64_t)now, gen))
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_INVALID,
-				  "the time %lld cannot be written", (long long)now);
 	if ((e = remove_stale(w, TMP_NODES)) || (e = remove_stale(w, TMP_SERIAL)))
 		return e;
 	if ((e = read_prev(w, &p)))
 		return e;
 	if ((e = read_serial_file(w, &kept)))
 		goto out;
-	if (!(content = spire_nodes_json(doc, 0, NULL))) {
-		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
-			       "the document could not be rendered (out of memory)");
-		goto out;
-	}
-	if (p.content && json_equal(p.content, content)) {
+	struct fleet_spire_nodes f = file_of(doc, 0, now);
+	if (p.serial && fleet_spire_nodes_same_content(&p.doc, &f)) {
 		/* Unchanged: the file stays as it is. The serial file is put
 		 * back in step if it was lost or fell behind. */
 		if (kept < p.serial && (e = write_serial_file(w, p.serial)))
@@ -270,27 +272,26 @@ static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spir
 		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE, "the serial is spent");
 		goto out;
 	}
+	f.serial = next;
+	char why[160];
+	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, why, sizeof(why));
+	if (fe) {
+		e = spire_fail(w->err, w->errlen,
+			       fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
+			       "the document could not be written: %s", why);
+		goto out;
+	}
 	/* The serial file first: it never falls behind the file. */
 	if ((e = write_serial_file(w, next)))
 		goto out;
-	if (!(full = spire_nodes_json(doc, next, gen)) ||
-	    !(text = json_dumps(full, JSON_INDENT(2) | JSON_PRESERVE_ORDER))) {
-		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
-			       "the document could not be rendered (out of memory)");
-		goto out;
-	}
-	size_t tlen = strlen(text);
-	text[tlen] = '\n'; /* json_dumps' NUL becomes the final newline */
-	e = atomic_write(w, FLEET_SPIRE_NODES_FILE, TMP_NODES, text, tlen + 1, 0644);
+	e = atomic_write(w, FLEET_SPIRE_NODES_FILE, TMP_NODES, text, tlen, 0644);
 	if (!e) {
 		*changed = true;
 		*serial = next;
 	}
 out:
 	free(text);
-	json_decref(full);
-	json_decref(content);
-	json_decref(p.content);
+	fleet_spire_nodes_free(&p.doc);
 	return e;
 }
 
@@ -309,8 +310,11 @@ enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet
 	if (!dir || !*dir || !doc)
 		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID, "a directory and a document "
 				  "are required");
+	/* The format's own rules and limits, the ones the applier reads by:
+	 * a document it would refuse is never put in place. */
 	char why[160];
-	if (!spire_doc_ok(doc, why, sizeof(why)))
+	struct fleet_spire_nodes f = file_of(doc, 0, now);
+	if (!fleet_spire_nodes_check(&f, why, sizeof(why)))
 		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
 				  "refusing to write a document the format cannot carry: %s", why);
 	struct wctx w = {.dir = dir, .dfd = -1, .err = err, .errlen = errlen};

@@ -73,6 +73,7 @@ const char *fleet_store_err_str(enum fleet_store_err e);
 #define FLEET_STORE_CLAIM_EKS 16     /* distinct EK pairs kept per claim */
 #define FLEET_STORE_CLAIMS_PER_EK 4  /* serials one EK pair may claim */
 #define FLEET_STORE_LIST_MAX 10000   /* rows one list call returns */
+#define FLEET_STORE_MAX_DEVICES 1000000 /* devices fleet_store_devices_list returns */
 #define FLEET_STORE_MAX_BINDING_AUTHORS 100000 /* binding author records kept */
 
 struct fleet_store;
@@ -160,7 +161,9 @@ enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char
 /* on: reason required (1..255 printable); off: reason ignored, cleared. */
 enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
 						       bool on, const char *reason, time_t now);
-/* All devices by name; *out malloc'd. */
+/* All devices by name, in one statement (one snapshot); *out malloc'd.
+ * Never only some of them: more than FLEET_STORE_MAX_DEVICES (far past any
+ * fleet fleetd serves; about 0.7 GB of rows) is FULL. */
 enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
 					      struct fleet_store_device **out, size_t *n);
 

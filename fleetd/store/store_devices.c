@@ -339,15 +339,23 @@ static enum fleet_store_err devices_list(struct fleet_store *st,
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s;
+	/* No LIMIT that could cut the list short: the pass would take the
+	 * devices past it for gone, revoked ones included. One more than the
+	 * cap is read only to say so. */
 	enum fleet_store_err e = st_prepare(
 		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+	sqlite3_bind_int64(s, 1, (sqlite3_int64)FLEET_STORE_MAX_DEVICES + 1);
 	struct fleet_store_device *v = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc;
 	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (cnt == FLEET_STORE_MAX_DEVICES) {
+			e = st_fail(st, FLEET_STORE_E_FULL, "the store holds more than %d devices: "
+				    "too many to list at once", FLEET_STORE_MAX_DEVICES);
+			goto out;
+		}
 		if (cnt == cap) {
 			struct fleet_store_device *nv = st_grow(st, v, &cap, sizeof(*nv));
 			if (!nv) {

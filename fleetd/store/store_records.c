@@ -165,9 +165,15 @@ static enum fleet_store_err verdicts_list(struct fleet_store *st, const char *de
 	if (device && !st_text_ok(device, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
 	sqlite3_stmt *s;
+	/* A device's verdicts through verdicts_by_device: "?1 IS NULL OR
+	 * device = ?1" scanned the whole table newest first for each device,
+	 * which made the SPIRE pass quadratic in the fleet (3 minutes at
+	 * 50,000 devices). */
 	enum fleet_store_err e = st_prepare(
-		st, "SELECT " VERDICT_COLS " FROM verdicts WHERE ?1 IS NULL OR device = ?1 "
-		    "ORDER BY id DESC LIMIT ?2", &s);
+		st, device ? "SELECT " VERDICT_COLS " FROM verdicts WHERE device = ?1 "
+			     "ORDER BY id DESC LIMIT ?2"
+			   : "SELECT " VERDICT_COLS " FROM verdicts ORDER BY id DESC LIMIT ?2",
+		&s);
 	if (e)
 		return e;
 	if (device)

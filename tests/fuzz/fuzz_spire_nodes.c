@@ -11,17 +11,18 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hex.h"
+#include "lib/spire_nodes_format.h"
 #include "spire-server-fleet-entries/applier_config.h"
 #include "spire-server-fleet-entries/plan.h"
-#include "spire-server-fleet-entries/spire_nodes.h"
-#include "lib/hex.h"
 
-static void check_device(const struct sn_device *d, int revoked)
+static void check_device(const struct fleet_spire_node *d, int revoked)
 {
+	char t[21];
 	if (!fleet_spire_name_ok(d->name) || !fleet_hex_is_lower(d->ek_hash, 64) ||
 	    (d->ek_hash_ecc[0] && !fleet_hex_is_lower(d->ek_hash_ecc, 64)) ||
-	    d->n_ldevid > SN_MAX_LDEVID || (revoked && strlen(d->not_after) != 20) ||
-	    (!revoked && d->not_after[0]))
+	    d->n_ldevid > FLEET_SPIRE_LDEVID_MAX ||
+	    (revoked && !fleet_spire_time_format(d->not_after, t)) || (!revoked && d->not_after))
 		abort();
 	for (size_t i = 0; i < d->n_ldevid; i++)
 		if (!fleet_hex_is_lower(d->ldevid_sha1[i], 40))
@@ -30,26 +31,28 @@ static void check_device(const struct sn_device *d, int revoked)
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	char why[300];
 	memset(why, 'x', sizeof(why));
-	if (sn_parse(data, size, &f, why, sizeof(why)) != FLEET_OK) {
+	if (fleet_spire_nodes_decode(data, size, &f, why, sizeof(why)) != FLEET_OK) {
 		if (f.eligible || f.revoked || !why[0] || strnlen(why, sizeof(why)) == sizeof(why))
 			abort();
 		return 0;
 	}
 	if (!fleet_spire_trust_domain_ok(f.trust_domain) || f.serial < 0 ||
-	    f.n_eligible > SN_MAX_DEVICES || f.n_revoked > SN_MAX_DEVICES)
+	    f.n_eligible > FLEET_SPIRE_LIST_MAX || f.n_revoked > FLEET_SPIRE_LIST_MAX)
 		abort();
 	for (size_t i = 0; i < f.n_eligible; i++) {
 		check_device(&f.eligible[i], 0);
-		if (sn_find_eligible(&f, f.eligible[i].name) != &f.eligible[i] ||
-		    sn_find_revoked(&f, f.eligible[i].name))
+		if (fleet_spire_nodes_find(f.eligible, f.n_eligible, f.eligible[i].name) !=
+			    &f.eligible[i] ||
+		    fleet_spire_nodes_find(f.revoked, f.n_revoked, f.eligible[i].name))
 			abort();
 	}
 	for (size_t i = 0; i < f.n_revoked; i++) {
 		check_device(&f.revoked[i], 1);
-		if (sn_find_revoked(&f, f.revoked[i].name) != &f.revoked[i])
+		if (fleet_spire_nodes_find(f.revoked, f.n_revoked, f.revoked[i].name) !=
+		    &f.revoked[i])
 			abort();
 	}
 	/* Plan against an empty server: one create per EK, bans for revoked. */
@@ -67,6 +70,6 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			abort();
 		plan_free(&p);
 	}
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * test_applier_plan.c: the applier's reading and planning, over parsed
- * inputs: spire-nodes.json (sn_parse), the CLI's JSON (sp_parse_*), the
+ * inputs: spire-nodes.json (fleet_spire_nodes_decode), the CLI's JSON (sp_parse_*), the
  * configuration (ac_parse) and the plan (plan_build). Each test names the
  * rule it holds.
  */
@@ -13,7 +13,7 @@
 #include "spire-server-fleet-entries/applier_config.h"
 #include "spire-server-fleet-entries/plan.h"
 #include "spire-server-fleet-entries/runner.h"
-#include "spire-server-fleet-entries/spire_nodes.h"
+#include "lib/spire_nodes_format.h"
 #include "spire-server-fleet-entries/spire_output.h"
 
 #define A64 "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
@@ -32,18 +32,18 @@
 #define W9 "{\"name\":\"w9\",\"ek_hash\":\"" E64 "\",\"ek_hash_ecc\":null,\"ldevid_sha1\":[\"" M40 "\"]," \
 	   "\"not_after\":\"2027-01-01T00:00:00Z\"}"
 
-static void parse_file(const char *text, struct sn_file *f)
+static void parse_file(const char *text, struct fleet_spire_nodes *f)
 {
 	char why[300];
-	fleet_err e = sn_parse((const uint8_t *)text, strlen(text), f, why, sizeof(why));
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), f, why, sizeof(why));
 	if (e)
-		fail_msg("sn_parse refused a good file: %s", why);
+		fail_msg("the decoder refused a good file: %s", why);
 }
 
 static fleet_err parse_bad(const char *text, char *why, size_t whylen)
 {
-	struct sn_file f;
-	fleet_err e = sn_parse((const uint8_t *)text, strlen(text), &f, why, whylen);
+	struct fleet_spire_nodes f;
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &f, why, whylen);
 	assert_int_equal(f.eligible, NULL);
 	return e;
 }
@@ -67,7 +67,7 @@ static void parse_server(const char *entries, struct sp_entries *l)
 
 static void make_plan(const char *file, const char *entries, struct plan *p)
 {
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	struct sp_entries l;
 	struct applier_config c;
 	char why[300];
@@ -78,7 +78,7 @@ static void make_plan(const char *file, const char *entries, struct plan *p)
 	if (plan_build(&f, &c, &l, &none, p, why, sizeof(why)))
 		fail_msg("plan_build: %s", why);
 	sp_entries_free(&l);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 }
 
 /* An Agent as `agent list` prints it. */
@@ -105,7 +105,7 @@ static fleet_err parse_agents(const char *agents, struct sp_agents *l, char *why
 static void make_plan_agents(const char *file, const char *entries, const char *agents,
 			     struct plan *p)
 {
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	struct sp_entries l;
 	struct sp_agents ag;
 	struct applier_config c;
@@ -119,7 +119,7 @@ static void make_plan_agents(const char *file, const char *entries, const char *
 		fail_msg("plan_build: %s", why);
 	sp_agents_free(&ag);
 	sp_entries_free(&l);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 }
 
 static const struct plan_action *find(const struct plan *p, enum plan_kind k, const char *s)
@@ -273,7 +273,7 @@ static void test_departed_device_all_agents_banned(void **state)
 	/* With another attestor's selectors configured, an agent holding a
 	 * departing entry's selector that names the device is that device's;
 	 * a shared selector that names none (the issuer) bans nothing. */
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	struct sp_entries l;
 	struct sp_agents ag;
 	struct applier_config c;
@@ -302,7 +302,7 @@ static void test_departed_device_all_agents_banned(void **state)
 	plan_free(&p);
 	sp_agents_free(&ag);
 	sp_entries_free(&l);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 }
 
 /* An agent the list shows banned is not banned again; one that also
@@ -476,14 +476,14 @@ static void test_file_rules(void **state)
 		if (!strstr(why, bad[i].needle))
 			fail_msg("case %zu: \"%s\" does not say %s", i, why, bad[i].needle);
 	}
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	parse_file(HEAD "\"eligible\":[" W1 "," W2 "],\"revoked\":[" W9 "]}", &f);
 	assert_int_equal(f.n_eligible, 2);
 	assert_int_equal(f.n_revoked, 1);
 	assert_int_equal(f.serial, 42);
 	assert_string_equal(f.eligible[1].ek_hash_ecc, "");
 	assert_string_equal(f.revoked[0].ldevid_sha1[0], M40);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 }
 
 /* The configuration: templates replace the defaults; bad lines refused. */
@@ -510,7 +510,7 @@ static void test_config(void **state)
 			fail_msg("config %zu accepted", i);
 	}
 	/* One entry per device when no selector names the EK. */
-	struct sn_file f;
+	struct fleet_spire_nodes f;
 	struct sp_entries l = {0};
 	struct plan p;
 	ac_defaults(&c);
@@ -523,7 +523,7 @@ static void test_config(void **state)
 	assert_string_equal(p.a[0].selectors[0], "tpm_devid:issuer:cn:fleet");
 	assert_string_equal(p.a[0].selectors[1], "tpm_devid:subject:cn:w1");
 	plan_free(&p);
-	sn_free(&f);
+	fleet_spire_nodes_free(&f);
 }
 
 /* The batch result: the per-entry status code is the answer. */

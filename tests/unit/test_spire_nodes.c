@@ -23,7 +23,7 @@
 #include <jansson.h>
 #include <openssl/evp.h>
 
-#include "spire-server-fleet-entries/spire_nodes.h"
+#include "lib/spire_nodes_format.h"
 #include "fleetd/obs/journal.h"
 #include "fleetd/obs/metrics.h"
 #include "fleetd/spire/spire_nodes.h"
@@ -235,6 +235,19 @@ static json_t *load_file(struct fx *f)
 static void slurp(const char *path, struct fleet_buf *b)
 {
 	read_file_or_fail(path, b);
+}
+
+/* spire-nodes.json is still the file stat'ed as a, with the bytes before. */
+static void assert_unchanged(struct fx *f, const struct stat *a, const struct fleet_buf *before)
+{
+	struct stat b;
+	struct fleet_buf after;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
+	assert_int_equal(a->st_ino, b.st_ino);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+	assert_int_equal(before->len, after.len);
+	assert_memory_equal(before->data, after.data, before->len);
+	fb_free(&after);
 }
 
 /* Every status NetBox gives, plus one missing from the inventory. */
@@ -578,19 +591,20 @@ static void test_file_format(void **state)
 	struct fleet_buf b;
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &b);
 	assert_int_equal(b.data[b.len - 1], '\n');
-	/* The other side of the handoff: the root applier's own strict reader
-	 * (spire-server-fleet-entries/spire_nodes.h) accepts exactly what fleetd wrote. */
-	struct sn_file sn;
+	/* The other side of the handoff: the strict decoder the root applier
+	 * reads with (lib/spire_nodes_format.h) accepts exactly what fleetd wrote. */
+	struct fleet_spire_nodes sn;
 	char why[256] = "";
-	if (sn_parse(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
 		fail_msg("the applier refuses fleetd's file: %s", why);
 	assert_int_equal(sn.serial, 1);
 	assert_int_equal(sn.n_eligible, 1);
 	assert_int_equal(sn.n_revoked, 1);
-	assert_non_null(sn_find_eligible(&sn, "w1"));
-	assert_non_null(sn_find_revoked(&sn, "w9"));
-	assert_string_equal(sn_find_eligible(&sn, "w1")->ek_hash, d.eligible[0].ek_hash);
-	sn_free(&sn);
+	assert_non_null(fleet_spire_nodes_find(sn.eligible, sn.n_eligible, "w1"));
+	assert_non_null(fleet_spire_nodes_find(sn.revoked, sn.n_revoked, "w9"));
+	assert_string_equal(fleet_spire_nodes_find(sn.eligible, sn.n_eligible, "w1")->ek_hash,
+			    d.eligible[0].ek_hash);
+	fleet_spire_nodes_free(&sn);
 	fb_free(&b);
 	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
 	assert_int_equal(b.len, 2);
@@ -709,8 +723,8 @@ static void test_inventory_error_keeps_file(void **state)
 						&serial, err, sizeof(err)),
 			 FLEET_SPIRE_OK);
 	fleet_spire_doc_free(&d);
-	struct stat a, b;
-	struct fleet_buf before, after;
+	struct stat a;
+	struct fleet_buf before;
 	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
 
@@ -724,12 +738,7 @@ static void test_inventory_error_keeps_file(void **state)
 		assert_false(changed);
 		assert_int_equal(d.n_eligible + d.n_revoked + d.n_excluded, 0);
 		assert_non_null(strstr(err, "HTTP 503"));
-		assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &b), 0);
-		assert_int_equal(a.st_ino, b.st_ino);
-		slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
-		assert_int_equal(before.len, after.len);
-		assert_memory_equal(before.data, after.data, before.len);
-		fb_free(&after);
+		assert_unchanged(f, &a, &before);
 	}
 	f->inv.result = FLEET_INV_OK; /* answering again: the change is written */
 	assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 120, &d,
@@ -882,6 +891,75 @@ static void test_write_refuses_malformed(void **state)
 	fleet_spire_doc_free(&d);
 }
 
+/* n eligible entries, sorted by name, each its own EK and one LDevID. */
+static void many(struct fleet_spire_doc *d, size_t n)
+{
+	memset(d, 0, sizeof(*d));
+	snprintf(d->trust_domain, sizeof(d->trust_domain), TD);
+	d->eligible = calloc(n, sizeof(*d->eligible));
+	assert_non_null(d->eligible);
+	d->n_eligible = n;
+	for (size_t i = 0; i < n; i++) {
+		struct fleet_spire_node *e = &d->eligible[i];
+		snprintf(e->name, sizeof(e->name), "m%06zu", i);
+		snprintf(e->ek_hash, sizeof(e->ek_hash), "%064zx", i + 1);
+		e->ldevid_sha1 = calloc(1, sizeof(*e->ldevid_sha1));
+		assert_non_null(e->ldevid_sha1);
+		snprintf(e->ldevid_sha1[0], sizeof(e->ldevid_sha1[0]), "%040zx", i + 1);
+		e->n_ldevid = 1;
+	}
+}
+
+/* The writer and the applier share the format's limits: a list at the
+ * cap is written and read back; one entry more, which the applier would
+ * refuse whole, is refused by the writer (INVALID, the pass journals it)
+ * and the previous file and serial stand. */
+static void test_write_refuses_over_cap(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_spire_doc d;
+	many(&d, 3); /* the previous file */
+	bool changed;
+	int64_t serial;
+	write_ok(f, &d, NOW, &changed, &serial);
+	fleet_spire_doc_free(&d);
+	struct stat a;
+	struct fleet_buf before, after;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
+
+	char err[256];
+	many(&d, FLEET_SPIRE_LIST_MAX + 1);
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW + 60, &changed, &serial, err,
+						 sizeof(err)),
+			 FLEET_SPIRE_E_INVALID);
+	assert_false(changed);
+	assert_non_null(strstr(err, "eligible has 100001 devices, more than 100000"));
+	assert_unchanged(f, &a, &before);
+	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &after);
+	assert_memory_equal(after.data, "1\n", 2);
+	fb_free(&after);
+
+	/* At the cap: written, and the applier's decoder takes all of it. */
+	free(d.eligible[FLEET_SPIRE_LIST_MAX].ldevid_sha1);
+	d.eligible = realloc(d.eligible, FLEET_SPIRE_LIST_MAX * sizeof(*d.eligible));
+	d.n_eligible = FLEET_SPIRE_LIST_MAX;
+	write_ok(f, &d, NOW + 120, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 2);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
+	struct fleet_spire_nodes sn;
+	char why[256];
+	if (fleet_spire_nodes_decode(after.data, after.len, &sn, why, sizeof(why)) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", why);
+	assert_int_equal(sn.n_eligible, FLEET_SPIRE_LIST_MAX);
+	assert_string_equal(sn.eligible[FLEET_SPIRE_LIST_MAX - 1].name, "m099999");
+	fleet_spire_nodes_free(&sn);
+	fb_free(&after);
+	fb_free(&before);
+	fleet_spire_doc_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -899,6 +977,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_directory_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_format_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_write_refuses_malformed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_write_refuses_over_cap, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

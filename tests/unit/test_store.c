@@ -311,6 +311,34 @@ static void test_state_touch_quarantine(void **state)
 	free(all);
 }
 
+/* The list is never cut short: past the 10,000 rows one LIMIT used to
+ * return, the devices behind it (in name order) are still listed, so the
+ * pass never takes them for gone. */
+static void test_devices_list_whole(void **state)
+{
+	struct fx *f = *state;
+	static const char rows[] =
+		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 25000) "
+		"INSERT INTO devices (name, serial, ek_hash, first_admitted, last_seen) "
+		"SELECT printf('d%05d', i), printf('SER-%05d', i), printf('%064d', i), 1, 1 FROM k";
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	admit(f, "zz-last", "SER-LAST", HA, NULL, 1000);
+	struct fleet_store_device *all;
+	size_t n;
+	assert_int_equal(fleet_store_devices_list(f->st, &all, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 25001);
+	for (size_t i = 0; i < 25000; i++) {
+		char want[16];
+		snprintf(want, sizeof(want), "d%05zu", i + 1);
+		assert_string_equal(all[i].name, want);
+	}
+	assert_string_equal(all[25000].name, "zz-last");
+	assert_string_equal(all[25000].ek_hash, HA);
+	free(all);
+}
+
 static void test_claims(void **state)
 {
 	struct fx *f = *state;
@@ -979,6 +1007,7 @@ int main(void)
 		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),           T(test_snapshot),
+		T(test_devices_list_whole),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
