@@ -46,20 +46,20 @@ static struct fleet_store *open_store(const char *group, const char *dir)
 {
 	struct fleet_store *st;
 	char err[300];
-	enum fleet_store_err e = fleet_store_open(dir ? dir : DEFAULT_STATE_DIR,
+	fleet_err e = fleet_store_open(dir ? dir : DEFAULT_STATE_DIR,
 						  FLEET_STORE_READONLY, &st, err, sizeof(err));
 	if (e) {
 		fprintf(stderr, "fleetctl: %s: cannot open the store: %s (%s)\n", group, err,
-			fleet_store_err_str(e));
+			fleet_err_str(e));
 		return NULL;
 	}
 	return st;
 }
 
-static int store_failed(const char *group, struct fleet_store *st, enum fleet_store_err e)
+static int store_failed(const char *group, struct fleet_store *st, fleet_err e)
 {
 	fprintf(stderr, "fleetctl: %s: %s (%s)\n", group, fleet_store_errmsg(st),
-		fleet_store_err_str(e));
+		fleet_err_str(e));
 	fleet_store_close(st);
 	return e == FLEET_STORE_E_NOT_FOUND ? FLEETCTL_EXIT_REFUSED : FLEETCTL_EXIT_USAGE;
 }
@@ -76,7 +76,7 @@ int cmd_claims(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_claim *c;
 	size_t n;
-	enum fleet_store_err e = fleet_store_claims_list(st, &c, &n);
+	fleet_err e = fleet_store_claims_list(st, &c, &n);
 	if (e)
 		return store_failed("claims", st, e);
 	json_t *arr = json ? json_array() : NULL;
@@ -143,7 +143,7 @@ int cmd_devices(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_device *d;
 	size_t n;
-	enum fleet_store_err e = fleet_store_devices_list(st, &d, &n);
+	fleet_err e = fleet_store_devices_list(st, &d, &n);
 	if (e)
 		return store_failed("devices", st, e);
 	json_t *arr = json ? json_array() : NULL;
@@ -181,7 +181,7 @@ int cmd_provisional(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_cert *c;
 	size_t n;
-	enum fleet_store_err e = fleet_store_provisional_list(st, &c, &n);
+	fleet_err e = fleet_store_provisional_list(st, &c, &n);
 	if (e)
 		return store_failed("provisional", st, e);
 	json_t *arr = json ? json_array() : NULL;
@@ -258,7 +258,7 @@ int cmd_verdicts(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_verdict *v;
 	size_t n;
-	enum fleet_store_err e = fleet_store_verdicts_list(st, device, limit, &v, &n);
+	fleet_err e = fleet_store_verdicts_list(st, device, limit, &v, &n);
 	if (e)
 		return store_failed("verdicts", st, e);
 	json_t *arr = json ? json_array() : NULL;
@@ -287,7 +287,7 @@ static int device_show(const char *name, const char *dir, int json)
 	struct fleet_store_cert *c = NULL;
 	struct fleet_store_verdict *v = NULL;
 	size_t nc = 0, nv = 0;
-	enum fleet_store_err e;
+	fleet_err e;
 	/* One snapshot: the row, its certificates and its last verdict as of
 	 * one moment, while fleetd goes on admitting. */
 	if ((e = fleet_store_snapshot_begin(st)))

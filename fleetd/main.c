@@ -110,13 +110,13 @@ static size_t reap_sessions(void *ctx)
 
 /* The pass's binding author records (pass.h, B1..B6): its store handle is
  * read-only, so the admission writes them, on its own handle. */
-static enum fleet_store_err record_author(void *ctx, const struct fleet_store_binding_author *r,
+static fleet_err record_author(void *ctx, const struct fleet_store_binding_author *r,
 					  char *err, size_t errlen)
 {
 	return fleet_admission_record_binding_author(ctx, r, err, errlen);
 }
 
-static enum fleet_store_err forget_author(void *ctx, int64_t device_id, bool *forgot, char *err,
+static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot, char *err,
 					  size_t errlen)
 {
 	return fleet_admission_forget_binding_author(ctx, device_id, forgot, err, errlen);
@@ -128,7 +128,7 @@ static int recover_state(struct daemon *d)
 {
 	char sha1s[FLEET_STORE_REVOKE_SHA1S][41];
 	size_t n = 0;
-	enum fleet_store_err se;
+	fleet_err se;
 	/* Another writer (a second fleetd on the same state, an operator's
 	 * tool) can hold the lock for a moment: a few tries before giving up. */
 	for (int i = 0;; i++) {
@@ -194,11 +194,11 @@ static int open_all(struct daemon *d)
 	char err[512] = "";
 	memset(&ec, 0, sizeof(ec));
 
-	enum fleet_store_err se =
+	fleet_err se =
 		fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, err, sizeof(err));
 	if (se != FLEET_STORE_OK) {
 		startup_failed("store in %s: %s (%s)", d->cfg.state_dir, err,
-			       fleet_store_err_str(se));
+			       fleet_err_str(se));
 		return -1;
 	}
 	if (fleet_vlog_open(d->cfg.state_dir, d->cfg.verdict_log_max_bytes,
@@ -212,7 +212,7 @@ static int open_all(struct daemon *d)
 			      sizeof(err));
 	if (se != FLEET_STORE_OK) {
 		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir, err,
-			       fleet_store_err_str(se));
+			       fleet_err_str(se));
 		return -1;
 	}
 	if (open_inventory(d) != 0)

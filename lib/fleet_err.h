@@ -1,48 +1,150 @@
 /*
- * fleet_err.h: the error enum of libfleet.
+ * fleet_err.h: the one error space of the whole tree.
  *
- * Every libfleet function that can fail returns a fleet_err. The strings from
- * fleet_err_str() are stable: operators grep for them and tests assert them.
- * A refusal of evidence (a signature that does not verify, a digest that does
- * not match) is FLEET_E_VERIFY with a stable reason string beside it; the enum
- * says what kind of failure, the reason says which rule.
+ * Every function in lib/, policy/, fleetd/, fleetctl/, tink-attest/ and
+ * the applier that can fail returns a fleet_err. Like tpm2-tss's TSS2_RC,
+ * a fleet_err is a 32-bit value in two fields:
  *
- * Parsers of untrusted bytes also fill a struct fleet_errctx so the message can
- * name the byte offset where the input went wrong.
+ *     bits 16..23  the layer that produced it (FLEET_LAYER_*): the store,
+ *                  the inventory, the SPIRE handoff, libfleet ...
+ *     bits  0..15  the code (FLEET_CODE_*): what kind of failure
+ *
+ * FLEET_OK is 0 in every layer. A layer passes on what a lower layer
+ * returned unchanged, so a caller three layers up still sees where the
+ * failure began: the SPIRE pass returns the store's "busy" as a store
+ * error, not as a SPIRE one. Compare whole values against a layer's
+ * constants (FLEET_STORE_E_BUSY), or ask fleet_err_code() for the kind
+ * whatever the layer.
+ *
+ * Codes have one stable string each (fleet_err_str): lowercase and
+ * hyphenated, the same in every layer; operators grep for them and tests
+ * assert them. docs/errors.md lists them.
+ *
+ * Failures and decisions. A fleet_err says a function could not do its
+ * work, or that the input it was given is not what it claims to be. A
+ * refusal of evidence (a signature that does not verify, a digest that does
+ * not match) is a decision, not a failure: the evidence rounds
+ * (fleetd/attest/attest_server.h) return it as a struct fleet_decision
+ * whose outcome is PASSED, REFUSED with a stable reason string, or FAILED
+ * with a fleet_err. Inside libfleet a refusal still travels as
+ * FLEET_E_VERIFY beside its reason string, so that every `if (e) return e;`
+ * stays fail-closed: a refusal can never be mistaken for success by a
+ * caller that only propagates.
+ *
+ * The context. What went wrong in words goes in one struct fleet_errctx,
+ * whatever the layer: a detail sentence, the byte offset into an untrusted
+ * input, the errno of a failed system call, and the reason OpenSSL's error
+ * queue held. Nothing in a context is input bytes other than numbers, or
+ * input that went through fleet_sanitize (lib/sanitize.h), so it is safe
+ * to log.
  */
 #ifndef FLEET_ERR_H
 #define FLEET_ERR_H
 
 #include <stddef.h>
+#include <stdint.h>
 
-typedef enum fleet_err {
+typedef uint32_t fleet_err;
+
+#define FLEET_ERR_LAYER_SHIFT 16
+#define FLEET_ERR_LAYER_MASK 0x00ff0000u
+#define FLEET_ERR_CODE_MASK 0x0000ffffu
+
+/* The layers, one per component that defines failures of its own. */
+enum fleet_layer {
+	FLEET_LAYER_NONE = 0,  /* FLEET_OK only */
+	FLEET_LAYER_LIB,       /* libfleet: parsers, TPM, X.509, CA, files */
+	FLEET_LAYER_STORE,     /* fleetd/store: SQLite */
+	FLEET_LAYER_INVENTORY, /* fleetd/inventory: NetBox, the nodes file */
+	FLEET_LAYER_SPIRE,     /* fleetd/spire: spire-nodes.json */
+	FLEET_LAYER__COUNT
+};
+
+/* The codes, shared by every layer. */
+enum fleet_code {
+	FLEET_CODE_OK = 0,
+	FLEET_CODE_TRUNCATED,   /* "truncated": the input ended before a field did */
+	FLEET_CODE_MALFORMED,   /* "malformed": a field holds a value that cannot be */
+	FLEET_CODE_TOO_LARGE,   /* "too-large": a length or count is beyond its cap */
+	FLEET_CODE_UNSUPPORTED, /* "unsupported": well formed, of a kind not handled */
+	FLEET_CODE_VERIFY,      /* "verify-failed": evidence refused, see its reason */
+	FLEET_CODE_NOMEM,       /* "out-of-memory" */
+	FLEET_CODE_CRYPTO,      /* "crypto-error": the crypto library failed on valid input */
+	FLEET_CODE_IO,          /* "io-error": a system call or the database's file failed */
+	FLEET_CODE_INVALID_ARG, /* "invalid-argument": a caller's value was refused */
+	FLEET_CODE_NOT_FOUND,   /* "not-found" */
+	FLEET_CODE_CONFLICT,    /* "conflict": would contradict what is held */
+	FLEET_CODE_EK_MISMATCH, /* "ek-mismatch": the EKs differ from the ones held */
+	FLEET_CODE_FULL,        /* "full": a cap on rows was reached */
+	FLEET_CODE_BUSY,        /* "busy": locked by another writer past the timeout */
+	FLEET_CODE_READONLY,    /* "read-only": a write through a read-only handle */
+	FLEET_CODE_UNSAFE,      /* "unsafe-permissions": a file or directory open to others */
+	FLEET_CODE_SCHEMA,      /* "schema-version": a version this program does not read */
+	FLEET_CODE_CORRUPT,     /* "corrupt": stored state that cannot be */
+	FLEET_CODE_AMBIGUOUS,   /* "ambiguous": more than one answer where one is required */
+	FLEET_CODE_UNAVAILABLE, /* "unavailable": a service did not answer, or refused us */
+	FLEET_CODE_STATE,       /* "bad-state": the state forbids it (a spent serial) */
+	FLEET_CODE__COUNT
+};
+
+#define FLEET_ERR(layer, code) \
+	((fleet_err)(((uint32_t)(layer) << FLEET_ERR_LAYER_SHIFT) | (uint32_t)(code)))
+
+static inline enum fleet_code fleet_err_code(fleet_err e)
+{
+	return (enum fleet_code)(e & FLEET_ERR_CODE_MASK);
+}
+
+static inline enum fleet_layer fleet_err_layer(fleet_err e)
+{
+	return (enum fleet_layer)((e & FLEET_ERR_LAYER_MASK) >> FLEET_ERR_LAYER_SHIFT);
+}
+
+/* libfleet's constants. */
+enum {
 	FLEET_OK = 0,
-	FLEET_E_TRUNCATED,   /* the input ended before a field did */
-	FLEET_E_MALFORMED,   /* a field holds a value that cannot be */
-	FLEET_E_TOO_LARGE,   /* a length or count is beyond its cap */
-	FLEET_E_UNSUPPORTED, /* well formed, but of a kind we do not handle */
-	FLEET_E_VERIFY,      /* evidence did not verify: see the reason string */
-	FLEET_E_NOMEM,
-	FLEET_E_CRYPTO,      /* the crypto library failed on valid input */
-	FLEET_E_IO,          /* reading or writing a file failed */
-	FLEET_E_INVALID_ARG, /* a caller's mistake, not the input's */
-	FLEET_E_NOT_FOUND,
-	FLEET_E__COUNT
-} fleet_err;
+	FLEET_E_TRUNCATED = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_TRUNCATED),
+	FLEET_E_MALFORMED = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_MALFORMED),
+	FLEET_E_TOO_LARGE = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_TOO_LARGE),
+	FLEET_E_UNSUPPORTED = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_UNSUPPORTED),
+	FLEET_E_VERIFY = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_VERIFY),
+	FLEET_E_NOMEM = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_NOMEM),
+	FLEET_E_CRYPTO = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_CRYPTO),
+	FLEET_E_IO = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_IO),
+	FLEET_E_INVALID_ARG = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_INVALID_ARG),
+	FLEET_E_NOT_FOUND = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_NOT_FOUND),
+	FLEET_E_UNSAFE = FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_UNSAFE),
+};
 
-/* Stable, lowercase, hyphenated: "truncated", "malformed", ... */
+/* The code's stable string, whatever the layer: "truncated", "busy", ...;
+ * "unknown-error" for a value no layer defines. */
 const char *fleet_err_str(fleet_err e);
+/* The layer's name: "lib", "store", "inventory", "spire"; "" for FLEET_OK;
+ * "unknown" for a layer not defined. */
+const char *fleet_err_layer_str(fleet_err e);
+/* Whether e is one this tree defines (a known layer and code). */
+int fleet_err_valid(fleet_err e);
 
 /*
- * Where and why a parse failed. offset is the byte offset into the outermost
- * input (readers carry their origin, so nested structures report absolute
- * offsets). detail is a short human sentence; it never contains input bytes
- * other than numbers, so it is safe to log.
+ * Where and why something failed. offset is the byte offset into the
+ * outermost input (readers carry their origin, so nested structures report
+ * absolute offsets). detail is a short human sentence. sys_errno is the
+ * errno of the system call that failed, 0 for none. ossl is the reason
+ * OpenSSL's error queue held when the failure was recorded ("" for none):
+ * its library, function and reason strings, and how many more entries the
+ * queue had. err is the value the setter returned. reason is a stable
+ * reason string (a static string, never input) where the failure is a
+ * refusal with one: "group-readable", "symlink", "ek-mismatch"; NULL when
+ * there is none. The setters leave it NULL; set it after them.
  */
 struct fleet_errctx {
+	fleet_err err;
+	const char *reason;
 	int has_offset;
 	size_t offset;
+	int sys_errno;
 	char detail[200];
+	char ossl[160];
 };
 
 /* Set ctx (if not NULL) and return e, so callers can write
@@ -53,7 +155,32 @@ fleet_err fleet_errctx_set(struct fleet_errctx *ec, fleet_err e, size_t offset,
 /* The same without an offset. */
 fleet_err fleet_errctx_msg(struct fleet_errctx *ec, fleet_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
-/* "malformed at byte 1234: event size 99999 past end of log" */
+/* The same, recording errnum (an errno value) beside the sentence. */
+fleet_err fleet_errctx_errno(struct fleet_errctx *ec, fleet_err e, int errnum,
+			     const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
+/*
+ * The same, recording the first entry of OpenSSL's error queue for this
+ * thread, and emptying the queue: an entry left there would be reported
+ * against a later, unrelated failure, and the queue grows for as long as
+ * the thread lives. Call it where an OpenSSL call failed.
+ */
+fleet_err fleet_errctx_openssl(struct fleet_errctx *ec, fleet_err e, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/*
+ * Empty this thread's OpenSSL error queue, returning the first entry's
+ * reason in out (which may be NULL). A refusal of evidence calls it: an
+ * OpenSSL verify that says "no" leaves entries behind it.
+ */
+void fleet_openssl_drain(char *out, size_t outlen);
+
+/* "malformed at byte 1234: event size 99999 past end of log", with
+ * ": <strerror>" for an errno and " (openssl: <reason>)" when they are
+ * set. The code's string comes from e, not ec->err, so a caller that
+ * passes a different error on with the same context is told the truth. */
 void fleet_errctx_format(const struct fleet_errctx *ec, fleet_err e, char *out, size_t outlen);
+/* The context's detail with errno and OpenSSL reason, without the code:
+ * "event size 99999 past end of log: No such file or directory". */
+const char *fleet_errctx_text(const struct fleet_errctx *ec, char *out, size_t outlen);
 
 #endif

@@ -191,10 +191,10 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 			      .ek_hash = e->s.ek_hash, .ek_hash_ecc = e->s.ek_hash_ecc};
 	int64_t id = 0;
 	adm_verdicts_lock(a);
-	enum fleet_store_err se = fleet_store_verdict_insert(a->d.store, &v, &id);
+	fleet_err se = fleet_store_verdict_insert(a->d.store, &v, &id);
 	if (se != FLEET_STORE_OK) {
 		lf.detail = fleet_store_errmsg(a->d.store); /* this thread's own copy */
-		lf.reason = fleet_store_err_str(se);
+		lf.reason = fleet_err_str(se);
 		adm_count(a->m.store_errors, NULL);
 		adm_log(LOG_ERR, "verdict-store-failed", &lf,
 			"the store refused a %s verdict; nothing else is recorded for this round",
@@ -313,14 +313,14 @@ bool adm_session_ended(struct fleet_admission *a, const struct adm_session *e, c
 	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = e->snap.name,
 			      .session = sid, .reason = why, .ek_hash = e->s.ek_hash,
 			      .ek_hash_ecc = e->s.ek_hash_ecc};
-	enum fleet_store_err se =
+	fleet_err se =
 		fleet_store_provisional_revoke(a->d.store, sid, why, adm_now(a), sha1s, &n);
 	if (se != FLEET_STORE_OK) {
 		lf.detail = fleet_store_errmsg(a->d.store);
 		adm_count(a->m.store_errors, NULL);
 		adm_log(LOG_ERR, "provisional-revoke-failed", &lf,
 			"the session's provisional certificates could not be marked revoked (%s); "
-			"the next start revokes them", fleet_store_err_str(se));
+			"the next start revokes them", fleet_err_str(se));
 		pthread_mutex_lock(&a->retry_mu);
 		remember_revocation(a, sid);
 		pthread_mutex_unlock(&a->retry_mu);
@@ -350,7 +350,7 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 	struct fleet_inventory *inv = a->d.inventory;
 	struct fleet_inv_device d;
 	struct fleet_inv_binding_change ch;
-	enum fleet_inv_result r;
+	fleet_err r;
 	memset(&d, 0, sizeof(d));
 	memset(&ch, 0, sizeof(ch));
 	*reason = NULL;
@@ -361,14 +361,14 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 	}
 	if (r != FLEET_INV_OK) {
 		if (!err[0])
-			snprintf(err, errlen, "inventory: %s", fleet_inv_result_str(r));
+			snprintf(err, errlen, "inventory: %s", fleet_err_str(r));
 		adm_count(a->m.inventory_errors, NULL);
 		return ADM_REREAD_UNAVAILABLE;
 	}
 	r = inv->ops->binding_change(inv, snap->device_id, &ch, err, errlen);
 	if (r != FLEET_INV_OK) {
 		if (!err[0])
-			snprintf(err, errlen, "inventory: %s", fleet_inv_result_str(r));
+			snprintf(err, errlen, "inventory: %s", fleet_err_str(r));
 		adm_count(a->m.inventory_errors, NULL);
 		return ADM_REREAD_UNAVAILABLE;
 	}

@@ -205,10 +205,10 @@ void fleet_admission_prune(struct fleet_admission *a);
  * binding_author (INVALID otherwise: no other record could prove anything).
  * A failure is counted (fleetd_store_errors_total) and err says why; the
  * pass journals it. */
-enum fleet_store_err fleet_admission_record_binding_author(
+fleet_err fleet_admission_record_binding_author(
 	struct fleet_admission *a, const struct fleet_store_binding_author *r, char *err,
 	size_t errlen);
-enum fleet_store_err fleet_admission_forget_binding_author(struct fleet_admission *a,
+fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a,
 							   int64_t device_id, bool *forgot,
 							   char *err, size_t errlen);
 

@@ -178,7 +178,7 @@ static int record_claim(struct round *r, struct fleet_buf *reply)
 	struct fleet_admission *a = r->a;
 	const char *serial = r->e->snap.serial[0] ? r->e->snap.serial : r->e->s.serial;
 	char why[256] = "";
-	enum fleet_store_err se = fleet_store_claim_upsert(a->d.store, serial, r->e->claim_reason,
+	fleet_err se = fleet_store_claim_upsert(a->d.store, serial, r->e->claim_reason,
 							   r->s.ek_hash, r->s.ek_hash_ecc,
 							   adm_now(a));
 	if (se != FLEET_STORE_OK)
@@ -192,7 +192,7 @@ static int record_claim(struct round *r, struct fleet_buf *reply)
 			r->e->claim_reason);
 	} else {
 		adm_log(LOG_ERR, "claim-store-failed", &r->lf,
-			"the pending claim could not be recorded (%s)", fleet_store_err_str(se));
+			"the pending claim could not be recorded (%s)", fleet_err_str(se));
 	}
 	/* The secrets are spent: the machine starts again with an intake. */
 	adm_lookup_forget(&a->lookup, r->e->s.serial);
@@ -226,11 +226,11 @@ static int record_provisional(struct round *r, const struct fleet_wire_verdict *
 		.ldevid_len = v->ldevid_cert.len,
 		.now = adm_now(a),
 	};
-	enum fleet_store_err se = fleet_store_provisional_issue(a->d.store, &in, lak, ldevid);
+	fleet_err se = fleet_store_provisional_issue(a->d.store, &in, lak, ldevid);
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
 	if (se != FLEET_STORE_OK) {
-		r->lf.reason = fleet_store_err_str(se);
+		r->lf.reason = fleet_err_str(se);
 		r->lf.detail = why;
 		adm_count(a->m.store_errors, NULL);
 		adm_count(r->counter, "unavailable");
@@ -255,12 +255,12 @@ static void write_inventory(struct round *r)
 	if (strcmp(r->e->ek_hash_inv, r->s.ek_hash) == 0 &&
 	    strcmp(r->e->ek_hash_ecc_inv, r->s.ek_hash_ecc) == 0)
 		return; /* already what this pass proved */
-	enum fleet_inv_result ir = a->d.inventory->ops->write_ek_hashes(
+	fleet_err ir = a->d.inventory->ops->write_ek_hashes(
 		a->d.inventory, r->e->snap.device_id, r->s.ek_hash, r->s.ek_hash_ecc, err,
 		sizeof(err));
 	if (ir != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
-		r->lf.reason = fleet_inv_result_str(ir);
+		r->lf.reason = fleet_err_str(ir);
 		r->lf.detail = err;
 		adm_log(LOG_ERR, "inventory-write-failed", &r->lf,
 			"ek_hash/ek_hash_ecc could not be written to the inventory; the store "
@@ -408,7 +408,7 @@ static int admit(struct round *r, struct fleet_buf *reply)
 	};
 	/* The passing verdict's line right after its commit (verdict_mu). */
 	adm_verdicts_lock(a);
-	enum fleet_store_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
+	fleet_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
 	if (se != FLEET_STORE_OK)
 		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
 	else
@@ -418,7 +418,7 @@ static int admit(struct round *r, struct fleet_buf *reply)
 		return 0;
 	r->lf.detail = why;
 	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO || se == FLEET_STORE_E_NOMEM) {
-		r->lf.reason = fleet_store_err_str(se);
+		r->lf.reason = fleet_err_str(se);
 		adm_count(a->m.store_errors, NULL);
 		adm_count(r->counter, "unavailable");
 		adm_log(LOG_ERR, "confirm-store-failed", &r->lf,

@@ -20,10 +20,10 @@ enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
 				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,
 				    char *err, size_t errlen)
 {
-	enum fleet_store_err se = fleet_store_binding_author_get(a->d.store, device_id, rec);
+	fleet_err se = fleet_store_binding_author_get(a->d.store, device_id, rec);
 	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND) {
 		snprintf(err, errlen, "the store: %s (%s)", fleet_store_errmsg(a->d.store),
-			 fleet_store_err_str(se));
+			 fleet_err_str(se));
 		adm_count(a->m.store_errors, NULL);
 	}
 	if (se == FLEET_STORE_E_NOT_FOUND)
@@ -46,7 +46,7 @@ void adm_author_time(int64_t t, char out[32])
 		snprintf(out, 32, "%lld", (long long)t);
 }
 
-enum fleet_store_err fleet_admission_record_binding_author(
+fleet_err fleet_admission_record_binding_author(
 	struct fleet_admission *a, const struct fleet_store_binding_author *r, char *err,
 	size_t errlen)
 {
@@ -57,7 +57,7 @@ enum fleet_store_err fleet_admission_record_binding_author(
 			 a->d.config->binding_author);
 		return FLEET_STORE_E_INVALID;
 	}
-	enum fleet_store_err se = fleet_store_binding_author_record(a->d.store, r);
+	fleet_err se = fleet_store_binding_author_record(a->d.store, r);
 	if (se != FLEET_STORE_OK) {
 		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
 		adm_count(a->m.store_errors, NULL);
@@ -65,11 +65,11 @@ enum fleet_store_err fleet_admission_record_binding_author(
 	return se;
 }
 
-enum fleet_store_err fleet_admission_forget_binding_author(struct fleet_admission *a,
+fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a,
 							   int64_t device_id, bool *forgot,
 							   char *err, size_t errlen)
 {
-	enum fleet_store_err se = fleet_store_binding_author_forget(a->d.store, device_id, forgot);
+	fleet_err se = fleet_store_binding_author_forget(a->d.store, device_id, forgot);
 	if (se != FLEET_STORE_OK) {
 		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
 		adm_count(a->m.store_errors, NULL);

@@ -203,7 +203,7 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 	memset(&ch, 0, sizeof(ch));
 	if (!adm_lookup_budget(&a->lookup))
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
-	enum fleet_inv_result r =
+	fleet_err r =
 		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
 	if (r != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
@@ -233,11 +233,11 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	struct fleet_inv_binding_change ch;
 	char err[256] = "";
 
-	enum fleet_store_err se =
+	fleet_err se =
 		fleet_store_device_check_eks(a->d.store, d->serial, t->s.ek_hash, t->s.ek_hash_ecc);
 	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND &&
 	    se != FLEET_STORE_E_EK_MISMATCH) {
-		t->lf.reason = fleet_store_err_str(se);
+		t->lf.reason = fleet_err_str(se);
 		t->lf.detail = fleet_store_errmsg(a->d.store);
 		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
 				"the store could not be read; nothing is decided");
@@ -265,7 +265,7 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	memset(&ch, 0, sizeof(ch));
 	if (!adm_lookup_budget(&a->lookup))
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
-	enum fleet_inv_result r =
+	fleet_err r =
 		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
 	if (r != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
@@ -351,7 +351,7 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	/* I3 */
 	memset(&snap, 0, sizeof(snap));
 	bool over_budget;
-	enum fleet_inv_result r =
+	fleet_err r =
 		adm_lookup_device(&a->lookup, t->in->serial, d, &over_budget, err, sizeof(err));
 	if (over_budget)
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");

@@ -81,7 +81,7 @@ static bool take_token(struct adm_lookup *l, const struct timespec *now)
 	return true;
 }
 
-enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial,
+fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial,
 					struct fleet_inv_device *out, bool *over_budget, char *err,
 					size_t errlen)
 {
@@ -102,7 +102,7 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 		if (!e->inflight) {
 			/* the answer this intake waited for, or a fresh one */
 			if ((waited && e->gen == gen) || secs_between(&e->at, &now) < l->ttl_s) {
-				enum fleet_inv_result r = e->r;
+				fleet_err r = e->r;
 				*out = e->dev;
 				pthread_mutex_unlock(&l->mu);
 				return r;
@@ -133,7 +133,7 @@ enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial
 	l->requests++;
 	pthread_mutex_unlock(&l->mu);
 
-	enum fleet_inv_result r = l->inv->ops->find_by_serial(l->inv, serial, out, err, errlen);
+	fleet_err r = l->inv->ops->find_by_serial(l->inv, serial, out, err, errlen);
 
 	pthread_mutex_lock(&l->mu);
 	if (e) {

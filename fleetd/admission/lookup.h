@@ -35,7 +35,7 @@ struct adm_lookup_entry {
 	bool used, inflight;
 	unsigned long gen; /* which lookup filled it: its waiters take its answer */
 	struct timespec at; /* CLOCK_MONOTONIC of the answer */
-	enum fleet_inv_result r;
+	fleet_err r;
 	struct fleet_inv_device dev;
 };
 
@@ -58,7 +58,7 @@ void adm_lookup_destroy(struct adm_lookup *l);
 /* find_by_serial, bounded as above. Returns the inventory's result; when
  * the budget says no, *over_budget is set, nothing is asked, and the
  * result is FLEET_INV_UNAVAILABLE. */
-enum fleet_inv_result adm_lookup_device(struct adm_lookup *l, const char *serial,
+fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial,
 					struct fleet_inv_device *out, bool *over_budget, char *err,
 					size_t errlen);
 

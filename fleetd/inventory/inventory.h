@@ -17,15 +17,21 @@
 #include <stdint.h>
 #include <time.h>
 
-enum fleet_inv_result {
-	FLEET_INV_OK = 0,
-	FLEET_INV_NOT_FOUND,   /* no device with that serial */
-	FLEET_INV_AMBIGUOUS,   /* more than one: a refusal, never a guess */
-	FLEET_INV_UNAVAILABLE, /* transport error, timeout, 5xx, auth failure */
-	FLEET_INV_INVALID,     /* the inventory answered with something malformed */
-};
+#include "lib/fleet_err.h"
 
-const char *fleet_inv_result_str(enum fleet_inv_result r);
+/* What an inventory call says, in the one error space (lib/fleet_err.h):
+ * layer FLEET_LAYER_INVENTORY. NOT_FOUND and AMBIGUOUS are answers about
+ * the inventory's contents; UNAVAILABLE and NOMEM say it could not answer;
+ * INVALID that it answered with something malformed. */
+#define FLEET_INV_ERR(code) FLEET_ERR(FLEET_LAYER_INVENTORY, FLEET_CODE_##code)
+enum {
+	FLEET_INV_OK = FLEET_OK,
+	FLEET_INV_NOT_FOUND = FLEET_INV_ERR(NOT_FOUND),     /* no device with that serial */
+	FLEET_INV_AMBIGUOUS = FLEET_INV_ERR(AMBIGUOUS),     /* more than one: a refusal, never a guess */
+	FLEET_INV_UNAVAILABLE = FLEET_INV_ERR(UNAVAILABLE), /* transport error, timeout, 5xx, auth failure */
+	FLEET_INV_INVALID = FLEET_INV_ERR(MALFORMED),       /* the inventory answered with something malformed */
+	FLEET_INV_NOMEM = FLEET_INV_ERR(NOMEM),             /* this process ran out of memory, not NetBox */
+};
 
 #define FLEET_INV_STR 128
 
@@ -88,18 +94,18 @@ const char *fleet_inv_bound_stop(const struct fleet_inv_bound *b);
 struct fleet_inventory;
 
 struct fleet_inventory_ops {
-	enum fleet_inv_result (*find_by_serial)(struct fleet_inventory *inv, const char *serial,
+	fleet_err (*find_by_serial)(struct fleet_inventory *inv, const char *serial,
 						struct fleet_inv_device *out, char *err, size_t errlen);
-	enum fleet_inv_result (*get)(struct fleet_inventory *inv, long id,
+	fleet_err (*get)(struct fleet_inventory *inv, long id,
 				     struct fleet_inv_device *out, char *err, size_t errlen);
-	enum fleet_inv_result (*binding_change)(struct fleet_inventory *inv, long id,
+	fleet_err (*binding_change)(struct fleet_inventory *inv, long id,
 						struct fleet_inv_binding_change *out, char *err,
 						size_t errlen);
 	/* fleetd writes only ek_hash, ek_hash_ecc ("" clears) and status. */
-	enum fleet_inv_result (*write_ek_hashes)(struct fleet_inventory *inv, long id,
+	fleet_err (*write_ek_hashes)(struct fleet_inventory *inv, long id,
 						 const char *ek_hash, const char *ek_hash_ecc,
 						 char *err, size_t errlen);
-	enum fleet_inv_result (*set_status)(struct fleet_inventory *inv, long id,
+	fleet_err (*set_status)(struct fleet_inventory *inv, long id,
 					    const char *status, char *err, size_t errlen);
 	/* Every device (pagination followed to the end), judged one by one:
 	 * the well-formed ones in *out, the malformed ones in *bad (both
@@ -107,12 +113,12 @@ struct fleet_inventory_ops {
 	 * does not answer, or a listing that is unusable as a whole (not
 	 * JSON, no results array, a foreign next link, over the caps), fails
 	 * the list; then *out and *bad are NULL. */
-	enum fleet_inv_result (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
+	fleet_err (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				      char *err, size_t errlen);
 	/* list, bounded (may be NULL: list is one bounded read, as the
 	 * nodes file's is). */
-	enum fleet_inv_result (*list_bounded)(struct fleet_inventory *inv,
+	fleet_err (*list_bounded)(struct fleet_inventory *inv,
 					      const struct fleet_inv_bound *bound,
 					      struct fleet_inv_device **out, size_t *n,
 					      struct fleet_inv_malformed **bad, size_t *n_bad,

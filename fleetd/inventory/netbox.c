@@ -171,7 +171,7 @@ static void read_retry_after(CURL *h, struct resp *r)
  * (r->status holds the status, r->body the body); UNAVAILABLE means it did
  * not; INVALID means its answer was over the size cap (r->over).
  */
-static enum fleet_inv_result exchange(struct netbox *nb, const char *method, const char *url,
+static fleet_err exchange(struct netbox *nb, const char *method, const char *url,
 				      const char *body, long timeout_ms, struct resp *r,
 				      char *err, size_t errlen)
 {
@@ -395,14 +395,14 @@ static bool retry_after(const struct resp *r, int retries, long long deadline,
  * NetBox is not where base_url says it is. *over (may be NULL): the answer
  * was over FLEET_NETBOX_MAX_RESPONSE.
  */
-static enum fleet_inv_result request_json(struct netbox *nb, const char *method, const char *url,
+static fleet_err request_json(struct netbox *nb, const char *method, const char *url,
 					  const char *body, bool not_found_ok, json_t **out,
 					  bool *over, char *err, size_t errlen)
 {
 	struct resp r = {0};
 	char detail[400], note[160] = "";
 	long long deadline = now_ms() + nb->timeout_ms, wait_ms = 0;
-	enum fleet_inv_result res;
+	fleet_err res;
 	*out = NULL;
 	if (over)
 		*over = false;
@@ -519,7 +519,7 @@ static bool url_escape(const char *s, char *out, size_t outlen)
  * must be the endpoint we asked for, and the page is asked of our own origin
  * and prefix. The token goes to base_url and nowhere else.
  */
-static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, const char *endpoint,
+static fleet_err next_url(struct netbox *nb, const json_t *next, const char *endpoint,
 				      char *url, size_t urllen, char *err, size_t errlen)
 {
 	const char *s = json_string_value(next);
@@ -557,7 +557,7 @@ static enum fleet_inv_result next_url(struct netbox *nb, const json_t *next, con
 }
 
 /* Called for each result of a listing; a non-OK result stops the walk. */
-typedef enum fleet_inv_result (*each_fn)(const json_t *item, void *ctx, char *err,
+typedef fleet_err (*each_fn)(const json_t *item, void *ctx, char *err,
 					 size_t errlen);
 
 /* The value of the query parameter name in url, as Django reads it (the
@@ -626,7 +626,7 @@ static bool set_limit(char *url, size_t urllen, unsigned n)
  * walk keeps the smaller limit, so pages of big objects are not asked twice
  * each. One object over the cap on its own fails the walk.
  */
-static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const char *query,
+static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query,
 				  each_fn fn, void *ctx, const struct fleet_inv_bound *bound,
 				  char *err, size_t errlen)
 {
@@ -649,7 +649,7 @@ static enum fleet_inv_result walk(struct netbox *nb, const char *endpoint, const
 				 endpoint, page, page == 1 ? "" : "s", stop);
 			return FLEET_INV_UNAVAILABLE;
 		}
-		enum fleet_inv_result r =
+		fleet_err r =
 			request_json(nb, "GET", url, NULL, false, &j, &over, err, errlen);
 		if (r == FLEET_INV_INVALID && over) {
 			unsigned limit = query_limit(url);
@@ -773,7 +773,7 @@ static void check_fields(struct netbox *nb, const json_t *o, const char **missin
 
 /* A device answer (GET, or a listing's result) that passed nb_parse_device:
  * INVALID when a field asked for is missing. */
-static enum fleet_inv_result device_complete(struct netbox *nb, const json_t *o,
+static fleet_err device_complete(struct netbox *nb, const json_t *o,
 					     const struct fleet_inv_device *d, char *reason,
 					     size_t reasonlen, char *err, size_t errlen)
 {
@@ -811,11 +811,11 @@ struct find_ctx {
 	long ids[2];
 };
 
-static enum fleet_inv_result find_each(const json_t *item, void *ctx, char *err, size_t errlen)
+static fleet_err find_each(const json_t *item, void *ctx, char *err, size_t errlen)
 {
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
-	enum fleet_inv_result r = nb_parse_device(item, &d, NULL, 0, err, errlen);
+	fleet_err r = nb_parse_device(item, &d, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK)
 		r = device_complete(f->nb, item, &d, NULL, 0, err, errlen);
 	if (r != FLEET_INV_OK)
@@ -834,7 +834,7 @@ static enum fleet_inv_result find_each(const json_t *item, void *ctx, char *err,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, const char *serial,
+static fleet_err nb_find_by_serial(struct fleet_inventory *inv, const char *serial,
 					       struct fleet_inv_device *out, char *err,
 					       size_t errlen)
 {
@@ -853,7 +853,7 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 		return FLEET_INV_NOT_FOUND;
 	}
 	snprintf(q, sizeof(q), "serial=%s&" DEVICE_QUERY, esc);
-	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", q, find_each, &f, NULL, err, errlen);
+	fleet_err r = walk(nb, "/api/dcim/devices/", q, find_each, &f, NULL, err, errlen);
 	if (r != FLEET_INV_OK) {
 		memset(out, 0, sizeof(*out));
 		return r;
@@ -872,10 +872,10 @@ static enum fleet_inv_result nb_find_by_serial(struct fleet_inventory *inv, cons
 }
 
 /* Parse a single-device answer and check it is the device asked for. */
-static enum fleet_inv_result device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
+static fleet_err device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
 					   struct fleet_inv_device *out, char *err, size_t errlen)
 {
-	enum fleet_inv_result r = nb_parse_device(j, out, NULL, 0, err, errlen);
+	fleet_err r = nb_parse_device(j, out, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK && asked_fields)
 		r = device_complete(nb, j, out, NULL, 0, err, errlen);
 	if (r == FLEET_INV_OK && out->id != id) {
@@ -887,7 +887,7 @@ static enum fleet_inv_result device_answer(struct netbox *nb, json_t *j, long id
 	return r;
 }
 
-static enum fleet_inv_result nb_get(struct fleet_inventory *inv, long id,
+static fleet_err nb_get(struct fleet_inventory *inv, long id,
 				    struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
@@ -899,7 +899,7 @@ static enum fleet_inv_result nb_get(struct fleet_inventory *inv, long id,
 		return FLEET_INV_NOT_FOUND;
 	}
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?" DEVICE_QUERY, nb->base, id);
-	enum fleet_inv_result r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
+	fleet_err r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
 	if (r != FLEET_INV_OK)
 		return r;
 	r = device_answer(nb, j, id, true, out, err, errlen);
@@ -913,12 +913,12 @@ struct change_ctx {
 	bool found;
 };
 
-static enum fleet_inv_result change_each(const json_t *item, void *ctx, char *err,
+static fleet_err change_each(const json_t *item, void *ctx, char *err,
 					 size_t errlen)
 {
 	struct change_ctx *c = ctx;
 	struct nb_change ch;
-	enum fleet_inv_result r = nb_parse_change(item, c->device_id, &ch, err, errlen);
+	fleet_err r = nb_parse_change(item, c->device_id, &ch, err, errlen);
 	if (r != FLEET_INV_OK || !ch.binding_changed)
 		return r;
 	/* Newest by time, then by id; the ordering we asked for is not trusted. */
@@ -931,7 +931,7 @@ static enum fleet_inv_result change_each(const json_t *item, void *ctx, char *er
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_binding_change(struct fleet_inventory *inv, long id,
+static fleet_err nb_binding_change(struct fleet_inventory *inv, long id,
 					       struct fleet_inv_binding_change *out, char *err,
 					       size_t errlen)
 {
@@ -945,7 +945,7 @@ static enum fleet_inv_result nb_binding_change(struct fleet_inventory *inv, long
 	}
 	snprintf(q, sizeof(q), "changed_object_type=dcim.device&changed_object_id=%ld"
 		 "&ordering=-time", id);
-	enum fleet_inv_result r = walk(nb, "/api/core/object-changes/", q, change_each, &c, NULL, err,
+	fleet_err r = walk(nb, "/api/core/object-changes/", q, change_each, &c, NULL, err,
 				       errlen);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -959,7 +959,7 @@ static enum fleet_inv_result nb_binding_change(struct fleet_inventory *inv, long
 }
 
 /* PATCH a device with body and read the device NetBox answers with. */
-static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
+static fleet_err patch(struct netbox *nb, long id, json_t *body,
 				   struct fleet_inv_device *after, char *err, size_t errlen)
 {
 	char url[MAX_URL];
@@ -970,7 +970,7 @@ static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
 		return FLEET_INV_UNAVAILABLE;
 	}
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/", nb->base, id);
-	enum fleet_inv_result r = request_json(nb, "PATCH", url, text, true, &j, NULL, err, errlen);
+	fleet_err r = request_json(nb, "PATCH", url, text, true, &j, NULL, err, errlen);
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -979,7 +979,7 @@ static enum fleet_inv_result patch(struct netbox *nb, long id, json_t *body,
 	return r;
 }
 
-static enum fleet_inv_result nb_write_ek_hashes(struct fleet_inventory *inv, long id,
+static fleet_err nb_write_ek_hashes(struct fleet_inventory *inv, long id,
 						const char *ek_hash, const char *ek_hash_ecc,
 						char *err, size_t errlen)
 {
@@ -1012,7 +1012,7 @@ static enum fleet_inv_result nb_write_ek_hashes(struct fleet_inventory *inv, lon
 			return FLEET_INV_UNAVAILABLE;
 		}
 	}
-	enum fleet_inv_result r = patch(nb, id, body, &after, err, errlen);
+	fleet_err r = patch(nb, id, body, &after, err, errlen);
 	json_decref(body);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -1024,7 +1024,7 @@ static enum fleet_inv_result nb_write_ek_hashes(struct fleet_inventory *inv, lon
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_set_status(struct fleet_inventory *inv, long id,
+static fleet_err nb_set_status(struct fleet_inventory *inv, long id,
 					   const char *status, char *err, size_t errlen)
 {
 	struct netbox *nb = (struct netbox *)inv;
@@ -1042,7 +1042,7 @@ static enum fleet_inv_result nb_set_status(struct fleet_inventory *inv, long id,
 		snprintf(err, errlen, "out of memory");
 		return FLEET_INV_UNAVAILABLE;
 	}
-	enum fleet_inv_result r = patch(nb, id, body, &after, err, errlen);
+	fleet_err r = patch(nb, id, body, &after, err, errlen);
 	json_decref(body);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -1108,7 +1108,7 @@ static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
 
 /* Each device is judged on its own: a malformed one is reported in l->bad
  * and the walk goes on. */
-static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err, size_t errlen)
+static fleet_err list_each(const json_t *item, void *ctx, char *err, size_t errlen)
 {
 	struct list_ctx *l = ctx;
 	if (!list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) ||
@@ -1119,7 +1119,7 @@ static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err,
 	struct fleet_inv_malformed *m = &l->bad[l->n_bad];
 	char perr[256];
 	memset(m, 0, sizeof(*m));
-	enum fleet_inv_result r =
+	fleet_err r =
 		nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), perr, sizeof(perr));
 	if (r == FLEET_INV_OK)
 		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), perr,
@@ -1142,7 +1142,7 @@ static enum fleet_inv_result list_each(const json_t *item, void *ctx, char *err,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_list_bounded(struct fleet_inventory *inv,
+static fleet_err nb_list_bounded(struct fleet_inventory *inv,
 					     const struct fleet_inv_bound *bound,
 					     struct fleet_inv_device **out, size_t *n,
 					     struct fleet_inv_malformed **bad, size_t *n_bad, char *err,
@@ -1154,7 +1154,7 @@ static enum fleet_inv_result nb_list_bounded(struct fleet_inventory *inv,
 	*n = 0;
 	*bad = NULL;
 	*n_bad = 0;
-	enum fleet_inv_result r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
+	fleet_err r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
 				       list_each, &l, bound, err, errlen);
 	if (r != FLEET_INV_OK) {
 		free(l.v);
@@ -1174,7 +1174,7 @@ static enum fleet_inv_result nb_list_bounded(struct fleet_inventory *inv,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				     char *err, size_t errlen)
 {

@@ -34,7 +34,7 @@ struct why {
 	size_t len;
 };
 
-static enum fleet_inv_result bad(struct why *w, const char *field, const char *problem)
+static fleet_err bad(struct why *w, const char *field, const char *problem)
 {
 	if (w && w->buf && w->len)
 		snprintf(w->buf, w->len, "%s:%s", field, problem);
@@ -46,7 +46,7 @@ static enum fleet_inv_result bad(struct why *w, const char *field, const char *p
  * "" when optional, else INVALID; any other type, an embedded NUL, a control
  * character or a length of cap or more is INVALID. what names the object.
  */
-static enum fleet_inv_result get_text_as(const json_t *o, const char *key, const char *label,
+static fleet_err get_text_as(const json_t *o, const char *key, const char *label,
 					 const char *field, struct why *w, bool optional,
 					 char *out, size_t cap, const char *what, char *err,
 					 size_t errlen)
@@ -78,14 +78,14 @@ static enum fleet_inv_result get_text_as(const json_t *o, const char *key, const
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result get_text(const json_t *o, const char *key, struct why *w,
+static fleet_err get_text(const json_t *o, const char *key, struct why *w,
 				      bool optional, char *out, size_t cap, const char *what,
 				      char *err, size_t errlen)
 {
 	return get_text_as(o, key, key, key, w, optional, out, cap, what, err, errlen);
 }
 
-static enum fleet_inv_result get_custom_text(const json_t *cf, const char *key, struct why *w,
+static fleet_err get_custom_text(const json_t *cf, const char *key, struct why *w,
 					     char *out, size_t cap, const char *what, char *err,
 					     size_t errlen)
 {
@@ -95,7 +95,7 @@ static enum fleet_inv_result get_custom_text(const json_t *cf, const char *key, 
 	return get_text_as(cf, key, label, field, w, true, out, cap, what, err, errlen);
 }
 
-static enum fleet_inv_result get_id(const json_t *o, const char *key, struct why *w, long *out,
+static fleet_err get_id(const json_t *o, const char *key, struct why *w, long *out,
 				    const char *what, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(o, key);
@@ -109,7 +109,7 @@ static enum fleet_inv_result get_id(const json_t *o, const char *key, struct why
 }
 
 /* A boolean custom field: true, false, or null/absent (unset). */
-static enum fleet_inv_result get_tristate(const json_t *cf, const char *key, struct why *w,
+static fleet_err get_tristate(const json_t *cf, const char *key, struct why *w,
 					  int *out, const char *what, char *err, size_t errlen)
 {
 	const json_t *v = json_object_get(cf, key);
@@ -145,11 +145,11 @@ bool nb_is_status_slug(const char *s)
 	return i >= 1 && i <= 31;
 }
 
-static enum fleet_inv_result get_ek_hash(const json_t *cf, const char *key, struct why *w,
+static fleet_err get_ek_hash(const json_t *cf, const char *key, struct why *w,
 					 char out[65], const char *what, char *err, size_t errlen)
 {
 	char tmp[FLEET_INV_STR];
-	enum fleet_inv_result r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, err,
+	fleet_err r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, err,
 						  errlen);
 	if (r != FLEET_INV_OK)
 		return r;
@@ -206,10 +206,10 @@ static const struct text_field text_fields[] = {
 };
 #undef TF
 
-enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
+fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
 				      size_t reasonlen, char *err, size_t errlen)
 {
-	enum fleet_inv_result r;
+	fleet_err r;
 	char what[48] = "device";
 	struct why why = {reason, reasonlen}, *w = &why;
 	if (reason && reasonlen)
@@ -339,7 +339,7 @@ bool nb_parse_time(const char *s, time_t *t, long *usec)
  * The binding value key from a change-log snapshot (prechange_data or
  * postchange_data, either may be null): absent, null and "" all mean unset.
  */
-static enum fleet_inv_result snapshot_value(const json_t *snap, const char *key, const char **out,
+static fleet_err snapshot_value(const json_t *snap, const char *key, const char **out,
 					    const char *what, char *err, size_t errlen)
 {
 	*out = "";
@@ -367,10 +367,10 @@ static enum fleet_inv_result snapshot_value(const json_t *snap, const char *key,
 	return FLEET_INV_OK;
 }
 
-enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
+fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 				      char *err, size_t errlen)
 {
-	enum fleet_inv_result r;
+	fleet_err r;
 	char what[64] = "object change";
 	char buf[64];
 	long obj_id;

@@ -17,7 +17,7 @@
 /* A device object (GET /api/dcim/devices/N/ or one list result). On
  * INVALID, reason (may be NULL) gets the stable "<field>:<problem>" of the
  * first fault, e.g. "custom_fields.class:too-long". */
-enum fleet_inv_result nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
+fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
 				      size_t reasonlen, char *err, size_t errlen);
 
 /* One object change, reduced to what the binding rule needs. */
@@ -30,7 +30,7 @@ struct nb_change {
 };
 
 /* An entry of /api/core/object-changes/; it must be about dcim.device id. */
-enum fleet_inv_result nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
+fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 				      char *err, size_t errlen);
 
 /* ISO 8601 as Django REST framework writes it: 2024-05-01T12:34:56[.ffffff]

@@ -221,7 +221,7 @@ static void prune_overlay(struct nodes_inv *ni)
 }
 
 /* Make the in-memory copy match the file, reading it again when it changed. */
-static enum fleet_inv_result refresh(struct nodes_inv *ni, char *err, size_t errlen)
+static fleet_err refresh(struct nodes_inv *ni, char *err, size_t errlen)
 {
 	struct fleet_file f;
 	int rc = open_checked(ni->path, &f, err, errlen);
@@ -301,13 +301,13 @@ static void copy_out(struct nodes_inv *ni, const struct fleet_inv_device *d,
 
 #define NI(inv) ((struct nodes_inv *)(inv))
 
-static enum fleet_inv_result nf_find_by_serial(struct fleet_inventory *inv, const char *serial,
+static fleet_err nf_find_by_serial(struct fleet_inventory *inv, const char *serial,
 					       struct fleet_inv_device *out, char *err,
 					       size_t errlen)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK) {
 		r = FLEET_INV_NOT_FOUND;
 		for (size_t i = 0; serial && i < ni->n; i++)
@@ -323,12 +323,12 @@ static enum fleet_inv_result nf_find_by_serial(struct fleet_inventory *inv, cons
 	return r;
 }
 
-static enum fleet_inv_result nf_get(struct fleet_inventory *inv, long id,
+static fleet_err nf_get(struct fleet_inventory *inv, long id,
 				    struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK) {
 		const struct fleet_inv_device *d = find_id(ni, id);
 		if (d)
@@ -342,13 +342,13 @@ static enum fleet_inv_result nf_get(struct fleet_inventory *inv, long id,
 	return r;
 }
 
-static enum fleet_inv_result nf_binding_change(struct fleet_inventory *inv, long id,
+static fleet_err nf_binding_change(struct fleet_inventory *inv, long id,
 					       struct fleet_inv_binding_change *out, char *err,
 					       size_t errlen)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK) {
 		const struct fleet_inv_device *d = find_id(ni, id);
 		if (!d) {
@@ -373,7 +373,7 @@ static bool hash_ok(const char *h)
 	return h && (!h[0] || (strlen(h) == 64 && fleet_hex_is_lower(h, 64)));
 }
 
-static enum fleet_inv_result nf_write_ek_hashes(struct fleet_inventory *inv, long id,
+static fleet_err nf_write_ek_hashes(struct fleet_inventory *inv, long id,
 						const char *ek_hash, const char *ek_hash_ecc,
 						char *err, size_t errlen)
 {
@@ -383,7 +383,7 @@ static enum fleet_inv_result nf_write_ek_hashes(struct fleet_inventory *inv, lon
 		return FLEET_INV_INVALID;
 	}
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK && !find_id(ni, id)) {
 		say(err, errlen, "no node with id %ld in %s", id, ni->path);
 		r = FLEET_INV_NOT_FOUND;
@@ -402,7 +402,7 @@ static enum fleet_inv_result nf_write_ek_hashes(struct fleet_inventory *inv, lon
 	return r;
 }
 
-static enum fleet_inv_result nf_set_status(struct fleet_inventory *inv, long id,
+static fleet_err nf_set_status(struct fleet_inventory *inv, long id,
 					   const char *status, char *err, size_t errlen)
 {
 	static const char *const ok[] = {"offline", "active",          "planned", "staged",
@@ -417,7 +417,7 @@ static enum fleet_inv_result nf_set_status(struct fleet_inventory *inv, long id,
 	}
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	const struct fleet_inv_device *d = r == FLEET_INV_OK ? find_id(ni, id) : NULL;
 	if (r == FLEET_INV_OK && !d) {
 		say(err, errlen, "no node with id %ld in %s", id, ni->path);
@@ -441,7 +441,7 @@ static enum fleet_inv_result nf_set_status(struct fleet_inventory *inv, long id,
 /* The nodes file is the operator's one document, checked whole on every
  * load (entry by entry, with the line named): an entry that does not pass
  * makes the file unreadable, so a listing never has malformed devices. */
-static enum fleet_inv_result nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				     char *err, size_t errlen)
 {
@@ -451,7 +451,7 @@ static enum fleet_inv_result nf_list(struct fleet_inventory *inv, struct fleet_i
 	*bad = NULL;
 	*n_bad = 0;
 	pthread_mutex_lock(&ni->mu);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r == FLEET_INV_OK) {
 		struct fleet_inv_device *all = calloc(ni->n ? ni->n : 1, sizeof(*all));
 		if (!all) {
@@ -505,7 +505,7 @@ fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out, 
 	ni->base.ops = &nodes_file_ops;
 	pthread_mutex_init(&ni->mu, NULL);
 	memcpy(ni->path, path, strlen(path) + 1);
-	enum fleet_inv_result r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, err, errlen);
 	if (r != FLEET_INV_OK) {
 		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED
 			      : ni->refused         ? FLEET_E_VERIFY

@@ -151,14 +151,15 @@ static const char *count(struct fleet_pass *p, const char *result)
 	return result;
 }
 
-static const char *spire_result(enum fleet_spire_err e)
+static const char *spire_result(fleet_err e)
 {
-	switch (e) {
-	case FLEET_SPIRE_OK:
+	if (e == FLEET_OK)
 		return "ok";
-	case FLEET_SPIRE_E_INVENTORY:
+	/* A failure keeps the layer it began in (lib/fleet_err.h). */
+	switch (fleet_err_layer(e)) {
+	case FLEET_LAYER_INVENTORY:
 		return "inventory-error";
-	case FLEET_SPIRE_E_STORE:
+	case FLEET_LAYER_STORE:
 		return "store-error";
 	default:
 		return "write-error";
@@ -242,7 +243,7 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 		}
 		char err[256] = "", id_s[24];
 		snprintf(id_s, sizeof(id_s), "%ld", x->inventory_id);
-		enum fleet_inv_result r = inv->ops->write_ek_hashes(
+		fleet_err r = inv->ops->write_ek_hashes(
 			inv, x->inventory_id, x->ek_hash, x->ek_hash_ecc, err, sizeof(err));
 		if (r == FLEET_INV_OK) {
 			fleet_log(LOG_NOTICE, "ek-hash-written",
@@ -256,10 +257,10 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 			fleet_log(LOG_WARNING, "ek-hash-write-failed",
 				  FLEET_LOG_FIELDS({"FLEET_DEVICE", x->name},
 						   {"FLEET_INVENTORY_ID", id_s},
-						   {"FLEET_REASON", fleet_inv_result_str(r)}),
+						   {"FLEET_REASON", fleet_err_str(r)}),
 				  "pass: writing the ek_hash of %s to the inventory failed (%s): "
 				  "%s; the next pass tries again",
-				  x->name, fleet_inv_result_str(r), err);
+				  x->name, fleet_err_str(r), err);
 			if (p->ek_writes)
 				fleet_metric_inc_label(p->ek_writes, "failed");
 		}
@@ -275,7 +276,7 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 	bool changed = false;
 	int64_t serial = 0;
 	memset(&doc, 0, sizeof(doc));
-	enum fleet_spire_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
+	fleet_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
 							 now, &doc, err, sizeof(err));
 	if (cancelled(p)) {
 		/* fleetd is stopping: the previous file stands, the next start's
@@ -299,8 +300,8 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 		/* The previous file stands: a pass that could not see the
 		 * inventory must not make anyone eligible or ineligible. */
 		fleet_log(LOG_ERR, "pass-failed",
-			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_spire_err_str(e)}),
-			  "pass: spire-nodes.json not written (%s): %s", fleet_spire_err_str(e), err);
+			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_err_str(e)}),
+			  "pass: spire-nodes.json not written (%s): %s", fleet_err_str(e), err);
 		fleet_spire_doc_free(&doc);
 		return result;
 	}
@@ -342,12 +343,12 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 		result = spire_pass(p, &listing.inv, now);
 	} else if (authors) {
 		char err[512] = "";
-		enum fleet_inv_result r = pass_listing_list(&listing, err, sizeof(err));
+		fleet_err r = pass_listing_list(&listing, err, sizeof(err));
 		if (r != FLEET_INV_OK) {
 			fleet_log(LOG_ERR, "pass-failed",
 				  FLEET_LOG_FIELDS({"FLEET_REASON", "inventory"}),
 				  "pass: the inventory could not be listed (%s): %s; binding author "
-				  "records are left as they are", fleet_inv_result_str(r), err);
+				  "records are left as they are", fleet_err_str(r), err);
 			result = "inventory-error";
 		}
 	}

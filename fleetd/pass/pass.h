@@ -95,9 +95,9 @@ struct fleet_pass_deps {
 	 * fleet_admission_record_binding_author and
 	 * fleet_admission_forget_binding_author). NULL: the pass keeps no
 	 * records. err gets the store's sentence on failure. */
-	enum fleet_store_err (*record_author)(void *ctx, const struct fleet_store_binding_author *r,
+	fleet_err (*record_author)(void *ctx, const struct fleet_store_binding_author *r,
 					      char *err, size_t errlen);
-	enum fleet_store_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
+	fleet_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
 					      char *err, size_t errlen);
 	void *author_ctx;
 	/* Unproven devices whose change log one pass reads (B2); 0:

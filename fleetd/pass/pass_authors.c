@@ -84,13 +84,13 @@ static void copy_listing(struct pass_listing *l, const struct fleet_inv_device *
 		qsort(l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp);
 }
 
-static enum fleet_inv_result view_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err view_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				       char *err, size_t errlen)
 {
 	struct pass_listing *l = view_of(inv);
 	const struct fleet_inventory_ops *o = l->real->ops;
-	enum fleet_inv_result r =
+	fleet_err r =
 		o->list_bounded
 			? o->list_bounded(l->real, &l->bound, out, n, bad, n_bad, err, errlen)
 			: o->list(l->real, out, n, bad, n_bad, err, errlen);
@@ -102,21 +102,21 @@ static enum fleet_inv_result view_list(struct fleet_inventory *inv, struct fleet
 	return r;
 }
 
-static enum fleet_inv_result view_find(struct fleet_inventory *inv, const char *serial,
+static fleet_err view_find(struct fleet_inventory *inv, const char *serial,
 				       struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
 	return real->ops->find_by_serial(real, serial, out, err, errlen);
 }
 
-static enum fleet_inv_result view_get(struct fleet_inventory *inv, long id,
+static fleet_err view_get(struct fleet_inventory *inv, long id,
 				      struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
 	return real->ops->get(real, id, out, err, errlen);
 }
 
-static enum fleet_inv_result view_change(struct fleet_inventory *inv, long id,
+static fleet_err view_change(struct fleet_inventory *inv, long id,
 					 struct fleet_inv_binding_change *out, char *err,
 					 size_t errlen)
 {
@@ -124,14 +124,14 @@ static enum fleet_inv_result view_change(struct fleet_inventory *inv, long id,
 	return real->ops->binding_change(real, id, out, err, errlen);
 }
 
-static enum fleet_inv_result view_write(struct fleet_inventory *inv, long id, const char *ek,
+static fleet_err view_write(struct fleet_inventory *inv, long id, const char *ek,
 					const char *ek_ecc, char *err, size_t errlen)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
 	return real->ops->write_ek_hashes(real, id, ek, ek_ecc, err, errlen);
 }
 
-static enum fleet_inv_result view_status(struct fleet_inventory *inv, long id,
+static fleet_err view_status(struct fleet_inventory *inv, long id,
 					 const char *status, char *err, size_t errlen)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
@@ -156,7 +156,7 @@ void pass_listing_init(struct pass_listing *l, struct fleet_inventory *real)
 	l->inv.ops = &l->ops;
 }
 
-enum fleet_inv_result pass_listing_list(struct pass_listing *l, char *err, size_t errlen)
+fleet_err pass_listing_list(struct pass_listing *l, char *err, size_t errlen)
 {
 	struct fleet_inv_device *devs = NULL;
 	struct fleet_inv_malformed *bad = NULL;
@@ -165,7 +165,7 @@ enum fleet_inv_result pass_listing_list(struct pass_listing *l, char *err, size_
 		snprintf(err, errlen, "the inventory cannot list its devices");
 		return FLEET_INV_UNAVAILABLE;
 	}
-	enum fleet_inv_result r = l->ops.list(&l->inv, &devs, &n, &bad, &n_bad, err, errlen);
+	fleet_err r = l->ops.list(&l->inv, &devs, &n, &bad, &n_bad, err, errlen);
 	free(devs);
 	free(bad);
 	return r;
@@ -223,16 +223,16 @@ static void tally(struct run *r, const char *result, size_t *n)
 
 /* A write through the admission failed: journaled, counted; the pass goes on. */
 static void write_failed(struct run *r, const struct pass_candidate *c, long id,
-			 const char *what, enum fleet_store_err se, const char *err)
+			 const char *what, fleet_err se, const char *err)
 {
 	char id_s[24];
 	snprintf(id_s, sizeof(id_s), "%ld", id);
 	fleet_log(LOG_ERR, "binding-author-write-failed",
 		  FLEET_LOG_FIELDS({"FLEET_DEVICE", c ? c->name : NULL},
 				   {"FLEET_INVENTORY_ID", id_s},
-				   {"FLEET_REASON", fleet_store_err_str(se)}),
+				   {"FLEET_REASON", fleet_err_str(se)}),
 		  "pass: could not %s the binding author record of inventory device %ld (%s): %s; "
-		  "the next pass tries again", what, id, fleet_store_err_str(se), err);
+		  "the next pass tries again", what, id, fleet_err_str(se), err);
 	tally(r, "store-error", &r->store_errors);
 }
 
@@ -242,7 +242,7 @@ static void forget(struct run *r, const struct pass_candidate *c, long id, const
 {
 	char err[256] = "", id_s[24];
 	bool forgot = false;
-	enum fleet_store_err se =
+	fleet_err se =
 		r->pa->d.forget_author(r->pa->d.author_ctx, id, &forgot, err, sizeof(err));
 	if (se != FLEET_STORE_OK) {
 		write_failed(r, c, id, "forget", se, err);
@@ -260,7 +260,7 @@ static void forget(struct run *r, const struct pass_candidate *c, long id, const
 }
 
 /* The inventory's answer was not one (B6): records are left as they are. */
-static void unread(struct run *r, enum fleet_inv_result ir, const char *err)
+static void unread(struct run *r, fleet_err ir, const char *err)
 {
 	if (ir == FLEET_INV_NOT_FOUND) {
 		/* deleted since the listing: the next listing says so */
@@ -268,7 +268,7 @@ static void unread(struct run *r, enum fleet_inv_result ir, const char *err)
 		return;
 	}
 	if (!r->first_err[0])
-		snprintf(r->first_err, sizeof(r->first_err), "%s: %s", fleet_inv_result_str(ir),
+		snprintf(r->first_err, sizeof(r->first_err), "%s: %s", fleet_err_str(ir),
 			 err);
 	/* A malformed change log is this device's; anything else is the
 	 * inventory's, and every further read would fail the same way. */
@@ -290,7 +290,7 @@ static void record(struct run *r, const struct pass_candidate *c,
 	char err[256] = "";
 	memset(&d, 0, sizeof(d));
 	memset(&c2, 0, sizeof(c2));
-	enum fleet_inv_result ir = inv->ops->get(inv, c->id, &d, err, sizeof(err));
+	fleet_err ir = inv->ops->get(inv, c->id, &d, err, sizeof(err));
 	if (ir == FLEET_INV_OK)
 		ir = inv->ops->binding_change(inv, c->id, &c2, err, sizeof(err));
 	if (ir != FLEET_INV_OK) {
@@ -313,7 +313,7 @@ static void record(struct run *r, const struct pass_candidate *c,
 	rec.change_id = c1->change_id;
 	rec.changed_at = c1->when;
 	rec.recorded_at = r->now;
-	enum fleet_store_err se =
+	fleet_err se =
 		r->pa->d.record_author(r->pa->d.author_ctx, &rec, err, sizeof(err));
 	if (se != FLEET_STORE_OK) {
 		write_failed(r, c, c->id, "write", se, err);
@@ -354,7 +354,7 @@ static void check(struct run *r, const struct pass_candidate *c,
 	char err[256] = "";
 	memset(&c1, 0, sizeof(c1));
 	r->checked++;
-	enum fleet_inv_result ir = inv->ops->binding_change(inv, c->id, &c1, err, sizeof(err));
+	fleet_err ir = inv->ops->binding_change(inv, c->id, &c1, err, sizeof(err));
 	if (ir != FLEET_INV_OK) {
 		unread(r, ir, err);
 		return;
@@ -383,7 +383,7 @@ static void check(struct run *r, const struct pass_candidate *c,
 }
 
 /* All records, by device id (the store pages them). */
-static enum fleet_store_err load_records(struct pass_authors *pa,
+static fleet_err load_records(struct pass_authors *pa,
 					 struct fleet_store_binding_author **out, size_t *n)
 {
 	struct fleet_store_binding_author *all = NULL, *page;
@@ -392,7 +392,7 @@ static enum fleet_store_err load_records(struct pass_authors *pa,
 	*out = NULL;
 	*n = 0;
 	for (;;) {
-		enum fleet_store_err se = fleet_store_binding_authors_after(
+		fleet_err se = fleet_store_binding_authors_after(
 			pa->d.store, after, FLEET_STORE_LIST_MAX, &page, &got);
 		if (se != FLEET_STORE_OK) {
 			free(all);
@@ -489,7 +489,7 @@ void pass_authors_run(struct pass_authors *pa, const struct pass_listing *l, tim
 	struct fleet_store_binding_author *recs = NULL;
 	size_t n_recs = 0;
 	size_t *unproven = NULL, *proven = NULL, n_unproven = 0, n_proven = 0;
-	enum fleet_store_err se = FLEET_STORE_OK;
+	fleet_err se = FLEET_STORE_OK;
 	if (l->incomplete)
 		se = FLEET_STORE_E_NOMEM;
 	else if ((se = load_records(pa, &recs, &n_recs)) == FLEET_STORE_OK && l->n_cand &&
@@ -498,9 +498,9 @@ void pass_authors_run(struct pass_authors *pa, const struct pass_listing *l, tim
 		se = FLEET_STORE_E_NOMEM;
 	if (se != FLEET_STORE_OK) {
 		fleet_log(LOG_ERR, "binding-authors-unread",
-			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_store_err_str(se)}),
+			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_err_str(se)}),
 			  "pass: binding author records could not be read (%s): %s; none is "
-			  "written or forgotten this pass", fleet_store_err_str(se),
+			  "written or forgotten this pass", fleet_err_str(se),
 			  fleet_store_errmsg(pa->d.store));
 		tally(&r, "store-error", &r.store_errors);
 		goto out;

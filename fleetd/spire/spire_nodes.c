@@ -20,26 +20,8 @@
 #include "fleetd/obs/journal.h"
 #include "lib/hex.h"
 
-static const char *const err_names[FLEET_SPIRE_E__COUNT] = {
-	[FLEET_SPIRE_OK] = "ok",
-	[FLEET_SPIRE_E_INVENTORY] = "inventory",
-	[FLEET_SPIRE_E_STORE] = "store",
-	[FLEET_SPIRE_E_INVALID] = "invalid",
-	[FLEET_SPIRE_E_UNSAFE] = "unsafe",
-	[FLEET_SPIRE_E_BUSY] = "busy",
-	[FLEET_SPIRE_E_STATE] = "state",
-	[FLEET_SPIRE_E_IO] = "io",
-	[FLEET_SPIRE_E_NOMEM] = "nomem",
-};
 
-const char *fleet_spire_err_str(enum fleet_spire_err e)
-{
-	if ((unsigned)e >= FLEET_SPIRE_E__COUNT)
-		return "unknown";
-	return err_names[e];
-}
-
-enum fleet_spire_err spire_fail(char *err, size_t errlen, enum fleet_spire_err e,
+fleet_err spire_fail(char *err, size_t errlen, fleet_err e,
 				const char *fmt, ...)
 {
 	if (err && errlen) {
@@ -107,7 +89,7 @@ static void *append(struct build *b, void **v, size_t *cap, size_t *n, size_t si
 	return x;
 }
 
-static enum fleet_spire_err exclude(struct build *b, const char *name, const char *reason,
+static fleet_err exclude(struct build *b, const char *name, const char *reason,
 				    const char *status)
 {
 	struct fleet_spire_doc *d = b->doc;
@@ -121,7 +103,7 @@ static enum fleet_spire_err exclude(struct build *b, const char *name, const cha
 	return FLEET_SPIRE_OK;
 }
 
-static enum fleet_spire_err not_admitted(struct build *b, const struct fleet_inv_device *d)
+static fleet_err not_admitted(struct build *b, const struct fleet_inv_device *d)
 {
 	struct fleet_spire_doc *doc = b->doc;
 	struct fleet_spire_not_admitted *x = append(b, (void **)&doc->not_admitted,
@@ -180,7 +162,7 @@ static int cmp_ldevid_latest(const void *a, const void *b)
 /* The LDevID certificates to list: for eligible, the current ones (not
  * revoked, now <= notAfter); for revoked, every one whose notAfter has not
  * passed (a revoked one is exactly what to ban). *out malloc'd. */
-static enum fleet_spire_err pick_ldevids(struct build *b, struct fleet_store *st,
+static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
 					 const struct fleet_store_device *dev, bool revoked,
 					 time_t now, struct ldevid **out, size_t *n)
 {
@@ -188,12 +170,12 @@ static enum fleet_spire_err pick_ldevids(struct build *b, struct fleet_store *st
 	*n = 0;
 	struct fleet_store_cert *certs = NULL;
 	size_t nc = 0;
-	enum fleet_store_err se = fleet_store_certs_for_device(st, dev->name, &certs, &nc);
+	fleet_err se = fleet_store_certs_for_device(st, dev->name, &certs, &nc);
 	if (se)
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+		return spire_fail(b->err, b->errlen, se,
 				  "reading the certificates of %s: %s: %s", dev->name,
-				  fleet_store_err_str(se), fleet_store_errmsg(st));
-	enum fleet_spire_err e = FLEET_SPIRE_OK;
+				  fleet_err_str(se), fleet_store_errmsg(st));
+	fleet_err e = FLEET_SPIRE_OK;
 	struct ldevid *v = nc ? calloc(nc, sizeof(*v)) : NULL;
 	if (nc && !v) {
 		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
@@ -204,7 +186,7 @@ static enum fleet_spire_err pick_ldevids(struct build *b, struct fleet_store *st
 		if (strcmp(c->kind, FLEET_STORE_CERT_LDEVID) != 0)
 			continue;
 		if (!fleet_hex_is_lower(c->sha1, 40)) {
-			e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+			e = spire_fail(b->err, b->errlen, FLEET_STORE_E_CORRUPT,
 				       "the store holds a malformed fingerprint for %s",
 				       dev->name);
 			goto out;
@@ -224,16 +206,16 @@ out:
 
 /* Add dev to eligible or revoked. A revoked device with no certificate left
  * is not added: nothing of it remains to ban. */
-static enum fleet_spire_err add_node(struct build *b, struct fleet_store *st,
+static fleet_err add_node(struct build *b, struct fleet_store *st,
 				     const struct fleet_store_device *dev, bool revoked,
 				     time_t now)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc))
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+		return spire_fail(b->err, b->errlen, FLEET_STORE_E_CORRUPT,
 				  "the store's device row %lld is malformed", (long long)dev->id);
 	struct ldevid *ld;
 	size_t n;
-	enum fleet_spire_err e = pick_ldevids(b, st, dev, revoked, now, &ld, &n);
+	fleet_err e = pick_ldevids(b, st, dev, revoked, now, &ld, &n);
 	if (e)
 		return e;
 	struct fleet_spire_node node = {.ldevid_sha1 = NULL};
@@ -281,7 +263,7 @@ out:
 
 /* An active device the store knows under the same name: eligible unless
  * the store holds it back. */
-static enum fleet_spire_err judge_active(struct build *b, struct fleet_store *st,
+static fleet_err judge_active(struct build *b, struct fleet_store *st,
 					 const struct fleet_store_device *dev, time_t now)
 {
 	if (dev->quarantined)
@@ -291,11 +273,11 @@ static enum fleet_spire_err judge_active(struct build *b, struct fleet_store *st
 	struct fleet_store_verdict *v = NULL;
 	size_t nv = 0;
 	/* Newest first (the highest row id: the verdict recorded last). */
-	enum fleet_store_err se = fleet_store_verdicts_list(st, dev->name, 1, &v, &nv);
+	fleet_err se = fleet_store_verdicts_list(st, dev->name, 1, &v, &nv);
 	if (se)
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_STORE,
+		return spire_fail(b->err, b->errlen, se,
 				  "reading the verdicts of %s: %s: %s", dev->name,
-				  fleet_store_err_str(se), fleet_store_errmsg(st));
+				  fleet_err_str(se), fleet_store_errmsg(st));
 	bool pass = nv == 1 && v[0].pass;
 	free(v);
 	if (nv == 0)
@@ -343,7 +325,7 @@ static struct fleet_spire_malformed *malformed_of(struct build *b,
 }
 
 /* dev's inventory EK hashes are not the store's: note it for the pass. */
-static enum fleet_spire_err note_ek_stale(struct build *b, const struct fleet_inv_device *d,
+static fleet_err note_ek_stale(struct build *b, const struct fleet_inv_device *d,
 					  const struct fleet_store_device *dev)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
@@ -364,7 +346,7 @@ static enum fleet_spire_err note_ek_stale(struct build *b, const struct fleet_in
 	return FLEET_SPIRE_OK;
 }
 
-static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
+static fleet_err judge_all(struct build *b, struct fleet_store *st,
 				      const struct fleet_inv_device *inv, size_t n_inv,
 				      const struct fleet_inv_malformed *bad, size_t n_bad,
 				      const struct fleet_store_device *devs, size_t n_devs,
@@ -372,7 +354,7 @@ static enum fleet_spire_err judge_all(struct build *b, struct fleet_store *st,
 {
 	const struct fleet_inv_device **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
 	bool *matched = calloc(n_inv ? n_inv : 1, sizeof(*matched));
-	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	fleet_err e = FLEET_SPIRE_OK;
 	if (!idx || !matched) {
 		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
@@ -453,17 +435,17 @@ out:
 }
 
 /* Remove the marked entries of a list, saying why for each. */
-static enum fleet_spire_err drop_marked(struct build *b, struct fleet_spire_node *list,
+static fleet_err drop_marked(struct build *b, struct fleet_spire_node *list,
 					size_t *n, const bool *mark, const char *reason)
 {
-	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	fleet_err e = FLEET_SPIRE_OK;
 	size_t k = 0;
 	for (size_t i = 0; i < *n; i++) {
 		if (!mark[i]) {
 			list[k++] = list[i];
 			continue;
 		}
-		enum fleet_spire_err xe = exclude(b, list[i].name, reason, "");
+		fleet_err xe = exclude(b, list[i].name, reason, "");
 		if (!e)
 			e = xe;
 		free(list[i].ldevid_sha1);
@@ -484,13 +466,13 @@ static int cmp_ekref(const void *a, const void *b)
 
 /* Two eligible entries pinning one EK would give one TPM two identities:
  * neither is eligible. (The store does not make EK hashes unique.) */
-static enum fleet_spire_err drop_shared_eks(struct build *b)
+static fleet_err drop_shared_eks(struct build *b)
 {
 	struct fleet_spire_doc *d = b->doc;
 	size_t n = d->n_eligible;
 	struct ekref *r = calloc(2 * n + 1, sizeof(*r));
 	bool *mark = calloc(n + 1, sizeof(*mark));
-	enum fleet_spire_err e = FLEET_SPIRE_OK;
+	fleet_err e = FLEET_SPIRE_OK;
 	if (!r || !mark) {
 		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
@@ -533,7 +515,7 @@ static bool has_name(const struct fleet_spire_node *v, size_t n, const char *nam
 /* The applier names the ECC entry of X "X-ecc": a device actually named
  * X-ecc beside X would collide with it, so X-ecc is left out. Lists must be
  * sorted by name. */
-static enum fleet_spire_err drop_ecc_collisions(struct build *b, struct fleet_spire_node *list,
+static fleet_err drop_ecc_collisions(struct build *b, struct fleet_spire_node *list,
 						size_t *n)
 {
 	const struct fleet_spire_doc *d = b->doc;
@@ -547,12 +529,12 @@ static enum fleet_spire_err drop_ecc_collisions(struct build *b, struct fleet_sp
 		mark[i] = has_name(d->eligible, d->n_eligible, list[i].name, len - 4) ||
 			  has_name(d->revoked, d->n_revoked, list[i].name, len - 4);
 	}
-	enum fleet_spire_err e = drop_marked(b, list, n, mark, FLEET_SPIRE_X_NAME_ECC);
+	fleet_err e = drop_marked(b, list, n, mark, FLEET_SPIRE_X_NAME_ECC);
 	free(mark);
 	return e;
 }
 
-enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
+fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
 					     const char *trust_domain, time_t now,
 					     struct fleet_spire_doc *doc, char *err, size_t errlen)
 {
@@ -572,13 +554,13 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n_inv = 0, n_bad = 0;
 	char ierr[256] = "";
-	enum fleet_inv_result ir =
+	fleet_err ir =
 		inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ierr, sizeof(ierr));
 	if (ir != FLEET_INV_OK) {
 		free(devs_inv);
 		free(bad);
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVENTORY,
-				  "the inventory's device list: %s: %s", fleet_inv_result_str(ir),
+		return spire_fail(err, errlen, ir,
+				  "the inventory's device list: %s: %s", fleet_err_str(ir),
 				  ierr);
 	}
 	/* One state of the store for the whole judgement: every device's
@@ -586,19 +568,19 @@ enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct
 	 * admission commits meanwhile on its own handle. */
 	struct fleet_store_device *devs = NULL;
 	size_t n_devs = 0;
-	enum fleet_store_err se = fleet_store_snapshot_begin(st);
+	fleet_err se = fleet_store_snapshot_begin(st);
 	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
 		fleet_store_snapshot_end(st);
 	if (se) {
 		free(devs_inv);
 		free(bad);
-		return spire_fail(err, errlen, FLEET_SPIRE_E_STORE, "the store's devices: %s: %s",
-				  fleet_store_err_str(se), fleet_store_errmsg(st));
+		return spire_fail(err, errlen, se, "the store's devices: %s: %s",
+				  fleet_err_str(se), fleet_store_errmsg(st));
 	}
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .err = err, .errlen = errlen};
-	enum fleet_spire_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
+	fleet_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
 	fleet_store_snapshot_end(st);
 	free(devs_inv);
 	free(bad);

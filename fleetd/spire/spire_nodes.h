@@ -51,21 +51,19 @@
 /* The format's version, limits, node struct, rules, encoder and decoder are
  * lib/spire_nodes_format.h, shared with the applier. */
 
-enum fleet_spire_err {
-	FLEET_SPIRE_OK = 0,
-	FLEET_SPIRE_E_INVENTORY, /* the inventory did not answer, or answered malformed */
-	FLEET_SPIRE_E_STORE,     /* the store failed or holds what it cannot */
-	FLEET_SPIRE_E_INVALID,   /* a caller's value was refused (trust domain, dir) */
-	FLEET_SPIRE_E_UNSAFE,    /* the directory is open to others */
-	FLEET_SPIRE_E_BUSY,      /* another writer holds the directory's lock */
-	FLEET_SPIRE_E_STATE,     /* the serial file is damaged, or the serial is spent */
-	FLEET_SPIRE_E_IO,        /* the file system failed */
-	FLEET_SPIRE_E_NOMEM,
-	FLEET_SPIRE_E__COUNT
+/* The handoff's own failures, in the one error space (lib/fleet_err.h):
+ * layer FLEET_LAYER_SPIRE. A failure of the inventory or the store is
+ * returned as that layer's value, unchanged. */
+#define FLEET_SPIRE_ERR(code) FLEET_ERR(FLEET_LAYER_SPIRE, FLEET_CODE_##code)
+enum {
+	FLEET_SPIRE_OK = FLEET_OK,
+	FLEET_SPIRE_E_INVALID = FLEET_SPIRE_ERR(INVALID_ARG), /* a caller's value was refused (trust domain, dir) */
+	FLEET_SPIRE_E_UNSAFE = FLEET_SPIRE_ERR(UNSAFE),       /* the directory is open to others */
+	FLEET_SPIRE_E_BUSY = FLEET_SPIRE_ERR(BUSY),           /* another writer holds the directory's lock */
+	FLEET_SPIRE_E_STATE = FLEET_SPIRE_ERR(STATE),         /* the serial file is damaged, or the serial is spent */
+	FLEET_SPIRE_E_IO = FLEET_SPIRE_ERR(IO),               /* the file system failed */
+	FLEET_SPIRE_E_NOMEM = FLEET_SPIRE_ERR(NOMEM),
 };
-
-/* Stable, lowercase, hyphenated: "inventory", "busy", ... */
-const char *fleet_spire_err_str(enum fleet_spire_err e);
 
 /* Why a device is in neither list; for the journal, not the file. */
 struct fleet_spire_excluded {
@@ -161,7 +159,7 @@ void fleet_spire_not_admitted_log_free(struct fleet_spire_not_admitted_log *l);
 
 /* Build the document as of now. On any error *doc is left empty and err
  * gets a sentence. Free with fleet_spire_doc_free. */
-enum fleet_spire_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
+fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
 					     const char *trust_domain, time_t now,
 					     struct fleet_spire_doc *doc, char *err, size_t errlen);
 void fleet_spire_doc_free(struct fleet_spire_doc *doc);
@@ -181,14 +179,14 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc);
  * must be owned by this user or root and not writable by group or others.
  * serial (may be NULL) gets the file's serial, old or new.
  */
-enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
+fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
 					     time_t now, bool *changed, int64_t *serial,
 					     char *err, size_t errlen);
 
 /* One pass: build into *doc (for the caller to journal doc->excluded and
  * doc->not_admitted, and free), then write. When building fails nothing is written and the
  * previous file stays as it was. */
-enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
+fleet_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
 					    const char *trust_domain, const char *dir,
 					    time_t now, struct fleet_spire_doc *doc,
 					    bool *changed, int64_t *serial, char *err,

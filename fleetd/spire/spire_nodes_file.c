@@ -35,7 +35,7 @@ struct wctx {
 	size_t errlen;
 };
 
-static enum fleet_spire_err io_fail(struct wctx *w, const char *what, const char *name)
+static fleet_err io_fail(struct wctx *w, const char *what, const char *name)
 {
 	int saved = errno;
 	return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "%s %s/%s: %s", what, w->dir, name,
@@ -57,7 +57,7 @@ static bool write_all(int fd, const char *p, size_t n)
 }
 
 /* A temp file left by a writer that died: ours to remove, under the lock. */
-static enum fleet_spire_err remove_stale(struct wctx *w, const char *tmp)
+static fleet_err remove_stale(struct wctx *w, const char *tmp)
 {
 	if (unlinkat(w->dfd, tmp, 0) != 0 && errno != ENOENT)
 		return io_fail(w, "removing the stale", tmp);
@@ -65,10 +65,10 @@ static enum fleet_spire_err remove_stale(struct wctx *w, const char *tmp)
 }
 
 /* tmp: create, write, fchmod, fsync, close; rename over name; fsync dir. */
-static enum fleet_spire_err atomic_write(struct wctx *w, const char *name, const char *tmp,
+static fleet_err atomic_write(struct wctx *w, const char *name, const char *tmp,
 					 const char *data, size_t len, mode_t mode)
 {
-	enum fleet_spire_err e = remove_stale(w, tmp);
+	fleet_err e = remove_stale(w, tmp);
 	if (e)
 		return e;
 	int fd = openat(w->dfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0600);
@@ -135,7 +135,7 @@ struct prev {
 	struct fleet_spire_nodes doc;
 };
 
-static enum fleet_spire_err read_prev(struct wctx *w, struct prev *p)
+static fleet_err read_prev(struct wctx *w, struct prev *p)
 {
 	memset(p, 0, sizeof(*p));
 	char *buf;
@@ -164,7 +164,7 @@ static enum fleet_spire_err read_prev(struct wctx *w, struct prev *p)
 	return FLEET_SPIRE_OK;
 }
 
-static enum fleet_spire_err read_serial_file(struct wctx *w, int64_t *out)
+static fleet_err read_serial_file(struct wctx *w, int64_t *out)
 {
 	*out = 0;
 	char *buf;
@@ -192,7 +192,7 @@ static enum fleet_spire_err read_serial_file(struct wctx *w, int64_t *out)
 	return FLEET_SPIRE_OK;
 }
 
-static enum fleet_spire_err write_serial_file(struct wctx *w, int64_t v)
+static fleet_err write_serial_file(struct wctx *w, int64_t v)
 {
 	char s[32];
 	int n = snprintf(s, sizeof(s), "%lld\n", (long long)v);
@@ -200,7 +200,7 @@ static enum fleet_spire_err write_serial_file(struct wctx *w, int64_t v)
 }
 
 /* Open, check and lock the directory. */
-static enum fleet_spire_err open_dir(struct wctx *w)
+static fleet_err open_dir(struct wctx *w)
 {
 	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w->dfd < 0)
@@ -243,14 +243,14 @@ static struct fleet_spire_nodes file_of(const struct fleet_spire_doc *doc, int64
 	return f;
 }
 
-static enum fleet_spire_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
+static fleet_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 					 time_t now, bool *changed, int64_t *serial)
 {
 	struct prev p;
 	int64_t kept = 0;
 	char *text = NULL;
 	size_t tlen = 0;
-	enum fleet_spire_err e;
+	fleet_err e;
 	if ((e = remove_stale(w, TMP_NODES)) || (e = remove_stale(w, TMP_SERIAL)))
 		return e;
 	if ((e = read_prev(w, &p)))
@@ -295,7 +295,7 @@ out:
 	return e;
 }
 
-enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
+fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
 					     time_t now, bool *changed, int64_t *serial,
 					     char *err, size_t errlen)
 {
@@ -318,7 +318,7 @@ enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet
 		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
 				  "refusing to write a document the format cannot carry: %s", why);
 	struct wctx w = {.dir = dir, .dfd = -1, .err = err, .errlen = errlen};
-	enum fleet_spire_err e = open_dir(&w);
+	fleet_err e = open_dir(&w);
 	if (!e)
 		e = write_locked(&w, doc, now, &ch, &sv);
 	if (w.dfd >= 0)
@@ -332,7 +332,7 @@ enum fleet_spire_err fleet_spire_nodes_write(const char *dir, const struct fleet
 	return e;
 }
 
-enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
+fleet_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
 					    const char *trust_domain, const char *dir,
 					    time_t now, struct fleet_spire_doc *doc,
 					    bool *changed, int64_t *serial, char *err,
@@ -342,7 +342,7 @@ enum fleet_spire_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct 
 		*changed = false;
 	if (serial)
 		*serial = 0;
-	enum fleet_spire_err e =
+	fleet_err e =
 		fleet_spire_nodes_build(inv, st, trust_domain, now, doc, err, errlen);
 	if (e)
 		return e; /* nothing is written: the previous file stays */

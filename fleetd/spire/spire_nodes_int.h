@@ -9,7 +9,7 @@
 #include "fleetd/spire/spire_nodes.h"
 
 /* err gets the sentence (when not NULL); returns e. */
-enum fleet_spire_err spire_fail(char *err, size_t errlen, enum fleet_spire_err e,
+fleet_err spire_fail(char *err, size_t errlen, fleet_err e,
 				const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
 #endif

@@ -28,27 +28,6 @@
 /* How long a statement waits for another connection's lock. */
 #define FLEET_STORE_BUSY_MS 5000
 
-const char *fleet_store_err_str(enum fleet_store_err e)
-{
-	static const char *const names[FLEET_STORE_E__COUNT] = {
-		[FLEET_STORE_OK] = "ok",
-		[FLEET_STORE_E_NOT_FOUND] = "not-found",
-		[FLEET_STORE_E_CONFLICT] = "conflict",
-		[FLEET_STORE_E_EK_MISMATCH] = "ek-mismatch",
-		[FLEET_STORE_E_FULL] = "full",
-		[FLEET_STORE_E_INVALID] = "invalid",
-		[FLEET_STORE_E_BUSY] = "busy",
-		[FLEET_STORE_E_READONLY] = "read-only",
-		[FLEET_STORE_E_UNSAFE] = "unsafe-permissions",
-		[FLEET_STORE_E_SCHEMA] = "schema-version",
-		[FLEET_STORE_E_CORRUPT] = "corrupt",
-		[FLEET_STORE_E_IO] = "io",
-		[FLEET_STORE_E_NOMEM] = "nomem",
-	};
-	if ((unsigned)e >= FLEET_STORE_E__COUNT)
-		return "unknown";
-	return names[e];
-}
 
 /*
  * The migrations, in order; each runs once, in a transaction with its row
@@ -183,7 +162,7 @@ static _Thread_local struct {
 	char msg[256];
 } last_failure;
 
-enum fleet_store_err st_fail(struct fleet_store *st, enum fleet_store_err e, const char *fmt, ...)
+fleet_err st_fail(struct fleet_store *st, fleet_err e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -198,15 +177,15 @@ void st_lock(struct fleet_store *st)
 	pthread_mutex_lock(&st->mu);
 }
 
-enum fleet_store_err st_unlock(struct fleet_store *st, enum fleet_store_err e)
+fleet_err st_unlock(struct fleet_store *st, fleet_err e)
 {
 	pthread_mutex_unlock(&st->mu);
 	return e;
 }
 
-enum fleet_store_err st_sqlite(struct fleet_store *st, int rc, const char *what)
+fleet_err st_sqlite(struct fleet_store *st, int rc, const char *what)
 {
-	enum fleet_store_err e;
+	fleet_err e;
 	switch (rc & 0xff) {
 	case SQLITE_BUSY:
 	case SQLITE_LOCKED:
@@ -231,13 +210,13 @@ enum fleet_store_err st_sqlite(struct fleet_store *st, int rc, const char *what)
 	return st_fail(st, e, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
 }
 
-enum fleet_store_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out)
+fleet_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out)
 {
 	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
 	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "prepare");
 }
 
-enum fleet_store_err st_writable(struct fleet_store *st)
+fleet_err st_writable(struct fleet_store *st)
 {
 	if (st->readonly)
 		return st_fail(st, FLEET_STORE_E_READONLY, "this store handle is read-only");
@@ -248,7 +227,7 @@ enum fleet_store_err st_writable(struct fleet_store *st)
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err st_begin(struct fleet_store *st)
+fleet_err st_begin(struct fleet_store *st)
 {
 	/* IMMEDIATE: take the write lock now, so a transaction never fails
 	 * half-way on a lock upgrade. */
@@ -256,12 +235,12 @@ enum fleet_store_err st_begin(struct fleet_store *st)
 	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "begin");
 }
 
-enum fleet_store_err st_commit(struct fleet_store *st)
+fleet_err st_commit(struct fleet_store *st)
 {
 	int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
 	if (rc == SQLITE_OK)
 		return FLEET_STORE_OK;
-	enum fleet_store_err e = st_sqlite(st, rc, "commit");
+	fleet_err e = st_sqlite(st, rc, "commit");
 	st_rollback(st);
 	return e;
 }
@@ -322,17 +301,17 @@ bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap)
 	return true;
 }
 
-static enum fleet_store_err exec_const(struct fleet_store *st, const char *sql, const char *what)
+static fleet_err exec_const(struct fleet_store *st, const char *sql, const char *what)
 {
 	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
 	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, what);
 }
 
 /* A one-row, one-column integer query (a pragma or a count). */
-static enum fleet_store_err query_int(struct fleet_store *st, const char *sql, int64_t *out)
+static fleet_err query_int(struct fleet_store *st, const char *sql, int64_t *out)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, sql, &s);
+	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
 	int rc = sqlite3_step(s);
@@ -345,11 +324,11 @@ static enum fleet_store_err query_int(struct fleet_store *st, const char *sql, i
 	return e;
 }
 
-static enum fleet_store_err query_text(struct fleet_store *st, const char *sql, char *out,
+static fleet_err query_text(struct fleet_store *st, const char *sql, char *out,
 				       size_t cap)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, sql, &s);
+	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
 	int rc = sqlite3_step(s);
@@ -361,10 +340,10 @@ static enum fleet_store_err query_text(struct fleet_store *st, const char *sql, 
 	return e;
 }
 
-static enum fleet_store_err schema_version(struct fleet_store *st, int64_t *v)
+static fleet_err schema_version(struct fleet_store *st, int64_t *v)
 {
 	int64_t n;
-	enum fleet_store_err e = query_int(
+	fleet_err e = query_int(
 		st, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
 		    "name = 'schema_migrations'", &n);
 	if (e)
@@ -376,9 +355,9 @@ static enum fleet_store_err schema_version(struct fleet_store *st, int64_t *v)
 	return query_int(st, "SELECT coalesce(max(version), 0) FROM schema_migrations", v);
 }
 
-static enum fleet_store_err migrate(struct fleet_store *st)
+static fleet_err migrate(struct fleet_store *st)
 {
-	enum fleet_store_err e = st_begin(st);
+	fleet_err e = st_begin(st);
 	if (e)
 		return e;
 	int64_t have, app;
@@ -425,7 +404,7 @@ fail:
 }
 
 /* The daemon's directory: ours, closed to writers other than us. */
-static enum fleet_store_err check_dir(struct fleet_store *st, const char *dir, int *dfd_out)
+static fleet_err check_dir(struct fleet_store *st, const char *dir, int *dfd_out)
 {
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
 		return st_fail(st, FLEET_STORE_E_IO, "cannot create the state directory %s: %s", dir,
@@ -447,13 +426,13 @@ static enum fleet_store_err check_dir(struct fleet_store *st, const char *dir, i
 
 /* Create the database file 0600 (or check the one there) before SQLite
  * opens it, so it is never, even briefly, readable by others. */
-static enum fleet_store_err check_db_file(struct fleet_store *st, int dfd, const char *path)
+static fleet_err check_db_file(struct fleet_store *st, int dfd, const char *path)
 {
 	int fd = openat(dfd, FLEET_STORE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
 		return st_fail(st, FLEET_STORE_E_IO, "cannot open %s: %s", path, strerror(errno));
 	struct stat sb;
-	enum fleet_store_err e = FLEET_STORE_OK;
+	fleet_err e = FLEET_STORE_OK;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
 		e = st_fail(st, FLEET_STORE_E_UNSAFE, "%s is not a regular file", path);
 	else if (sb.st_uid != geteuid() || (sb.st_mode & 077))
@@ -464,7 +443,7 @@ static enum fleet_store_err check_db_file(struct fleet_store *st, int dfd, const
 	return e;
 }
 
-static enum fleet_store_err configure(struct fleet_store *st)
+static fleet_err configure(struct fleet_store *st)
 {
 	int on = 0;
 	/* Defensive: no writable_schema, no shadow-table writes, no
@@ -475,7 +454,7 @@ static enum fleet_store_err configure(struct fleet_store *st)
 	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DDL, 0, &on);
 	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DML, 0, &on);
 	sqlite3_busy_timeout(st->db, FLEET_STORE_BUSY_MS);
-	enum fleet_store_err e;
+	fleet_err e;
 	int64_t fk;
 	if ((e = exec_const(st, "PRAGMA foreign_keys = ON", "foreign_keys")) ||
 	    (e = query_int(st, "PRAGMA foreign_keys", &fk)))
@@ -495,10 +474,10 @@ static enum fleet_store_err configure(struct fleet_store *st)
 	return exec_const(st, "PRAGMA synchronous = FULL", "synchronous");
 }
 
-static enum fleet_store_err check_readonly_schema(struct fleet_store *st)
+static fleet_err check_readonly_schema(struct fleet_store *st)
 {
 	int64_t have, app;
-	enum fleet_store_err e = schema_version(st, &have);
+	fleet_err e = schema_version(st, &have);
 	if (e || (e = query_int(st, "PRAGMA application_id", &app)))
 		return e;
 	if (have == 0 || app != FLEET_STORE_APPLICATION_ID)
@@ -512,7 +491,7 @@ static enum fleet_store_err check_readonly_schema(struct fleet_store *st)
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
+fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 				      struct fleet_store **out, char *err, size_t errlen)
 {
 	*out = NULL;
@@ -532,7 +511,7 @@ enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mo
 	}
 	st->readonly = mode == FLEET_STORE_READONLY;
 	char path[PATH_MAX];
-	enum fleet_store_err e = FLEET_STORE_OK;
+	fleet_err e = FLEET_STORE_OK;
 	int dfd = -1;
 	if (!state_dir || state_dir[0] != '/' ||
 	    snprintf(path, sizeof(path), "%s/%s", state_dir, FLEET_STORE_FILE) >= (int)sizeof(path)) {
@@ -597,7 +576,7 @@ const char *fleet_store_errmsg(const struct fleet_store *st)
 	return st && last_failure.st == st ? last_failure.msg : "";
 }
 
-enum fleet_store_err fleet_store_snapshot_begin(struct fleet_store *st)
+fleet_err fleet_store_snapshot_begin(struct fleet_store *st)
 {
 	st_lock(st);
 	if (st->snapshot)

@@ -38,25 +38,26 @@
 #include <stdint.h>
 #include <time.h>
 
-enum fleet_store_err {
-	FLEET_STORE_OK = 0,
-	FLEET_STORE_E_NOT_FOUND,   /* no such device, or no store at that path */
-	FLEET_STORE_E_CONFLICT,    /* would contradict what the store holds */
-	FLEET_STORE_E_EK_MISMATCH, /* the EKs differ from the ones the store holds */
-	FLEET_STORE_E_FULL,        /* a cap on rows was reached */
-	FLEET_STORE_E_INVALID,     /* a caller's value was refused */
-	FLEET_STORE_E_BUSY,        /* locked by another writer past the timeout */
-	FLEET_STORE_E_READONLY,    /* a write on a read-only handle */
-	FLEET_STORE_E_UNSAFE,      /* the directory or file is open to others */
-	FLEET_STORE_E_SCHEMA,      /* a schema version this program does not read */
-	FLEET_STORE_E_CORRUPT,     /* the database holds what it cannot */
-	FLEET_STORE_E_IO,          /* SQLite or the file system failed */
-	FLEET_STORE_E_NOMEM,
-	FLEET_STORE_E__COUNT
-};
+#include "lib/fleet_err.h"
 
-/* Stable, lowercase, hyphenated: "not-found", "ek-mismatch", ... */
-const char *fleet_store_err_str(enum fleet_store_err e);
+/* The store's failures, in the one error space (lib/fleet_err.h): layer
+ * FLEET_LAYER_STORE; fleet_err_str gives each code's stable string. */
+#define FLEET_STORE_ERR(code) FLEET_ERR(FLEET_LAYER_STORE, FLEET_CODE_##code)
+enum {
+	FLEET_STORE_OK = FLEET_OK,
+	FLEET_STORE_E_NOT_FOUND = FLEET_STORE_ERR(NOT_FOUND),     /* no such device, or no store at that path */
+	FLEET_STORE_E_CONFLICT = FLEET_STORE_ERR(CONFLICT),       /* would contradict what the store holds */
+	FLEET_STORE_E_EK_MISMATCH = FLEET_STORE_ERR(EK_MISMATCH), /* the EKs differ from the ones the store holds */
+	FLEET_STORE_E_FULL = FLEET_STORE_ERR(FULL),               /* a cap on rows was reached */
+	FLEET_STORE_E_INVALID = FLEET_STORE_ERR(INVALID_ARG),     /* a caller's value was refused */
+	FLEET_STORE_E_BUSY = FLEET_STORE_ERR(BUSY),               /* locked by another writer past the timeout */
+	FLEET_STORE_E_READONLY = FLEET_STORE_ERR(READONLY),       /* a write on a read-only handle */
+	FLEET_STORE_E_UNSAFE = FLEET_STORE_ERR(UNSAFE),           /* the directory or file is open to others */
+	FLEET_STORE_E_SCHEMA = FLEET_STORE_ERR(SCHEMA),           /* a schema version this program does not read */
+	FLEET_STORE_E_CORRUPT = FLEET_STORE_ERR(CORRUPT),         /* the database holds what it cannot */
+	FLEET_STORE_E_IO = FLEET_STORE_ERR(IO),                   /* SQLite or the file system failed */
+	FLEET_STORE_E_NOMEM = FLEET_STORE_ERR(NOMEM),
+};
 
 /* The current schema version (the migrations table's highest). */
 #define FLEET_STORE_SCHEMA_VERSION 3
@@ -87,7 +88,7 @@ enum fleet_store_mode {
  * owned by this user and not group- or world-writable, creates it 0700 when
  * missing, creates the database 0600 and refuses one readable or writable
  * by others. err gets a sentence on failure. */
-enum fleet_store_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
+fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 				      struct fleet_store **out, char *err, size_t errlen);
 void fleet_store_close(struct fleet_store *st);
 /* The sentence for the calling thread's last failed call on st ("" if
@@ -102,7 +103,7 @@ const char *fleet_store_errmsg(const struct fleet_store *st);
  * on st inside it are refused (INVALID). Calls on st between the two must
  * come from the thread that began it, and it must end it. For what is
  * judged from many reads at once: spire-nodes.json, fleetctl device show. */
-enum fleet_store_err fleet_store_snapshot_begin(struct fleet_store *st);
+fleet_err fleet_store_snapshot_begin(struct fleet_store *st);
 void fleet_store_snapshot_end(struct fleet_store *st);
 
 /* Device life in fleetd's eyes (NetBox's status is the inventory's). */
@@ -133,38 +134,38 @@ struct fleet_store_device {
  * and the same name (CONFLICT); its last_seen is updated, and its inventory
  * id when one is given (0 keeps the recorded one).
  * The serial's pending claim, if any, is removed in the same transaction. */
-enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
 							 const char *serial, int64_t inventory_id,
 							 const char *ek_hash,
 							 const char *ek_hash_ecc, time_t now);
 
-enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
 						      struct fleet_store_device *out);
-enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
 						    struct fleet_store_device *out);
 
 /* The EK hashes fleetd proved earlier for serial: the authority for
  * re-admission. NOT_FOUND when the store has no such device. */
-enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
 						  char ek_hash[65], char ek_hash_ecc[65]);
 
 /* Re-admission: OK when the presented hashes equal the stored ones
  * exactly (an EK the store holds must be presented; an EK it does not hold
  * must not be), EK_MISMATCH when not, NOT_FOUND for an unknown serial. */
-enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
 						  const char *ek_hash, const char *ek_hash_ecc);
 
-enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
 						  const char *state);
-enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_touch(struct fleet_store *st, const char *name,
 					      time_t now);
 /* on: reason required (1..255 printable); off: reason ignored, cleared. */
-enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
 						       bool on, const char *reason, time_t now);
 /* All devices by name, in one statement (one snapshot); *out malloc'd.
  * Never only some of them: more than FLEET_STORE_MAX_DEVICES (far past any
  * fleet fleetd serves; about 0.7 GB of rows) is FULL. */
-enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
+fleet_err fleet_store_devices_list(struct fleet_store *st,
 					      struct fleet_store_device **out, size_t *n);
 
 /* Pending claims: an unknown serial or a device without a binding. */
@@ -191,11 +192,11 @@ struct fleet_store_claim {
  * that the claim says some were dropped). A new serial past
  * FLEET_STORE_MAX_CLAIMS, or for an EK pair that already claims
  * FLEET_STORE_CLAIMS_PER_EK serials, is FULL. Claims grant nothing. */
-enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
 					      const char *reason, const char *ek_hash,
 					      const char *ek_hash_ecc, time_t now);
 /* Newest first; *out malloc'd. */
-enum fleet_store_err fleet_store_claims_list(struct fleet_store *st,
+fleet_err fleet_store_claims_list(struct fleet_store *st,
 					     struct fleet_store_claim **out, size_t *n);
 
 struct fleet_store_verdict_in {
@@ -223,11 +224,11 @@ struct fleet_store_verdict {
 };
 
 /* A pass must carry no reasons; a fail at least one. */
-enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
+fleet_err fleet_store_verdict_insert(struct fleet_store *st,
 						const struct fleet_store_verdict_in *v,
 						int64_t *id_out);
 /* Newest first; device NULL for all; limit 1..FLEET_STORE_LIST_MAX. */
-enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+fleet_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
 					       size_t limit, struct fleet_store_verdict **out,
 					       size_t *n);
 
@@ -249,13 +250,13 @@ struct fleet_store_cert {
 /* Record a certificate issued to a known device. The store parses the DER
  * itself and takes notAfter and the SHA-1 fingerprint from it, so a caller
  * cannot record one thing and issue another. sha1_out (41 bytes) may be NULL. */
-enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
+fleet_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
 					     const char *kind, const uint8_t *der, size_t der_len,
 					     time_t issued_at, char *sha1_out);
 /* Newest first; free with fleet_store_certs_free. */
-enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+fleet_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
 						  struct fleet_store_cert **out, size_t *n);
-enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
+fleet_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
 					     time_t now);
 void fleet_store_certs_free(struct fleet_store_cert *c, size_t n);
 
@@ -282,7 +283,7 @@ struct fleet_store_issue_in {
 	time_t now;
 };
 /* Both provisional certificates in one transaction; each SHA-1 out. */
-enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
+fleet_err fleet_store_provisional_issue(struct fleet_store *st,
 						   const struct fleet_store_issue_in *in,
 						   char lak_sha1[41], char ldevid_sha1[41]);
 
@@ -303,7 +304,7 @@ struct fleet_store_admit_in {
  * two unrevoked provisional certificates (a reaper got there first);
  * NOT_FOUND when !may_create and the device is unknown; EK_MISMATCH as
  * fleet_store_device_record_admission. *verdict_id (may be NULL) out. */
-enum fleet_store_err fleet_store_admit(struct fleet_store *st,
+fleet_err fleet_store_admit(struct fleet_store *st,
 				       const struct fleet_store_admit_in *in,
 				       int64_t *verdict_id);
 
@@ -313,21 +314,21 @@ enum fleet_store_err fleet_store_admit(struct fleet_store *st,
  * in one transaction, with reason (1..64 printable). *n gets how many;
  * up to FLEET_STORE_REVOKE_SHA1S of their SHA-1s go to sha1s (may be NULL)
  * for the journal. */
-enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
+fleet_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
 						    const char *reason, time_t now,
 						    char sha1s[][41], size_t *n);
 /* Forget revoked provisional certificates past their notAfter. */
-enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_t now,
+fleet_err fleet_store_provisional_prune(struct fleet_store *st, time_t now,
 						   size_t *n);
 /* Provisional certificates (revoked or not), newest first, for fleetctl
  * and tests; free with fleet_store_certs_free (device = the name they
  * carry, revoked/revoked_at as for certificates). */
-enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
+fleet_err fleet_store_provisional_list(struct fleet_store *st,
 						  struct fleet_store_cert **out, size_t *n);
 
 /* Verdicts with id > after_id, oldest first, at most limit
  * (1..FLEET_STORE_LIST_MAX): what verdicts.jsonl is reconciled from. */
-enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
+fleet_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
 						size_t limit, struct fleet_store_verdict **out,
 						size_t *n);
 
@@ -372,18 +373,18 @@ bool fleet_store_binding_author_matches(const struct fleet_store_binding_author 
  * approved_ek_hash, "" or 64 lowercase hex approved_ek_hash_ecc, positive
  * ids, times not negative. A new device id past
  * FLEET_STORE_MAX_BINDING_AUTHORS is FULL; a known one is replaced. */
-enum fleet_store_err fleet_store_binding_author_record(struct fleet_store *st,
+fleet_err fleet_store_binding_author_record(struct fleet_store *st,
 						       const struct fleet_store_binding_author *r);
 /* The record of device_id; NOT_FOUND when there is none. */
-enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
+fleet_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
 						    struct fleet_store_binding_author *out);
 /* Forget the record of device_id, in one transaction; *forgot (may be NULL)
  * says whether there was one. No record is not an error. */
-enum fleet_store_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
+fleet_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
 						       bool *forgot);
 /* Records with device_id > after_id, by device id, at most limit
  * (1..FLEET_STORE_LIST_MAX); *out malloc'd. */
-enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
+fleet_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
 						       size_t limit,
 						       struct fleet_store_binding_author **out,
 						       size_t *n);

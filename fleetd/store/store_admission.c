@@ -19,7 +19,7 @@ static bool session_ok(const char *s)
 	return st_hex_ok(s, 64, 64);
 }
 
-static enum fleet_store_err insert_provisional(struct fleet_store *st,
+static fleet_err insert_provisional(struct fleet_store *st,
 					       const struct fleet_store_issue_in *in,
 					       const char *kind, const uint8_t *der, size_t len,
 					       char sha1[41])
@@ -29,7 +29,7 @@ static enum fleet_store_err insert_provisional(struct fleet_store *st,
 		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate of at most %d bytes",
 			       FLEET_STORE_CERT_MAX);
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "INSERT INTO provisional_certs (session, serial, device, kind, sha1, not_after, "
 		    "issued_at, der) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &s);
 	if (e)
@@ -45,11 +45,11 @@ static enum fleet_store_err insert_provisional(struct fleet_store *st,
 	return st_step_done(st, s, "insert provisional certificate", NULL);
 }
 
-static enum fleet_store_err provisional_issue(struct fleet_store *st,
+static fleet_err provisional_issue(struct fleet_store *st,
 					      const struct fleet_store_issue_in *in,
 					      char lak_sha1[41], char ldevid_sha1[41])
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!session_ok(in->session) || !st_text_ok(in->serial, FLEET_STORE_NAME_MAX) ||
@@ -68,7 +68,7 @@ static enum fleet_store_err provisional_issue(struct fleet_store *st,
 	return st_commit(st);
 }
 
-enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
+fleet_err fleet_store_provisional_issue(struct fleet_store *st,
 						   const struct fleet_store_issue_in *in,
 						   char lak_sha1[41], char ldevid_sha1[41])
 {
@@ -77,12 +77,12 @@ enum fleet_store_err fleet_store_provisional_issue(struct fleet_store *st,
 }
 
 /* The session's two unrevoked provisional certificates become the device's. */
-static enum fleet_store_err adopt_certs(struct fleet_store *st, const char *session,
+static fleet_err adopt_certs(struct fleet_store *st, const char *session,
 					int64_t device_id)
 {
 	sqlite3_stmt *s;
 	int moved = 0;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "INSERT INTO certificates (device_id, kind, sha1, not_after, issued_at, der) "
 		    "SELECT ?2, kind, sha1, not_after, issued_at, der FROM provisional_certs "
 		    "WHERE session = ?1 AND revoked_at IS NULL ORDER BY kind", &s);
@@ -101,11 +101,11 @@ static enum fleet_store_err adopt_certs(struct fleet_store *st, const char *sess
 	return st_step_done(st, s, "drop provisional certificates", NULL);
 }
 
-static enum fleet_store_err admit(struct fleet_store *st,
+static fleet_err admit(struct fleet_store *st,
 				  const struct fleet_store_admit_in *in,
 				  int64_t *verdict_id)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!session_ok(in->session))
@@ -137,7 +137,7 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_admit(struct fleet_store *st,
+fleet_err fleet_store_admit(struct fleet_store *st,
 				       const struct fleet_store_admit_in *in,
 				       int64_t *verdict_id)
 {
@@ -145,12 +145,12 @@ enum fleet_store_err fleet_store_admit(struct fleet_store *st,
 	return st_unlock(st, admit(st, in, verdict_id));
 }
 
-static enum fleet_store_err provisional_revoke(struct fleet_store *st, const char *session,
+static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
 					       const char *reason, time_t now,
 					       char sha1s[][41], size_t *n)
 {
 	*n = 0;
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if ((session && !session_ok(session)) || !st_text_ok(reason, FLEET_STORE_REASON_MAX))
@@ -203,7 +203,7 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
+fleet_err fleet_store_provisional_revoke(struct fleet_store *st, const char *session,
 						    const char *reason, time_t now,
 						    char sha1s[][41], size_t *n)
 {
@@ -211,10 +211,10 @@ enum fleet_store_err fleet_store_provisional_revoke(struct fleet_store *st, cons
 	return st_unlock(st, provisional_revoke(st, session, reason, now, sha1s, n));
 }
 
-static enum fleet_store_err provisional_prune(struct fleet_store *st, time_t now, size_t *n)
+static fleet_err provisional_prune(struct fleet_store *st, time_t now, size_t *n)
 {
 	*n = 0;
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	sqlite3_stmt *s;
@@ -229,17 +229,17 @@ static enum fleet_store_err provisional_prune(struct fleet_store *st, time_t now
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_provisional_prune(struct fleet_store *st, time_t now, size_t *n)
+fleet_err fleet_store_provisional_prune(struct fleet_store *st, time_t now, size_t *n)
 {
 	st_lock(st);
 	return st_unlock(st, provisional_prune(st, now, n));
 }
 
-static enum fleet_store_err provisional_list(struct fleet_store *st,
+static fleet_err provisional_list(struct fleet_store *st,
 					     struct fleet_store_cert **out, size_t *n)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT kind, sha1, not_after, issued_at, revoked_at IS NOT NULL, "
 		    "coalesce(revoked_at, 0), der, device FROM provisional_certs "
 		    "ORDER BY id DESC LIMIT ?1", &s);
@@ -251,7 +251,7 @@ static enum fleet_store_err provisional_list(struct fleet_store *st,
 	return st_read_certs(st, s, NULL, out, n);
 }
 
-enum fleet_store_err fleet_store_provisional_list(struct fleet_store *st,
+fleet_err fleet_store_provisional_list(struct fleet_store *st,
 						  struct fleet_store_cert **out, size_t *n)
 {
 	st_lock(st);

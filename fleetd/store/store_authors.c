@@ -42,7 +42,7 @@ bool fleet_store_binding_author_matches(const struct fleet_store_binding_author 
 	       author[0] && strcmp(r->user, author) == 0;
 }
 
-static enum fleet_store_err check_in(struct fleet_store *st,
+static fleet_err check_in(struct fleet_store *st,
 				     const struct fleet_store_binding_author *r)
 {
 	if (!r || r->device_id <= 0 || r->change_id <= 0)
@@ -64,10 +64,10 @@ static enum fleet_store_err check_in(struct fleet_store *st,
 }
 
 /* Inside the caller's transaction: room for device_id (known, or below the cap). */
-static enum fleet_store_err room_for(struct fleet_store *st, int64_t device_id)
+static fleet_err room_for(struct fleet_store *st, int64_t device_id)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT (SELECT count(*) FROM binding_authors), "
 		    "EXISTS (SELECT 1 FROM binding_authors WHERE device_id = ?1)", &s);
 	if (e)
@@ -84,10 +84,10 @@ static enum fleet_store_err room_for(struct fleet_store *st, int64_t device_id)
 	return e;
 }
 
-static enum fleet_store_err binding_author_record(struct fleet_store *st,
+static fleet_err binding_author_record(struct fleet_store *st,
 						  const struct fleet_store_binding_author *r)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e || (e = check_in(st, r)) || (e = st_begin(st)))
 		return e;
 	sqlite3_stmt *s;
@@ -117,14 +117,14 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_record(struct fleet_store *st,
+fleet_err fleet_store_binding_author_record(struct fleet_store *st,
 						       const struct fleet_store_binding_author *r)
 {
 	st_lock(st);
 	return st_unlock(st, binding_author_record(st, r));
 }
 
-static enum fleet_store_err binding_author_get(struct fleet_store *st, int64_t device_id,
+static fleet_err binding_author_get(struct fleet_store *st, int64_t device_id,
 					       struct fleet_store_binding_author *out)
 {
 	memset(out, 0, sizeof(*out));
@@ -132,7 +132,7 @@ static enum fleet_store_err binding_author_get(struct fleet_store *st, int64_t d
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no record for device id %lld",
 			       (long long)device_id);
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT " AUTHOR_COLS " FROM binding_authors WHERE device_id = ?1", &s);
 	if (e)
 		return e;
@@ -152,19 +152,19 @@ static enum fleet_store_err binding_author_get(struct fleet_store *st, int64_t d
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
+fleet_err fleet_store_binding_author_get(struct fleet_store *st, int64_t device_id,
 						    struct fleet_store_binding_author *out)
 {
 	st_lock(st);
 	return st_unlock(st, binding_author_get(st, device_id, out));
 }
 
-static enum fleet_store_err binding_author_forget(struct fleet_store *st, int64_t device_id,
+static fleet_err binding_author_forget(struct fleet_store *st, int64_t device_id,
 						  bool *forgot)
 {
 	if (forgot)
 		*forgot = false;
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e || (e = st_begin(st)))
 		return e;
 	sqlite3_stmt *s;
@@ -182,14 +182,14 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
+fleet_err fleet_store_binding_author_forget(struct fleet_store *st, int64_t device_id,
 						       bool *forgot)
 {
 	st_lock(st);
 	return st_unlock(st, binding_author_forget(st, device_id, forgot));
 }
 
-static enum fleet_store_err binding_authors_after(struct fleet_store *st, int64_t after_id,
+static fleet_err binding_authors_after(struct fleet_store *st, int64_t after_id,
 						  size_t limit,
 						  struct fleet_store_binding_author **out,
 						  size_t *n)
@@ -200,7 +200,7 @@ static enum fleet_store_err binding_authors_after(struct fleet_store *st, int64_
 		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
 			       FLEET_STORE_LIST_MAX);
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, "SELECT " AUTHOR_COLS " FROM binding_authors "
+	fleet_err e = st_prepare(st, "SELECT " AUTHOR_COLS " FROM binding_authors "
 						"WHERE device_id > ?1 ORDER BY device_id LIMIT ?2",
 					    &s);
 	if (e)
@@ -238,7 +238,7 @@ static enum fleet_store_err binding_authors_after(struct fleet_store *st, int64_
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
+fleet_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,
 						       size_t limit,
 						       struct fleet_store_binding_author **out,
 						       size_t *n)

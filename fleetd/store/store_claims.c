@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static enum fleet_store_err run(struct fleet_store *st, sqlite3_stmt *s, const char *what)
+static fleet_err run(struct fleet_store *st, sqlite3_stmt *s, const char *what)
 {
 	int rc = sqlite3_step(s);
 	sqlite3_finalize(s);
@@ -18,12 +18,12 @@ static enum fleet_store_err run(struct fleet_store *st, sqlite3_stmt *s, const c
 
 /* count(*) with at most one integer parameter ?1 (an SQL without one ignores key).
  * *out is 0 on an error. */
-static enum fleet_store_err count_rows(struct fleet_store *st, const char *sql, int64_t key,
+static fleet_err count_rows(struct fleet_store *st, const char *sql, int64_t key,
 				       int64_t *out)
 {
 	*out = 0;
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, sql, &s);
+	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
 	sqlite3_bind_int64(s, 1, key);
@@ -37,10 +37,10 @@ static enum fleet_store_err count_rows(struct fleet_store *st, const char *sql, 
 }
 
 /* The claim's id for serial, or 0. */
-static enum fleet_store_err claim_id(struct fleet_store *st, const char *serial, int64_t *id)
+static fleet_err claim_id(struct fleet_store *st, const char *serial, int64_t *id)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, "SELECT id FROM claims WHERE serial = ?1", &s);
+	fleet_err e = st_prepare(st, "SELECT id FROM claims WHERE serial = ?1", &s);
 	if (e)
 		return e;
 	sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
@@ -52,11 +52,11 @@ static enum fleet_store_err claim_id(struct fleet_store *st, const char *serial,
 	return e;
 }
 
-static enum fleet_store_err record_eks(struct fleet_store *st, int64_t id, const char *ek,
+static fleet_err record_eks(struct fleet_store *st, int64_t id, const char *ek,
 				       const char *ecc, time_t now)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "UPDATE claim_eks SET last_seen = ?4, count = count + 1 "
 		    "WHERE claim_id = ?1 AND ek_hash = ?2 AND ek_hash_ecc = ?3", &s);
 	if (e)
@@ -87,12 +87,12 @@ static enum fleet_store_err record_eks(struct fleet_store *st, int64_t id, const
 }
 
 /* How many claims name this EK pair (0 on an error). */
-static enum fleet_store_err claims_of_eks(struct fleet_store *st, const char *ek, const char *ecc,
+static fleet_err claims_of_eks(struct fleet_store *st, const char *ek, const char *ecc,
 					  int64_t *out)
 {
 	*out = 0;
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT count(DISTINCT claim_id) FROM claim_eks WHERE ek_hash = ?1 AND "
 		    "ek_hash_ecc = ?2", &s);
 	if (e)
@@ -108,11 +108,11 @@ static enum fleet_store_err claims_of_eks(struct fleet_store *st, const char *ek
 	return e;
 }
 
-static enum fleet_store_err claim_upsert(struct fleet_store *st, const char *serial,
+static fleet_err claim_upsert(struct fleet_store *st, const char *serial,
 					 const char *reason, const char *ek_hash,
 					 const char *ek_hash_ecc, time_t now)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!st_text_ok(serial, FLEET_STORE_NAME_MAX))
@@ -178,7 +178,7 @@ fail:
 	return e;
 }
 
-enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
 					      const char *reason, const char *ek_hash,
 					      const char *ek_hash_ecc, time_t now)
 {
@@ -186,11 +186,11 @@ enum fleet_store_err fleet_store_claim_upsert(struct fleet_store *st, const char
 	return st_unlock(st, claim_upsert(st, serial, reason, ek_hash, ek_hash_ecc, now));
 }
 
-static enum fleet_store_err claim_eks(struct fleet_store *st, int64_t id,
+static fleet_err claim_eks(struct fleet_store *st, int64_t id,
 				      struct fleet_store_claim *c)
 {
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT ek_hash, ek_hash_ecc, first_seen, last_seen, count FROM claim_eks "
 		    "WHERE claim_id = ?1 ORDER BY first_seen, ek_hash, ek_hash_ecc LIMIT ?2", &s);
 	if (e)
@@ -216,13 +216,13 @@ static enum fleet_store_err claim_eks(struct fleet_store *st, int64_t id,
 	return e;
 }
 
-static enum fleet_store_err claims_list(struct fleet_store *st,
+static fleet_err claims_list(struct fleet_store *st,
 					struct fleet_store_claim **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT id, serial, reason, first_seen, last_seen, count, eks_dropped "
 		    "FROM claims ORDER BY last_seen DESC, id DESC LIMIT ?1", &s);
 	if (e)
@@ -267,7 +267,7 @@ out:
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_claims_list(struct fleet_store *st,
+fleet_err fleet_store_claims_list(struct fleet_store *st,
 					     struct fleet_store_claim **out, size_t *n)
 {
 	st_lock(st);

@@ -29,14 +29,14 @@ static bool read_device(sqlite3_stmt *s, struct fleet_store_device *d)
 }
 
 /* Run a one-text-parameter device lookup. */
-static enum fleet_store_err device_get(struct fleet_store *st, const char *sql, const char *key,
+static fleet_err device_get(struct fleet_store *st, const char *sql, const char *key,
 				       const char *what, struct fleet_store_device *out)
 {
 	if (!st_text_ok(key, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a %s is 1 to %d printable characters",
 			       what, FLEET_STORE_NAME_MAX);
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(st, sql, &s);
+	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
 	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
@@ -51,39 +51,39 @@ static enum fleet_store_err device_get(struct fleet_store *st, const char *sql, 
 	return e;
 }
 
-static enum fleet_store_err device_get_by_serial(struct fleet_store *st, const char *serial,
+static fleet_err device_get_by_serial(struct fleet_store *st, const char *serial,
 						 struct fleet_store_device *out)
 {
 	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE serial = ?1", serial,
 			  "serial", out);
 }
 
-enum fleet_store_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_get_by_serial(struct fleet_store *st, const char *serial,
 						      struct fleet_store_device *out)
 {
 	st_lock(st);
 	return st_unlock(st, device_get_by_serial(st, serial, out));
 }
 
-static enum fleet_store_err device_get_by_name(struct fleet_store *st, const char *name,
+static fleet_err device_get_by_name(struct fleet_store *st, const char *name,
 					       struct fleet_store_device *out)
 {
 	return device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE name = ?1", name, "name",
 			  out);
 }
 
-enum fleet_store_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_get_by_name(struct fleet_store *st, const char *name,
 						    struct fleet_store_device *out)
 {
 	st_lock(st);
 	return st_unlock(st, device_get_by_name(st, name, out));
 }
 
-static enum fleet_store_err device_ek_hashes(struct fleet_store *st, const char *serial,
+static fleet_err device_ek_hashes(struct fleet_store *st, const char *serial,
 					     char ek_hash[65], char ek_hash_ecc[65])
 {
 	struct fleet_store_device d;
-	enum fleet_store_err e = device_get_by_serial(st, serial, &d);
+	fleet_err e = device_get_by_serial(st, serial, &d);
 	if (e)
 		return e;
 	memcpy(ek_hash, d.ek_hash, 65);
@@ -91,7 +91,7 @@ static enum fleet_store_err device_ek_hashes(struct fleet_store *st, const char 
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
 						  char ek_hash[65], char ek_hash_ecc[65])
 {
 	st_lock(st);
@@ -103,13 +103,13 @@ static bool same_hash(const char *stored, const char *presented)
 	return !strcmp(stored, presented ? presented : "");
 }
 
-static enum fleet_store_err device_check_eks(struct fleet_store *st, const char *serial,
+static fleet_err device_check_eks(struct fleet_store *st, const char *serial,
 					     const char *ek_hash, const char *ek_hash_ecc)
 {
 	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc))
 		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
 	char h[65], hc[65];
-	enum fleet_store_err e = device_ek_hashes(st, serial, h, hc);
+	fleet_err e = device_ek_hashes(st, serial, h, hc);
 	if (e)
 		return e;
 	if (!same_hash(h, ek_hash) || !same_hash(hc, ek_hash_ecc))
@@ -118,7 +118,7 @@ static enum fleet_store_err device_check_eks(struct fleet_store *st, const char 
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+fleet_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
 						  const char *ek_hash, const char *ek_hash_ecc)
 {
 	st_lock(st);
@@ -126,7 +126,7 @@ enum fleet_store_err fleet_store_device_check_eks(struct fleet_store *st, const 
 }
 
 /* One write statement with bound values; `changes` gets the row count. */
-enum fleet_store_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+fleet_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
 				      int *changes)
 {
 	int rc = sqlite3_step(s);
@@ -138,11 +138,11 @@ enum fleet_store_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name,
+fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
 				       const char *serial, int64_t inventory_id, const char *ek_hash,
 				       const char *ek_hash_ecc, time_t now, int64_t *device_id)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!st_text_ok(name, FLEET_STORE_NAME_MAX) || !st_text_ok(serial, FLEET_STORE_NAME_MAX))
@@ -211,13 +211,13 @@ enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name
 	return st_step_done(st, s, "delete claim", NULL);
 }
 
-static enum fleet_store_err device_record_admission(struct fleet_store *st, const char *name,
+static fleet_err device_record_admission(struct fleet_store *st, const char *name,
 						    const char *serial, int64_t inventory_id,
 						    const char *ek_hash,
 						    const char *ek_hash_ecc, time_t now)
 {
 	int64_t id;
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e || (e = st_begin(st)))
 		return e;
 	if ((e = st_device_admit_tx(st, name, serial, inventory_id, ek_hash, ek_hash_ecc, now, &id))) {
@@ -227,7 +227,7 @@ static enum fleet_store_err device_record_admission(struct fleet_store *st, cons
 	return st_commit(st);
 }
 
-enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_record_admission(struct fleet_store *st, const char *name,
 							 const char *serial, int64_t inventory_id,
 							 const char *ek_hash,
 							 const char *ek_hash_ecc, time_t now)
@@ -236,22 +236,22 @@ enum fleet_store_err fleet_store_device_record_admission(struct fleet_store *st,
 	return st_unlock(st, device_record_admission(st, name, serial, inventory_id, ek_hash, ek_hash_ecc, now));
 }
 
-static enum fleet_store_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
+static fleet_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
 {
 	int changes = 0;
-	enum fleet_store_err e = st_step_done(st, s, what, &changes);
+	fleet_err e = st_step_done(st, s, what, &changes);
 	if (!e && changes == 0)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that name");
 	return e;
 }
 
-static enum fleet_store_err device_set_state(struct fleet_store *st, const char *name,
+static fleet_err device_set_state(struct fleet_store *st, const char *name,
 					     const char *state)
 {
 	static const char *const states[] = {FLEET_STORE_STATE_ADMITTED,
 					     FLEET_STORE_STATE_PROVISIONING,
 					     FLEET_STORE_STATE_ACTIVE, FLEET_STORE_STATE_RETIRED};
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	size_t i;
@@ -271,16 +271,16 @@ static enum fleet_store_err device_set_state(struct fleet_store *st, const char 
 	return update_one(st, s, "set state");
 }
 
-enum fleet_store_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
 						  const char *state)
 {
 	st_lock(st);
 	return st_unlock(st, device_set_state(st, name, state));
 }
 
-static enum fleet_store_err device_touch(struct fleet_store *st, const char *name, time_t now)
+static fleet_err device_touch(struct fleet_store *st, const char *name, time_t now)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
@@ -293,16 +293,16 @@ static enum fleet_store_err device_touch(struct fleet_store *st, const char *nam
 	return update_one(st, s, "touch device");
 }
 
-enum fleet_store_err fleet_store_device_touch(struct fleet_store *st, const char *name, time_t now)
+fleet_err fleet_store_device_touch(struct fleet_store *st, const char *name, time_t now)
 {
 	st_lock(st);
 	return st_unlock(st, device_touch(st, name, now));
 }
 
-static enum fleet_store_err device_set_quarantine(struct fleet_store *st, const char *name,
+static fleet_err device_set_quarantine(struct fleet_store *st, const char *name,
 						  bool on, const char *reason, time_t now)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
@@ -326,14 +326,14 @@ static enum fleet_store_err device_set_quarantine(struct fleet_store *st, const 
 	return update_one(st, s, "set quarantine");
 }
 
-enum fleet_store_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
+fleet_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
 						       bool on, const char *reason, time_t now)
 {
 	st_lock(st);
 	return st_unlock(st, device_set_quarantine(st, name, on, reason, now));
 }
 
-static enum fleet_store_err devices_list(struct fleet_store *st,
+static fleet_err devices_list(struct fleet_store *st,
 					 struct fleet_store_device **out, size_t *n)
 {
 	*out = NULL;
@@ -342,7 +342,7 @@ static enum fleet_store_err devices_list(struct fleet_store *st,
 	/* No LIMIT that could cut the list short: the pass would take the
 	 * devices past it for gone, revoked ones included. One more than the
 	 * cap is read only to say so. */
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
 	if (e)
 		return e;
@@ -382,7 +382,7 @@ out:
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_devices_list(struct fleet_store *st,
+fleet_err fleet_store_devices_list(struct fleet_store *st,
 					      struct fleet_store_device **out, size_t *n)
 {
 	st_lock(st);

@@ -27,29 +27,29 @@ struct fleet_store {
 
 /* Every public function: st_lock(st) first, and return st_unlock(st, e). */
 void st_lock(struct fleet_store *st);
-enum fleet_store_err st_unlock(struct fleet_store *st, enum fleet_store_err e);
+fleet_err st_unlock(struct fleet_store *st, fleet_err e);
 
 /* The failure's sentence, into the calling thread's own copy (store.h,
  * fleet_store_errmsg): no other thread's call can overwrite it. */
-enum fleet_store_err st_fail(struct fleet_store *st, enum fleet_store_err e, const char *fmt,
+fleet_err st_fail(struct fleet_store *st, fleet_err e, const char *fmt,
 			     ...) __attribute__((format(printf, 3, 4)));
 /* Map a SQLite result code to the store's enum, keeping SQLite's message. */
-enum fleet_store_err st_sqlite(struct fleet_store *st, int rc, const char *what);
-enum fleet_store_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out);
-enum fleet_store_err st_begin(struct fleet_store *st);
-enum fleet_store_err st_commit(struct fleet_store *st);
+fleet_err st_sqlite(struct fleet_store *st, int rc, const char *what);
+fleet_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out);
+fleet_err st_begin(struct fleet_store *st);
+fleet_err st_commit(struct fleet_store *st);
 void st_rollback(struct fleet_store *st);
-enum fleet_store_err st_writable(struct fleet_store *st);
+fleet_err st_writable(struct fleet_store *st);
 
 /* Run one bound write statement and finalize it; *changes (may be NULL)
  * gets the rows it changed. */
-enum fleet_store_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+fleet_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
 				  int *changes);
 
 /* The body of fleet_store_device_record_admission, inside a transaction the
  * caller holds (store_admission.c joins it with the certificates and the
  * verdict). *device_id gets the row's id. */
-enum fleet_store_err st_device_admit_tx(struct fleet_store *st, const char *name,
+fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
 				       const char *serial, int64_t inventory_id, const char *ek_hash,
 				       const char *ek_hash_ecc, time_t now, int64_t *device_id);
 /* Parse DER as the store's own check (one whole certificate, nothing after
@@ -59,7 +59,7 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */
-enum fleet_store_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
 				   struct fleet_store_cert **out, size_t *n);
 
 /* Checks on values going in. */

@@ -14,11 +14,11 @@
 
 #include "lib/hex.h"
 
-static enum fleet_store_err verdict_insert(struct fleet_store *st,
+static fleet_err verdict_insert(struct fleet_store *st,
 					   const struct fleet_store_verdict_in *v,
 					   int64_t *id_out)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	bool has_device = v->device && v->device[0];
@@ -82,7 +82,7 @@ static enum fleet_store_err verdict_insert(struct fleet_store *st,
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_verdict_insert(struct fleet_store *st,
+fleet_err fleet_store_verdict_insert(struct fleet_store *st,
 						const struct fleet_store_verdict_in *v,
 						int64_t *id_out)
 {
@@ -113,10 +113,10 @@ static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v
 /* Step a prepared verdict query (its columns as VERDICT_COLS) into at most
  * limit rows; finalizes s. */
 #define VERDICT_COLS "id, time, device, serial, session, result, reasons, ek_hash, ek_hash_ecc"
-static enum fleet_store_err read_verdicts(struct fleet_store *st, sqlite3_stmt *s, size_t limit,
+static fleet_err read_verdicts(struct fleet_store *st, sqlite3_stmt *s, size_t limit,
 					  struct fleet_store_verdict **out, size_t *n)
 {
-	enum fleet_store_err e = FLEET_STORE_OK;
+	fleet_err e = FLEET_STORE_OK;
 	struct fleet_store_verdict *v = calloc(limit, sizeof(*v));
 	if (!v) {
 		sqlite3_finalize(s);
@@ -153,7 +153,7 @@ out:
 	return FLEET_STORE_OK;
 }
 
-static enum fleet_store_err verdicts_list(struct fleet_store *st, const char *device,
+static fleet_err verdicts_list(struct fleet_store *st, const char *device,
 					  size_t limit, struct fleet_store_verdict **out,
 					  size_t *n)
 {
@@ -169,7 +169,7 @@ static enum fleet_store_err verdicts_list(struct fleet_store *st, const char *de
 	 * device = ?1" scanned the whole table newest first for each device,
 	 * which made the SPIRE pass quadratic in the fleet (3 minutes at
 	 * 50,000 devices). */
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, device ? "SELECT " VERDICT_COLS " FROM verdicts WHERE device = ?1 "
 			     "ORDER BY id DESC LIMIT ?2"
 			   : "SELECT " VERDICT_COLS " FROM verdicts ORDER BY id DESC LIMIT ?2",
@@ -184,7 +184,7 @@ static enum fleet_store_err verdicts_list(struct fleet_store *st, const char *de
 	return read_verdicts(st, s, limit, out, n);
 }
 
-enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
+fleet_err fleet_store_verdicts_list(struct fleet_store *st, const char *device,
 					       size_t limit, struct fleet_store_verdict **out,
 					       size_t *n)
 {
@@ -192,7 +192,7 @@ enum fleet_store_err fleet_store_verdicts_list(struct fleet_store *st, const cha
 	return st_unlock(st, verdicts_list(st, device, limit, out, n));
 }
 
-static enum fleet_store_err verdicts_after(struct fleet_store *st, int64_t after_id,
+static fleet_err verdicts_after(struct fleet_store *st, int64_t after_id,
 					   size_t limit, struct fleet_store_verdict **out,
 					   size_t *n)
 {
@@ -202,7 +202,7 @@ static enum fleet_store_err verdicts_after(struct fleet_store *st, int64_t after
 		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
 			       FLEET_STORE_LIST_MAX);
 	sqlite3_stmt *s;
-	enum fleet_store_err e = st_prepare(
+	fleet_err e = st_prepare(
 		st, "SELECT " VERDICT_COLS " FROM verdicts WHERE id > ?1 ORDER BY id LIMIT ?2", &s);
 	if (e)
 		return e;
@@ -211,7 +211,7 @@ static enum fleet_store_err verdicts_after(struct fleet_store *st, int64_t after
 	return read_verdicts(st, s, limit, out, n);
 }
 
-enum fleet_store_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
+fleet_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
 						size_t limit, struct fleet_store_verdict **out,
 						size_t *n)
 {
@@ -242,11 +242,11 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 	return true;
 }
 
-static enum fleet_store_err cert_insert(struct fleet_store *st, const char *device,
+static fleet_err cert_insert(struct fleet_store *st, const char *device,
 					const char *kind, const uint8_t *der, size_t der_len,
 					time_t issued_at, char *sha1_out)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!kind || (strcmp(kind, FLEET_STORE_CERT_LAK) && strcmp(kind, FLEET_STORE_CERT_LDEVID)))
@@ -280,7 +280,7 @@ static enum fleet_store_err cert_insert(struct fleet_store *st, const char *devi
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
+fleet_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
 					     const char *kind, const uint8_t *der, size_t der_len,
 					     time_t issued_at, char *sha1_out)
 {
@@ -288,10 +288,10 @@ enum fleet_store_err fleet_store_cert_insert(struct fleet_store *st, const char 
 	return st_unlock(st, cert_insert(st, device, kind, der, der_len, issued_at, sha1_out));
 }
 
-static enum fleet_store_err cert_revoke(struct fleet_store *st, const char *sha1,
+static fleet_err cert_revoke(struct fleet_store *st, const char *sha1,
 					time_t now)
 {
-	enum fleet_store_err e = st_writable(st);
+	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if (!st_hex_ok(sha1, 40, 40))
@@ -312,7 +312,7 @@ static enum fleet_store_err cert_revoke(struct fleet_store *st, const char *sha1
 	return FLEET_STORE_OK;
 }
 
-enum fleet_store_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
+fleet_err fleet_store_cert_revoke(struct fleet_store *st, const char *sha1,
 					     time_t now)
 {
 	st_lock(st);
@@ -329,10 +329,10 @@ void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */
-enum fleet_store_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
 				   struct fleet_store_cert **out, size_t *n)
 {
-	enum fleet_store_err e = FLEET_STORE_OK;
+	fleet_err e = FLEET_STORE_OK;
 	struct fleet_store_cert *v = NULL;
 	size_t cnt = 0, cap = 0;
 	int rc;
@@ -385,13 +385,13 @@ out:
 	return FLEET_STORE_OK;
 }
 
-static enum fleet_store_err certs_for_device(struct fleet_store *st, const char *device,
+static fleet_err certs_for_device(struct fleet_store *st, const char *device,
 					     struct fleet_store_cert **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
 	struct fleet_store_device d;
-	enum fleet_store_err e = fleet_store_device_get_by_name(st, device, &d);
+	fleet_err e = fleet_store_device_get_by_name(st, device, &d);
 	if (e)
 		return e;
 	sqlite3_stmt *s;
@@ -404,7 +404,7 @@ static enum fleet_store_err certs_for_device(struct fleet_store *st, const char 
 	return st_read_certs(st, s, d.name, out, n);
 }
 
-enum fleet_store_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
+fleet_err fleet_store_certs_for_device(struct fleet_store *st, const char *device,
 						  struct fleet_store_cert **out, size_t *n)
 {
 	st_lock(st);

@@ -18,7 +18,7 @@ static fleet_err store_newest(struct fleet_store *st, int64_t *id, char *err, si
 {
 	struct fleet_store_verdict *v = NULL;
 	size_t n = 0;
-	enum fleet_store_err se = fleet_store_verdicts_list(st, NULL, 1, &v, &n);
+	fleet_err se = fleet_store_verdicts_list(st, NULL, 1, &v, &n);
 	if (se != FLEET_STORE_OK) {
 		snprintf(err, errlen, "the store's verdicts: %s", fleet_store_errmsg(st));
 		return FLEET_E_IO;

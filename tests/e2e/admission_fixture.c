@@ -250,7 +250,7 @@ struct fleet_store *store_ro(void)
 bool store_device(const char *serial, struct fleet_store_device *d)
 {
 	struct fleet_store *st = store_ro();
-	enum fleet_store_err e = fleet_store_device_get_by_serial(st, serial, d);
+	fleet_err e = fleet_store_device_get_by_serial(st, serial, d);
 	fleet_store_close(st);
 	assert_true(e == FLEET_STORE_OK || e == FLEET_STORE_E_NOT_FOUND);
 	return e == FLEET_STORE_OK;
@@ -279,7 +279,7 @@ size_t store_certs(const char *device, size_t *revoked)
 	struct fleet_store *st = store_ro();
 	struct fleet_store_cert *c = NULL;
 	size_t n = 0, r = 0;
-	enum fleet_store_err e = fleet_store_certs_for_device(st, device, &c, &n);
+	fleet_err e = fleet_store_certs_for_device(st, device, &c, &n);
 	assert_true(e == FLEET_STORE_OK || e == FLEET_STORE_E_NOT_FOUND);
 	for (size_t i = 0; i < n; i++)
 		r += c[i].revoked;

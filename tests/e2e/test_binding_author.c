@@ -136,7 +136,7 @@ static int teardown(void **state)
 static bool record_of(long id, struct fleet_store_binding_author *r)
 {
 	struct fleet_store *st = store_ro();
-	enum fleet_store_err e = fleet_store_binding_author_get(st, id, r);
+	fleet_err e = fleet_store_binding_author_get(st, id, r);
 	fleet_store_close(st);
 	assert_true(e == FLEET_STORE_OK || e == FLEET_STORE_E_NOT_FOUND);
 	return e == FLEET_STORE_OK;

@@ -251,7 +251,7 @@ static void test_binding_change_newest_by_time_not_by_order(void **st)
 			     "\"2001-01-01T00:00:00Z\", \"custom_fields\": "
 			     "{\"approved_ek_hash\": \"" H3 "\"}}");
 	nbf_ctl("/_fake/ignore_ordering", "{\"on\": true}");
-	enum fleet_inv_result r = inv->ops->binding_change(inv, 10, &b, err, sizeof(err));
+	fleet_err r = inv->ops->binding_change(inv, 10, &b, err, sizeof(err));
 	nbf_ctl("/_fake/ignore_ordering", "{\"on\": false}");
 	assert_int_equal(r, FLEET_INV_OK);
 	assert_string_equal(b.user, "carol");
@@ -494,7 +494,7 @@ static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"/netbox\"}");
 	struct fleet_inventory *inv = open_with(base, V1, E.ca, 5000);
 	size_t before = nbf_log_len();
-	enum fleet_inv_result r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
 	if (r != FLEET_INV_OK)
 		fail_msg("listing behind the proxy: %s", err);
 	assert_int_equal(n + n_bad, 10);
@@ -663,7 +663,7 @@ static void test_a_page_over_the_cap_is_asked_in_halves(void **st)
 	set_notes(3, 5u << 20);
 	fleet_netbox_stats(inv, &s0);
 	size_t before = nbf_log_len();
-	enum fleet_inv_result r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
 	if (r != FLEET_INV_OK)
 		fail_msg("listing with big devices: %s", err);
 	assert_int_equal(n + n_bad, 10);
@@ -896,7 +896,7 @@ static void test_bad_tokens_are_unavailable(void **st)
 	inv->ops->close(inv);
 }
 
-static void expect_denied(enum fleet_inv_result r, const char *err, const char *perm)
+static void expect_denied(fleet_err r, const char *err, const char *perm)
 {
 	print_message("refused: %s\n", err);
 	assert_int_equal(r, FLEET_INV_UNAVAILABLE);
@@ -1111,7 +1111,7 @@ static void test_tls_is_verified(void **st)
 	/* the right CA, but a certificate for another name */
 	pid_t p2 = nbf_start(E.badname_cert, E.key, base2, sizeof(base2));
 	inv = open_with(base2, V1, E.ca, 5000);
-	enum fleet_inv_result r = inv->ops->get(inv, 1, &d, err, sizeof(err));
+	fleet_err r = inv->ops->get(inv, 1, &d, err, sizeof(err));
 	inv->ops->close(inv);
 	nbf_stop(p2);
 	assert_int_equal(r, FLEET_INV_UNAVAILABLE);

@@ -119,10 +119,10 @@ struct fx {
 static void admit(struct fx *f, const char *name, const char *serial, long inv_id,
 		  const char *ek, const char *ek_ecc, bool pass)
 {
-	enum fleet_store_err e = fleet_store_device_record_admission(
+	fleet_err e = fleet_store_device_record_admission(
 		f->rw, name, serial, inv_id, ek, ek_ecc, f->now - 30 * DAY);
 	if (e)
-		fail_msg("admit %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->rw));
+		fail_msg("admit %s: %s: %s", name, fleet_err_str(e), fleet_store_errmsg(f->rw));
 	struct fleet_store_verdict_in v = {.time = f->now - DAY, .device = name, .serial = serial,
 					   .session = "0a", .pass = pass, .ek_hash = ek};
 	assert_int_equal(fleet_store_verdict_insert(f->rw, &v, NULL), FLEET_STORE_OK);

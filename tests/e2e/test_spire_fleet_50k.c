@@ -114,7 +114,7 @@ struct fake_inv {
 	size_t n;
 };
 
-static enum fleet_inv_result fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				       char *err, size_t errlen)
 {
@@ -130,7 +130,7 @@ static enum fleet_inv_result fake_list(struct fleet_inventory *inv, struct fleet
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result fake_list_bounded(struct fleet_inventory *inv,
+static fleet_err fake_list_bounded(struct fleet_inventory *inv,
 					       const struct fleet_inv_bound *bound,
 					       struct fleet_inv_device **out, size_t *n,
 					       struct fleet_inv_malformed **bad, size_t *n_bad,

@@ -44,7 +44,7 @@ static void device_of(const struct inproc_inventory *iv, struct fleet_inv_device
 	memcpy(d->approved_ek_hash_ecc, iv->binding->ek_hash_ecc, sizeof(d->approved_ek_hash_ecc));
 }
 
-static enum fleet_inv_result inv_find(struct fleet_inventory *inv, const char *serial,
+static fleet_err inv_find(struct fleet_inventory *inv, const char *serial,
 				      struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	if (strcmp(serial, INV(inv)->binding->serial) != 0) {
@@ -55,7 +55,7 @@ static enum fleet_inv_result inv_find(struct fleet_inventory *inv, const char *s
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result inv_get(struct fleet_inventory *inv, long id,
+static fleet_err inv_get(struct fleet_inventory *inv, long id,
 				     struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	if (id != 1) {
@@ -66,7 +66,7 @@ static enum fleet_inv_result inv_get(struct fleet_inventory *inv, long id,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result inv_binding_change(struct fleet_inventory *inv, long id,
+static fleet_err inv_binding_change(struct fleet_inventory *inv, long id,
 						struct fleet_inv_binding_change *out, char *err,
 						size_t errlen)
 {
@@ -80,7 +80,7 @@ static enum fleet_inv_result inv_binding_change(struct fleet_inventory *inv, lon
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result inv_write_ek_hashes(struct fleet_inventory *inv, long id,
+static fleet_err inv_write_ek_hashes(struct fleet_inventory *inv, long id,
 						 const char *ek_hash, const char *ek_hash_ecc,
 						 char *err, size_t errlen)
 {

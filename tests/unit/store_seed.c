@@ -23,10 +23,10 @@
 
 #define CHECK(call)                                                                           \
 	do {                                                                                  \
-		enum fleet_store_err e_ = (call);                                             \
+		fleet_err e_ = (call);                                             \
 		if (e_) {                                                                     \
 			fprintf(stderr, "store_seed: %s: %s: %s\n", #call,                    \
-				fleet_store_err_str(e_), fleet_store_errmsg(st));             \
+				fleet_err_str(e_), fleet_store_errmsg(st));             \
 			return 1;                                                             \
 		}                                                                             \
 	} while (0)

@@ -19,10 +19,10 @@ struct counting {
 	pthread_mutex_t mu;
 	unsigned asked;
 	unsigned delay_ms;
-	enum fleet_inv_result answer;
+	fleet_err answer;
 };
 
-static enum fleet_inv_result find(struct fleet_inventory *inv, const char *serial,
+static fleet_err find(struct fleet_inventory *inv, const char *serial,
 				  struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct counting *c = (struct counting *)inv;
@@ -40,7 +40,7 @@ static enum fleet_inv_result find(struct fleet_inventory *inv, const char *seria
 
 static const struct fleet_inventory_ops ops = {.find_by_serial = find};
 
-static void counting_init(struct counting *c, enum fleet_inv_result answer, unsigned delay_ms)
+static void counting_init(struct counting *c, fleet_err answer, unsigned delay_ms)
 {
 	memset(c, 0, sizeof(*c));
 	c->inv.ops = &ops;
@@ -49,7 +49,7 @@ static void counting_init(struct counting *c, enum fleet_inv_result answer, unsi
 	c->delay_ms = delay_ms;
 }
 
-static enum fleet_inv_result look(struct adm_lookup *l, const char *serial, bool *over)
+static fleet_err look(struct adm_lookup *l, const char *serial, bool *over)
 {
 	struct fleet_inv_device d;
 	char err[64];
@@ -58,7 +58,7 @@ static enum fleet_inv_result look(struct adm_lookup *l, const char *serial, bool
 
 struct racer {
 	struct adm_lookup *l;
-	enum fleet_inv_result r;
+	fleet_err r;
 	bool over;
 };
 
@@ -147,7 +147,7 @@ static void budget(void **state)
 	unsigned refused = 0;
 	for (int i = 0; i < 40; i++) {
 		snprintf(serial, sizeof(serial), "R-%d", i);
-		enum fleet_inv_result r = look(&l, serial, &over);
+		fleet_err r = look(&l, serial, &over);
 		if (over) {
 			assert_int_equal(r, FLEET_INV_UNAVAILABLE);
 			refused++;

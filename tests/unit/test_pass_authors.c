@@ -106,7 +106,7 @@ static void add(struct finv *f, long id, const char *status, const char *by, con
 		change(f, id, by, ek, ek_ecc ? ek_ecc : "");
 }
 
-static enum fleet_inv_result f_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err f_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				    size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				    char *err, size_t errlen)
 {
@@ -125,7 +125,7 @@ static enum fleet_inv_result f_list(struct fleet_inventory *inv, struct fleet_in
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result f_get(struct fleet_inventory *inv, long id,
+static fleet_err f_get(struct fleet_inventory *inv, long id,
 				   struct fleet_inv_device *out, char *err, size_t errlen)
 {
 	struct finv *f = (struct finv *)inv;
@@ -141,7 +141,7 @@ static enum fleet_inv_result f_get(struct fleet_inventory *inv, long id,
 	return FLEET_INV_OK;
 }
 
-static enum fleet_inv_result f_change(struct fleet_inventory *inv, long id,
+static fleet_err f_change(struct fleet_inventory *inv, long id,
 				      struct fleet_inv_binding_change *out, char *err,
 				      size_t errlen)
 {
@@ -197,20 +197,20 @@ struct fx {
 	time_t now;
 };
 
-static enum fleet_store_err cb_record(void *ctx, const struct fleet_store_binding_author *r,
+static fleet_err cb_record(void *ctx, const struct fleet_store_binding_author *r,
 				      char *err, size_t errlen)
 {
 	struct fx *f = ctx;
-	enum fleet_store_err e = fleet_store_binding_author_record(f->rw, r);
+	fleet_err e = fleet_store_binding_author_record(f->rw, r);
 	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
 	return e;
 }
 
-static enum fleet_store_err cb_forget(void *ctx, int64_t id, bool *forgot, char *err,
+static fleet_err cb_forget(void *ctx, int64_t id, bool *forgot, char *err,
 				      size_t errlen)
 {
 	struct fx *f = ctx;
-	enum fleet_store_err e = fleet_store_binding_author_forget(f->rw, id, forgot);
+	fleet_err e = fleet_store_binding_author_forget(f->rw, id, forgot);
 	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
 	return e;
 }
@@ -267,7 +267,7 @@ static const char *run(struct fx *f)
 
 static bool rec_of(struct fx *f, long id, struct fleet_store_binding_author *r)
 {
-	enum fleet_store_err e = fleet_store_binding_author_get(f->rw, id, r);
+	fleet_err e = fleet_store_binding_author_get(f->rw, id, r);
 	assert_true(e == FLEET_STORE_OK || e == FLEET_STORE_E_NOT_FOUND);
 	return e == FLEET_STORE_OK;
 }

@@ -40,10 +40,10 @@ struct fake_inv {
 	struct fleet_inventory base;
 	struct fleet_inv_device devs[64];
 	size_t n;
-	enum fleet_inv_result result; /* what list() answers */
+	fleet_err result; /* what list() answers */
 };
 
-static enum fleet_inv_result fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				       char *err, size_t errlen)
 {
@@ -128,10 +128,10 @@ static void admit(struct fx *f, const char *name, const char *serial, bool rsa, 
 	int n = ++f->n_admitted;
 	ek_for(2 * n, ek);
 	ek_for(2 * n + 1, ek_ecc);
-	enum fleet_store_err e = fleet_store_device_record_admission(
+	fleet_err e = fleet_store_device_record_admission(
 		f->st, name, serial, n, rsa ? ek : NULL, ecc ? ek_ecc : NULL, NOW - 30 * DAY);
 	if (e)
-		fail_msg("admit %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+		fail_msg("admit %s: %s: %s", name, fleet_err_str(e), fleet_store_errmsg(f->st));
 }
 
 static void verdict(struct fx *f, const char *name, bool pass)
@@ -152,10 +152,10 @@ static void cert(struct fx *f, const char *name, const char *kind, time_t not_af
 	X509 *x = mint_cert(&m);
 	size_t len;
 	unsigned char *der = mint_der(x, &len);
-	enum fleet_store_err e = fleet_store_cert_insert(f->st, name, kind, der, len, NOW - DAY,
+	fleet_err e = fleet_store_cert_insert(f->st, name, kind, der, len, NOW - DAY,
 							 sha1);
 	if (e)
-		fail_msg("cert %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+		fail_msg("cert %s: %s: %s", name, fleet_err_str(e), fleet_store_errmsg(f->st));
 	free(der);
 	X509_free(x);
 }
@@ -175,10 +175,10 @@ static void good_device(struct fx *f, const char *name, const char *serial, cons
 static void build(struct fx *f, time_t now, struct fleet_spire_doc *doc)
 {
 	char err[256];
-	enum fleet_spire_err e =
+	fleet_err e =
 		fleet_spire_nodes_build(&f->inv.base, f->st, TD, now, doc, err, sizeof(err));
 	if (e)
-		fail_msg("build: %s: %s", fleet_spire_err_str(e), err);
+		fail_msg("build: %s: %s", fleet_err_str(e), err);
 }
 
 static const struct fleet_spire_node *find(const struct fleet_spire_node *v, size_t n,
@@ -210,10 +210,10 @@ static void write_ok(struct fx *f, const struct fleet_spire_doc *doc, time_t now
 		     int64_t *serial)
 {
 	char err[256];
-	enum fleet_spire_err e =
+	fleet_err e =
 		fleet_spire_nodes_write(f->out, doc, now, changed, serial, err, sizeof(err));
 	if (e)
-		fail_msg("write: %s: %s", fleet_spire_err_str(e), err);
+		fail_msg("write: %s: %s", fleet_err_str(e), err);
 }
 
 static char *path_in(struct fx *f, const char *name)
@@ -729,12 +729,13 @@ static void test_inventory_error_keeps_file(void **state)
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
 
 	set_status(f, "w1", "decommissioning");
-	static const enum fleet_inv_result bad[] = {FLEET_INV_UNAVAILABLE, FLEET_INV_INVALID};
+	static const fleet_err bad[] = {FLEET_INV_UNAVAILABLE, FLEET_INV_INVALID};
 	for (size_t i = 0; i < 2; i++) {
 		f->inv.result = bad[i];
+		/* The inventory's failure, passed on in its own layer. */
 		assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 60,
 							&d, &changed, &serial, err, sizeof(err)),
-				 FLEET_SPIRE_E_INVENTORY);
+				 bad[i]);
 		assert_false(changed);
 		assert_int_equal(d.n_eligible + d.n_revoked + d.n_excluded, 0);
 		assert_non_null(strstr(err, "HTTP 503"));

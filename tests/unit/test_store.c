@@ -76,10 +76,10 @@ static long long raw_int(sqlite3 *db, const char *sql)
 static void admit(struct fx *f, const char *name, const char *serial, const char *ek,
 		  const char *ecc, time_t now)
 {
-	enum fleet_store_err e =
+	fleet_err e =
 		fleet_store_device_record_admission(f->st, name, serial, 7, ek, ecc, now);
 	if (e)
-		fail_msg("admit %s: %s: %s", name, fleet_store_err_str(e), fleet_store_errmsg(f->st));
+		fail_msg("admit %s: %s: %s", name, fleet_err_str(e), fleet_store_errmsg(f->st));
 }
 
 static void test_schema_and_settings(void **state)
@@ -114,12 +114,18 @@ static void test_schema_and_settings(void **state)
 static void test_err_strings(void **state)
 {
 	(void)state;
-	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_EK_MISMATCH), "ek-mismatch");
-	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_READONLY), "read-only");
-	assert_string_equal(fleet_store_err_str(FLEET_STORE_E_UNSAFE), "unsafe-permissions");
-	for (int e = 0; e < FLEET_STORE_E__COUNT; e++)
-		assert_string_not_equal(fleet_store_err_str((enum fleet_store_err)e), "unknown");
-	assert_string_equal(fleet_store_err_str(FLEET_STORE_E__COUNT), "unknown");
+	assert_string_equal(fleet_err_str(FLEET_STORE_E_EK_MISMATCH), "ek-mismatch");
+	assert_string_equal(fleet_err_str(FLEET_STORE_E_READONLY), "read-only");
+	assert_string_equal(fleet_err_str(FLEET_STORE_E_UNSAFE), "unsafe-permissions");
+	/* One error space: the store's failures carry the store's layer, and
+	 * every code has a string in it. */
+	assert_int_equal(fleet_err_layer(FLEET_STORE_E_BUSY), FLEET_LAYER_STORE);
+	assert_string_equal(fleet_err_layer_str(FLEET_STORE_E_BUSY), "store");
+	for (unsigned c = 1; c < FLEET_CODE__COUNT; c++)
+		assert_string_not_equal(fleet_err_str(FLEET_ERR(FLEET_LAYER_STORE, c)),
+					"unknown-error");
+	assert_string_equal(fleet_err_str(FLEET_ERR(FLEET_LAYER_STORE, FLEET_CODE__COUNT)),
+			    "unknown-error");
 }
 
 static void test_unsafe_modes_refused(void **state)

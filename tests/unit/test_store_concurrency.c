@@ -96,8 +96,8 @@ static time_t now0;
 
 #define CHECK_OK(call)                                                                        \
 	do {                                                                                  \
-		enum fleet_store_err e_ = (call);                                             \
-		CHECK(e_ == FLEET_STORE_OK, "%s: %s: %s", #call, fleet_store_err_str(e_),     \
+		fleet_err e_ = (call);                                             \
+		CHECK(e_ == FLEET_STORE_OK, "%s: %s: %s", #call, fleet_err_str(e_),     \
 		      fleet_store_errmsg(shared));                                            \
 	} while (0)
 
@@ -299,7 +299,7 @@ static void *reader(void *arg)
 }
 
 /* The inventory: every device, active. Only the pass's thread reads it. */
-static enum fleet_inv_result inv_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
+static fleet_err inv_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
 				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
 				      char *err, size_t errlen)
 {
