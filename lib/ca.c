@@ -346,7 +346,7 @@ fleet_err fleet_ca_init(const char *dir, const char *common_name, unsigned valid
 	key = EVP_EC_gen("P-256");
 	if (!key) {
 		ERR_clear_error();
-		return fleet_errctx_msg(ec, FLEET_E_CRYPTO, "cannot generate the P-256 CA key");
+		return fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "cannot generate the P-256 CA key");
 	}
 	e = make_ca_cert(key, common_name, validity_days, &cert);
 	if (e != FLEET_OK) {

@@ -68,6 +68,35 @@ const char *fleet_err_layer_str(fleet_err e)
 	return layer_names[fleet_err_layer(e)];
 }
 
+int fleet_err_blames_input(fleet_err e)
+{
+	switch (fleet_err_code(e)) {
+	case FLEET_CODE_TRUNCATED:
+	case FLEET_CODE_MALFORMED:
+	case FLEET_CODE_TOO_LARGE:
+	case FLEET_CODE_UNSUPPORTED:
+	case FLEET_CODE_VERIFY:
+	case FLEET_CODE_EK_MISMATCH:
+		return e != FLEET_OK && fleet_err_valid(e);
+	default:
+		return 0;
+	}
+}
+
+struct fleet_decision fleet_decide(fleet_err e, const char *reason)
+{
+	if (e == FLEET_OK && reason == NULL)
+		return (struct fleet_decision){.outcome = FLEET_PASSED, .err = FLEET_OK};
+	if (e == FLEET_OK) /* a check named a reason and then said yes: never a pass */
+		return (struct fleet_decision){
+			.outcome = FLEET_REFUSED, .reason = reason, .err = FLEET_E_VERIFY};
+	if (fleet_err_blames_input(e))
+		return (struct fleet_decision){.outcome = FLEET_REFUSED,
+					       .reason = reason ? reason : fleet_err_str(e),
+					       .err = e};
+	return (struct fleet_decision){.outcome = FLEET_FAILED, .err = e};
+}
+
 __attribute__((format(printf, 5, 0)))
 static fleet_err set(struct fleet_errctx *ec, fleet_err e, int has_offset, size_t offset,
 		     const char *fmt, va_list ap)

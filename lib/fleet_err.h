@@ -126,6 +126,55 @@ const char *fleet_err_layer_str(fleet_err e);
 int fleet_err_valid(fleet_err e);
 
 /*
+ * Whether e blames the input: it is truncated, malformed, too large, of a
+ * kind not handled, evidence that did not verify, or EKs other than the
+ * ones held. Every other failure
+ * (out of memory, the crypto library, I/O, a caller's mistake, a busy or
+ * unavailable service) is this side's trouble, and says nothing about the
+ * input.
+ */
+int fleet_err_blames_input(fleet_err e);
+
+/* ---- decisions ------------------------------------------------------------
+ *
+ * What a judging function returns: it judged and the evidence passed; it
+ * judged and refused it, for a stable reason; or it could not judge. The
+ * three are told apart by outcome, never by which error code came back,
+ * and 0 is none of them, so a decision never made (a zeroed struct) is not
+ * a pass. A caller switches on outcome (-Wswitch-enum names a case it
+ * forgets); only FLEET_PASSED may go on.
+ */
+enum fleet_outcome {
+	FLEET_PASSED = 1,
+	FLEET_REFUSED, /* reason: the rule; err: the kind (verify-failed, malformed, ...) */
+	FLEET_FAILED,  /* err: why nothing was judged (out-of-memory, crypto-error, ...) */
+};
+
+struct fleet_decision {
+	enum fleet_outcome outcome;
+	const char *reason; /* FLEET_REFUSED: a stable reason string; else NULL */
+	fleet_err err;      /* FLEET_PASSED: FLEET_OK */
+};
+
+/*
+ * The decision of a judging function written in libfleet's style (e plus a
+ * reason the failing check set): FLEET_OK is a pass; an error that blames
+ * the input is a refusal, for the reason given, or for the code's string
+ * when no check named one; any other error is a failure, even when a
+ * reason was set on the way (an out-of-memory after a check has begun is
+ * this side's trouble, not the machine's).
+ */
+struct fleet_decision fleet_decide(fleet_err e, const char *reason);
+
+/* Inside a judging function: name the rule and return its kind,
+ *     return fleet_refuse(reason, "proof-invalid", FLEET_E_VERIFY); */
+static inline fleet_err fleet_refuse(const char **reason, const char *rule, fleet_err e)
+{
+	*reason = rule;
+	return e;
+}
+
+/*
  * Where and why something failed. offset is the byte offset into the
  * outermost input (readers carry their origin, so nested structures report
  * absolute offsets). detail is a short human sentence. sys_errno is the

@@ -85,14 +85,8 @@ static size_t curve_bytes(TPMI_ECC_CURVE c)
 	return c == TPM2_ECC_NIST_P256 ? 32 : c == TPM2_ECC_NIST_P384 ? 48 : 0;
 }
 
-static fleet_err refuse(const char **reason, const char *why, fleet_err e)
-{
-	*reason = why;
-	return e;
-}
-
-#define UNSUPPORTED(why) refuse(reason, why, FLEET_E_UNSUPPORTED)
-#define MALFORMED(why) refuse(reason, why, FLEET_E_MALFORMED)
+#define UNSUPPORTED(why) fleet_refuse(reason, why, FLEET_E_UNSUPPORTED)
+#define MALFORMED(why) fleet_refuse(reason, why, FLEET_E_MALFORMED)
 
 /* The fields of the public area, before any OpenSSL key is made of them. */
 static fleet_err ek_params(const TPMT_PUBLIC *ek, struct ek_prot *p, const char **reason)

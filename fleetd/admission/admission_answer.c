@@ -103,9 +103,14 @@ static int auth_failure(struct round *r, const char *unproven, const char *reaso
 
 static int internal_error(struct round *r, const char *what, fleet_err e)
 {
+	/* A crypto library failure's cause is still on this thread's OpenSSL
+	 * queue: read it (and empty the queue) for the journal. */
+	char ossl[160] = "";
+	fleet_openssl_drain(ossl, sizeof(ossl));
 	adm_count(r->counter, "error");
-	adm_log(LOG_ERR, "admission-error", &r->lf, "%s failed: %s; the session is left as it was",
-		what, fleet_err_str(e));
+	adm_log(LOG_ERR, "admission-error", &r->lf,
+		"%s failed: %s%s%s%s; the session is left as it was", what, fleet_err_str(e),
+		ossl[0] ? " (openssl: " : "", ossl, ossl[0] ? ")" : "");
 	round_keep(r);
 	return 500;
 }
@@ -278,7 +283,6 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	struct fleet_attest_env env;
 	struct adm_session *e = NULL;
 	struct round r;
-	const char *why = NULL;
 	int status;
 
 	*reject = NULL;
@@ -296,13 +300,16 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	adm_env(a, e->profile, &env);
 
 	/* A2 */
-	fe = fleet_attest_answer(&env, &r.s, &in, &verdict, &why);
-	if (fe != FLEET_OK && (fe == FLEET_E_VERIFY || why)) {
-		status = auth_failure(&r, ADM_UNPROVEN_ANSWER, why, reply);
+	struct fleet_decision d = fleet_attest_answer(&env, &r.s, &in, &verdict);
+	switch (d.outcome) {
+	case FLEET_PASSED:
+		break;
+	case FLEET_REFUSED:
+		status = auth_failure(&r, ADM_UNPROVEN_ANSWER, d.reason, reply);
 		goto out;
-	}
-	if (fe != FLEET_OK) {
-		status = internal_error(&r, "judging the answer", fe);
+	case FLEET_FAILED:
+	default: /* a decision never made is no pass */
+		status = internal_error(&r, "judging the answer", d.err);
 		goto out;
 	}
 	/* TPM-authenticated: this machine's latest proof wins. The other
@@ -447,7 +454,6 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	struct fleet_attest_env env;
 	struct adm_session *e = NULL;
 	struct round r;
-	const char *why = NULL;
 	int status;
 
 	*reject = NULL;
@@ -463,13 +469,16 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	adm_env(a, e->profile, &env);
 
 	/* C1 */
-	fe = fleet_attest_confirm(&env, &r.s, &in, &why);
-	if (fe != FLEET_OK && (fe == FLEET_E_VERIFY || why)) {
-		status = auth_failure(&r, ADM_UNPROVEN_CONFIRM, why, reply);
+	struct fleet_decision d = fleet_attest_confirm(&env, &r.s, &in);
+	switch (d.outcome) {
+	case FLEET_PASSED:
+		break;
+	case FLEET_REFUSED:
+		status = auth_failure(&r, ADM_UNPROVEN_CONFIRM, d.reason, reply);
 		goto out;
-	}
-	if (fe != FLEET_OK) {
-		status = internal_error(&r, "checking the confirmation", fe);
+	case FLEET_FAILED:
+	default: /* a decision never made is no pass */
+		status = internal_error(&r, "checking the confirmation", d.err);
 		goto out;
 	}
 

@@ -233,23 +233,23 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	struct fleet_inv_binding_change ch;
 	char err[256] = "";
 
-	fleet_err se =
+	struct fleet_decision dec =
 		fleet_store_device_check_eks(a->d.store, d->serial, t->s.ek_hash, t->s.ek_hash_ecc);
-	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND &&
-	    se != FLEET_STORE_E_EK_MISMATCH) {
-		t->lf.reason = fleet_err_str(se);
+	switch (dec.outcome) {
+	case FLEET_PASSED:
+		break;
+	case FLEET_REFUSED:
+		return refuse(t, dec.reason, reply,
+			      dec.err == FLEET_STORE_E_NOT_FOUND
+				      ? "a device past planned that fleetd never admitted"
+				      : "the EKs are not the ones fleetd's store holds for this device",
+			      NULL);
+	case FLEET_FAILED:
+	default: /* a decision never made is no pass */
+		t->lf.reason = fleet_err_str(dec.err);
 		t->lf.detail = fleet_store_errmsg(a->d.store);
 		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
 				"the store could not be read; nothing is decided");
-	}
-	if (se == FLEET_STORE_E_NOT_FOUND)
-		return refuse(t, "ek-not-recorded", reply,
-			      "a device past planned that fleetd never admitted", NULL);
-	if (se == FLEET_STORE_E_EK_MISMATCH)
-		return refuse(t, "ek-mismatch", reply,
-			      "the EKs are not the ones fleetd's store holds for this device",
-			      NULL);
-	if (se != FLEET_STORE_OK) {
 		adm_count(a->m.store_errors, NULL);
 		adm_count(a->m.intake, "unavailable");
 		return 503;
@@ -434,7 +434,6 @@ int fleet_admission_intake(struct fleet_admission *a, const char *peer, const ui
 	struct fleet_wire_intake in;
 	struct fleet_errctx ec;
 	struct intake t;
-	const char *why = NULL;
 	int status;
 
 	*reject = NULL;
@@ -455,21 +454,28 @@ int fleet_admission_intake(struct fleet_admission *a, const char *peer, const ui
 	 * request and never holds its serial's place, not even briefly. */
 	struct fleet_attest_env env;
 	adm_env(a, NULL, &env);
-	e = fleet_attest_intake(&env, &in, &t.s, &why);
-	if (e == FLEET_E_VERIFY || (e != FLEET_OK && why)) {
+	struct fleet_decision d = fleet_attest_intake(&env, &in, &t.s);
+	switch (d.outcome) {
+	case FLEET_PASSED:
+		break;
+	case FLEET_REFUSED:
 		adm_count(a->m.unproven, ADM_UNPROVEN_INTAKE);
-		status = refuse(&t, why ? why : "intake-invalid", reply,
+		status = refuse(&t, d.reason, reply,
 				"the intake's own proofs failed; no verdict (nothing is "
 				"TPM-authenticated)",
 				NULL);
 		goto out;
-	}
-	if (e != FLEET_OK) {
+	case FLEET_FAILED:
+	default: { /* a decision never made is no pass */
+		char ossl[160] = ""; /* a crypto failure's cause, from this thread's queue */
+		fleet_openssl_drain(ossl, sizeof(ossl));
 		adm_log_limited(a, "intake-error", LOG_ERR, "intake-error", &t.lf,
-				"intake checks failed: %s", fleet_err_str(e));
+				"intake checks failed: %s%s%s%s", fleet_err_str(d.err),
+				ossl[0] ? " (openssl: " : "", ossl, ossl[0] ? ")" : "");
 		adm_count(a->m.intake, "error");
 		status = 500;
 		goto out;
+	}
 	}
 	t.lf.ek_hash = t.s.ek_hash;
 	t.lf.ek_hash_ecc = t.s.ek_hash_ecc;

@@ -12,14 +12,22 @@
  * fresh (the AK and LDevID are the same every boot) and can be replayed, so
  * no intake, valid or not, may displace a session that is still open.
  *
+ * The judging rounds (intake, answer, confirm) return a struct
+ * fleet_decision (lib/fleet_err.h), never a bare error: FLEET_PASSED,
+ * FLEET_REFUSED with a stable reason (the request's evidence is at fault),
+ * or FLEET_FAILED with the error that kept fleetd from judging (out of
+ * memory, the crypto library): a refusal is the machine's doing, a
+ * failure fleetd's, and the daemon answers them differently (a refusal,
+ * or a 500 that a retry can pass).
+ *
  * Trust rule 1: only TPM-authenticated evidence becomes a verdict.
- * fleet_attest_answer() therefore has two kinds of failure:
- *   FLEET_E_VERIFY + reason   the evidence is not proven to come from the
+ * fleet_attest_answer() therefore says "no" in two ways:
+ *   FLEET_REFUSED + reason    the evidence is not proven to come from the
  *                             TPM that was challenged (bad proof, bad quote
  *                             signature, wrong nonce, replayed session):
  *                             NO verdict may be written, nothing quarantined;
- *   FLEET_OK + verdict.pass = false   the TPM proved what it booted and the
- *                             profile refuses it: a failed verdict.
+ *   FLEET_PASSED + verdict.pass = false   the TPM proved what it booted and
+ *                             the profile refuses it: a failed verdict.
  *
  * Reasons (stable; the client only ever hears "refused"):
  *   intake:  "ek-cert-unparseable", "ek-chain-*" (lib/x509_ek.h),
@@ -129,9 +137,10 @@ struct fleet_attest_env {
  * with the EK hashes, so the caller can compare them with the binding
  * before challenging.
  */
-fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
-			      const struct fleet_wire_intake *in, struct fleet_attest_session *s,
-			      const char **reason);
+struct fleet_decision fleet_attest_intake(const struct fleet_attest_env *env,
+					  const struct fleet_wire_intake *in,
+					  struct fleet_attest_session *s)
+	__attribute__((warn_unused_result));
 
 /*
  * Round 1, part 2: a fresh session id, nonce and one secret per EK, each
@@ -149,11 +158,14 @@ fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
 				 const struct fleet_wire_intake *in, struct fleet_attest_session *s,
 				 struct fleet_wire_intake_reply *out);
 
-/* Round 2: see the comment at the top for the two kinds of failure. On
- * FLEET_OK the session is VERIFIED and *verdict holds the policy's word. */
-fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_attest_session *s,
-			      const struct fleet_wire_answer *in, struct fleet_verdict *verdict,
-			      const char **reason);
+/* Round 2: see the comment at the top for the two ways of saying no. On
+ * FLEET_PASSED the session is VERIFIED and *verdict holds the policy's
+ * word. */
+struct fleet_decision fleet_attest_answer(const struct fleet_attest_env *env,
+					  struct fleet_attest_session *s,
+					  const struct fleet_wire_answer *in,
+					  struct fleet_verdict *verdict)
+	__attribute__((warn_unused_result));
 
 /* Issue the LAK (for the AK) and LDevID (for the certified key) certificates,
  * subject CN = device_name. Only for a VERIFIED session whose verdict passed;
@@ -163,9 +175,11 @@ fleet_err fleet_attest_issue(const struct fleet_attest_env *env, struct fleet_at
 			     const char *device_name, struct fleet_wire_verdict *out);
 
 /* Round 3: the LDevID key's signature over the confirm statement. On
- * FLEET_OK the session is CONFIRMED (the caller reads the binding again
- * before it admits the device). */
-fleet_err fleet_attest_confirm(const struct fleet_attest_env *env, struct fleet_attest_session *s,
-			       const struct fleet_wire_confirm *in, const char **reason);
+ * FLEET_PASSED the session is CONFIRMED (the caller reads the binding
+ * again before it admits the device). */
+struct fleet_decision fleet_attest_confirm(const struct fleet_attest_env *env,
+					   struct fleet_attest_session *s,
+					   const struct fleet_wire_confirm *in)
+	__attribute__((warn_unused_result));
 
 #endif

@@ -28,12 +28,6 @@ static time_t env_now(const struct fleet_attest_env *env)
 	return env->now ? env->now : time(NULL);
 }
 
-static fleet_err refuse(const char **reason, const char *why, fleet_err e)
-{
-	*reason = why;
-	return e;
-}
-
 /*
  * A quote the TPM signed over a log fleetd cannot read. The TPM has proven
  * what it booted; only the machine's account of it is unreadable. That is
@@ -95,16 +89,13 @@ static fleet_err judge(const struct fleet_attest_env *env, const struct fleet_at
 	return e;
 }
 
-fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_attest_session *s,
+static fleet_err answer_judge(const struct fleet_attest_env *env, struct fleet_attest_session *s,
 			      const struct fleet_wire_answer *in, struct fleet_verdict *verdict,
 			      const char **reason)
 {
 	uint8_t want[FLEET_WIRE_ID_LEN], qual[32], report_hash[32];
-	const char *dummy;
 	fleet_err e;
 
-	if (!reason)
-		reason = &dummy;
 	*reason = NULL;
 	if (!env || !s || !in || !verdict)
 		return FLEET_E_INVALID_ARG;
@@ -113,11 +104,11 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 	/* Until the proof and the quote hold, every refusal returns before
 	 * s is written: an unproven request displaces nothing. */
 	if (CRYPTO_memcmp(in->session, s->id, sizeof(s->id)) != 0)
-		return refuse(reason, "session-unknown", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "session-unknown", FLEET_E_VERIFY);
 	if (s->state != FLEET_SESSION_CHALLENGED)
-		return refuse(reason, "session-state", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "session-state", FLEET_E_VERIFY);
 	if (env_now(env) > s->deadline)
-		return refuse(reason, "session-expired", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "session-expired", FLEET_E_VERIFY);
 
 	e = fleet_wire_answer_proof(s->secret_rsa, s->has_ecc ? s->secret_ecc : NULL, s->id,
 				    &in->quote_attest, want);
@@ -125,7 +116,7 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 		return e;
 	if (CRYPTO_memcmp(want, in->proof, sizeof(want)) != 0) {
 		OPENSSL_cleanse(want, sizeof(want));
-		return refuse(reason, "proof-invalid", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "proof-invalid", FLEET_E_VERIFY);
 	}
 	OPENSSL_cleanse(want, sizeof(want));
 
@@ -134,7 +125,7 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 			    report_hash)) != FLEET_OK)
 		return e;
 	if (CRYPTO_memcmp(report_hash, s->report_hash, sizeof(report_hash)) != 0)
-		return refuse(reason, "network-report-changed", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "network-report-changed", FLEET_E_VERIFY);
 	if ((e = fleet_wire_quote_qualifier(s->nonce, &in->network_report, qual)) != FLEET_OK)
 		return e;
 	struct fleet_quote_check q = {
@@ -164,6 +155,16 @@ fleet_err fleet_attest_answer(const struct fleet_attest_env *env, struct fleet_a
 	OPENSSL_cleanse(s->secret_rsa, sizeof(s->secret_rsa));
 	OPENSSL_cleanse(s->secret_ecc, sizeof(s->secret_ecc));
 	return FLEET_OK;
+}
+
+struct fleet_decision fleet_attest_answer(const struct fleet_attest_env *env,
+					  struct fleet_attest_session *s,
+					  const struct fleet_wire_answer *in,
+					  struct fleet_verdict *verdict)
+{
+	const char *reason = NULL;
+	fleet_err e = answer_judge(env, s, in, verdict, &reason);
+	return fleet_decide(e, reason);
 }
 
 /* DER of x into b (malloc'd) and its SHA-256 into hash. */
@@ -231,27 +232,26 @@ out:
 	return e;
 }
 
-fleet_err fleet_attest_confirm(const struct fleet_attest_env *env, struct fleet_attest_session *s,
-			       const struct fleet_wire_confirm *in, const char **reason)
+static fleet_err confirm_judge(const struct fleet_attest_env *env,
+			       struct fleet_attest_session *s, const struct fleet_wire_confirm *in,
+			       const char **reason)
 {
 	struct fleet_buf stmt;
 	TPMT_SIGNATURE sig;
-	const char *dummy, *r = NULL;
+	const char *r = NULL;
 	fleet_err e;
 
-	if (!reason)
-		reason = &dummy;
 	*reason = NULL;
 	if (!env || !s || !in)
 		return FLEET_E_INVALID_ARG;
 	/* As in the answer: nothing changes until the signature holds. */
 	if (CRYPTO_memcmp(in->session, s->id, sizeof(s->id)) != 0)
-		return refuse(reason, "session-unknown", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "session-unknown", FLEET_E_VERIFY);
 	if (s->state != FLEET_SESSION_ISSUED)
-		return refuse(reason, "session-state", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "session-state", FLEET_E_VERIFY);
 	if (fleet_tpm_signature_parse(in->signature.data, in->signature.len, &sig, NULL) !=
 	    FLEET_OK)
-		return refuse(reason, "confirm-signature", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "confirm-signature", FLEET_E_VERIFY);
 	fb_init(&stmt);
 	e = fleet_wire_confirm_statement_hashes(s->id, s->lak_cert_hash, s->ldevid_cert_hash,
 						&stmt);
@@ -259,11 +259,20 @@ fleet_err fleet_attest_confirm(const struct fleet_attest_env *env, struct fleet_
 		e = fleet_tpm_signature_verify(&s->ldevid.publicArea, stmt.data, stmt.len, &sig,
 					       &r);
 		if (e != FLEET_OK && e != FLEET_E_NOMEM && e != FLEET_E_CRYPTO)
-			e = refuse(reason, "confirm-signature", FLEET_E_VERIFY);
+			e = fleet_refuse(reason, "confirm-signature", FLEET_E_VERIFY);
 	}
 	fb_free(&stmt);
 	if (e != FLEET_OK)
 		return e;
 	s->state = FLEET_SESSION_CONFIRMED;
 	return FLEET_OK;
+}
+
+struct fleet_decision fleet_attest_confirm(const struct fleet_attest_env *env,
+					   struct fleet_attest_session *s,
+					   const struct fleet_wire_confirm *in)
+{
+	const char *reason = NULL;
+	fleet_err e = confirm_judge(env, s, in, &reason);
+	return fleet_decide(e, reason);
 }

@@ -32,12 +32,6 @@ static time_t env_now(const struct fleet_attest_env *env)
 	return env->now ? env->now : time(NULL);
 }
 
-static fleet_err refuse(const char **reason, const char *why, fleet_err e)
-{
-	*reason = why;
-	return e;
-}
-
 /* An EK is bound to its TPM. (That it is a storage key, restricted,
  * decrypt and never sign, is part of fleet_credential_ek_supported.) */
 static const char *ek_binding_reason(const TPMT_PUBLIC *ek)
@@ -65,23 +59,23 @@ static fleet_err check_ek(const struct fleet_attest_env *env, const struct fleet
 	fleet_err e;
 
 	if (fleet_ek_cert_load(ek->cert.data, ek->cert.len, &cert, &ec) != FLEET_OK)
-		return refuse(reason, "ek-cert-unparseable", FLEET_E_MALFORMED);
+		return fleet_refuse(reason, "ek-cert-unparseable", FLEET_E_MALFORMED);
 	e = fleet_ek_chain_verify(env->roots, cert, env_now(env), &r);
 	if (e != FLEET_OK) {
-		e = refuse(reason, r ? r : "ek-chain-untrusted", e);
+		e = fleet_refuse(reason, r ? r : "ek-chain-untrusted", e);
 		goto out;
 	}
 	if (fleet_tpm_public_parse(ek->pub.data, ek->pub.len, pub, &ec) != FLEET_OK) {
-		e = refuse(reason, "ek-public-malformed", FLEET_E_MALFORMED);
+		e = fleet_refuse(reason, "ek-public-malformed", FLEET_E_MALFORMED);
 		goto out;
 	}
 	if (pub->publicArea.type != want_type) {
-		e = refuse(reason, "ek-wrong-type", FLEET_E_VERIFY);
+		e = fleet_refuse(reason, "ek-wrong-type", FLEET_E_VERIFY);
 		goto out;
 	}
 	e = fleet_ek_cert_matches_public(cert, &pub->publicArea, &r);
 	if (e != FLEET_OK) {
-		e = refuse(reason, r ? r : "ek-key-mismatch", e);
+		e = fleet_refuse(reason, r ? r : "ek-key-mismatch", e);
 		goto out;
 	}
 	/* The challenge's own rule, here: an EK MakeCredential cannot wrap to
@@ -93,15 +87,15 @@ static fleet_err check_ek(const struct fleet_attest_env *env, const struct fleet
 		/* A refused EK is refused evidence, as every EK rule's; only a
 		 * failure with no reason (memory, OpenSSL) stays an error. */
 		if (r)
-			e = refuse(reason, r, e == FLEET_E_MALFORMED ? e : FLEET_E_VERIFY);
+			e = fleet_refuse(reason, r, e == FLEET_E_MALFORMED ? e : FLEET_E_VERIFY);
 		goto out;
 	}
 	if ((r = ek_binding_reason(&pub->publicArea)) != NULL) {
-		e = refuse(reason, r, FLEET_E_VERIFY);
+		e = fleet_refuse(reason, r, FLEET_E_VERIFY);
 		goto out;
 	}
 	if ((e = fleet_ek_hash(cert, hash)) != FLEET_OK) {
-		e = refuse(reason, "ek-cert-unparseable", e);
+		e = fleet_refuse(reason, "ek-cert-unparseable", e);
 		goto out;
 	}
 	/* Both name the same key and both hashes are of its canonical
@@ -109,12 +103,12 @@ static fleet_err check_ek(const struct fleet_attest_env *env, const struct fleet
 	 * agree: the hash NetBox approves, the one SPIRE's pub_hash selector
 	 * computes and the one fleetd pins are then one value. */
 	if (fleet_tpm_public_spki_sha256(&pub->publicArea, spki) != FLEET_OK) {
-		e = refuse(reason, "ek-public-malformed", FLEET_E_MALFORMED);
+		e = fleet_refuse(reason, "ek-public-malformed", FLEET_E_MALFORMED);
 		goto out;
 	}
 	fleet_hex_encode(spki, sizeof(spki), spki_hex);
 	if (strcmp(spki_hex, hash) != 0) {
-		e = refuse(reason, "ek-hash-mismatch", FLEET_E_VERIFY);
+		e = fleet_refuse(reason, "ek-hash-mismatch", FLEET_E_VERIFY);
 		goto out;
 	}
 	e = FLEET_OK;
@@ -133,12 +127,12 @@ static fleet_err check_ak(const struct fleet_wire_intake *in, TPM2B_PUBLIC *ak,
 	fleet_err e;
 
 	if (fleet_tpm_public_parse(in->ak_public.data, in->ak_public.len, ak, NULL) != FLEET_OK)
-		return refuse(reason, "ak-malformed", FLEET_E_MALFORMED);
+		return fleet_refuse(reason, "ak-malformed", FLEET_E_MALFORMED);
 	if ((e = fleet_tpm_ak_check(&ak->publicArea, reason)) != FLEET_OK)
 		return e;
 	if (fleet_tpm_name(&ak->publicArea, name, sizeof(name), &name_len) != FLEET_OK ||
 	    fleet_tpm_public_to_pkey(&ak->publicArea, &pk) != FLEET_OK)
-		return refuse(reason, "ak-unsupported", FLEET_E_UNSUPPORTED);
+		return fleet_refuse(reason, "ak-unsupported", FLEET_E_UNSUPPORTED);
 	EVP_PKEY_free(pk);
 	return FLEET_OK;
 }
@@ -154,13 +148,13 @@ static fleet_err check_ldevid(const struct fleet_wire_intake *in, const TPM2B_PU
 
 	if (fleet_tpm_public_parse(in->ldevid_public.data, in->ldevid_public.len, key, NULL) !=
 	    FLEET_OK)
-		return refuse(reason, "ldevid-public-malformed", FLEET_E_MALFORMED);
+		return fleet_refuse(reason, "ldevid-public-malformed", FLEET_E_MALFORMED);
 	if (fleet_ldevid_request_parse(&in->ldevid_request, &req, NULL) != FLEET_OK)
-		return refuse(reason, "ldevid-request-malformed", FLEET_E_MALFORMED);
+		return fleet_refuse(reason, "ldevid-request-malformed", FLEET_E_MALFORMED);
 	if (strcmp(req.serial, in->serial) != 0)
-		return refuse(reason, "ldevid-request-serial", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "ldevid-request-serial", FLEET_E_VERIFY);
 	if ((e = fleet_wire_certify_qualifier(&in->ldevid_request, qual)) != FLEET_OK)
-		return refuse(reason, "ldevid-request-malformed", e);
+		return fleet_refuse(reason, "ldevid-request-malformed", e);
 	struct fleet_certify_check c = {
 		.ak = &ak->publicArea,
 		.attest = in->ldevid_certify_attest.data,
@@ -178,22 +172,19 @@ static fleet_err check_ldevid(const struct fleet_wire_intake *in, const TPM2B_PU
 	 * restricted. Refused here, before a challenge is spent, rather than
 	 * at issue time after a verdict (found in review). */
 	if (key->publicArea.objectAttributes & TPMA_OBJECT_RESTRICTED)
-		return refuse(reason, "ldevid-restricted", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "ldevid-restricted", FLEET_E_VERIFY);
 	if (CRYPTO_memcmp(spki, req.spki_sha256, sizeof(spki)) != 0)
-		return refuse(reason, "ldevid-request-key", FLEET_E_VERIFY);
+		return fleet_refuse(reason, "ldevid-request-key", FLEET_E_VERIFY);
 	return FLEET_OK;
 }
 
-fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
+static fleet_err intake_judge(const struct fleet_attest_env *env,
 			      const struct fleet_wire_intake *in, struct fleet_attest_session *s,
 			      const char **reason)
 {
-	const char *dummy;
 	struct fleet_attest_session t;
 	fleet_err e;
 
-	if (!reason)
-		reason = &dummy;
 	*reason = NULL;
 	if (!env || !env->roots || !in || !s)
 		return FLEET_E_INVALID_ARG;
@@ -201,7 +192,7 @@ fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
 	 * intake leaves the caller's session untouched. */
 	memset(&t, 0, sizeof(t));
 	if (!in->ek_rsa.present) {
-		e = refuse(reason, "ek-rsa-missing", FLEET_E_VERIFY);
+		e = fleet_refuse(reason, "ek-rsa-missing", FLEET_E_VERIFY);
 		goto out;
 	}
 	if ((e = check_ek(env, &in->ek_rsa, TPM2_ALG_RSA, &t.ek_rsa, t.ek_hash, reason)) !=
@@ -218,7 +209,7 @@ fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
 	if ((e = check_ldevid(in, &t.ak, &t.ldevid, reason)) != FLEET_OK)
 		goto out;
 	if (fleet_network_report_parse(&in->network_report, &t.report, NULL) != FLEET_OK) {
-		e = refuse(reason, "network-report-malformed", FLEET_E_MALFORMED);
+		e = fleet_refuse(reason, "network-report-malformed", FLEET_E_MALFORMED);
 		goto out;
 	}
 	if ((e = fleet_hash(FLEET_ALG_SHA256, in->network_report.data, in->network_report.len,
@@ -238,6 +229,15 @@ fleet_err fleet_attest_intake(const struct fleet_attest_env *env,
 out:
 	fleet_attest_session_wipe(&t);
 	return e;
+}
+
+struct fleet_decision fleet_attest_intake(const struct fleet_attest_env *env,
+					  const struct fleet_wire_intake *in,
+					  struct fleet_attest_session *s)
+{
+	const char *reason = NULL;
+	fleet_err e = intake_judge(env, in, s, &reason);
+	return fleet_decide(e, reason);
 }
 
 /* "sha256:0,1,2,3,4,5,7": the profile's bank and PCRs, tpm2-tools syntax. */

@@ -23,6 +23,7 @@
 #include <sys/socket.h>
 
 #include "fleetd/http/server_impl.h"
+#include "lib/fleet_err.h"
 
 struct request {
 	const struct fleet_http_route_entry *route;
@@ -359,6 +360,12 @@ void fleet_http_on_completed(void *cls, struct MHD_Connection *c, void **req_cls
 {
 	struct fleet_http *s = cls;
 	struct request *req = *req_cls;
+	/* OpenSSL's error queue is per thread and this thread serves the next
+	 * request: a refusal (a certificate that does not verify) leaves
+	 * entries that would be read as the cause of a later, unrelated
+	 * failure, and the queue would grow for the thread's life. Whatever
+	 * mattered was read where the failure happened (lib/fleet_err.h). */
+	fleet_openssl_drain(NULL, 0);
 	if (!req)
 		return;
 	if (req->reserved)

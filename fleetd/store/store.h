@@ -149,11 +149,15 @@ fleet_err fleet_store_device_get_by_name(struct fleet_store *st, const char *nam
 fleet_err fleet_store_device_ek_hashes(struct fleet_store *st, const char *serial,
 						  char ek_hash[65], char ek_hash_ecc[65]);
 
-/* Re-admission: OK when the presented hashes equal the stored ones
- * exactly (an EK the store holds must be presented; an EK it does not hold
- * must not be), EK_MISMATCH when not, NOT_FOUND for an unknown serial. */
-fleet_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
-						  const char *ek_hash, const char *ek_hash_ecc);
+/* Re-admission, a decision (lib/fleet_err.h): FLEET_PASSED when the
+ * presented hashes equal the stored ones exactly (an EK the store holds
+ * must be presented; an EK it does not hold must not be); FLEET_REFUSED
+ * "ek-mismatch" (err EK_MISMATCH) when not, "ek-not-recorded" (err
+ * NOT_FOUND) for a serial the store never admitted; FLEET_FAILED with err
+ * (and fleet_store_errmsg) when the store could not say. */
+struct fleet_decision fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+						   const char *ek_hash, const char *ek_hash_ecc)
+	__attribute__((warn_unused_result));
 
 fleet_err fleet_store_device_set_state(struct fleet_store *st, const char *name,
 						  const char *state);

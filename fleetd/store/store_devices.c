@@ -103,26 +103,40 @@ static bool same_hash(const char *stored, const char *presented)
 	return !strcmp(stored, presented ? presented : "");
 }
 
-static fleet_err device_check_eks(struct fleet_store *st, const char *serial,
-					     const char *ek_hash, const char *ek_hash_ecc)
+static struct fleet_decision device_check_eks(struct fleet_store *st, const char *serial,
+					      const char *ek_hash, const char *ek_hash_ecc)
 {
-	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc))
-		return st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
+	struct fleet_decision d = {.outcome = FLEET_FAILED};
+	if (!st_hash_ok(ek_hash) || !st_hash_ok(ek_hash_ecc)) {
+		d.err = st_fail(st, FLEET_STORE_E_INVALID, "an EK hash is 64 lowercase hex digits");
+		return d;
+	}
 	char h[65], hc[65];
 	fleet_err e = device_ek_hashes(st, serial, h, hc);
-	if (e)
-		return e;
-	if (!same_hash(h, ek_hash) || !same_hash(hc, ek_hash_ecc))
-		return st_fail(st, FLEET_STORE_E_EK_MISMATCH,
-			       "the EKs presented are not the ones fleetd proved for this serial");
-	return FLEET_STORE_OK;
+	if (e == FLEET_STORE_E_NOT_FOUND)
+		return (struct fleet_decision){
+			.outcome = FLEET_REFUSED, .reason = "ek-not-recorded", .err = e};
+	if (e) {
+		d.err = e;
+		return d;
+	}
+	if (!same_hash(h, ek_hash) || !same_hash(hc, ek_hash_ecc)) {
+		st_fail(st, FLEET_STORE_E_EK_MISMATCH,
+			"the EKs presented are not the ones fleetd proved for this serial");
+		return (struct fleet_decision){.outcome = FLEET_REFUSED,
+					       .reason = "ek-mismatch",
+					       .err = FLEET_STORE_E_EK_MISMATCH};
+	}
+	return (struct fleet_decision){.outcome = FLEET_PASSED, .err = FLEET_OK};
 }
 
-fleet_err fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
-						  const char *ek_hash, const char *ek_hash_ecc)
+struct fleet_decision fleet_store_device_check_eks(struct fleet_store *st, const char *serial,
+						   const char *ek_hash, const char *ek_hash_ecc)
 {
 	st_lock(st);
-	return st_unlock(st, device_check_eks(st, serial, ek_hash, ek_hash_ecc));
+	struct fleet_decision d = device_check_eks(st, serial, ek_hash, ek_hash_ecc);
+	st_unlock(st, d.err);
+	return d;
 }
 
 /* One write statement with bound values; `changes` gets the row count. */

@@ -233,6 +233,40 @@ static void make_intake(struct fleet_wire_intake *in, const char *bios)
 		fb_free(&b_);                                                           \
 	} while (0)
 
+/*
+ * The judging rounds return a struct fleet_decision. These wrappers check
+ * the decision is one of the three and consistent (a pass has no reason
+ * and no error, a refusal a reason, a failure no reason and an error that
+ * does not blame the input), then hand back the error and the reason, so
+ * the assertions below read as before: FLEET_OK is a pass,
+ * FLEET_E_VERIFY + reason a refusal.
+ */
+static fleet_err decided(struct fleet_decision d, const char **reason)
+{
+	switch (d.outcome) {
+	case FLEET_PASSED:
+		assert_int_equal(d.err, FLEET_OK);
+		assert_null(d.reason);
+		break;
+	case FLEET_REFUSED:
+		assert_non_null(d.reason);
+		assert_true(fleet_err_blames_input(d.err));
+		break;
+	case FLEET_FAILED:
+		assert_null(d.reason);
+		assert_int_not_equal(d.err, FLEET_OK);
+		assert_false(fleet_err_blames_input(d.err));
+		break;
+	default:
+		fail_msg("a decision that is none of the three: %d", (int)d.outcome);
+	}
+	*reason = d.reason;
+	return d.outcome == FLEET_PASSED ? FLEET_OK : d.err;
+}
+#define attest_intake(env, in, s, reason) decided(fleet_attest_intake(env, in, s), reason)
+#define attest_answer(env, s, a, v, reason) decided(fleet_attest_answer(env, s, a, v), reason)
+#define attest_confirm(env, s, c, reason) decided(fleet_attest_confirm(env, s, c), reason)
+
 /* One machine's session, from intake through activation. */
 struct run {
 	struct fleet_wire_intake in;
@@ -249,7 +283,7 @@ static void start(struct run *r, const char *bios)
 	memset(r, 0, sizeof(*r));
 	make_intake(&r->in, bios);
 	THROUGH_WIRE(intake, &r->in);
-	if (fleet_attest_intake(&F.env, &r->in, &r->s, &reason) != FLEET_OK)
+	if (attest_intake(&F.env, &r->in, &r->s, &reason) != FLEET_OK)
 		fail_msg("intake refused: %s", reason ? reason : "(none)");
 	assert_int_equal(fleet_attest_challenge(&F.env, &r->in, &r->s, &r->reply), FLEET_OK);
 	assert_int_equal(r->s.state, FLEET_SESSION_CHALLENGED);
@@ -308,7 +342,7 @@ static void expect_refused_answer(struct run *r, const struct fleet_wire_answer 
 	struct fleet_attest_session before = r->s;
 	struct fleet_verdict v;
 	const char *reason = NULL;
-	fleet_err e = fleet_attest_answer(&F.env, &r->s, a, &v, &reason);
+	fleet_err e = attest_answer(&F.env, &r->s, a, &v, &reason);
 	if (e != want_e || !reason || strcmp(reason, want) != 0)
 		fail_msg("want %s (%s), got %s (%s)", want, fleet_err_str(want_e),
 			 reason ? reason : "(null)", fleet_err_str(e));
@@ -319,7 +353,7 @@ static void expect_pass(struct run *r, const struct fleet_wire_answer *a)
 {
 	struct fleet_verdict v;
 	const char *reason = NULL;
-	fleet_err e = fleet_attest_answer(&F.env, &r->s, a, &v, &reason);
+	fleet_err e = attest_answer(&F.env, &r->s, a, &v, &reason);
 	if (e != FLEET_OK)
 		fail_msg("answer refused: %s (%s)", reason ? reason : "(null)", fleet_err_str(e));
 	if (!v.pass)
@@ -344,7 +378,7 @@ static void test_intake_accepted(void **st)
 	make_intake(&in, BIOS);
 	THROUGH_WIRE(intake, &in);
 	memset(&s, 0, sizeof(s));
-	assert_int_equal(fleet_attest_intake(&F.env, &in, &s, &reason), FLEET_OK);
+	assert_int_equal(attest_intake(&F.env, &in, &s, &reason), FLEET_OK);
 	assert_null(reason);
 	assert_string_equal(s.serial, "SN-TEST-0001");
 	assert_string_equal(s.bios_version, BIOS);
@@ -382,7 +416,7 @@ static void expect_refused_intake(const struct fleet_wire_intake *in, fleet_err 
 	const char *reason = NULL;
 	memset(&s, 0xee, sizeof(s));
 	before = s;
-	fleet_err e = fleet_attest_intake(&F.env, in, &s, &reason);
+	fleet_err e = attest_intake(&F.env, in, &s, &reason);
 	if (e != want_e || !reason || strcmp(reason, want) != 0)
 		fail_msg("want %s (%s), got %s (%s)", want, fleet_err_str(want_e),
 			 reason ? reason : "(null)", fleet_err_str(e));
@@ -635,22 +669,22 @@ static void test_admission(void **st)
 	other[0] ^= 1;
 	confirm_with(&r, other, &v, &c);
 	struct fleet_attest_session before = r.s;
-	assert_int_equal(fleet_attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
+	assert_int_equal(attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
 	assert_string_equal(reason, "confirm-signature");
 	assert_memory_equal(&before, &r.s, sizeof(before));
 	fleet_wire_confirm_free(&c);
 	/* A confirm for an unknown session. */
 	confirm_with(&r, r.reply.session, &v, &c);
 	c.session[5] ^= 1;
-	assert_int_equal(fleet_attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
+	assert_int_equal(attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
 	assert_string_equal(reason, "session-unknown");
 	c.session[5] ^= 1;
 	assert_int_equal(r.s.state, FLEET_SESSION_ISSUED);
 	/* The real one. */
-	assert_int_equal(fleet_attest_confirm(&F.env, &r.s, &c, &reason), FLEET_OK);
+	assert_int_equal(attest_confirm(&F.env, &r.s, &c, &reason), FLEET_OK);
 	assert_null(reason);
 	assert_int_equal(r.s.state, FLEET_SESSION_CONFIRMED);
-	assert_int_equal(fleet_attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
+	assert_int_equal(attest_confirm(&F.env, &r.s, &c, &reason), FLEET_E_VERIFY);
 	assert_string_equal(reason, "session-state");
 	fleet_wire_confirm_free(&c);
 	fleet_wire_verdict_free(&v);
@@ -738,7 +772,7 @@ static void test_failed_verdicts(void **st)
 	 * the profile. A verdict, not an error; and nothing is issued. */
 	start(&r, "some other bios");
 	honest_answer(&r, &a);
-	assert_int_equal(fleet_attest_answer(&F.env, &r.s, &a, &verdict, &reason), FLEET_OK);
+	assert_int_equal(attest_answer(&F.env, &r.s, &a, &verdict, &reason), FLEET_OK);
 	assert_false(verdict.pass);
 	assert_true(fleet_verdict_has(&verdict, "pcr0-unknown-bios"));
 	assert_int_equal(r.s.state, FLEET_SESSION_VERIFIED);
@@ -751,7 +785,7 @@ static void test_failed_verdicts(void **st)
 	start(&r, BIOS);
 	honest_answer(&r, &a);
 	a.event_log.len = 20; /* inside the Spec ID header */
-	assert_int_equal(fleet_attest_answer(&F.env, &r.s, &a, &verdict, &reason), FLEET_OK);
+	assert_int_equal(attest_answer(&F.env, &r.s, &a, &verdict, &reason), FLEET_OK);
 	assert_false(verdict.pass);
 	assert_int_equal(verdict.n_reasons, 1);
 	assert_string_equal(verdict.reasons[0].reason, "event-log-malformed");

@@ -119,11 +119,11 @@ static void intake_with(struct fleet_wire_intake *in, int oaep, TPMA_OBJECT attr
 static const char *intake_reason(const struct fleet_wire_intake *in)
 {
 	struct fleet_attest_session s;
-	const char *reason = NULL;
 	memset(&s, 0, sizeof(s));
-	assert_int_not_equal(fleet_attest_intake(&F.env, in, &s, &reason), FLEET_OK);
-	assert_non_null(reason);
-	return reason;
+	struct fleet_decision d = fleet_attest_intake(&F.env, in, &s);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_non_null(d.reason);
+	return d.reason;
 }
 
 static void test_plain_ek_passes(void **st)

@@ -262,24 +262,41 @@ static void test_admission_input_refused(void **state)
 	assert_string_equal(d.name, "x'); DROP TABLE devices; --");
 }
 
+/* check_eks is a decision: its outcome, its reason, and the error that
+ * goes with each (EK_MISMATCH, NOT_FOUND, INVALID for a failure). */
+static void expect_eks(struct fx *f, const char *serial, const char *h, const char *hc,
+		       enum fleet_outcome want, const char *reason)
+{
+	struct fleet_decision d = fleet_store_device_check_eks(f->st, serial, h, hc);
+	assert_int_equal(d.outcome, want);
+	if (reason)
+		assert_string_equal(d.reason, reason);
+	else
+		assert_null(d.reason);
+	if (want == FLEET_PASSED)
+		assert_int_equal(d.err, FLEET_OK);
+	else if (want == FLEET_FAILED)
+		assert_int_equal(d.err, FLEET_STORE_E_INVALID);
+	else
+		assert_int_equal(d.err, !strcmp(reason, "ek-mismatch") ? FLEET_STORE_E_EK_MISMATCH
+									: FLEET_STORE_E_NOT_FOUND);
+}
+
 static void test_readmission_uses_store_hashes(void **state)
 {
 	struct fx *f = *state;
 	admit(f, "w1", "SER-1", HA, HB, 1000);
 	admit(f, "w2", "SER-2", HC, NULL, 1000);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, HB), FLEET_STORE_OK);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, HD),
-			 FLEET_STORE_E_EK_MISMATCH);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HA, NULL),
-			 FLEET_STORE_E_EK_MISMATCH);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-1", HB, HA),
-			 FLEET_STORE_E_EK_MISMATCH);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-2", HC, ""), FLEET_STORE_OK);
+	expect_eks(f, "SER-1", HA, HB, FLEET_PASSED, NULL);
+	expect_eks(f, "SER-1", HA, HD, FLEET_REFUSED, "ek-mismatch");
+	expect_eks(f, "SER-1", HA, NULL, FLEET_REFUSED, "ek-mismatch");
+	expect_eks(f, "SER-1", HB, HA, FLEET_REFUSED, "ek-mismatch");
+	expect_eks(f, "SER-2", HC, "", FLEET_PASSED, NULL);
 	/* An EK the store never proved is a change, not an extra. */
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-2", HC, HD),
-			 FLEET_STORE_E_EK_MISMATCH);
-	assert_int_equal(fleet_store_device_check_eks(f->st, "SER-9", HA, HB),
-			 FLEET_STORE_E_NOT_FOUND);
+	expect_eks(f, "SER-2", HC, HD, FLEET_REFUSED, "ek-mismatch");
+	expect_eks(f, "SER-9", HA, HB, FLEET_REFUSED, "ek-not-recorded");
+	/* A value no EK hash can be: the store cannot decide, it refuses nothing. */
+	expect_eks(f, "SER-1", "NOT-HEX", HB, FLEET_FAILED, NULL);
 }
 
 static void test_state_touch_quarantine(void **state)

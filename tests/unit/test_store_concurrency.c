@@ -287,7 +287,9 @@ static void *reader(void *arg)
 			      d->name);
 			fleet_store_certs_free(c, nc);
 			free(v);
-			CHECK_OK(fleet_store_device_check_eks(shared, d->serial, d->ek, ""));
+			CHECK(fleet_store_device_check_eks(shared, d->serial, d->ek, "").outcome ==
+				      FLEET_PASSED,
+			      "%s: its own EKs did not pass: %s", d->name, fleet_store_errmsg(shared));
 		}
 		struct fleet_store_device none;
 		CHECK(fleet_store_device_get_by_serial(shared, "NO-SUCH-SERIAL", &none) ==
