@@ -175,6 +175,37 @@ static void round_end(struct round *r, const char *why)
 	round_close(r);
 }
 
+/* A2 / C1: what the round's judging said. 0 when it passed; else the
+ * status of the reply written: a refusal is unproven (the session kept),
+ * a failure fleetd's own (500, the session kept). */
+static int judged(struct round *r, struct fleet_decision d, const char *unproven,
+		  const char *what, struct fleet_buf *reply)
+{
+	switch (d.outcome) {
+	case FLEET_PASSED:
+		return 0;
+	case FLEET_REFUSED:
+		return auth_failure(r, unproven, d.reason, reply);
+	case FLEET_FAILED:
+	default: /* a decision never made is no pass */
+		return internal_error(r, what, d.err);
+	}
+}
+
+/* A4 / C2: the inventory read again, then the round's deadline. 0 when
+ * both hold; else the status of the reply written. */
+static int recheck(struct round *r, const char *what, struct fleet_buf *reply)
+{
+	int status = check_again(r, reply);
+	if (status < 0) {
+		round_end(r, r->lf.reason);
+		return adm_reply_status(reply, "refused");
+	}
+	if (status)
+		return status;
+	return check_deadline(r, what);
+}
+
 /* A2, proven, for a proof-only session: the pending claim, with the EK
  * hashes the TPM just proved. Claims grant nothing; they show an operator
  * which machines wait, with which EKs. */
@@ -300,18 +331,10 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	adm_env(a, e->profile, &env);
 
 	/* A2 */
-	struct fleet_decision d = fleet_attest_answer(&env, &r.s, &in, &verdict);
-	switch (d.outcome) {
-	case FLEET_PASSED:
-		break;
-	case FLEET_REFUSED:
-		status = auth_failure(&r, ADM_UNPROVEN_ANSWER, d.reason, reply);
+	status = judged(&r, fleet_attest_answer(&env, &r.s, &in, &verdict), ADM_UNPROVEN_ANSWER,
+			"judging the answer", reply);
+	if (status)
 		goto out;
-	case FLEET_FAILED:
-	default: /* a decision never made is no pass */
-		status = internal_error(&r, "judging the answer", d.err);
-		goto out;
-	}
 	/* TPM-authenticated: this machine's latest proof wins. The other
 	 * sessions of its serial (forgeries, or its own earlier tries) end,
 	 * and the reaper revokes whatever they were issued. */
@@ -348,15 +371,7 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 	}
 
 	/* A4 */
-	if ((status = check_again(&r, reply)) != 0) {
-		if (status < 0) {
-			round_end(&r, r.lf.reason);
-			status = adm_reply_status(reply, "refused");
-		}
-		goto out;
-	}
-
-	if ((status = check_deadline(&r, "no certificates issued")) != 0)
+	if ((status = recheck(&r, "no certificates issued", reply)) != 0)
 		goto out;
 
 	/* A5: provisional until C2. */
@@ -469,28 +484,13 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	adm_env(a, e->profile, &env);
 
 	/* C1 */
-	struct fleet_decision d = fleet_attest_confirm(&env, &r.s, &in);
-	switch (d.outcome) {
-	case FLEET_PASSED:
-		break;
-	case FLEET_REFUSED:
-		status = auth_failure(&r, ADM_UNPROVEN_CONFIRM, d.reason, reply);
+	status = judged(&r, fleet_attest_confirm(&env, &r.s, &in), ADM_UNPROVEN_CONFIRM,
+			"checking the confirmation", reply);
+	if (status)
 		goto out;
-	case FLEET_FAILED:
-	default: /* a decision never made is no pass */
-		status = internal_error(&r, "checking the confirmation", d.err);
-		goto out;
-	}
 
 	/* C2 */
-	if ((status = check_again(&r, reply)) != 0) {
-		if (status < 0) {
-			round_end(&r, r.lf.reason);
-			status = adm_reply_status(reply, "refused");
-		}
-		goto out;
-	}
-	if ((status = check_deadline(&r, "not admitted")) != 0)
+	if ((status = recheck(&r, "not admitted", reply)) != 0)
 		goto out;
 	if ((status = admit(&r, reply)) != 0)
 		goto out;

@@ -603,18 +603,56 @@ void fleet_store_snapshot_end(struct fleet_store *st)
 	pthread_mutex_unlock(&st->mu);
 }
 
-void *st_grow(struct fleet_store *st, void *v, size_t *cap, size_t elem)
+fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_t max,
+		     const char *what,
+		     fleet_err (*row)(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx),
+		     void *ctx, void (*free_el)(void *el), void **out, size_t *n)
 {
-	size_t ncap = *cap ? *cap * 2 : 16;
-	if (ncap < *cap || ncap > SIZE_MAX / elem) {
-		st_fail(st, FLEET_STORE_E_NOMEM, "result too large");
-		return NULL;
+	fleet_err e = FLEET_STORE_OK;
+	unsigned char *v = NULL;
+	size_t cnt = 0, cap = 0;
+	int rc;
+	*out = NULL;
+	*n = 0;
+	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+		if (max && cnt == max) {
+			e = st_fail(st, FLEET_STORE_E_FULL,
+				    "more than %zu %s: too many to list at once", max, what);
+			break;
+		}
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			void *nv;
+			if (ncap < cap || ncap > SIZE_MAX / elem) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "result too large");
+				break;
+			}
+			if (!(nv = realloc(v, ncap * elem))) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		void *el = v + cnt * elem;
+		memset(el, 0, elem);
+		cnt++; /* counted before it is filled: free_el sees a half-filled one */
+		if ((e = row(st, s, el, ctx)) != FLEET_STORE_OK)
+			break;
 	}
-	void *nv = realloc(v, ncap * elem);
-	if (!nv) {
-		st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
-		return NULL;
+	if (!e && rc != SQLITE_DONE) {
+		char w[80];
+		snprintf(w, sizeof(w), "list %s", what);
+		e = st_sqlite(st, rc, w);
 	}
-	*cap = ncap;
-	return nv;
+	sqlite3_finalize(s);
+	if (e) {
+		for (size_t i = 0; free_el && i < cnt; i++)
+			free_el(v + i * elem);
+		free(v);
+		return e;
+	}
+	*out = v;
+	*n = cnt;
+	return FLEET_STORE_OK;
 }

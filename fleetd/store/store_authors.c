@@ -31,6 +31,15 @@ static bool read_author(sqlite3_stmt *s, struct fleet_store_binding_author *r)
 	       st_hash_ok(r->approved_ek_hash_ecc);
 }
 
+static fleet_err author_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+{
+	(void)ctx;
+	if (!read_author(s, el))
+		return st_fail(st, FLEET_STORE_E_CORRUPT,
+			       "a binding author row holds an impossible value");
+	return FLEET_STORE_OK;
+}
+
 bool fleet_store_binding_author_matches(const struct fleet_store_binding_author *r,
 					int64_t device_id, const char *serial, const char *ek_hash,
 					const char *ek_hash_ecc, const char *author)
@@ -207,35 +216,11 @@ static fleet_err binding_authors_after(struct fleet_store *st, int64_t after_id,
 		return e;
 	sqlite3_bind_int64(s, 1, after_id);
 	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
-	struct fleet_store_binding_author *v = NULL;
-	size_t cap = 0, count = 0;
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (count == cap) {
-			void *nv = st_grow(st, v, &cap, sizeof(*v));
-			if (!nv) {
-				e = FLEET_STORE_E_NOMEM;
-				break;
-			}
-			v = nv;
-		}
-		if (!read_author(s, &v[count])) {
-			e = st_fail(st, FLEET_STORE_E_CORRUPT,
-				    "a binding author row holds an impossible value");
-			break;
-		}
-		count++;
-	}
-	if (!e && rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "list binding authors");
-	sqlite3_finalize(s);
-	if (e) {
-		free(v);
-		return e;
-	}
+	void *v;
+	e = st_collect(st, s, sizeof(struct fleet_store_binding_author), 0, "binding authors",
+		       author_row, NULL, NULL, &v, n);
 	*out = v;
-	*n = count;
-	return FLEET_STORE_OK;
+	return e;
 }
 
 fleet_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t after_id,

@@ -216,6 +216,20 @@ static fleet_err claim_eks(struct fleet_store *st, int64_t id,
 	return e;
 }
 
+static fleet_err claim_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+{
+	struct fleet_store_claim *c = el;
+	(void)ctx;
+	c->first_seen = sqlite3_column_int64(s, 3);
+	c->last_seen = sqlite3_column_int64(s, 4);
+	c->count = sqlite3_column_int64(s, 5);
+	c->eks_dropped = sqlite3_column_int64(s, 6) != 0;
+	if (!st_col_text(s, 1, c->serial, sizeof(c->serial)) ||
+	    !st_col_text(s, 2, c->reason, sizeof(c->reason)))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a claim row holds an impossible value");
+	return claim_eks(st, sqlite3_column_int64(s, 0), c);
+}
+
 static fleet_err claims_list(struct fleet_store *st,
 					struct fleet_store_claim **out, size_t *n)
 {
@@ -228,43 +242,11 @@ static fleet_err claims_list(struct fleet_store *st,
 	if (e)
 		return e;
 	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
-	struct fleet_store_claim *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			struct fleet_store_claim *nv = st_grow(st, v, &cap, sizeof(*nv));
-			if (!nv) {
-				e = FLEET_STORE_E_NOMEM;
-				goto out;
-			}
-			v = nv;
-		}
-		struct fleet_store_claim *c = &v[cnt++];
-		memset(c, 0, sizeof(*c));
-		c->first_seen = sqlite3_column_int64(s, 3);
-		c->last_seen = sqlite3_column_int64(s, 4);
-		c->count = sqlite3_column_int64(s, 5);
-		c->eks_dropped = sqlite3_column_int64(s, 6) != 0;
-		if (!st_col_text(s, 1, c->serial, sizeof(c->serial)) ||
-		    !st_col_text(s, 2, c->reason, sizeof(c->reason))) {
-			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a claim row holds an impossible value");
-			goto out;
-		}
-		if ((e = claim_eks(st, sqlite3_column_int64(s, 0), c)))
-			goto out;
-	}
-	if (rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "list claims");
-out:
-	sqlite3_finalize(s);
-	if (e) {
-		free(v);
-		return e;
-	}
+	void *v;
+	e = st_collect(st, s, sizeof(struct fleet_store_claim), 0, "claims", claim_row, NULL, NULL,
+		       &v, n);
 	*out = v;
-	*n = cnt;
-	return FLEET_STORE_OK;
+	return e;
 }
 
 fleet_err fleet_store_claims_list(struct fleet_store *st,

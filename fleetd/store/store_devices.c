@@ -28,6 +28,14 @@ static bool read_device(sqlite3_stmt *s, struct fleet_store_device *d)
 	       st_col_text(s, 10, d->quarantine_reason, sizeof(d->quarantine_reason));
 }
 
+static fleet_err device_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+{
+	(void)ctx;
+	if (!read_device(s, el))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
+	return FLEET_STORE_OK;
+}
+
 /* Run a one-text-parameter device lookup. */
 static fleet_err device_get(struct fleet_store *st, const char *sql, const char *key,
 				       const char *what, struct fleet_store_device *out)
@@ -361,39 +369,11 @@ static fleet_err devices_list(struct fleet_store *st,
 	if (e)
 		return e;
 	sqlite3_bind_int64(s, 1, (sqlite3_int64)FLEET_STORE_MAX_DEVICES + 1);
-	struct fleet_store_device *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cnt == FLEET_STORE_MAX_DEVICES) {
-			e = st_fail(st, FLEET_STORE_E_FULL, "the store holds more than %d devices: "
-				    "too many to list at once", FLEET_STORE_MAX_DEVICES);
-			goto out;
-		}
-		if (cnt == cap) {
-			struct fleet_store_device *nv = st_grow(st, v, &cap, sizeof(*nv));
-			if (!nv) {
-				e = FLEET_STORE_E_NOMEM;
-				goto out;
-			}
-			v = nv;
-		}
-		if (!read_device(s, &v[cnt++])) {
-			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
-			goto out;
-		}
-	}
-	if (rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "list devices");
-out:
-	sqlite3_finalize(s);
-	if (e) {
-		free(v);
-		return e;
-	}
+	void *v;
+	e = st_collect(st, s, sizeof(struct fleet_store_device), FLEET_STORE_MAX_DEVICES,
+		       "devices", device_row, NULL, NULL, &v, n);
 	*out = v;
-	*n = cnt;
-	return FLEET_STORE_OK;
+	return e;
 }
 
 fleet_err fleet_store_devices_list(struct fleet_store *st,

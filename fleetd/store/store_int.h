@@ -74,10 +74,20 @@ int st_bind_hash(sqlite3_stmt *s, int i, const char *h);
  * CORRUPT. */
 bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap);
 
-/* Room for one more row of a list result: the array doubles when full
- * (first 16 rows), the count and capacity stay the caller's. Returns the
- * array (perhaps moved), or NULL with FLEET_STORE_E_NOMEM said in the
- * store's message, leaving the old array for the caller to free. */
-void *st_grow(struct fleet_store *st, void *v, size_t *cap, size_t elem);
+/*
+ * A list result: every row of s, one element of elem bytes each, zeroed
+ * and then filled by row(st, s, element, ctx), which returns FLEET_OK or
+ * the failure (CORRUPT for a row that cannot be). The array doubles when
+ * full (first 16 rows). More than max rows (0: no cap) is FULL, said as
+ * "more than <max> <what>: too many to list at once"; SQLite's failure is
+ * said as "list <what>". On FLEET_OK *out holds *n elements (NULL when
+ * none); on any failure free_el (NULL: nothing to free) is called on each
+ * element filled so far, nothing is kept, and *out is NULL, *n 0.
+ * Finalizes s in every case.
+ */
+fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_t max,
+		     const char *what,
+		     fleet_err (*row)(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx),
+		     void *ctx, void (*free_el)(void *el), void **out, size_t *n);
 
 #endif

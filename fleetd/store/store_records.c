@@ -329,60 +329,43 @@ void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */
-fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
-				   struct fleet_store_cert **out, size_t *n)
+static fleet_err cert_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
 {
-	fleet_err e = FLEET_STORE_OK;
-	struct fleet_store_cert *v = NULL;
-	size_t cnt = 0, cap = 0;
-	int rc;
-	*out = NULL;
-	*n = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
-		if (cnt == cap) {
-			struct fleet_store_cert *nv = st_grow(st, v, &cap, sizeof(*nv));
-			if (!nv) {
-				e = FLEET_STORE_E_NOMEM;
-				goto out;
-			}
-			v = nv;
-		}
-		struct fleet_store_cert *c = &v[cnt++];
-		memset(c, 0, sizeof(*c));
-		if (device)
-			snprintf(c->device, sizeof(c->device), "%s", device);
-		c->not_after = sqlite3_column_int64(s, 2);
-		c->issued_at = sqlite3_column_int64(s, 3);
-		c->revoked = sqlite3_column_int64(s, 4) != 0;
-		c->revoked_at = sqlite3_column_int64(s, 5);
-		const void *blob = sqlite3_column_blob(s, 6);
-		int blen = sqlite3_column_bytes(s, 6);
-		if (!st_col_text(s, 0, c->kind, sizeof(c->kind)) ||
-		    !st_col_text(s, 1, c->sha1, sizeof(c->sha1)) || !blob || blen <= 0 ||
-		    blen > FLEET_STORE_CERT_MAX ||
-		    (!device && (!st_col_text(s, 7, c->device, sizeof(c->device)) ||
-				 !c->device[0]))) {
-			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a certificate row is impossible");
-			goto out;
-		}
-		if (!(c->der = malloc((size_t)blen))) {
-			e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
-			goto out;
-		}
-		memcpy(c->der, blob, (size_t)blen);
-		c->der_len = (size_t)blen;
-	}
-	if (rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "list certificates");
-out:
-	sqlite3_finalize(s);
-	if (e) {
-		fleet_store_certs_free(v, cnt);
-		return e;
-	}
-	*out = v;
-	*n = cnt;
+	struct fleet_store_cert *c = el;
+	const char *device = ctx;
+	if (device)
+		snprintf(c->device, sizeof(c->device), "%s", device);
+	c->not_after = sqlite3_column_int64(s, 2);
+	c->issued_at = sqlite3_column_int64(s, 3);
+	c->revoked = sqlite3_column_int64(s, 4) != 0;
+	c->revoked_at = sqlite3_column_int64(s, 5);
+	const void *blob = sqlite3_column_blob(s, 6);
+	int blen = sqlite3_column_bytes(s, 6);
+	if (!st_col_text(s, 0, c->kind, sizeof(c->kind)) ||
+	    !st_col_text(s, 1, c->sha1, sizeof(c->sha1)) || !blob || blen <= 0 ||
+	    blen > FLEET_STORE_CERT_MAX ||
+	    (!device && (!st_col_text(s, 7, c->device, sizeof(c->device)) || !c->device[0])))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a certificate row is impossible");
+	if (!(c->der = malloc((size_t)blen)))
+		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+	memcpy(c->der, blob, (size_t)blen);
+	c->der_len = (size_t)blen;
 	return FLEET_STORE_OK;
+}
+
+static void cert_free(void *el)
+{
+	free(((struct fleet_store_cert *)el)->der);
+}
+
+fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+			struct fleet_store_cert **out, size_t *n)
+{
+	void *v;
+	fleet_err e = st_collect(st, s, sizeof(struct fleet_store_cert), 0, "certificates",
+				 cert_row, (void *)device, cert_free, &v, n);
+	*out = v;
+	return e;
 }
 
 static fleet_err certs_for_device(struct fleet_store *st, const char *device,
