@@ -23,6 +23,7 @@
 #include "fleetctl/util.h"
 #include "lib/attest_wire_json.h"
 #include "lib/buf.h"
+#include "lib/sanitize.h"
 #include "lib/x509_ek.h"
 
 /* The loader caps its input lower; this only bounds the read. */
@@ -191,16 +192,18 @@ static int do_verify(int argc, char **argv)
 	return FLEETCTL_EXIT_REFUSED;
 }
 
-/* Certificate strings come from the TPM's maker, not from us: print only
- * printable ASCII and escape the rest, so a name cannot forge output. */
+/* Certificate strings come from the TPM's maker, not from us: print them
+ * sanitised (lib/sanitize.h), whole, so a name cannot forge output. */
 static void print_safe(const unsigned char *p, int n)
 {
-	for (int i = 0; i < n; i++) {
-		if (p[i] >= 0x20 && p[i] < 0x7f && p[i] != '\\')
-			putchar(p[i]);
-		else
-			printf("\\x%02x", p[i]);
+	size_t len = n > 0 ? (size_t)n : 0, cap = FLEET_SANITIZE_BUF(len);
+	char *out = malloc(cap);
+	if (!out) {
+		printf("(out of memory)");
+		return;
 	}
+	fputs(fleet_sanitize(p, len, out, cap, SIZE_MAX), stdout);
+	free(out);
 }
 
 static void print_name(const char *label, const X509_NAME *name)

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/sanitize.h"
+
 fleet_err wj_keys(const json_t *obj, const char *const *allowed, const char *path,
 		  struct fleet_errctx *ec)
 {
@@ -88,15 +90,13 @@ bool fleet_wire_text_ok(const char *s, size_t n)
 
 bool wj_text_ok(const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f)
-			return false;
-		/* U+0080..U+009F (C1) are 0xC2 0x80..0x9F in UTF-8. */
-		if (c == 0xc2 && i + 1 < n && (unsigned char)s[i + 1] >= 0x80 &&
+	if (!fleet_ascii_printable(s, n, FLEET_ASCII_SPACE | FLEET_ASCII_8BIT))
+		return false;
+	/* U+0080..U+009F (C1) are 0xC2 0x80..0x9F in UTF-8. */
+	for (size_t i = 0; i + 1 < n; i++)
+		if ((unsigned char)s[i] == 0xc2 && (unsigned char)s[i + 1] >= 0x80 &&
 		    (unsigned char)s[i + 1] <= 0x9f)
 			return false;
-	}
 	return true;
 }
 

@@ -8,17 +8,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/sanitize.h"
+
 const char *fleet_yaml_printable(const yaml_node_t *n, char out[48])
 {
-	size_t len = n->type == YAML_SCALAR_NODE ? n->data.scalar.length : 0, i;
-	for (i = 0; i < len && i < 40; i++) {
-		unsigned char ch = n->data.scalar.value[i];
-		out[i] = (ch >= 0x20 && ch < 0x7f) ? (char)ch : '?';
-	}
-	if (len > 40 && i >= 3)
-		memcpy(out + i - 3, "...", 3);
-	out[i] = '\0';
-	return out;
+	size_t len = n->type == YAML_SCALAR_NODE ? n->data.scalar.length : 0;
+	return fleet_sanitize(len ? n->data.scalar.value : NULL, len, out, 48, 40);
 }
 
 __attribute__((format(printf, 4, 0))) static fleet_err
@@ -214,12 +209,9 @@ fleet_err fleet_yaml_str(struct fleet_yaml *y, const yaml_node_t *n, const char 
 	if (len >= cap)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, &n->start_mark,
 				       "%s is %zu characters, at most %zu", what, len, cap - 1);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = n->data.scalar.value[i];
-		if (ch < 0x20 || ch >= 0x7f)
-			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &n->start_mark,
-					       "%s may hold printable ASCII only", what);
-	}
+	if (!fleet_ascii_printable(n->data.scalar.value, len, FLEET_ASCII_SPACE))
+		return fleet_yaml_fail(y, FLEET_E_MALFORMED, &n->start_mark,
+				       "%s may hold printable ASCII only", what);
 	memcpy(out, n->data.scalar.value, len);
 	out[len] = '\0';
 	return FLEET_OK;

@@ -77,8 +77,8 @@ fleet_err fleet_yaml_bool(struct fleet_yaml *y, const yaml_node_t *n, const char
 fleet_err fleet_yaml_uint(struct fleet_yaml *y, const yaml_node_t *n, const char *what,
 			  uint64_t min, uint64_t max, uint64_t *out);
 
-/* A scalar from the file, made safe to print: at most 40 bytes, anything
- * outside printable ASCII shown as '?' ("" for a non-scalar). */
+/* A scalar from the file, made safe to print (lib/sanitize.h): at most 40
+ * characters and within out, "[+N]" when cut ("" for a non-scalar). */
 const char *fleet_yaml_printable(const yaml_node_t *n, char out[48]);
 
 /* True when n is a scalar equal to s. */

@@ -16,6 +16,7 @@
 #include <string.h>
 
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 
 /* EFI_GLOBAL_VARIABLE, the vendor GUID of SecureBoot (UEFI 2.x, 3.3). */
 static const char efi_global_guid[] = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
@@ -139,15 +140,13 @@ static void check_pcr0_and_pins(struct state *s)
 			add(s->v, "bios-version-missing",
 			    "the profile keys PCR 0 by BIOS version and none was given");
 		} else if (!want) {
-			/* The version is the machine's claim: print it capped and
-			 * with anything unprintable replaced. */
-			char safe[FLEET_PROFILE_MAX_NAME + 1];
-			size_t k;
-			for (k = 0; bios[k] && k < FLEET_PROFILE_MAX_NAME; k++)
-				safe[k] = (bios[k] >= 0x20 && bios[k] < 0x7f) ? bios[k] : '?';
-			safe[k] = '\0';
-			add(s->v, "pcr0-unknown-bios", "BIOS version '%s%s' is not in pcr0_by_bios",
-			    safe, bios[k] ? "..." : "");
+			/* The version is the machine's claim: print it sanitised
+			 * and capped (256 bytes leave the detail room for the
+			 * sentence around it). */
+			char safe[256];
+			add(s->v, "pcr0-unknown-bios", "BIOS version '%s' is not in pcr0_by_bios",
+			    fleet_sanitize(bios, strlen(bios), safe, sizeof(safe),
+					   FLEET_PROFILE_MAX_NAME));
 		} else if (!(s->have_value & 1u)) {
 			add(s->v, "pcr0-mismatch", "PCR 0 has no value to compare");
 		} else if (memcmp(want, s->value[0], p->size)) {
@@ -276,10 +275,7 @@ static bool is_efi_action_text(const struct fleet_evlog_event *ev, uint16_t bank
 	if (ev->type != FLEET_EV_EFI_ACTION || !data_bound(ev, bank) || ev->data_len == 0 ||
 	    ev->data_len > 128)
 		return false;
-	for (uint32_t i = 0; i < ev->data_len; i++)
-		if (ev->data[i] < 0x20 || ev->data[i] > 0x7e)
-			return false;
-	return true;
+	return fleet_ascii_printable(ev->data, ev->data_len, FLEET_ASCII_SPACE);
 }
 
 static bool quoted(const struct state *s, unsigned pcr)

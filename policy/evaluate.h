@@ -60,7 +60,7 @@ struct fleet_policy_input {
 
 struct fleet_policy_reason {
 	const char *reason; /* static, stable */
-	char detail[300];   /* which PCR, which digest; printable ASCII */
+	char detail[300];   /* which PCR, which digest; claims through lib/sanitize.h */
 };
 
 struct fleet_verdict {

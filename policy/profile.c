@@ -22,6 +22,7 @@
 #include "lib/buf.h"
 #include "lib/file_read.h"
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 #include "lib/yaml_strict.h"
 
 struct pctx {
@@ -43,13 +44,10 @@ static fleet_err get_name(struct pctx *c, const yaml_node_t *n, const char *what
 		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
 				       "%s must be 1 to %d characters", what,
 				       FLEET_PROFILE_MAX_NAME);
-	for (size_t i = 0; i < len; i++) {
-		unsigned char ch = n->data.scalar.value[i];
-		if (ch < 0x20 || ch >= 0x7f || (ch == 0x20 && !spaces))
-			return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
-					       "%s may hold printable ASCII%s only", what,
-					       spaces ? "" : " without spaces");
-	}
+	if (!fleet_ascii_printable(n->data.scalar.value, len, spaces ? FLEET_ASCII_SPACE : 0))
+		return fleet_yaml_fail(c->y, FLEET_E_MALFORMED, &n->start_mark,
+				       "%s may hold printable ASCII%s only", what,
+				       spaces ? "" : " without spaces");
 	memcpy(out, n->data.scalar.value, len);
 	out[len] = '\0';
 	return FLEET_OK;

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 
 static const char *const default_selectors[] = {"tpm:pub_hash:{ek_hash}"};
 static const char *const default_agent_ids[] = {
@@ -66,7 +67,7 @@ static const char *template_rule(const char *t, int agent)
 			p += strlen(names[i]);
 			continue;
 		}
-		if (*p == '}' || (unsigned char)*p <= ' ' || (unsigned char)*p >= 0x7f)
+		if (*p == '}' || !fleet_ascii_printable(p, 1, 0))
 			return "a space, a control byte, a stray '}' or a non-ASCII byte";
 		p++;
 	}

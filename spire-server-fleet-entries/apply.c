@@ -18,6 +18,7 @@
 #include "spire-server-fleet-entries/runner.h"
 #include "lib/buf.h"
 #include "lib/file_read.h"
+#include "lib/sanitize.h"
 
 #define PROG "spire-server-fleet-entries"
 #define ONE_RESULT_CAP (1u << 20)
@@ -99,15 +100,12 @@ static int run_cli(const struct cli *c, const char *const *words, size_t nwords,
 	return r.exit_code;
 }
 
-/* The CLI's stderr, first line, capped, for a message. */
+/* The CLI's stderr, first line, sanitised (lib/sanitize.h) and capped
+ * ("[+N]" when cut), for a message. */
 static void first_line(const struct fleet_buf *b, char *out, size_t outlen)
 {
-	size_t n = 0;
-	while (n < b->len && n + 1 < outlen && b->data[n] != '\n') {
-		unsigned char ch = b->data[n];
-		out[n++] = (ch < 0x20 || ch >= 0x7f) ? '?' : (char)ch;
-	}
-	out[n] = '\0';
+	const uint8_t *nl = b->len ? memchr(b->data, '\n', b->len) : NULL;
+	fleet_sanitize(b->data, nl ? (size_t)(nl - b->data) : b->len, out, outlen, SIZE_MAX);
 }
 
 /* Run a read-only listing ("entry show", "agent list") and parse its

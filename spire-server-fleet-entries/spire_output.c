@@ -13,6 +13,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/sanitize.h"
+
 static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
@@ -26,10 +28,7 @@ static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
 
 static int printable(const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++)
-		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] == 0x7f)
-			return 0;
-	return 1;
+	return fleet_ascii_printable(s, n, FLEET_ASCII_SPACE | FLEET_ASCII_8BIT);
 }
 
 /* A string field of o, printable and at most SP_ID_MAX bytes, else NULL. */

@@ -11,3 +11,5 @@ fleet_test(test_buf unit unit/test_buf.c)
 target_link_options(test_buf PRIVATE "LINKER:--wrap=free,--wrap=realloc")
 # The one reader of trusted files and secrets (lib/file_read.h).
 fleet_test(test_file_read unit unit/test_file_read.c)
+# The one sanitiser and the printable-ASCII check (lib/sanitize.h).
+fleet_test(test_sanitize unit unit/test_sanitize.c)

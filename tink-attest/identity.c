@@ -23,6 +23,7 @@
 #include <jansson.h>
 
 #include "lib/file_read.h"
+#include "lib/sanitize.h"
 #include "tink-attest/log.h"
 
 extern char **environ;
@@ -82,10 +83,7 @@ static int read_value(const char *path, char *out, size_t cap)
  * JSON string could be confused by. */
 static int printable(const char *s)
 {
-	for (; *s; s++)
-		if ((unsigned char)*s < 0x20 || (unsigned char)*s > 0x7e)
-			return 0;
-	return 1;
+	return fleet_ascii_printable(s, strlen(s), FLEET_ASCII_SPACE);
 }
 
 static int dmi_field(const char *root, const char *name, char *out, size_t cap, int required,

@@ -23,6 +23,7 @@
 #include "fleetd/inventory/nodes_file.h"
 #include "lib/buf.h"
 #include "lib/file_read.h"
+#include "lib/sanitize.h"
 
 #define MIB (1024u * 1024)
 
@@ -493,19 +494,15 @@ fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_
 	if (n == s || n - s >= cap) {
 		snprintf(err, errlen, "the NetBox token file %s is empty or too long", p);
 		e = FLEET_E_MALFORMED;
+	} else if (!fleet_ascii_printable(b.data + s, n - s, 0)) {
+		snprintf(err, errlen,
+			 "the NetBox token file %s holds more than one token "
+			 "(white space or a control character inside)",
+			 p);
+		e = FLEET_E_MALFORMED;
 	} else {
-		for (size_t i = s; i < n && !e; i++)
-			if (b.data[i] < 0x21 || b.data[i] > 0x7e) {
-				snprintf(err, errlen,
-					 "the NetBox token file %s holds more than one token "
-					 "(white space or a control character inside)",
-					 p);
-				e = FLEET_E_MALFORMED;
-			}
-		if (!e) {
-			memcpy(out, b.data + s, n - s);
-			out[n - s] = '\0';
-		}
+		memcpy(out, b.data + s, n - s);
+		out[n - s] = '\0';
 	}
 	fb_free(&b); /* a secret buffer: wiped */
 	return e;

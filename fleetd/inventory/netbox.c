@@ -41,6 +41,7 @@
 #include "fleetd/inventory/netbox_json.h"
 #include "lib/buf.h"
 #include "lib/file_read.h"
+#include "lib/sanitize.h"
 
 #define DEFAULT_TIMEOUT_MS 10000L
 #define DEFAULT_PAGE_SIZE 100u
@@ -158,10 +159,8 @@ static void read_retry_after(CURL *h, struct resp *r)
 	    !hh->value)
 		return;
 	size_t n = strlen(hh->value);
-	r->retry_after_bad = n == 0 || n >= sizeof(r->retry_after);
-	for (size_t i = 0; i < n && !r->retry_after_bad; i++)
-		r->retry_after_bad = (unsigned char)hh->value[i] < 0x20 ||
-				     (unsigned char)hh->value[i] >= 0x7f;
+	r->retry_after_bad = n == 0 || n >= sizeof(r->retry_after) ||
+			     !fleet_ascii_printable(hh->value, n, FLEET_ASCII_SPACE);
 	if (!r->retry_after_bad)
 		memcpy(r->retry_after, hh->value, n + 1);
 }
@@ -445,11 +444,8 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 		*out = json_loadb((const char *)r.body.data, r.body.len, JSON_REJECT_DUPLICATES,
 				  &je);
 		if (!json_is_object(*out)) {
-			char why[sizeof(je.text)];
-			size_t k = 0;
-			for (size_t i = 0; je.text[i] && k + 1 < sizeof(why); i++)
-				why[k++] = (je.text[i] >= 0x20 && je.text[i] < 0x7f) ? je.text[i] : '?';
-			why[k] = '\0';
+			char why[61]; /* what %.60s below takes whole */
+			fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
 			snprintf(err, errlen, "NetBox's answer to %s is not a JSON object (line %d: %.60s)",
 				 method, je.line, *out ? "another JSON value" : why);
 			json_decref(*out);
@@ -528,11 +524,10 @@ static fleet_err next_url(struct netbox *nb, const json_t *next, const char *end
 		snprintf(err, errlen, "NetBox's next page link is not an absolute URL");
 		return FLEET_INV_INVALID;
 	}
-	for (const char *c = p; *c; c++)
-		if ((unsigned char)*c <= 0x20 || (unsigned char)*c >= 0x7f || *c == '#') {
-			snprintf(err, errlen, "NetBox's next page link holds a bad character");
-			return FLEET_INV_INVALID;
-		}
+	if (!fleet_ascii_printable(p, strlen(p), 0) || strchr(p, '#')) {
+		snprintf(err, errlen, "NetBox's next page link holds a bad character");
+		return FLEET_INV_INVALID;
+	}
 	const char *query = strchr(p, '?');
 	const char *prefix = nb->base + nb->origin_len;
 	size_t plen = strlen(prefix), elen = strlen(endpoint);
@@ -1081,9 +1076,8 @@ static const char *name_fault(const char *name)
 {
 	if (!name[0])
 		return "name:null";
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		if (*p < 0x20 || *p >= 0x7f)
-			return "name:not-ascii";
+	if (!fleet_ascii_printable(name, strlen(name), FLEET_ASCII_SPACE))
+		return "name:not-ascii";
 	return NULL;
 }
 
@@ -1098,9 +1092,8 @@ static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
 	if (json_is_string(serial)) {
 		const char *s = json_string_value(serial);
 		size_t n = json_string_length(serial);
-		bool ok = strlen(s) == n && n < sizeof(m->serial);
-		for (size_t i = 0; ok && i < n; i++)
-			ok = (unsigned char)s[i] >= 0x20 && (unsigned char)s[i] != 0x7f;
+		bool ok = strlen(s) == n && n < sizeof(m->serial) &&
+			  fleet_ascii_printable(s, n, FLEET_ASCII_SPACE | FLEET_ASCII_8BIT);
 		if (ok)
 			memcpy(m->serial, s, n + 1);
 	}
@@ -1250,10 +1243,8 @@ static bool check_base_url(const char *u, size_t *origin_len)
 	size_t alen = strcspn(auth, "/");
 	if (alen == 0 || memchr(auth, '@', alen))
 		return false;
-	for (const char *p = u; *p; p++)
-		if ((unsigned char)*p <= 0x20 || (unsigned char)*p >= 0x7f || *p == '?' ||
-		    *p == '#' || *p == '%')
-			return false;
+	if (!fleet_ascii_printable(u, strlen(u), 0) || strpbrk(u, "?#%"))
+		return false;
 	*origin_len = 8 + alen;
 	return strlen(u) < 1024;
 }

@@ -17,15 +17,12 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "lib/sanitize.h"
+
 /* Printable ASCII or UTF-8 text without control characters. */
 static bool clean_text(const char *s, size_t n)
 {
-	for (size_t i = 0; i < n; i++) {
-		unsigned char c = (unsigned char)s[i];
-		if (c < 0x20 || c == 0x7f)
-			return false;
-	}
-	return true;
+	return fleet_ascii_printable(s, n, FLEET_ASCII_SPACE | FLEET_ASCII_8BIT);
 }
 
 /* Where a reason goes (buf NULL: nowhere): "<field>:<problem>". */
@@ -423,20 +420,17 @@ fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 	return FLEET_INV_OK;
 }
 
-/* Printable ASCII of s into out at *o (others become '?'), at most max
- * bytes of s, never past outlen - 1. */
+/* s sanitised (lib/sanitize.h) into out at *o: at most max characters of
+ * s, "[+N]" when cut, never past outlen - 1. */
 static void put_clean(char *out, size_t outlen, size_t *o, const char *s, size_t max)
 {
-	for (size_t i = 0; s[i] && i < max && *o + 1 < outlen; i++) {
-		unsigned char c = (unsigned char)s[i];
-		out[(*o)++] = (c >= 0x20 && c < 0x7f) ? (char)c : '?';
-	}
-	out[*o] = '\0';
+	fleet_sanitize(s, strlen(s), out + *o, outlen - *o, max);
+	*o += strlen(out + *o);
 }
 
 #define DETAIL_DEPTH 4      /* custom_fields.<name> is two levels; a little room */
 #define DETAIL_PATH 80      /* bytes of a field path shown */
-#define DETAIL_MESSAGE 120  /* bytes of one message shown */
+#define DETAIL_MESSAGE 120  /* characters of one message shown */
 #define DETAIL_SHOWN 3      /* messages shown; the rest are counted */
 
 struct detail {

@@ -46,8 +46,8 @@ bool nb_is_status_slug(const char *s);
 /* What a NetBox error body says, as "<field path>: <message>" for each
  * message ({"detail": "..."}, {"field": ["..."]}, nested objects such as
  * {"custom_fields": {"ek_hash": "..."}}, "__all__"), the first few joined
- * by "; " and the rest counted; printable ASCII only (others become '?'),
- * each path and message capped, all within outlen; "" when there is none. */
+ * by "; " and the rest counted; sanitised (lib/sanitize.h), each path and
+ * message capped ("[+N]"), all within outlen; "" when there is none. */
 void nb_error_detail(const char *body, size_t len, char *out, size_t outlen);
 
 #endif

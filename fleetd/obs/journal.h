@@ -88,11 +88,11 @@ void fleet_log_at(const char *file, int line, const char *func, int priority, co
  * sequence), or a character that breaks a line or acts unseen when
  * displayed (U+2028, U+2029, and every format character, general category
  * Cf: the bidi controls, zero-width characters, U+00AD, U+FEFF, the tag
- * characters, ...; sanitize.c lists them) becomes "\xNN" per byte. At
+ * characters, ...; lib/sanitize.c lists them) becomes "\xNN" per byte. At
  * most FLEET_LOG_CLAIMED_MAX characters are shown; if more of the value is
  * left (or out is too small to hold more), "[+N]" follows, N the number of
  * input bytes not shown. The output never ends in half an escape or half a
- * UTF-8 sequence.
+ * UTF-8 sequence. This is lib/sanitize.h's fleet_sanitize with the cap.
  *
  * out is always NUL-terminated when cap > 0; s NULL reads as "(null)".
  * Returns out, so the call can sit inside a field list.

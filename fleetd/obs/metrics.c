@@ -17,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/sanitize.h"
+
 struct fleet_metric {
 	enum fleet_metric_type type;
 	char name[FLEET_METRICS_MAX_NAME + 1];
@@ -108,10 +110,7 @@ static bool label_value_ok(const char *s)
 {
 	if (!s || !*s || strlen(s) > FLEET_METRICS_MAX_LABEL_VALUE)
 		return false;
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++)
-		if (*p < 0x20 || *p > 0x7e)
-			return false;
-	return true;
+	return fleet_ascii_printable(s, strlen(s), FLEET_ASCII_SPACE);
 }
 
 static bool ends_with(const char *s, const char *suffix)

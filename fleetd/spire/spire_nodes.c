@@ -19,6 +19,7 @@
 
 #include "fleetd/obs/journal.h"
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 
 
 fleet_err spire_fail(char *err, size_t errlen, fleet_err e,
@@ -46,13 +47,11 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc)
 	memset(doc, 0, sizeof(*doc));
 }
 
-/* Copy an inventory string for the journal: printable ASCII, capped. */
+/* Copy an inventory string for the journal: sanitised (lib/sanitize.h),
+ * within cap, "[+N]" when cut; NULL becomes "". */
 static void copy_printable(char *dst, size_t cap, const char *src)
 {
-	size_t i = 0;
-	for (; src && src[i] && i + 1 < cap; i++)
-		dst[i] = (src[i] >= 0x20 && src[i] < 0x7f) ? src[i] : '?';
-	dst[i] = '\0';
+	fleet_sanitize(src, src ? strlen(src) : 0, dst, cap, SIZE_MAX);
 }
 
 /* The growing lists of one build. */

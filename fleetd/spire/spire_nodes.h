@@ -67,7 +67,7 @@ enum {
 
 /* Why a device is in neither list; for the journal, not the file. */
 struct fleet_spire_excluded {
-	char name[FLEET_INV_STR]; /* printable ASCII (others become '?') */
+	char name[FLEET_INV_STR]; /* sanitised, lib/sanitize.h */
 	const char *reason;       /* a constant below */
 	char status[32];          /* the inventory's status, same treatment; "" if none */
 };
@@ -107,7 +107,7 @@ struct fleet_spire_malformed {
  * bury the journal (6,234 lines a pass at 10,000 devices). */
 struct fleet_spire_not_admitted {
 	long id;                  /* the inventory's device id */
-	char name[FLEET_INV_STR]; /* printable ASCII (others become '?') */
+	char name[FLEET_INV_STR]; /* sanitised, lib/sanitize.h */
 };
 
 /* A device fleetd admitted whose inventory ek_hash / ek_hash_ecc differ from

@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 
 /* 'fldt': file(1) and a reader can tell a fleetd store from other SQLite. */
 #define FLEET_STORE_APPLICATION_ID 0x666c6474
@@ -258,10 +259,7 @@ bool st_text_ok(const char *s, size_t max)
 	size_t len = strnlen(s, max + 1);
 	if (len == 0 || len > max)
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char)s[i] < 0x20 || (unsigned char)s[i] >= 0x7f)
-			return false;
-	return true;
+	return fleet_ascii_printable(s, len, FLEET_ASCII_SPACE);
 }
 
 bool st_hex_ok(const char *s, size_t min, size_t max)
@@ -293,9 +291,8 @@ bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap)
 		return sqlite3_column_type(s, col) == SQLITE_NULL;
 	if (len < 0 || (size_t)len >= cap)
 		return false;
-	for (int i = 0; i < len; i++)
-		if (t[i] < 0x20 || t[i] >= 0x7f)
-			return false;
+	if (!fleet_ascii_printable(t, (size_t)len, FLEET_ASCII_SPACE))
+		return false;
 	memcpy(out, t, (size_t)len);
 	out[len] = '\0';
 	return true;

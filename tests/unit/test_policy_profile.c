@@ -142,9 +142,9 @@ static void test_unknown_key(void **state)
 	refused_at("version: 1\nclass: w\nquote:\n  bank: sha256\n  pcrs: [0]\n  pcr: [1]\n"
 		   "secure_boot: any\n",
 		   FLEET_E_MALFORMED, 6, 3, "unknown key 'pcr'");
-	/* Unprintable key bytes are not echoed. */
+	/* Unprintable key bytes are not echoed, but escaped. */
 	refused_at(HEAD "secure_boot: any\n\"a\\x01b\": 1\n", FLEET_E_MALFORMED, 7, 1,
-		   "unknown key 'a?b'");
+		   "unknown key 'a\\x01b'");
 }
 
 static void test_digest_length_and_hex(void **state)
