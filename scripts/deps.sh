@@ -11,6 +11,7 @@ packages=(
   libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev
   libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
   jq python3 curl ca-certificates dash busybox shellcheck systemd
+  python3-yaml python3-jsonschema kubernetes-client
 )
 
 missing=()
