@@ -134,6 +134,19 @@ fleet_err fleet_errctx_msg(struct fleet_errctx *ec, fleet_err e, const char *fmt
 	return e;
 }
 
+fleet_err fleet_errctx_refuse(struct fleet_errctx *ec, fleet_err e, const char *reason,
+			      const char *fmt, ...)
+{
+	if (ec) {
+		va_list ap;
+		va_start(ap, fmt);
+		set(ec, e, 0, 0, fmt, ap);
+		va_end(ap);
+		ec->reason = reason;
+	}
+	return e;
+}
+
 fleet_err fleet_errctx_errno(struct fleet_errctx *ec, fleet_err e, int errnum,
 			     const char *fmt, ...)
 {

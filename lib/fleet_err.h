@@ -204,6 +204,11 @@ fleet_err fleet_errctx_set(struct fleet_errctx *ec, fleet_err e, size_t offset,
 /* The same without an offset. */
 fleet_err fleet_errctx_msg(struct fleet_errctx *ec, fleet_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* The same, naming a refusal's stable reason (a static string) in
+ * ec->reason:
+ *     return fleet_errctx_refuse(ec, FLEET_E_MALFORMED, "no-digest", "class %s ...", n); */
+fleet_err fleet_errctx_refuse(struct fleet_errctx *ec, fleet_err e, const char *reason,
+			      const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 /* The same, recording errnum (an errno value) beside the sentence. */
 fleet_err fleet_errctx_errno(struct fleet_errctx *ec, fleet_err e, int errnum,
 			     const char *fmt, ...)
