@@ -49,10 +49,13 @@ static int read_input(const char *path, size_t max, struct fleet_buf *b, const c
 		.owners = config ? FLEET_FILE_OWNER_ROOT | FLEET_FILE_OWNER_EUID : 0,
 		.forbid = S_IWGRP | S_IWOTH,
 	};
-	struct fleet_file_error fe;
-	if (fleet_file_read(AT_FDCWD, path, &policy, b, &fe) == FLEET_OK)
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, b, &fe);
+	if (e == FLEET_OK)
 		return 0;
-	say("cannot use %s%s", fe.detail, fe.rule ? ": refused" : "");
+	say("cannot use %s%s", fleet_errctx_text(&fe, text, sizeof(text)),
+	    e == FLEET_E_UNSAFE ? ": refused" : "");
 	return -1;
 }
 

@@ -54,18 +54,18 @@ static int read_value(const char *path, char *out, size_t cap)
 		.max_size = cap - 2, /* as before: a value must leave room to spare */
 		.size_by_read = true,
 	};
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	fb_init(&b);
 	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
 	if (e != FLEET_OK) {
-		if (!strcmp(fe.reason, "not-found"))
+		if (e == FLEET_E_NOT_FOUND)
 			return 1;
-		errno = e == FLEET_E_TOO_LARGE		 ? EFBIG
-			: !strcmp(fe.reason, "symlink")	 ? ELOOP
-			: !strcmp(fe.reason, "not-regular") ? EINVAL
-			: fe.sys_errno			 ? fe.sys_errno
-							 : EIO;
+		errno = e == FLEET_E_TOO_LARGE			  ? EFBIG
+			: fe.reason && !strcmp(fe.reason, "symlink")	  ? ELOOP
+			: fe.reason && !strcmp(fe.reason, "not-regular") ? EINVAL
+			: fe.sys_errno					  ? fe.sys_errno
+									  : EIO;
 		return -1;
 	}
 	size_t n = b.len;
@@ -360,9 +360,11 @@ int tink_lldp_read(const char *file, struct fleet_network_report *out, char *err
 		/* lldpcli's output saved to a file (tests, debugging): data. */
 		const struct fleet_file_policy policy =
 			FLEET_FILE_POLICY_DATA("the LLDP file", LLDP_OUTPUT_MAX);
-		struct fleet_file_error fe;
+		struct fleet_errctx fe;
+		char text[sizeof(fe.detail) + 80];
 		if (fleet_file_read(AT_FDCWD, file, &policy, &b, &fe) != FLEET_OK)
-			return fail(err, errlen, "cannot read %s", fe.detail);
+			return fail(err, errlen, "cannot read %s",
+				    fleet_errctx_text(&fe, text, sizeof(text)));
 		rc = tink_lldp_parse((const char *)b.data, b.len, out, err, errlen);
 		fb_free(&b);
 		return rc;

@@ -493,7 +493,7 @@ static int local_inputs(struct run *r)
 	 * securityfs says its size is 0; the read bounds it. */
 	static const struct fleet_file_policy evlog_policy =
 		FLEET_FILE_POLICY_DATA("the event log", FLEET_WIRE_MAX_EVENTLOG);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fb_free(&r->eventlog);
 	if (fleet_file_read(AT_FDCWD, r->cfg->eventlog, &evlog_policy, &r->eventlog, &fe) !=
 	    FLEET_OK)

@@ -1325,11 +1325,12 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 	 * path for every request. */
 	static const struct fleet_file_policy ca_policy =
 		FLEET_FILE_POLICY_CONFIG("the NetBox CA file", 1024 * 1024);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	if (cfg->ca_file && fleet_file_read(AT_FDCWD, cfg->ca_file, &ca_policy, &nb->ca_pem,
 					    &fe) != FLEET_OK) {
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "cannot read %s", fe.detail);
+		snprintf(err, errlen, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
 		return NULL;
 	}
 	if (cfg->ca_file && nb->ca_pem.len == 0) { /* never the system store instead */

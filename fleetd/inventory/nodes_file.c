@@ -43,7 +43,7 @@ struct nodes_inv {
 	struct fleet_inv_device *dev;
 	size_t n;
 	bool loaded;
-	bool refused; /* the last refresh failed an ownership rule */
+	fleet_err cause; /* why the last refresh could not read the file (FLEET_OK: it did) */
 	dev_t st_dev;
 	ino_t st_ino;
 	off_t st_size;
@@ -75,13 +75,15 @@ static const char *unsafe(const struct stat *st, bool sticky_ok)
 
 /* Check dfd's directory and every ancestor up to /. The directory holding
  * the file must not be group- or world-writable at all; an ancestor may be
- * when it is sticky (as /tmp is): there nobody can rename what root owns. */
-static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
+ * when it is sticky (as /tmp is): there nobody can rename what root owns.
+ * FLEET_E_UNSAFE when one breaks the rule, FLEET_E_IO when one cannot be
+ * checked. */
+static fleet_err check_dirs(int dfd, const char *path, char *err, size_t errlen)
 {
 	int cur = dup(dfd);
 	if (cur < 0) {
 		say(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
+		return FLEET_E_IO;
 	}
 	for (int depth = 0; depth < 64; depth++) {
 		struct stat st, pst;
@@ -93,7 +95,7 @@ static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
 			    "the nodes file's %s %s; it must be writable by root alone: %s",
 			    depth ? "ancestor directory" : "directory", why, path);
 			close(cur);
-			return -2;
+			return FLEET_E_UNSAFE;
 		}
 		int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (parent < 0)
@@ -106,16 +108,16 @@ static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
 		cur = parent;
 		if (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino) {
 			close(cur);
-			return 0; /* reached / */
+			return FLEET_OK; /* reached / */
 		}
 	}
 	close(cur);
 	say(err, errlen, "the nodes file is more than 64 directories deep: %s", path);
-	return -1;
+	return FLEET_E_IO;
 io:
 	say(err, errlen, "cannot check the directories above %s: %s", path, strerror(errno));
 	close(cur);
-	return -1;
+	return FLEET_E_IO;
 }
 
 /* Root's configuration: owned by root, writable by nobody else
@@ -127,61 +129,61 @@ static const struct fleet_file_policy nodes_policy = {
 	.forbid = S_IWGRP | S_IWOTH,
 };
 
-/* Open path's directory and the file in it and check both. Returns 0 with
- * the file open in f, -2 when a rule refuses, -1 when something cannot be
- * opened; err says which. */
-static int open_checked(const char *path, struct fleet_file *f, char *err, size_t errlen)
+/* Open path's directory and the file in it and check both. FLEET_OK with
+ * the file open in f; else err says why and the result is the reader's
+ * (lib/file_read.h: FLEET_E_UNSAFE when a rule refuses the file, a link
+ * included, FLEET_E_NOT_FOUND, FLEET_E_IO ...), or check_dirs's. */
+static fleet_err open_checked(const char *path, struct fleet_file *f, char *err, size_t errlen)
 {
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	const char *slash = strrchr(path, '/');
 	if (path[0] != '/' || !slash || !slash[1]) {
 		say(err, errlen, "the nodes file path must be absolute and name a file: %s", path);
-		return -1;
+		return FLEET_E_INVALID_ARG;
 	}
 	char dir[PATH_MAX];
 	size_t dlen = slash == path ? 1 : (size_t)(slash - path);
 	if (dlen >= sizeof(dir)) {
 		say(err, errlen, "the nodes file path is too long");
-		return -1;
+		return FLEET_E_INVALID_ARG;
 	}
 	memcpy(dir, path, dlen);
 	dir[dlen] = '\0';
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd < 0) {
+		int errnum = errno;
 		say(err, errlen, "cannot open the nodes file's directory %s: %s", dir,
-		    strerror(errno));
-		return -1;
+		    strerror(errnum));
+		return errnum == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO;
 	}
-	int rc = check_dirs(dfd, path, err, errlen);
-	if (rc != 0) {
+	fleet_err e = check_dirs(dfd, path, err, errlen);
+	if (e != FLEET_OK) {
 		close(dfd);
-		return rc;
+		return e;
 	}
 	/* The file itself through the one reader (lib/file_read.h): opened
 	 * under the directory just checked, O_NOFOLLOW and O_NONBLOCK (a FIFO
 	 * planted here cannot hang the daemon), checked on that descriptor. */
-	struct fleet_file_error fe;
-	fleet_err e = fleet_file_open(dfd, slash + 1, &nodes_policy, f, &fe);
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
+	e = fleet_file_open(dfd, slash + 1, &nodes_policy, f, &fe);
 	close(dfd);
 	if (e != FLEET_OK) {
-		bool mode_rule = fe.rule && strcmp(fe.reason, "symlink") &&
+		bool mode_rule = e == FLEET_E_UNSAFE && strcmp(fe.reason, "symlink") &&
 				 strcmp(fe.reason, "not-regular");
 		/* fe names the file by its name in the directory; say the path. */
-		const char *why = strchr(fe.detail, ':');
+		const char *why = strchr(fleet_errctx_text(&fe, text, sizeof(text)), ':');
 		say(err, errlen, "the nodes file %s%s%s", path, why ? why : "",
 		    mode_rule ? "; it must be writable by root alone" : "");
-		/* A rule's refusal (not the link: that is as before an open
-		 * that failed) is -2. */
-		return fe.rule && strcmp(fe.reason, "symlink") ? -2 : -1;
 	}
-	return 0;
+	return e;
 }
 
-static int read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path, char *err,
-		   size_t errlen)
+static fleet_err read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path,
+			 char *err, size_t errlen)
 {
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fleet_err e = fleet_file_read_open(f, b, &fe);
 	if (e == FLEET_E_TOO_LARGE)
 		say(err, errlen, "the nodes file %s is over %u bytes", path,
@@ -190,7 +192,7 @@ static int read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path, 
 		say(err, errlen, "out of memory");
 	else if (e != FLEET_OK)
 		say(err, errlen, "cannot read the nodes file %s: %s", path, strerror(fe.sys_errno));
-	return e == FLEET_OK ? 0 : -1;
+	return e;
 }
 
 static struct fleet_inv_device *find_id(struct nodes_inv *ni, long id)
@@ -224,9 +226,8 @@ static void prune_overlay(struct nodes_inv *ni)
 static fleet_err refresh(struct nodes_inv *ni, char *err, size_t errlen)
 {
 	struct fleet_file f;
-	int rc = open_checked(ni->path, &f, err, errlen);
-	ni->refused = rc == -2;
-	if (rc != 0) {
+	ni->cause = open_checked(ni->path, &f, err, errlen);
+	if (ni->cause != FLEET_OK) {
 		ni->loaded = false;
 		return FLEET_INV_UNAVAILABLE;
 	}
@@ -240,9 +241,9 @@ static fleet_err refresh(struct nodes_inv *ni, char *err, size_t errlen)
 	ni->loaded = false;
 	struct fleet_buf b;
 	fb_init(&b);
-	rc = read_fd(&f, &b, ni->path, err, errlen);
+	ni->cause = read_fd(&f, &b, ni->path, err, errlen);
 	fleet_file_close(&f);
-	if (rc != 0) {
+	if (ni->cause != FLEET_OK) {
 		fb_free(&b);
 		return FLEET_INV_UNAVAILABLE;
 	}
@@ -507,9 +508,9 @@ fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out, 
 	memcpy(ni->path, path, strlen(path) + 1);
 	fleet_err r = refresh(ni, err, errlen);
 	if (r != FLEET_INV_OK) {
-		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED
-			      : ni->refused         ? FLEET_E_VERIFY
-						    : FLEET_E_IO;
+		/* What the file or a directory above it is, as the reader
+		 * or the directory check said it (UNSAFE for a rule). */
+		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED : ni->cause;
 		nf_close(&ni->base);
 		return e;
 	}

@@ -104,7 +104,7 @@ static fleet_err atomic_write(struct wctx *w, const char *name, const char *tmp,
 static int read_small(struct wctx *w, const char *name, size_t max, char **out, size_t *len)
 {
 	const struct fleet_file_policy policy = {.what = "fleetd's own", .max_size = max};
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	*out = NULL;
 	*len = 0;
@@ -114,7 +114,7 @@ static int read_small(struct wctx *w, const char *name, size_t max, char **out, 
 		e = FLEET_E_NOMEM;
 	if (e != FLEET_OK) {
 		fb_free(&b);
-		if (fe.reason && !strcmp(fe.reason, "not-found"))
+		if (e == FLEET_E_NOT_FOUND)
 			return 0;
 		errno = e == FLEET_E_TOO_LARGE			    ? EFBIG
 			: fe.reason && !strcmp(fe.reason, "symlink")	    ? ELOOP

@@ -197,24 +197,24 @@ static void test_root_only_rule(void **state)
 	static const mode_t bad_modes[] = {0664, 0646, 0666};
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(chmod(f->path, bad_modes[i]), 0);
-		assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+		assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 		assert_non_null(strstr(err, "writable by group or others"));
 		assert_null(inv);
 	}
 	assert_int_equal(chmod(f->path, 0644), 0);
 	assert_int_equal(chown(f->path, 65534, 0), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err, "not owned by root"));
 	assert_int_equal(chown(f->path, 0, 0), 0);
 	/* The directory: whoever can write it can replace the file. */
 	assert_int_equal(chmod(f->dir, 0775), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err, "directory is writable by group or others"));
 	assert_int_equal(chmod(f->dir, 01777), 0); /* sticky is no excuse here */
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	assert_int_equal(chown(f->dir, 65534, 0), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err, "directory is not owned by root"));
 	assert_int_equal(chown(f->dir, 0, 0), 0);
 	/* A symbolic link is not followed. */
@@ -222,10 +222,11 @@ static void test_root_only_rule(void **state)
 	snprintf(target, sizeof(target), "%s/real.yaml", f->dir);
 	assert_int_equal(rename(f->path, target), 0);
 	assert_int_equal(symlink(target, f->path), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_IO);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err, "symbolic link"));
 	unlink(f->path);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_IO);
+	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_NOT_FOUND);
+	assert_non_null(strstr(err, "No such file or directory"));
 	put(f->path, "version: 1\nnodes: [\n", 0644);
 	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_MALFORMED);
 	assert_non_null(strstr(err, "line 3"));
@@ -245,7 +246,7 @@ static void test_ancestor_rule(void **state)
 	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_OK);
 	inv->ops->close(inv);
 	assert_int_equal(chmod(f->dir, 0777), 0);
-	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err, "ancestor directory"));
 	assert_int_equal(chmod(f->dir, 01777), 0); /* as /tmp is: allowed above */
 	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_OK);
