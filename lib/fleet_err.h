@@ -143,7 +143,9 @@ struct fleet_errctx {
 	int has_offset;
 	size_t offset;
 	int sys_errno;
-	char detail[200];
+	/* 512: a sentence with a path in it, or with the words of a NetBox
+	 * error body (fleetd/inventory/netbox.c keeps up to 400 of them). */
+	char detail[512];
 	char ossl[160];
 };
 

@@ -114,12 +114,10 @@ struct fake_inv {
 	size_t n;
 };
 
-static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				       char *err, size_t errlen)
+static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			   struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	struct fake_inv *f = (struct fake_inv *)inv;
 	*out = malloc(f->n * sizeof(**out));
 	assert_non_null(*out);
@@ -130,14 +128,13 @@ static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device 
 	return FLEET_INV_OK;
 }
 
-static fleet_err fake_list_bounded(struct fleet_inventory *inv,
-					       const struct fleet_inv_bound *bound,
-					       struct fleet_inv_device **out, size_t *n,
-					       struct fleet_inv_malformed **bad, size_t *n_bad,
-					       char *err, size_t errlen)
+static fleet_err fake_list_bounded(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				   struct fleet_inv_device **out, size_t *n,
+				   struct fleet_inv_malformed **bad, size_t *n_bad,
+				   struct fleet_errctx *ec)
 {
 	(void)bound;
-	return fake_list(inv, out, n, bad, n_bad, err, errlen);
+	return fake_list(inv, out, n, bad, n_bad, ec);
 }
 
 static const struct fleet_inventory_ops fake_ops = {.list = fake_list,
