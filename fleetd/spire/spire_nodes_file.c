@@ -151,9 +151,7 @@ static fleet_err read_prev(struct wctx *w, struct prev *p)
 			return FLEET_SPIRE_OK;
 		return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
 	}
-	char why[160];
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, why,
-					       sizeof(why));
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, NULL);
 	free(buf);
 	if (e == FLEET_E_NOMEM)
 		return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_NOMEM, "reading %s/%s: out of memory",
@@ -272,12 +270,11 @@ static fleet_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 		goto out;
 	}
 	f.serial = next;
-	char why[160];
-	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, why, sizeof(why));
+	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, w->ec);
 	if (fe) {
-		e = fleet_errctx_msg(
+		e = fleet_errctx_wrap(
 			w->ec, fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
-			"the document could not be written: %s", why);
+			"the document could not be written: ", NULL);
 		goto out;
 	}
 	/* The serial file first: it never falls behind the file. */
@@ -310,12 +307,12 @@ fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc 
 					"a directory and a document are required");
 	/* The format's own rules and limits, the ones the applier reads by:
 	 * a document it would refuse is never put in place. */
-	char why[160];
 	struct fleet_spire_nodes f = file_of(doc, 0, now);
-	if (!fleet_spire_nodes_check(&f, why, sizeof(why)))
-		return fleet_errctx_msg(ec, FLEET_SPIRE_E_INVALID,
-					"refusing to write a document the format cannot carry: %s",
-					why);
+	fleet_err fe = fleet_spire_nodes_check(&f, ec);
+	if (fe)
+		return fleet_errctx_wrap(
+			ec, fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
+			"refusing to write a document the format cannot carry: ", NULL);
 	struct wctx w = {.dir = dir, .dfd = -1, .ec = ec};
 	fleet_err e = open_dir(&w);
 	if (!e)

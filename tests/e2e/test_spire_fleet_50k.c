@@ -333,9 +333,9 @@ static void test_fleet_50k(void **state)
 	assert_int_equal(fleet_file_read_data(file, FLEET_SPIRE_NODES_MAX_BYTES, &b, NULL), FLEET_OK);
 	print_message("    spire-nodes.json: %zu bytes (%zu a machine)\n", b.len, b.len / N);
 	struct fleet_spire_nodes sn;
-	char why[300];
-	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier's decoder refuses the file: %s", why);
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, &ec) != FLEET_OK)
+		fail_msg("the applier's decoder refuses the file: %s", ec.detail);
 	t = stage("decoding the file", t);
 	check_file(&sn);
 
@@ -345,8 +345,8 @@ static void test_fleet_50k(void **state)
 	struct sp_agents no_agents = {0};
 	struct plan p;
 	t = now_s();
-	if (plan_build(&sn, &ac, &none, &no_agents, &p, why, sizeof(why)) != FLEET_OK)
-		fail_msg("plan: %s", why);
+	if (plan_build(&sn, &ac, &none, &no_agents, &p, &ec) != FLEET_OK)
+		fail_msg("plan: %s", ec.detail);
 	t = stage("the plan, an empty server", t);
 	check_fresh_plan(&p);
 
@@ -355,8 +355,8 @@ static void test_fleet_50k(void **state)
 	server_of(&p, &l, &ag);
 	struct plan again;
 	t = now_s();
-	if (plan_build(&sn, &ac, &l, &ag, &again, why, sizeof(why)) != FLEET_OK)
-		fail_msg("plan: %s", why);
+	if (plan_build(&sn, &ac, &l, &ag, &again, &ec) != FLEET_OK)
+		fail_msg("plan: %s", ec.detail);
 	t = stage("the plan, a server holding it all", t);
 	assert_int_equal(plan_count(&again, PK_CREATE) + plan_count(&again, PK_UPDATE) +
 				 plan_count(&again, PK_DELETE),

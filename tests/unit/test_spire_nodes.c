@@ -589,9 +589,9 @@ static void test_file_format(void **state)
 	/* The other side of the handoff: the strict decoder the root applier
 	 * reads with (lib/spire_nodes_format.h) accepts exactly what fleetd wrote. */
 	struct fleet_spire_nodes sn;
-	char why[256] = "";
-	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier refuses fleetd's file: %s", why);
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, &ec) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", ec.detail);
 	assert_int_equal(sn.serial, 1);
 	assert_int_equal(sn.n_eligible, 1);
 	assert_int_equal(sn.n_revoked, 1);
@@ -944,9 +944,9 @@ static void test_write_refuses_over_cap(void **state)
 	assert_int_equal(serial, 2);
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
 	struct fleet_spire_nodes sn;
-	char why[256];
-	if (fleet_spire_nodes_decode(after.data, after.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier refuses fleetd's file: %s", why);
+	struct fleet_errctx iec;
+	if (fleet_spire_nodes_decode(after.data, after.len, &sn, &iec) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", iec.detail);
 	assert_int_equal(sn.n_eligible, FLEET_SPIRE_LIST_MAX);
 	assert_string_equal(sn.eligible[FLEET_SPIRE_LIST_MAX - 1].name, "m099999");
 	fleet_spire_nodes_free(&sn);
