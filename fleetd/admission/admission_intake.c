@@ -61,6 +61,7 @@ static int unavailable(struct intake *t, const char *what, fleet_err r,
 			"%s %s; the machine will retry, nothing is recorded", what,
 			r == FLEET_INV_NOMEM ? "could not be read: fleetd is out of memory"
 					     : "did not answer");
+	t->lf.detail = NULL; /* err is this function's */
 	adm_count(t->a->m.intake, "unavailable");
 	return 503;
 }
