@@ -161,10 +161,12 @@ static int do_issue(int argc, char **argv)
 		return usage();
 
 	fb_init(&b);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	e = fleet_file_read_data(key, MAX_PUB_FILE, &b, &fe);
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: ca: cannot read %s: %s\n", key, fe.detail);
+		fprintf(stderr, "fleetctl: ca: cannot read %s: %s\n", key,
+			fleet_errctx_text(&fe, text, sizeof(text)));
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

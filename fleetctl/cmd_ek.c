@@ -50,10 +50,11 @@ static int load_cert(const char *path, X509 **out)
 	fleet_err e;
 
 	fb_init(&b);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	e = fleet_file_read_data(path, MAX_FILE, &b, &fe);
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: ek: cannot read %s: %s\n", path, fe.detail);
+		fprintf(stderr, "fleetctl: ek: cannot read %s: %s\n", path,
+			fleet_errctx_text(&fe, msg, sizeof(msg)));
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

@@ -27,7 +27,8 @@ static int load(const char *path, struct fleet_evlog **log)
 {
 	struct fleet_buf b;
 	fb_init(&b);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	fleet_err e = fleet_file_read_data(path, FLEET_EVLOG_MAX_SIZE, &b, &fe);
 	if (e == FLEET_E_TOO_LARGE) {
 		fprintf(stderr, "fleetctl: eventlog: %s: malformed at byte %u: log over the %u-byte cap\n",
@@ -36,7 +37,8 @@ static int load(const char *path, struct fleet_evlog **log)
 		return FLEETCTL_EXIT_REFUSED;
 	}
 	if (e != FLEET_OK) {
-		fprintf(stderr, "fleetctl: eventlog: %s: cannot read: %s\n", path, fe.detail);
+		fprintf(stderr, "fleetctl: eventlog: %s: cannot read: %s\n", path,
+			fleet_errctx_text(&fe, text, sizeof(text)));
 		fb_free(&b);
 		return FLEETCTL_EXIT_USAGE;
 	}

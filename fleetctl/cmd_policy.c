@@ -68,9 +68,11 @@ static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
 {
 	struct fleet_buf b;
 	fb_init(&b);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	if (fleet_file_read_data(path, PCRS_MAX_SIZE, &b, &fe) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path, fe.detail);
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path,
+			fleet_errctx_text(&fe, text, sizeof(text)));
 		fb_free(&b);
 		return -1;
 	}
@@ -178,9 +180,10 @@ static int run_check(const struct check_args *a)
 	}
 	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))
 		goto out;
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	if (fleet_file_read_data(a->log, FLEET_EVLOG_MAX_SIZE, &b, &fe) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log, fe.detail);
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log,
+			fleet_errctx_text(&fe, msg, sizeof(msg)));
 		goto out;
 	}
 	rc = FLEETCTL_EXIT_REFUSED;

@@ -60,8 +60,7 @@ static int values_from_json(const struct quote_args *a, const TPML_PCR_SELECTION
 	*n = 0;
 	/* Read with a cap like every other file, then parse the bytes. */
 	fb_init(&text);
-	struct fleet_file_error fe;
-	if (fleet_file_read_data(a->pcrs, MAX_JSON, &text, &fe) != FLEET_OK) {
+	if (fleet_file_read_data(a->pcrs, MAX_JSON, &text, NULL) != FLEET_OK) {
 		fprintf(stderr, "fleetctl: quote: cannot read PCR values %s (or over %d bytes)\n",
 			a->pcrs, MAX_JSON);
 		fb_free(&text);

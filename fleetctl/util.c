@@ -10,7 +10,7 @@
 int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
 		  struct fleet_buf *b)
 {
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fb_free(b);
 	fleet_err e = fleet_file_read_data(path, max, b, &fe);
 	if (e == FLEET_OK)

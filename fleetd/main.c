@@ -173,16 +173,18 @@ static int open_inventory(struct daemon *d)
 			.timeout_ms = (long)d->cfg.netbox_timeout_ms,
 			.page_size = d->cfg.netbox_page_size,
 		};
-		d->inv = fleet_netbox_open(&nc, err, sizeof(err));
+		struct fleet_errctx ec = {0};
+		d->inv = fleet_netbox_open(&nc, &ec);
 		OPENSSL_cleanse(token, sizeof(token));
 		if (!d->inv) {
-			startup_failed("NetBox inventory: %s", err);
+			startup_failed("NetBox inventory: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 			return -1;
 		}
 		return 0;
 	}
-	if (fleet_nodes_file_open(d->cfg.nodes_file, &d->inv, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("nodes file: %s", err);
+	struct fleet_errctx ec = {0};
+	if (fleet_nodes_file_open(d->cfg.nodes_file, &d->inv, &ec) != FLEET_OK) {
+		startup_failed("nodes file: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	return 0;

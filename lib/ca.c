@@ -370,17 +370,12 @@ out:
 	return e;
 }
 
-/* A refusal by the reader, in fleet_ca_load's codes: a missing key is
- * NOT_FOUND, a file others could read or write (or owned by someone else)
- * is the caller's INVALID_ARG, the rest as the reader says. */
-static fleet_err read_fail(fleet_err e, const struct fleet_file_error *fe, bool key,
-			   struct fleet_errctx *ec)
+/* A refusal by the reader, passed on as it said it (a missing file is
+ * NOT_FOUND, a file others could read or write, owned by someone else, or a
+ * link is UNSAFE, lib/file_read.h), with what fleet_ca_load does about it. */
+static fleet_err read_fail(fleet_err e, struct fleet_errctx *ec)
 {
-	if (key && !strcmp(fe->reason, "not-found"))
-		e = FLEET_E_NOT_FOUND;
-	else if (fe->rule && strcmp(fe->reason, "symlink") && strcmp(fe->reason, "not-regular"))
-		e = FLEET_E_INVALID_ARG;
-	return fleet_errctx_msg(ec, e, "%s; refusing to use it", fe->detail);
+	return fleet_errctx_wrap(ec, e, NULL, "; refusing to use it");
 }
 
 /* Read the key file, refusing one others could have read (as OpenSSH does
@@ -389,12 +384,11 @@ static fleet_err read_key(int dfd, EVP_PKEY **out, struct fleet_errctx *ec)
 {
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_SECRET("the CA key", CA_FILE_MAX);
-	struct fleet_file_error fe;
 	struct fleet_buf b;
 	fb_init(&b);
-	fleet_err e = fleet_file_read(dfd, CA_KEY_FILE, &policy, &b, &fe);
+	fleet_err e = fleet_file_read(dfd, CA_KEY_FILE, &policy, &b, ec);
 	if (e != FLEET_OK)
-		return read_fail(e, &fe, true, ec);
+		return read_fail(e, ec);
 	BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
 	*out = bio ? PEM_read_bio_PrivateKey(bio, NULL, NULL, NULL) : NULL;
 	BIO_free(bio);
@@ -408,7 +402,6 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 {
 	static const struct fleet_file_policy crt_policy =
 		FLEET_FILE_POLICY_CONFIG("the CA certificate", CA_FILE_MAX);
-	struct fleet_file_error fe;
 	struct fleet_buf b;
 	struct fleet_ca *ca;
 	fleet_err e;
@@ -434,9 +427,9 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 		goto fail;
 	}
 	fb_init(&b);
-	e = fleet_file_read(dfd, CA_CRT_FILE, &crt_policy, &b, &fe);
+	e = fleet_file_read(dfd, CA_CRT_FILE, &crt_policy, &b, ec);
 	if (e != FLEET_OK) {
-		e = read_fail(e, &fe, false, ec);
+		e = read_fail(e, ec);
 		goto fail;
 	}
 	BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);

@@ -17,10 +17,14 @@
  * every intermediate copy is wiped). docs/files.md lists which caller uses
  * which policy and why.
  *
- * A refusal fills a struct fleet_file_error: a stable reason string, and a
- * sentence naming the file, its path and what was wrong:
+ * A refusal fills the one error context, a struct fleet_errctx
+ * (lib/fleet_err.h): ec->reason a stable reason string, ec->detail a
+ * sentence naming the file, its path and what was wrong, ec->sys_errno the
+ * errno of an open or a read that failed:
  *     "the NetBox token file /etc/fleetd/netbox.token: group-readable: mode
  *      0640 gives group or others access; it must be mode 0600 or stricter"
+ * fleet_errctx_text gives the sentence with the system's reason after it
+ * ("...: not-found: cannot open it: No such file or directory").
  */
 #ifndef FLEET_FILE_READ_H
 #define FLEET_FILE_READ_H
@@ -79,32 +83,29 @@ struct fleet_file_policy {
 	{ .what = (what_), .max_size = (max_), .owners = 0, .forbid = 0, .secret = false }
 
 /*
- * Why a file was refused. reason is one of these stable strings:
- *   "not-found"      it does not exist (sys_errno ENOENT)
- *   "open-failed"    it cannot be opened (sys_errno says why)
- *   "symlink"        the last component is a symbolic link
- *   "not-regular"    a directory, a FIFO, a device, a socket
- *   "owner"          its owner is not one the policy allows
- *   "world-writable", "group-writable"
- *                    others or the group may write it
- *   "world-readable", "group-readable"
- *                    others or the group have some access to a private file
- *   "too-large"      over max_size (by fstat, or by what a read returned)
- *   "read-failed"    a read failed (sys_errno)
- *   "out-of-memory"
- *   "invalid"        the caller's mistake (no policy, a secret into a
- *                    buffer that is not a secret one, a buffer not empty)
- * rule is true for the refusals by a rule of the policy (symlink,
- * not-regular, owner, the mode bits), false for the others. detail is
+ * Why a file was refused: the result, and ec->reason, one of these stable
+ * strings:
+ *   FLEET_E_NOT_FOUND    "not-found"       it does not exist (sys_errno ENOENT)
+ *   FLEET_E_IO           "open-failed"     it cannot be opened (sys_errno says why)
+ *   FLEET_E_UNSAFE       "symlink"         the last component is a symbolic link
+ *                        "not-regular"     a directory, a FIFO, a device, a socket
+ *                        "owner"           its owner is not one the policy allows
+ *                        "world-writable", "group-writable"
+ *                                          others or the group may write it
+ *                        "world-readable", "group-readable"
+ *                                          others or the group have some access to
+ *                                          a private file
+ *   FLEET_E_TOO_LARGE    "too-large"       over max_size (by fstat, or by what a
+ *                                          read returned)
+ *   FLEET_E_IO           "read-failed"     fstat or a read failed (sys_errno)
+ *   FLEET_E_NOMEM        "out-of-memory"
+ *   FLEET_E_INVALID_ARG  "invalid"         the caller's mistake (no policy, a secret
+ *                                          into a buffer that is not a secret one, a
+ *                                          buffer not empty)
+ * FLEET_E_UNSAFE is exactly the refusals by a rule of the policy. detail is
  * "WHAT PATH: REASON: what was wrong", safe to log (the path is the
- * caller's, never the file's bytes).
+ * caller's, never the file's bytes). ec may be NULL.
  */
-struct fleet_file_error {
-	const char *reason;
-	bool rule;
-	int sys_errno;
-	char detail[512];
-};
 
 /* An opened, checked file. */
 struct fleet_file {
@@ -118,31 +119,31 @@ struct fleet_file {
  * Open path (relative to dirfd, or AT_FDCWD) and check it against policy.
  * FLEET_OK: f->fd is open and f->st says what it is; read it with
  * fleet_file_read_open and close it with fleet_file_close. Otherwise f->fd
- * is -1, fe (if not NULL) says why, and the result is FLEET_E_IO (cannot be
- * opened, or refused by a rule), FLEET_E_TOO_LARGE or FLEET_E_INVALID_ARG.
- * policy must outlive f.
+ * is -1, ec (if not NULL) says why, and the result is one of the above:
+ * FLEET_E_NOT_FOUND, FLEET_E_IO, FLEET_E_UNSAFE, FLEET_E_TOO_LARGE or
+ * FLEET_E_INVALID_ARG. policy must outlive f.
  */
 fleet_err fleet_file_open(int dirfd, const char *path, const struct fleet_file_policy *policy,
-			  struct fleet_file *f, struct fleet_file_error *fe);
+			  struct fleet_file *f, struct fleet_errctx *ec);
 
 /* Read f's descriptor to end of file into out, which must be empty (as
  * fb_init or fb_free leave it): it is made a capped buffer of
  * max_size + 1 bytes (room for a terminating NUL), a secret one when the
  * policy says so. FLEET_OK, or FLEET_E_TOO_LARGE (the file grew past the
- * cap while read), FLEET_E_IO, FLEET_E_NOMEM, FLEET_E_INVALID_ARG; on
- * failure out is freed (wiped when secret). */
+ * cap while read), FLEET_E_IO (with errno), FLEET_E_NOMEM,
+ * FLEET_E_INVALID_ARG; on failure out is freed (wiped when secret). */
 fleet_err fleet_file_read_open(struct fleet_file *f, struct fleet_buf *out,
-			       struct fleet_file_error *fe);
+			       struct fleet_errctx *ec);
 
 void fleet_file_close(struct fleet_file *f);
 
 /* Open, check, read and close: what nearly every caller wants. */
 fleet_err fleet_file_read(int dirfd, const char *path, const struct fleet_file_policy *policy,
-			  struct fleet_buf *out, struct fleet_file_error *fe);
+			  struct fleet_buf *out, struct fleet_errctx *ec);
 
 /* The same with FLEET_FILE_POLICY_DATA: a file whose content its reader
  * checks (evidence, test inputs), named "the file" in messages. */
 fleet_err fleet_file_read_data(const char *path, size_t max_size, struct fleet_buf *out,
-			       struct fleet_file_error *fe);
+			       struct fleet_errctx *ec);
 
 #endif

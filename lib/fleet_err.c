@@ -160,6 +160,20 @@ fleet_err fleet_errctx_errno(struct fleet_errctx *ec, fleet_err e, int errnum,
 	return e;
 }
 
+fleet_err fleet_errctx_wrap(struct fleet_errctx *ec, fleet_err e, const char *before,
+			    const char *after)
+{
+	if (!ec)
+		return e;
+	ec->err = e;
+	char was[sizeof(ec->detail)];
+	memcpy(was, ec->detail, sizeof(was));
+	was[sizeof(was) - 1] = '\0';
+	snprintf(ec->detail, sizeof(ec->detail), "%s%s%s", before ? before : "", was,
+		 after ? after : "");
+	return e;
+}
+
 void fleet_openssl_drain(char *out, size_t outlen)
 {
 	const char *func = NULL, *data = NULL;

@@ -192,7 +192,9 @@ struct fleet_errctx {
 	int has_offset;
 	size_t offset;
 	int sys_errno;
-	char detail[200];
+	/* 512: a sentence with a path in it, or with the words of a NetBox
+	 * error body (fleetd/inventory/netbox.c keeps up to 400 of them). */
+	char detail[512];
 	char ossl[160];
 };
 
@@ -221,6 +223,16 @@ fleet_err fleet_errctx_errno(struct fleet_errctx *ec, fleet_err e, int errnum,
  */
 fleet_err fleet_errctx_openssl(struct fleet_errctx *ec, fleet_err e, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/*
+ * Say more about a failure a lower layer recorded in ec, passing on e: the
+ * detail becomes before + detail + after (either may be NULL), err becomes
+ * e, and everything else ec holds (reason, offset, errno, OpenSSL reason)
+ * stays, so a caller tells where the failure was without losing what it was:
+ *     if ((e = fleet_file_read(dfd, name, &policy, &b, ec)) != FLEET_OK)
+ *             return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+ */
+fleet_err fleet_errctx_wrap(struct fleet_errctx *ec, fleet_err e, const char *before,
+			    const char *after);
 /*
  * Empty this thread's OpenSSL error queue, returning the first entry's
  * reason in out (which may be NULL). A refusal of evidence calls it: an

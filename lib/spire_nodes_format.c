@@ -12,26 +12,12 @@
 #include "lib/spire_nodes_format.h"
 
 #include <jansson.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
 
 #include "lib/hex.h"
-
-static bool refuse(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static bool refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-	if (why && whylen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(why, whylen, fmt, ap);
-		va_end(ap);
-	}
-	return false;
-}
 
 bool fleet_spire_trust_domain_ok(const char *s)
 {
@@ -123,42 +109,59 @@ static const char *list_name(bool revoked)
 }
 
 /* The rules one entry keeps alone; where is "eligible[3]". */
-static bool entry_ok(const struct fleet_spire_node *e, bool revoked, const char *where,
-		     char *why, size_t whylen)
+static fleet_err entry_ok(const struct fleet_spire_node *e, bool revoked, const char *where,
+			  struct fleet_errctx *ec)
 {
 	char t[21];
 	if (!fleet_spire_name_ok(e->name))
-		return refuse(why, whylen, "%s.name must be 1 to %d letters, digits, '.', '-' or "
-			      "'_', starting with a letter or digit", where, FLEET_SPIRE_NAME_MAX);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.name must be 1 to %d letters, digits, '.', '-' or "
+					"'_', starting with a letter or digit",
+					where, FLEET_SPIRE_NAME_MAX);
 	if (!fleet_hex_is_lower(e->ek_hash, 64))
-		return refuse(why, whylen, "%s.ek_hash must be 64 lowercase hex digits (the "
-			      "SHA-256 of the EK's SubjectPublicKeyInfo)", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ek_hash must be 64 lowercase hex digits (the "
+					"SHA-256 of the EK's SubjectPublicKeyInfo)",
+					where);
 	if (e->ek_hash_ecc[0] && !fleet_hex_is_lower(e->ek_hash_ecc, 64))
-		return refuse(why, whylen, "%s.ek_hash_ecc must be null or 64 lowercase hex "
-			      "digits", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ek_hash_ecc must be null or 64 lowercase hex "
+					"digits",
+					where);
 	if (!strcmp(e->ek_hash_ecc, e->ek_hash))
-		return refuse(why, whylen, "%s.ek_hash_ecc equals its ek_hash: one TPM has two "
-			      "different endorsement keys", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ek_hash_ecc equals its ek_hash: one TPM has two "
+					"different endorsement keys",
+					where);
 	if (e->n_ldevid > FLEET_SPIRE_LDEVID_MAX)
-		return refuse(why, whylen, "%s.ldevid_sha1 has %zu fingerprints, more than %d",
-			      where, e->n_ldevid, FLEET_SPIRE_LDEVID_MAX);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ldevid_sha1 has %zu fingerprints, more than %d", where,
+					e->n_ldevid, FLEET_SPIRE_LDEVID_MAX);
 	if (e->n_ldevid && !e->ldevid_sha1)
-		return refuse(why, whylen, "%s.ldevid_sha1 has fingerprints but no array", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ldevid_sha1 has fingerprints but no array", where);
 	for (size_t k = 0; k < e->n_ldevid; k++) {
 		if (!fleet_hex_is_lower(e->ldevid_sha1[k], 40))
-			return refuse(why, whylen, "%s.ldevid_sha1[%zu] must be 40 lowercase hex "
-				      "digits (an LDevID certificate's SHA-1)", where, k);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s.ldevid_sha1[%zu] must be 40 lowercase hex "
+						"digits (an LDevID certificate's SHA-1)",
+						where, k);
 		if (k > 0 && strcmp(e->ldevid_sha1[k - 1], e->ldevid_sha1[k]) >= 0)
-			return refuse(why, whylen, "%s.ldevid_sha1[%zu] repeats an earlier "
-				      "fingerprint or is out of order (they are sorted)", where, k);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s.ldevid_sha1[%zu] repeats an earlier "
+						"fingerprint or is out of order (they are sorted)",
+						where, k);
 	}
 	if (revoked && !fleet_spire_time_format(e->not_after, t))
-		return refuse(why, whylen, "%s.not_after must be a UTC time such as "
-			      "2027-01-01T00:00:00Z", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.not_after must be a UTC time such as "
+					"2027-01-01T00:00:00Z",
+					where);
 	if (!revoked && e->not_after)
-		return refuse(why, whylen, "%s has a not_after: only revoked entries carry one",
-			      where);
-	return true;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s has a not_after: only revoked entries carry one",
+					where);
+	return FLEET_OK;
 }
 
 static int cmp_node_ptr(const void *a, const void *b)
@@ -205,8 +208,8 @@ static int cmp_ekref(const void *a, const void *b)
  * and across the lists, none another's plus "-ecc", no EK hash on two
  * eligible entries. orig_e/orig_r map sorted positions back to the file's
  * for the sentence (NULL: the same). */
-static bool cross_ok(const struct fleet_spire_nodes *d, const size_t *orig_e,
-		     const size_t *orig_r, bool *nomem, char *why, size_t whylen)
+static fleet_err cross_ok(const struct fleet_spire_nodes *d, const size_t *orig_e,
+			  const size_t *orig_r, struct fleet_errctx *ec)
 {
 	const struct fleet_spire_node *const lists[2] = {d->eligible, d->revoked};
 	const size_t counts[2] = {d->n_eligible, d->n_revoked};
@@ -214,16 +217,20 @@ static bool cross_ok(const struct fleet_spire_nodes *d, const size_t *orig_e,
 	for (int l = 0; l < 2; l++)
 		for (size_t i = 1; i < counts[l]; i++)
 			if (!strcmp(lists[l][i - 1].name, lists[l][i].name))
-				return refuse(why, whylen, "%s[%zu].name repeats %s[%zu]'s (names are "
-					      "unique across eligible and revoked)", list_name(l),
-					      at(origs[l], i), list_name(l), at(origs[l], i - 1));
+				return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+							"%s[%zu].name repeats %s[%zu]'s (names are "
+							"unique across eligible and revoked)",
+							list_name(l), at(origs[l], i), list_name(l),
+							at(origs[l], i - 1));
 	for (size_t i = 0; i < d->n_revoked; i++) {
 		const struct fleet_spire_node *e =
 			fleet_spire_nodes_find(d->eligible, d->n_eligible, d->revoked[i].name);
 		if (e)
-			return refuse(why, whylen, "revoked[%zu].name repeats eligible[%zu]'s (names "
-				      "are unique across eligible and revoked)", at(orig_r, i),
-				      at(orig_e, (size_t)(e - d->eligible)));
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"revoked[%zu].name repeats eligible[%zu]'s (names "
+						"are unique across eligible and revoked)",
+						at(orig_r, i),
+						at(orig_e, (size_t)(e - d->eligible)));
 	}
 	for (int l = 0; l < 2; l++)
 		for (size_t i = 0; i < counts[l]; i++) {
@@ -238,19 +245,19 @@ static bool cross_ok(const struct fleet_spire_nodes *d, const size_t *orig_e,
 				const struct fleet_spire_node *b =
 					fleet_spire_nodes_find(lists[m], counts[m], base);
 				if (b)
-					return refuse(why, whylen, "%s[%zu] and %s[%zu]: one name is "
-						      "the other's plus \"-ecc\", so their entry IDs "
-						      "collide", list_name(m),
-						      at(origs[m], (size_t)(b - lists[m])), list_name(l),
-						      at(origs[l], i));
+					return fleet_errctx_msg(
+						ec, FLEET_E_MALFORMED,
+						"%s[%zu] and %s[%zu]: one name is "
+						"the other's plus \"-ecc\", so their entry IDs "
+						"collide",
+						list_name(m), at(origs[m], (size_t)(b - lists[m])),
+						list_name(l), at(origs[l], i));
 			}
 		}
 	size_t n = d->n_eligible;
 	struct ekref *r = calloc(2 * n + 1, sizeof(*r));
-	if (!r) {
-		*nomem = true;
-		return refuse(why, whylen, "out of memory");
-	}
+	if (!r)
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	size_t nr = 0;
 	for (size_t i = 0; i < n; i++) {
 		r[nr++] = (struct ekref){d->eligible[i].ek_hash, i};
@@ -259,67 +266,74 @@ static bool cross_ok(const struct fleet_spire_nodes *d, const size_t *orig_e,
 	}
 	if (nr > 1)
 		qsort(r, nr, sizeof(*r), cmp_ekref);
-	bool ok = true;
-	for (size_t i = 1; ok && i < nr; i++)
+	fleet_err e = FLEET_OK;
+	for (size_t i = 1; !e && i < nr; i++)
 		if (!strcmp(r[i - 1].hash, r[i].hash)) {
 			size_t a = at(orig_e, r[i - 1].node), b = at(orig_e, r[i].node);
-			ok = refuse(why, whylen, "eligible[%zu] and eligible[%zu] share an EK hash",
-				    a < b ? a : b, a < b ? b : a);
+			e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					     "eligible[%zu] and eligible[%zu] share an EK hash",
+					     a < b ? a : b, a < b ? b : a);
 		}
 	free(r);
-	return ok;
+	return e;
 }
 
-static bool head_ok(const struct fleet_spire_nodes *d, char *why, size_t whylen)
+static fleet_err head_ok(const struct fleet_spire_nodes *d, struct fleet_errctx *ec)
 {
 	char t[21];
 	if (d->version != FLEET_SPIRE_NODES_VERSION)
-		return refuse(why, whylen, "version must be the integer %d",
-			      FLEET_SPIRE_NODES_VERSION);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "version must be the integer %d",
+					FLEET_SPIRE_NODES_VERSION);
 	if (d->serial < 0 || d->serial > FLEET_SPIRE_SERIAL_MAX)
-		return refuse(why, whylen, "serial must be an integer from 0 to %lld",
-			      (long long)FLEET_SPIRE_SERIAL_MAX);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"serial must be an integer from 0 to %lld",
+					(long long)FLEET_SPIRE_SERIAL_MAX);
 	if (!fleet_spire_time_format(d->generated_at, t))
-		return refuse(why, whylen, "generated_at must be a UTC time such as "
-			      "2026-11-30T05:00:00Z");
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"generated_at must be a UTC time such as "
+					"2026-11-30T05:00:00Z");
 	if (!fleet_spire_trust_domain_ok(d->trust_domain))
-		return refuse(why, whylen, "trust_domain must be 1 to %d lowercase letters, "
-			      "digits, '.', '-' or '_' (a SPIFFE trust domain name)",
-			      FLEET_SPIRE_TRUST_DOMAIN_MAX);
-	return true;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"trust_domain must be 1 to %d lowercase letters, "
+					"digits, '.', '-' or '_' (a SPIFFE trust domain name)",
+					FLEET_SPIRE_TRUST_DOMAIN_MAX);
+	return FLEET_OK;
 }
 
-static bool count_ok(size_t n, const void *v, bool revoked, char *why, size_t whylen)
+static fleet_err count_ok(size_t n, const void *v, bool revoked, struct fleet_errctx *ec)
 {
 	if (n > FLEET_SPIRE_LIST_MAX)
-		return refuse(why, whylen, "%s has %zu devices, more than %d", list_name(revoked),
-			      n, FLEET_SPIRE_LIST_MAX);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s has %zu devices, more than %d",
+					list_name(revoked), n, FLEET_SPIRE_LIST_MAX);
 	if (n && !v)
-		return refuse(why, whylen, "%s has entries but no array", list_name(revoked));
-	return true;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s has entries but no array",
+					list_name(revoked));
+	return FLEET_OK;
 }
 
-bool fleet_spire_nodes_check(const struct fleet_spire_nodes *d, char *why, size_t whylen)
+fleet_err fleet_spire_nodes_check(const struct fleet_spire_nodes *d, struct fleet_errctx *ec)
 {
-	if (!head_ok(d, why, whylen))
-		return false;
+	fleet_err e = head_ok(d, ec);
+	if (e)
+		return e;
 	for (int l = 0; l < 2; l++) {
 		const struct fleet_spire_node *v = l ? d->revoked : d->eligible;
 		size_t n = l ? d->n_revoked : d->n_eligible;
-		if (!count_ok(n, v, l, why, whylen))
-			return false;
+		if ((e = count_ok(n, v, l, ec)))
+			return e;
 		for (size_t i = 0; i < n; i++) {
 			char where[32];
 			snprintf(where, sizeof(where), "%s[%zu]", list_name(l), i);
-			if (!entry_ok(&v[i], l, where, why, whylen))
-				return false;
+			if ((e = entry_ok(&v[i], l, where, ec)))
+				return e;
 			if (i > 0 && strcmp(v[i - 1].name, v[i].name) > 0)
-				return refuse(why, whylen, "%s.name is out of order (the lists are "
-					      "sorted by name)", where);
+				return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+							"%s.name is out of order (the lists are "
+							"sorted by name)",
+							where);
 		}
 	}
-	bool nomem = false;
-	return cross_ok(d, NULL, NULL, &nomem, why, whylen);
+	return cross_ok(d, NULL, NULL, ec);
 }
 
 /* ---- encoding ------------------------------------------------------------- */
@@ -400,19 +414,18 @@ static void put_list(struct out *o, const struct fleet_spire_node *v, size_t n, 
 }
 
 fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *d, char **out, size_t *len,
-				   char *why, size_t whylen)
+				   struct fleet_errctx *ec)
 {
 	*out = NULL;
 	*len = 0;
-	if (!fleet_spire_nodes_check(d, why, whylen))
-		return FLEET_E_MALFORMED;
+	fleet_err e = fleet_spire_nodes_check(d, ec);
+	if (e)
+		return e;
 	/* The sizes the header derives its cap from bound the bytes. */
 	struct out o = {.cap = FLEET_SPIRE_HEAD_MAX_BYTES +
 			       (d->n_eligible + d->n_revoked) * FLEET_SPIRE_ENTRY_MAX_BYTES + 1};
-	if (!(o.p = malloc(o.cap))) {
-		refuse(why, whylen, "out of memory");
-		return FLEET_E_NOMEM;
-	}
+	if (!(o.p = malloc(o.cap)))
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	char num[24], t[21];
 	fleet_spire_time_format(d->generated_at, t); /* checked */
 	snprintf(num, sizeof(num), "%lld", (long long)d->serial);
@@ -428,8 +441,8 @@ fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *d, char **out
 	puts_(&o, "}\n");
 	if (o.over) {
 		free(o.p);
-		refuse(why, whylen, "the document is longer than its limits allow");
-		return FLEET_E_MALFORMED;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"the document is longer than its limits allow");
 	}
 	o.p[o.len] = '\0';
 	*out = o.p;
@@ -455,8 +468,8 @@ static bool get_str(json_t *v, char *out, size_t cap)
 }
 
 /* Every key of o must be one of keys[]; every one of keys[] must be there. */
-static bool keys_ok(json_t *o, const char *const *keys, size_t nkeys, const char *where,
-		    char *why, size_t whylen)
+static fleet_err keys_ok(json_t *o, const char *const *keys, size_t nkeys, const char *where,
+			 struct fleet_errctx *ec)
 {
 	const char *k;
 	json_t *v;
@@ -466,14 +479,17 @@ static bool keys_ok(json_t *o, const char *const *keys, size_t nkeys, const char
 			if (!strcmp(k, keys[i]))
 				break;
 		if (i == nkeys)
-			return refuse(why, whylen, "%s has a field this reader does not know "
-				      "(the format allows only its documented fields)", where);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s has a field this reader does not know "
+						"(the format allows only its documented fields)",
+						where);
 	}
 	for (size_t i = 0; i < nkeys; i++)
 		if (!json_object_get(o, keys[i]))
-			return refuse(why, whylen, "%s lacks the required field \"%s\"", where,
-				      keys[i]);
-	return true;
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s lacks the required field \"%s\"", where,
+						keys[i]);
+	return FLEET_OK;
 }
 
 static int cmp_sha1(const void *a, const void *b)
@@ -484,16 +500,17 @@ static int cmp_sha1(const void *a, const void *b)
 static const char *const node_keys[] = {"name", "ek_hash", "ek_hash_ecc", "ldevid_sha1",
 					"not_after"};
 
-/* One entry, its fingerprints sorted. *nomem on allocation failure. */
-static bool get_node(json_t *o, bool revoked, size_t idx, struct fleet_spire_node *d,
-		     bool *nomem, char *why, size_t whylen)
+/* One entry, its fingerprints sorted. */
+static fleet_err get_node(json_t *o, bool revoked, size_t idx, struct fleet_spire_node *d,
+			  struct fleet_errctx *ec)
 {
+	fleet_err e;
 	char where[32];
 	snprintf(where, sizeof(where), "%s[%zu]", list_name(revoked), idx);
 	if (!json_is_object(o))
-		return refuse(why, whylen, "%s is not an object", where);
-	if (!keys_ok(o, node_keys, revoked ? 5 : 4, where, why, whylen))
-		return false;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s is not an object", where);
+	if ((e = keys_ok(o, node_keys, revoked ? 5 : 4, where, ec)))
+		return e;
 	/* A string that does not fit cannot be valid: entry_ok says why. */
 	if (!get_str(json_object_get(o, "name"), d->name, sizeof(d->name)))
 		d->name[0] = '\0';
@@ -505,25 +522,29 @@ static bool get_node(json_t *o, bool revoked, size_t idx, struct fleet_spire_nod
 		strcpy(d->ek_hash_ecc, "-");
 	json_t *ld = json_object_get(o, "ldevid_sha1");
 	if (!json_is_array(ld))
-		return refuse(why, whylen, "%s.ldevid_sha1 must be an array", where);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s.ldevid_sha1 must be an array",
+					where);
 	size_t n = json_array_size(ld);
 	if (n > FLEET_SPIRE_LDEVID_MAX)
-		return refuse(why, whylen, "%s.ldevid_sha1 has %zu fingerprints, more than %d",
-			      where, n, FLEET_SPIRE_LDEVID_MAX);
-	if (n && !(d->ldevid_sha1 = calloc(n, sizeof(*d->ldevid_sha1)))) {
-		*nomem = true;
-		return refuse(why, whylen, "out of memory");
-	}
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s.ldevid_sha1 has %zu fingerprints, more than %d", where,
+					n, FLEET_SPIRE_LDEVID_MAX);
+	if (n && !(d->ldevid_sha1 = calloc(n, sizeof(*d->ldevid_sha1))))
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	d->n_ldevid = n;
 	for (size_t i = 0; i < n; i++) {
 		char *fp = d->ldevid_sha1[i];
 		if (!get_str(json_array_get(ld, i), fp, 41) || !fleet_hex_is_lower(fp, 40))
-			return refuse(why, whylen, "%s.ldevid_sha1[%zu] must be 40 lowercase hex "
-				      "digits (an LDevID certificate's SHA-1)", where, i);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s.ldevid_sha1[%zu] must be 40 lowercase hex "
+						"digits (an LDevID certificate's SHA-1)",
+						where, i);
 		for (size_t j = 0; j < i; j++)
 			if (!strcmp(d->ldevid_sha1[j], fp))
-				return refuse(why, whylen, "%s.ldevid_sha1[%zu] repeats an "
-					      "earlier fingerprint", where, i);
+				return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+							"%s.ldevid_sha1[%zu] repeats an "
+							"earlier fingerprint",
+							where, i);
 	}
 	if (n > 1)
 		qsort(d->ldevid_sha1, n, sizeof(*d->ldevid_sha1), cmp_sha1);
@@ -531,37 +552,37 @@ static bool get_node(json_t *o, bool revoked, size_t idx, struct fleet_spire_nod
 		char t[21];
 		if (!get_str(json_object_get(o, "not_after"), t, sizeof(t)) ||
 		    !fleet_spire_time_parse(t, &d->not_after))
-			return refuse(why, whylen, "%s.not_after must be a UTC time such as "
-				      "2027-01-01T00:00:00Z", where);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"%s.not_after must be a UTC time such as "
+						"2027-01-01T00:00:00Z",
+						where);
 	}
-	return entry_ok(d, revoked, where, why, whylen);
+	return entry_ok(d, revoked, where, ec);
 }
 
 /* A list, read in the file's order and then sorted by name; *orig gets
  * each sorted entry's index in the file. */
-static bool get_list(json_t *root, bool revoked, struct fleet_spire_node **out, size_t *n,
-		     size_t **orig, bool *nomem, char *why, size_t whylen)
+static fleet_err get_list(json_t *root, bool revoked, struct fleet_spire_node **out, size_t *n,
+			  size_t **orig, struct fleet_errctx *ec)
 {
 	const char *list = list_name(revoked);
 	json_t *a = json_object_get(root, list);
 	if (!json_is_array(a))
-		return refuse(why, whylen, "%s must be an array", list);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s must be an array", list);
 	size_t cnt = json_array_size(a);
-	if (!count_ok(cnt, a, revoked, why, whylen))
-		return false;
+	fleet_err e = count_ok(cnt, a, revoked, ec);
+	if (e)
+		return e;
 	struct fleet_spire_node *v = calloc(cnt ? cnt : 1, sizeof(*v));
 	struct fleet_spire_node **by = calloc(cnt ? cnt : 1, sizeof(*by));
 	struct fleet_spire_node *sorted = calloc(cnt ? cnt : 1, sizeof(*sorted));
 	*orig = calloc(cnt ? cnt : 1, sizeof(**orig));
-	bool ok = v && by && sorted && *orig;
-	if (!ok) {
-		*nomem = true;
-		refuse(why, whylen, "out of memory");
-	}
+	if (!v || !by || !sorted || !*orig)
+		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	size_t got = 0;
-	for (; ok && got < cnt; got++)
-		ok = get_node(json_array_get(a, got), revoked, got, &v[got], nomem, why, whylen);
-	if (ok) {
+	for (; !e && got < cnt; got++)
+		e = get_node(json_array_get(a, got), revoked, got, &v[got], ec);
+	if (!e) {
 		for (size_t i = 0; i < cnt; i++)
 			by[i] = &v[i];
 		if (cnt > 1)
@@ -580,38 +601,38 @@ static bool get_list(json_t *root, bool revoked, struct fleet_spire_node **out, 
 	free(v); /* its entries moved into sorted */
 	free(by);
 	free(sorted);
-	return ok;
+	return e;
 }
 
 static const char *const top_keys[] = {"version",      "serial",   "generated_at",
 				       "trust_domain", "eligible", "revoked"};
 
 fleet_err fleet_spire_nodes_decode(const uint8_t *buf, size_t len, struct fleet_spire_nodes *out,
-				   char *why, size_t whylen)
+				   struct fleet_errctx *ec)
 {
 	memset(out, 0, sizeof(*out));
-	if (why && whylen)
-		why[0] = '\0';
-	if (len > FLEET_SPIRE_NODES_MAX_BYTES) {
-		refuse(why, whylen, "the file has %zu bytes, more than %zu", len,
-		       FLEET_SPIRE_NODES_MAX_BYTES);
-		return FLEET_E_MALFORMED;
-	}
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
+	if (len > FLEET_SPIRE_NODES_MAX_BYTES)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"the file has %zu bytes, more than %zu", len,
+					FLEET_SPIRE_NODES_MAX_BYTES);
 	json_error_t jerr;
 	json_t *root = json_loadb((const char *)buf, len, JSON_REJECT_DUPLICATES, &jerr);
-	if (!root) {
-		refuse(why, whylen, "not JSON (or a repeated key) at line %d column %d", jerr.line,
-		       jerr.column);
-		return FLEET_E_MALFORMED;
-	}
-	bool ok = false, nomem = false;
+	if (!root && json_error_code(&jerr) == json_error_out_of_memory)
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
+	if (!root)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"not JSON (or a repeated key) at line %d column %d",
+					jerr.line, jerr.column);
+	fleet_err e;
 	size_t *orig_e = NULL, *orig_r = NULL;
 	char t[21];
 	if (!json_is_object(root)) {
-		refuse(why, whylen, "the top level is not an object");
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "the top level is not an object");
 		goto out;
 	}
-	if (!keys_ok(root, top_keys, 6, "the top level", why, whylen))
+	if ((e = keys_ok(root, top_keys, 6, "the top level", ec)))
 		goto out;
 	json_t *v = json_object_get(root, "version");
 	out->version = json_is_integer(v) && json_integer_value(v) == FLEET_SPIRE_NODES_VERSION
@@ -625,21 +646,17 @@ fleet_err fleet_spire_nodes_decode(const uint8_t *buf, size_t len, struct fleet_
 	if (!get_str(json_object_get(root, "trust_domain"), out->trust_domain,
 		     sizeof(out->trust_domain)))
 		out->trust_domain[0] = '\0';
-	ok = head_ok(out, why, whylen) &&
-	     get_list(root, false, &out->eligible, &out->n_eligible, &orig_e, &nomem, why,
-		      whylen) &&
-	     get_list(root, true, &out->revoked, &out->n_revoked, &orig_r, &nomem, why,
-		      whylen) &&
-	     cross_ok(out, orig_e, orig_r, &nomem, why, whylen);
+	if (!(e = head_ok(out, ec)) &&
+	    !(e = get_list(root, false, &out->eligible, &out->n_eligible, &orig_e, ec)) &&
+	    !(e = get_list(root, true, &out->revoked, &out->n_revoked, &orig_r, ec)))
+		e = cross_ok(out, orig_e, orig_r, ec);
 out:
 	free(orig_e);
 	free(orig_r);
 	json_decref(root);
-	if (!ok) {
+	if (e)
 		fleet_spire_nodes_free(out);
-		return nomem ? FLEET_E_NOMEM : FLEET_E_MALFORMED;
-	}
-	return FLEET_OK;
+	return e;
 }
 
 /* ---- the rest ------------------------------------------------------------- */

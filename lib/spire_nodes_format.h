@@ -24,8 +24,9 @@
  * fingerprints sorted, so equal content is equal bytes; the decoder accepts
  * any order and sorts.
  *
- * A rejection's sentence names the rule and where ("eligible[3].ek_hash must
- * be ..."), never the offending bytes, so it is safe to log.
+ * A rejection's sentence (in ec->detail, lib/fleet_err.h; ec may be NULL)
+ * names the rule and where ("eligible[3].ek_hash must be ..."), never the
+ * offending bytes, so it is safe to log.
  */
 #ifndef FLEET_SPIRE_NODES_FORMAT_H
 #define FLEET_SPIRE_NODES_FORMAT_H
@@ -120,24 +121,26 @@ bool fleet_spire_time_format(int64_t t, char out[21]);
  * 1970..9999 (no leap second: POSIX time has none). */
 bool fleet_spire_time_parse(const char *s, int64_t *t);
 
-/* Every rule above, the canonical order included; why gets the first one
- * broken. What the encoder writes and the writer puts in place. */
-bool fleet_spire_nodes_check(const struct fleet_spire_nodes *doc, char *why, size_t whylen);
+/* Every rule above, the canonical order included: FLEET_OK, or
+ * FLEET_E_MALFORMED with the first one broken in ec (FLEET_E_NOMEM when out
+ * of memory checking). What the encoder writes and the writer puts in
+ * place. */
+fleet_err fleet_spire_nodes_check(const struct fleet_spire_nodes *doc, struct fleet_errctx *ec);
 
-/* The canonical bytes of doc (checked first: FLEET_E_MALFORMED, why says
+/* The canonical bytes of doc (checked first: FLEET_E_MALFORMED, ec says
  * which rule), ending in a newline; *out malloc'd and NUL-terminated, *len
  * without the NUL. FLEET_E_NOMEM when out of memory. */
 fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *doc, char **out, size_t *len,
-				   char *why, size_t whylen);
+				   struct fleet_errctx *ec);
 
 /* Parse the bytes of a file into *out (zeroed first), strictly: every rule
  * above but the order, which it puts right (lists by name, fingerprints
  * sorted), so *out passes fleet_spire_nodes_check. More than
  * FLEET_SPIRE_NODES_MAX_BYTES is refused before parsing. On failure
- * (FLEET_E_MALFORMED, FLEET_E_NOMEM) out holds nothing to free and why
+ * (FLEET_E_MALFORMED, FLEET_E_NOMEM) out holds nothing to free and ec
  * says what is wrong. */
 fleet_err fleet_spire_nodes_decode(const uint8_t *buf, size_t len, struct fleet_spire_nodes *out,
-				   char *why, size_t whylen);
+				   struct fleet_errctx *ec);
 
 /* Frees both lists and zeroes doc. */
 void fleet_spire_nodes_free(struct fleet_spire_nodes *doc);

@@ -563,15 +563,14 @@ static fleet_err load_ca_file(struct fleet_ek_roots *rt, int dfd, const char *na
 {
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("the roots file", ROOTS_FILE_MAX);
-	struct fleet_file_error fe;
 	struct fleet_buf b;
 	fleet_err e;
 	int n = 0;
 
 	fb_init(&b);
-	e = fleet_file_read(dfd, name, &policy, &b, &fe);
+	e = fleet_file_read(dfd, name, &policy, &b, ec);
 	if (e != FLEET_OK)
-		return fleet_errctx_msg(ec, e, "cannot read %s", fe.detail);
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
 	if (looks_pem(b.data, b.len)) {
 		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
 		X509 *x;

@@ -440,10 +440,11 @@ fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
 	 * root or us and writable by nobody else (docs/files.md). */
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("the profile", FLEET_PROFILE_MAX_SIZE);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
 	if (e)
-		no_place(err, "cannot read %s", fe.detail);
+		no_place(err, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
 	else
 		e = fleet_profile_parse(b.data, b.len, out, err);
 	fb_free(&b);

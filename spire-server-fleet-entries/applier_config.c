@@ -3,7 +3,6 @@
  */
 #include "spire-server-fleet-entries/applier_config.h"
 
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -28,17 +27,6 @@ void ac_defaults(struct applier_config *c)
 			 default_agent_ids[i]);
 	c->timeout_seconds = 60;
 	c->per_ek = 1;
-}
-
-static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static fleet_err refuse(char *why, size_t whylen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return FLEET_E_MALFORMED;
 }
 
 int ac_uses(const char *tmpl, const char *placeholder)
@@ -77,26 +65,33 @@ static const char *template_rule(const char *t, int agent)
 }
 
 static fleet_err add_template(struct applier_config *c, int agent, const char *val, int line,
-			      int *replaced, char *why, size_t whylen)
+			      int *replaced, struct fleet_errctx *ec)
 {
 	const char *key = agent ? "agent_id" : "selector";
 	const char *rule = template_rule(val, agent);
 	if (rule)
-		return refuse(why, whylen, "line %d: %s has %s", line, key, rule);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "line %d: %s has %s", line, key,
+					rule);
 	if (strlen(val) > AC_TEMPLATE_MAX)
-		return refuse(why, whylen, "line %d: %s is longer than %d bytes", line, key,
-			      AC_TEMPLATE_MAX);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"line %d: %s is longer than %d bytes", line, key,
+					AC_TEMPLATE_MAX);
 	if (agent) {
 		if (strncmp(val, "spiffe://{trust_domain}/spire/agent/", 36) != 0 ||
 		    strlen(val) == 36)
-			return refuse(why, whylen, "line %d: agent_id must start with "
-				      "spiffe://{trust_domain}/spire/agent/ (SPIRE bans only "
-				      "agents of its own trust domain)", line);
+			return fleet_errctx_msg(
+				ec, FLEET_E_MALFORMED,
+				"line %d: agent_id must start with "
+				"spiffe://{trust_domain}/spire/agent/ (SPIRE bans only "
+				"agents of its own trust domain)",
+				line);
 	} else {
 		const char *colon = strchr(val, ':');
 		if (!colon || colon == val || !colon[1])
-			return refuse(why, whylen, "line %d: selector must be type:value, as "
-				      "spire-server entry create -selector takes it", line);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"line %d: selector must be type:value, as "
+						"spire-server entry create -selector takes it",
+						line);
 	}
 	char (*list)[AC_TEMPLATE_MAX + 1] = agent ? c->agent_id : c->selector;
 	size_t *n = agent ? &c->n_agent_id : &c->n_selector;
@@ -105,12 +100,13 @@ static fleet_err add_template(struct applier_config *c, int agent, const char *v
 		*replaced = 1;
 	}
 	if (*n == AC_MAX_TEMPLATES)
-		return refuse(why, whylen, "line %d: more than %d %s lines", line,
-			      AC_MAX_TEMPLATES, key);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "line %d: more than %d %s lines",
+					line, AC_MAX_TEMPLATES, key);
 	for (size_t i = 0; i < *n; i++)
 		if (!strcmp(list[i], val))
-			return refuse(why, whylen, "line %d: this %s repeats an earlier one", line,
-				      key);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"line %d: this %s repeats an earlier one", line,
+						key);
 	memcpy(list[(*n)++], val, strlen(val) + 1);
 	return FLEET_OK;
 }
@@ -125,17 +121,18 @@ static char *trim(char *s)
 	return s;
 }
 
-fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, char *why,
-		   size_t whylen)
+fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, struct fleet_errctx *ec)
 {
 	if (len > AC_MAX_CONFIG)
-		return refuse(why, whylen, "the configuration has %zu bytes, more than %u", len,
-			      AC_MAX_CONFIG);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"the configuration has %zu bytes, more than %u", len,
+					AC_MAX_CONFIG);
 	if (memchr(text, '\0', len))
-		return refuse(why, whylen, "the configuration holds a NUL byte");
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"the configuration holds a NUL byte");
 	char *copy = malloc(len + 1);
 	if (!copy)
-		return FLEET_E_NOMEM;
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	memcpy(copy, text, len);
 	copy[len] = '\0';
 	int sel_replaced = 0, agent_replaced = 0, timeout_seen = 0, line = 0;
@@ -152,28 +149,33 @@ fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, char 
 			continue;
 		char *eq = strchr(s, '=');
 		if (!eq) {
-			e = refuse(why, whylen, "line %d: not key = value", line);
+			e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "line %d: not key = value",
+					     line);
 			break;
 		}
 		*eq = '\0';
 		char *key = trim(s), *val = trim(eq + 1);
 		if (!strcmp(key, "selector")) {
-			e = add_template(c, 0, val, line, &sel_replaced, why, whylen);
+			e = add_template(c, 0, val, line, &sel_replaced, ec);
 		} else if (!strcmp(key, "agent_id")) {
-			e = add_template(c, 1, val, line, &agent_replaced, why, whylen);
+			e = add_template(c, 1, val, line, &agent_replaced, ec);
 		} else if (!strcmp(key, "timeout_seconds")) {
 			char *end;
 			long t = strtol(val, &end, 10);
 			if (timeout_seen++)
-				e = refuse(why, whylen, "line %d: timeout_seconds given twice", line);
+				e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						     "line %d: timeout_seconds given twice", line);
 			else if (!*val || *end || t < 1 || t > 3600)
-				e = refuse(why, whylen, "line %d: timeout_seconds must be 1 to 3600",
-					   line);
+				e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						     "line %d: timeout_seconds must be 1 to 3600",
+						     line);
 			else
 				c->timeout_seconds = (int)t;
 		} else {
-			e = refuse(why, whylen, "line %d: unknown key (selector, agent_id and "
-				   "timeout_seconds are known)", line);
+			e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					     "line %d: unknown key (selector, agent_id and "
+					     "timeout_seconds are known)",
+					     line);
 		}
 	}
 	free(copy);
@@ -188,8 +190,9 @@ fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, char 
 			specific = 1;
 	}
 	if (!specific)
-		return refuse(why, whylen, "no selector uses {ek_hash} or {name}: every node "
-			      "entry would match every agent");
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"no selector uses {ek_hash} or {name}: every node "
+					"entry would match every agent");
 	return FLEET_OK;
 }
 

@@ -38,9 +38,9 @@ struct applier_config {
 /* The defaults: tpm:pub_hash:{ek_hash}; the tpm_devid and tpm agent IDs;
  * 60 s per CLI call. */
 void ac_defaults(struct applier_config *c);
-/* Parse text over the defaults. why says which line and rule. */
-fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, char *why,
-		   size_t whylen);
+/* Parse text over the defaults: FLEET_E_MALFORMED with ec (may be NULL)
+ * saying which line and rule, FLEET_E_NOMEM. */
+fleet_err ac_parse(const char *text, size_t len, struct applier_config *c, struct fleet_errctx *ec);
 
 struct ac_vars {
 	const char *name, *ek_hash, *trust_domain, *ldevid_sha1; /* NULL: absent */

@@ -50,10 +50,13 @@ static int read_input(const char *path, size_t max, struct fleet_buf *b, const c
 		.owners = config ? FLEET_FILE_OWNER_ROOT | FLEET_FILE_OWNER_EUID : 0,
 		.forbid = S_IWGRP | S_IWOTH,
 	};
-	struct fleet_file_error fe;
-	if (fleet_file_read(AT_FDCWD, path, &policy, b, &fe) == FLEET_OK)
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, b, &fe);
+	if (e == FLEET_OK)
 		return 0;
-	say("cannot use %s%s", fe.detail, fe.rule ? ": refused" : "");
+	say("cannot use %s%s", fleet_errctx_text(&fe, text, sizeof(text)),
+	    e == FLEET_E_UNSAFE ? ": refused" : "");
 	return -1;
 }
 
@@ -110,7 +113,7 @@ static void first_line(const struct fleet_buf *b, char *out, size_t outlen)
 
 /* Run a read-only listing ("entry show", "agent list") and parse its
  * output with parse into l: 0, or -1 (said why; nothing is changed). */
-typedef int (*list_parser)(const uint8_t *buf, size_t len, void *l, char *why, size_t cap);
+typedef fleet_err (*list_parser)(const uint8_t *buf, size_t len, void *l, struct fleet_errctx *ec);
 
 static int list_run(const struct cli *c, const char *w1, const char *w2, list_parser parse,
 		    void *l)
@@ -119,7 +122,8 @@ static int list_run(const struct cli *c, const char *w1, const char *w2, list_pa
 	fb_init_capped(&out, SP_MAX_OUTPUT);
 	fb_init_capped(&err, RUNNER_ERR_CAP);
 	const char *words[] = {w1, w2};
-	char what[32], why[256], line[200];
+	char what[32], line[200];
+	struct fleet_errctx ec = {0};
 	snprintf(what, sizeof(what), "%s %s", w1, w2);
 	int rc = run_cli(c, words, 2, NULL, 0, SP_MAX_OUTPUT, &out, &err, what);
 	int ok = -1;
@@ -127,8 +131,8 @@ static int list_run(const struct cli *c, const char *w1, const char *w2, list_pa
 		first_line(&err, line, sizeof(line));
 		say("%s failed (exit %d: %s); nothing changed", what, rc, line);
 	} else if (rc == 0) {
-		if (parse(out.data ? out.data : (const uint8_t *)"", out.len, l, why, sizeof(why)))
-			say("%s: %s; nothing changed", what, why);
+		if (parse(out.data ? out.data : (const uint8_t *)"", out.len, l, &ec))
+			say("%s: %s; nothing changed", what, ec.detail);
 		else
 			ok = 0;
 	} else {
@@ -139,14 +143,14 @@ static int list_run(const struct cli *c, const char *w1, const char *w2, list_pa
 	return ok;
 }
 
-static int parse_entries(const uint8_t *buf, size_t len, void *l, char *why, size_t cap)
+static fleet_err parse_entries(const uint8_t *buf, size_t len, void *l, struct fleet_errctx *ec)
 {
-	return sp_parse_entries(buf, len, l, why, cap);
+	return sp_parse_entries(buf, len, l, ec);
 }
 
-static int parse_agents(const uint8_t *buf, size_t len, void *l, char *why, size_t cap)
+static fleet_err parse_agents(const uint8_t *buf, size_t len, void *l, struct fleet_errctx *ec)
 {
-	return sp_parse_agents(buf, len, l, why, cap);
+	return sp_parse_agents(buf, len, l, ec);
 }
 
 static int list_entries(const struct cli *c, struct sp_entries *l)
@@ -189,7 +193,8 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 	fb_init_capped(&err, RUNNER_ERR_CAP);
 	int rc = run_cli(c, words, 2, flags, nf, ONE_RESULT_CAP, &out, &err, step);
 	int ok = -1;
-	char why[256], line[200], msg[200];
+	char line[200], msg[200];
+	struct fleet_errctx ec = {0};
 	first_line(&err, line, sizeof(line));
 	if (rc < 0) {
 		/* said by run_cli */
@@ -209,8 +214,8 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 	} else {
 		int code;
 		if (sp_parse_batch_result(out.data ? out.data : (const uint8_t *)"", out.len, &code,
-					  msg, sizeof(msg), why, sizeof(why))) {
-			say("%s: %s", step, why);
+					  msg, sizeof(msg), &ec)) {
+			say("%s: %s", step, ec.detail);
 		} else if (code == 0) {
 			say("%s: done", step);
 			ok = 0;
@@ -229,7 +234,7 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 
 int applier_run(const struct applier_opts *o)
 {
-	char why[300];
+	struct fleet_errctx ec = {0};
 	struct applier_config cfg;
 	ac_defaults(&cfg);
 	if (o->config) {
@@ -239,11 +244,10 @@ int applier_run(const struct applier_opts *o)
 			fb_free(&b);
 			return 1;
 		}
-		fleet_err e = ac_parse(b.data ? (const char *)b.data : "", b.len, &cfg, why,
-				       sizeof(why));
+		fleet_err e = ac_parse(b.data ? (const char *)b.data : "", b.len, &cfg, &ec);
 		fb_free(&b);
 		if (e) {
-			say("configuration %s: %s; nothing changed", o->config, why);
+			say("configuration %s: %s; nothing changed", o->config, ec.detail);
 			return 1;
 		}
 	}
@@ -257,10 +261,10 @@ int applier_run(const struct applier_opts *o)
 			return 1;
 		}
 		fleet_err e = fleet_spire_nodes_decode(b.data ? b.data : (const uint8_t *)"", b.len,
-						       &f, why, sizeof(why));
+						       &f, &ec);
 		fb_free(&b);
 		if (e) {
-			say("%s is malformed: %s; nothing changed", o->file, why);
+			say("%s is malformed: %s; nothing changed", o->file, ec.detail);
 			return 1;
 		}
 	}
@@ -285,8 +289,8 @@ int applier_run(const struct applier_opts *o)
 		return 1;
 	}
 	struct plan p;
-	if (plan_build(&f, &cfg, &server, &agents, &p, why, sizeof(why))) {
-		say("cannot plan: %s; nothing changed", why);
+	if (plan_build(&f, &cfg, &server, &agents, &p, &ec)) {
+		say("cannot plan: %s; nothing changed", ec.detail);
 		sp_agents_free(&agents);
 		sp_entries_free(&server);
 		fleet_spire_nodes_free(&f);

@@ -9,17 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static fleet_err refuse(char *why, size_t whylen, fleet_err e, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static fleet_err refuse(char *why, size_t whylen, fleet_err e, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(why, whylen, fmt, ap);
-	va_end(ap);
-	return e;
-}
-
 const char *plan_kind_name(enum plan_kind k)
 {
 	switch (k) {
@@ -84,9 +73,8 @@ static void want_free(struct want *w, size_t n)
 	free(w);
 }
 
-static fleet_err build_wants(const struct fleet_spire_nodes *f,
-			     const struct applier_config *c, struct want **out, size_t *n,
-			     char *why, size_t whylen)
+static fleet_err build_wants(const struct fleet_spire_nodes *f, const struct applier_config *c,
+			     struct want **out, size_t *n, struct fleet_errctx *ec)
 {
 	struct want *w = calloc(f->n_eligible * 2 + 1, sizeof(*w));
 	if (!w)
@@ -109,9 +97,10 @@ static fleet_err build_wants(const struct fleet_spire_nodes *f,
 				char buf[PLAN_STR];
 				if (ac_expand(c->selector[s], &v, buf, sizeof(buf))) {
 					want_free(w, k);
-					return refuse(why, whylen, FLEET_E_TOO_LARGE,
-						      "selector %zu for %s does not expand within "
-						      "%d bytes", s, d->name, PLAN_STR - 1);
+					return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+								"selector %zu for %s does not "
+								"expand within %d bytes",
+								s, d->name, PLAN_STR - 1);
 				}
 				if (!(x->sel[x->n_sel++] = strdup(buf))) {
 					want_free(w, k);
@@ -665,18 +654,18 @@ out:
 
 fleet_err plan_build(const struct fleet_spire_nodes *f, const struct applier_config *c,
 		     const struct sp_entries *server, const struct sp_agents *agents,
-		     struct plan *p, char *why, size_t whylen)
+		     struct plan *p, struct fleet_errctx *ec)
 {
 	memset(p, 0, sizeof(*p));
 	struct want *w = NULL;
 	size_t nw = 0;
-	fleet_err e = build_wants(f, c, &w, &nw, why, whylen);
+	fleet_err e = build_wants(f, c, &w, &nw, ec);
 	if (e)
-		return e;
+		return e == FLEET_E_NOMEM ? fleet_errctx_msg(ec, e, "out of memory") : e;
 	struct index ix;
 	if ((e = index_build(&ix, f, w, nw, server, agents))) {
 		want_free(w, nw);
-		return e;
+		return fleet_errctx_msg(ec, e, "out of memory");
 	}
 	char parent[PLAN_STR];
 	snprintf(parent, sizeof(parent), "spiffe://%s/spire/server", f->trust_domain);
@@ -758,6 +747,8 @@ out:
 	want_free(w, nw);
 	if (e)
 		plan_free(p);
+	if (e == FLEET_E_NOMEM)
+		fleet_errctx_msg(ec, e, "out of memory");
 	return e;
 }
 

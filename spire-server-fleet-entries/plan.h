@@ -62,9 +62,12 @@ struct plan {
 	size_t n_notes;
 };
 
+/* The plan, or a failure with ec (lib/fleet_err.h; may be NULL) saying why:
+ * FLEET_E_TOO_LARGE for a selector that does not expand within PLAN_STR,
+ * FLEET_E_NOMEM. */
 fleet_err plan_build(const struct fleet_spire_nodes *f, const struct applier_config *c,
 		     const struct sp_entries *server, const struct sp_agents *agents,
-		     struct plan *out, char *why, size_t whylen);
+		     struct plan *out, struct fleet_errctx *ec);
 void plan_free(struct plan *p);
 size_t plan_count(const struct plan *p, enum plan_kind k);
 void plan_print(const struct plan *p, FILE *to);

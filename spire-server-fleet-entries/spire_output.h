@@ -17,6 +17,9 @@
  *
  * The CLI exits 0 from create, update and delete even when the server
  * refused the entry: the per-result status code is the answer.
+ *
+ * A refusal is FLEET_E_MALFORMED with ec (lib/fleet_err.h; may be NULL)
+ * saying what was wrong; FLEET_E_NOMEM when out of memory.
  */
 #ifndef FLEETD_APPLIER_SPIRE_OUTPUT_H
 #define FLEETD_APPLIER_SPIRE_OUTPUT_H
@@ -52,8 +55,8 @@ struct sp_entries {
 
 /* Parse `entry show -output json`. A next_page_token that is not empty is
  * refused: it means the list is not the whole list. */
-fleet_err sp_parse_entries(const uint8_t *buf, size_t len, struct sp_entries *out, char *why,
-			   size_t whylen);
+fleet_err sp_parse_entries(const uint8_t *buf, size_t len, struct sp_entries *out,
+			   struct fleet_errctx *ec);
 void sp_entries_free(struct sp_entries *l);
 
 /* An attested agent, as `agent list` prints it. */
@@ -78,8 +81,8 @@ struct sp_agents {
  * next_page_token that is not empty, an agent without a well-formed ID
  * under /spire/agent/, without attestation_type, selectors or banned, a
  * selector without type or value, and an ID listed twice. */
-fleet_err sp_parse_agents(const uint8_t *buf, size_t len, struct sp_agents *out, char *why,
-			  size_t whylen);
+fleet_err sp_parse_agents(const uint8_t *buf, size_t len, struct sp_agents *out,
+			  struct fleet_errctx *ec);
 void sp_agents_free(struct sp_agents *l);
 /* Has this agent a selector equal to sel ("type:value")? */
 int sp_agent_has_selector(const struct sp_agent *a, const char *sel);
@@ -87,8 +90,8 @@ int sp_agent_has_selector(const struct sp_agent *a, const char *sel);
 /* Parse a Batch{Create,Update,Delete}EntryResponse that must hold exactly
  * one result; *code is its gRPC status code (0 = OK), msg its message
  * (printable, truncated). */
-fleet_err sp_parse_batch_result(const uint8_t *buf, size_t len, int *code, char *msg,
-				size_t msglen, char *why, size_t whylen);
+fleet_err sp_parse_batch_result(const uint8_t *buf, size_t len, int *code, char *msg, size_t msglen,
+				struct fleet_errctx *ec);
 
 /* gRPC code names for messages ("NotFound", ...). */
 const char *sp_code_name(int code);

@@ -3,6 +3,9 @@
 fleet_test(test_store unit unit/test_store.c LIBS fleetdcore fleet_x509_mint)
 fleet_test(test_verdict_log unit unit/test_verdict_log.c LIBS fleetdcore)
 fleet_test(test_nodes_file unit unit/test_nodes_file.c LIBS fleetdcore)
+# calloc and realloc wrapped at link time: the test makes the nodes-file
+# inventory's own allocations fail (fleetd/inventory/nodes_file.c).
+target_link_options(test_nodes_file PRIVATE "LINKER:--wrap=calloc,--wrap=realloc")
 fleet_test(test_config unit unit/test_config.c LIBS fleetdcore)
 add_executable(store_seed unit/store_seed.c)
 target_link_libraries(store_seed PRIVATE fleetdcore fleet_x509_mint)

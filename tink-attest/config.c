@@ -180,10 +180,11 @@ int tink_ca_from_file(const char *path, struct fleet_buf *pem, char *msg, size_t
 {
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("fleetd's CA file", 1024 * 1024);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	fb_free(pem);
 	if (fleet_file_read(AT_FDCWD, path, &policy, pem, &fe) != FLEET_OK) {
-		snprintf(msg, msglen, "cannot read %s", fe.detail);
+		snprintf(msg, msglen, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
 		return -1;
 	}
 	if (pem->len == 0) {
@@ -210,10 +211,11 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 		.forbid = 022,
 		.size_by_read = true,
 	};
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	fb_init(&line);
 	if (fleet_file_read(AT_FDCWD, path, &policy, &line, &fe) != FLEET_OK) {
-		snprintf(msg, msglen, "cannot read %s", fe.detail);
+		snprintf(msg, msglen, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
 		goto out;
 	}
 	if (fb_put_u8(&line, 0) != FLEET_OK) {

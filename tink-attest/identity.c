@@ -11,7 +11,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <spawn.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -32,17 +31,6 @@ extern char **environ;
 #define LLDP_OUTPUT_MAX (1024u * 1024)
 #define LLDPCLI_TIMEOUT_MS 10000
 
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-	__attribute__((format(printf, 3, 4)));
-static int fail(char *err, size_t errlen, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-	return -1;
-}
-
 /* Read a small sysfs file into out (NUL-terminated, trailing whitespace
  * removed). 0; 1 when the file does not exist; -1 on other errors (errno
  * says why: ELOOP a symlink, EINVAL not a regular file, EFBIG too long).
@@ -55,18 +43,18 @@ static int read_value(const char *path, char *out, size_t cap)
 		.max_size = cap - 2, /* as before: a value must leave room to spare */
 		.size_by_read = true,
 	};
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	fb_init(&b);
 	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
 	if (e != FLEET_OK) {
-		if (!strcmp(fe.reason, "not-found"))
+		if (e == FLEET_E_NOT_FOUND)
 			return 1;
-		errno = e == FLEET_E_TOO_LARGE		 ? EFBIG
-			: !strcmp(fe.reason, "symlink")	 ? ELOOP
-			: !strcmp(fe.reason, "not-regular") ? EINVAL
-			: fe.sys_errno			 ? fe.sys_errno
-							 : EIO;
+		errno = e == FLEET_E_TOO_LARGE                           ? EFBIG
+			: fe.reason && !strcmp(fe.reason, "symlink")     ? ELOOP
+			: fe.reason && !strcmp(fe.reason, "not-regular") ? EINVAL
+			: fe.sys_errno                                   ? fe.sys_errno
+									 : EIO;
 		return -1;
 	}
 	size_t n = b.len;
@@ -86,28 +74,32 @@ static int printable(const char *s)
 	return fleet_ascii_printable(s, strlen(s), FLEET_ASCII_SPACE);
 }
 
-static int dmi_field(const char *root, const char *name, char *out, size_t cap, int required,
-		     char *err, size_t errlen)
+static fleet_err dmi_field(const char *root, const char *name, char *out, size_t cap, int required,
+			   struct fleet_errctx *ec)
 {
 	char path[4096], v[SYSFS_VALUE_MAX];
 	snprintf(path, sizeof(path), "%s/class/dmi/id/%s", root, name);
 	int r = read_value(path, v, sizeof(v));
 	if (r == 1 && !required) {
 		out[0] = '\0';
-		return 0;
+		return FLEET_OK;
 	}
+	if (r == 1)
+		return fleet_errctx_msg(ec, FLEET_E_NOT_FOUND, "cannot read %s: no such file",
+					path);
 	if (r != 0)
-		return fail(err, errlen, "cannot read %s: %s", path,
-			    r == 1 ? "no such file" : strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot read %s", path);
 	if (!printable(v))
-		return fail(err, errlen, "%s holds control or non-ASCII characters", path);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s holds control or non-ASCII characters", path);
 	if (strlen(v) >= cap)
-		return fail(err, errlen, "%s is %zu characters; the protocol allows %zu", path,
-			    strlen(v), cap - 1);
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+					"%s is %zu characters; the protocol allows %zu", path,
+					strlen(v), cap - 1);
 	if (required && v[0] == '\0')
-		return fail(err, errlen, "%s is empty", path);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s is empty", path);
 	memcpy(out, v, strlen(v) + 1);
-	return 0;
+	return FLEET_OK;
 }
 
 /* "aa:bb:cc:dd:ee:ff" with hex digits; lowercased in place. */
@@ -132,13 +124,14 @@ static int cmp_mac(const void *a, const void *b)
 	return strcmp(a, b);
 }
 
-static int read_macs(const char *root, struct tink_identity *id, char *err, size_t errlen)
+static fleet_err read_macs(const char *root, struct tink_identity *id, struct fleet_errctx *ec)
 {
 	char dir[4096];
 	snprintf(dir, sizeof(dir), "%s/class/net", root);
 	DIR *d = opendir(dir);
 	if (!d)
-		return fail(err, errlen, "cannot list %s: %s", dir, strerror(errno));
+		return fleet_errctx_errno(ec, errno == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
+					  errno, "cannot list %s", dir);
 	struct dirent *e;
 	while ((e = readdir(d)) != NULL) {
 		char path[4096 + 512], mac[SYSFS_VALUE_MAX];
@@ -154,14 +147,16 @@ static int read_macs(const char *root, struct tink_identity *id, char *err, size
 			continue;
 		if (!mac_ok(mac)) {
 			closedir(d);
-			return fail(err, errlen, "%s is not a MAC address", path);
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s is not a MAC address",
+						path);
 		}
 		if (strcmp(mac, "00:00:00:00:00:00") == 0)
 			continue;
 		if (id->n_macs == FLEET_WIRE_MAX_MACS) {
 			closedir(d);
-			return fail(err, errlen, "more than %d network interfaces in %s",
-				    FLEET_WIRE_MAX_MACS, dir);
+			return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+						"more than %d network interfaces in %s",
+						FLEET_WIRE_MAX_MACS, dir);
 		}
 		memcpy(id->macs[id->n_macs++], mac, FLEET_WIRE_MAC_LEN + 1);
 	}
@@ -172,36 +167,39 @@ static int read_macs(const char *root, struct tink_identity *id, char *err, size
 		if (w == 0 || strcmp(id->macs[w - 1], id->macs[i]) != 0)
 			memmove(id->macs[w++], id->macs[i], sizeof(id->macs[0]));
 	id->n_macs = w;
-	return 0;
+	return FLEET_OK;
 }
 
-int tink_identity_read_sysfs(const char *root, struct tink_identity *id, char *err,
-			     size_t errlen)
+fleet_err tink_identity_read_sysfs(const char *root, struct tink_identity *id,
+				   struct fleet_errctx *ec)
 {
+	fleet_err e;
 	memset(id, 0, sizeof(*id));
-	if (dmi_field(root, "product_serial", id->serial, sizeof(id->serial), 1, err, errlen) ||
-	    dmi_field(root, "product_uuid", id->product_uuid, sizeof(id->product_uuid), 0, err,
-		      errlen) ||
-	    dmi_field(root, "bios_version", id->bios_version, sizeof(id->bios_version), 0, err,
-		      errlen))
-		return -1;
-	return read_macs(root, id, err, errlen);
+	if ((e = dmi_field(root, "product_serial", id->serial, sizeof(id->serial), 1, ec)) ||
+	    (e = dmi_field(root, "product_uuid", id->product_uuid, sizeof(id->product_uuid), 0,
+			   ec)) ||
+	    (e = dmi_field(root, "bios_version", id->bios_version, sizeof(id->bios_version), 0,
+			   ec)))
+		return e;
+	return read_macs(root, id, ec);
 }
 
 /* ---- LLDP --------------------------------------------------------------- */
 
-static int copy_field(const char *what, const char *v, char *out, char *err, size_t errlen)
+static fleet_err copy_field(const char *what, const char *v, char *out, struct fleet_errctx *ec)
 {
 	size_t n = strlen(v);
 	if (n > FLEET_WIRE_MAX_LLDP_FIELD)
-		return fail(err, errlen, "LLDP %s is %zu bytes; the protocol allows %d", what, n,
-			    FLEET_WIRE_MAX_LLDP_FIELD);
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
+					"LLDP %s is %zu bytes; the protocol allows %d", what, n,
+					FLEET_WIRE_MAX_LLDP_FIELD);
 	/* The wire's own rule (C0, DEL and C1 refused), so a neighbour this
 	 * side accepts is always one the intake can carry. */
 	if (!fleet_wire_text_ok(v, n))
-		return fail(err, errlen, "LLDP %s holds control characters", what);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "LLDP %s holds control characters",
+					what);
 	memcpy(out, v, n + 1);
-	return 0;
+	return FLEET_OK;
 }
 
 /* {"id":{"type":..,"value":".."}} -> value */
@@ -213,19 +211,21 @@ static const char *id_value(json_t *obj)
 }
 
 /* One interface's neighbour: {"via":..,"chassis":{..},"port":{..}}. */
-static int neighbour(json_t *ifc, struct fleet_network_report *out, char *err, size_t errlen)
+static fleet_err neighbour(json_t *ifc, struct fleet_network_report *out, struct fleet_errctx *ec)
 {
 	json_t *chassis = json_object_get(ifc, "chassis");
 	json_t *port = json_object_get(ifc, "port");
 	if (!json_is_object(chassis) || !json_is_object(port))
-		return fail(err, errlen, "LLDP neighbour without chassis or port object");
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"LLDP neighbour without chassis or port object");
 	const char *cid = id_value(chassis), *name = "";
 	if (!cid) {
 		/* {"<sysname>": {"id": ..}}: exactly one key, the system name. */
 		const char *key;
 		json_t *val;
 		if (json_object_size(chassis) != 1)
-			return fail(err, errlen, "LLDP chassis of unknown shape");
+			return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+						"LLDP chassis of unknown shape");
 		json_object_foreach(chassis, key, val)
 		{
 			name = key;
@@ -234,53 +234,58 @@ static int neighbour(json_t *ifc, struct fleet_network_report *out, char *err, s
 	}
 	const char *pid = id_value(port);
 	if (!cid || !pid)
-		return fail(err, errlen, "LLDP neighbour without chassis or port id");
-	if (copy_field("chassis id", cid, out->chassis_id, err, errlen) ||
-	    copy_field("port id", pid, out->port_id, err, errlen) ||
-	    copy_field("system name", name, out->system_name, err, errlen))
-		return -1;
-	return 0;
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"LLDP neighbour without chassis or port id");
+	fleet_err e;
+	if ((e = copy_field("chassis id", cid, out->chassis_id, ec)) ||
+	    (e = copy_field("port id", pid, out->port_id, ec)) ||
+	    (e = copy_field("system name", name, out->system_name, ec)))
+		return e;
+	return FLEET_OK;
 }
 
-int tink_lldp_parse(const char *json, size_t len, struct fleet_network_report *out, char *err,
-		    size_t errlen)
+fleet_err tink_lldp_parse(const char *json, size_t len, struct fleet_network_report *out,
+			  struct fleet_errctx *ec)
 {
 	json_error_t je;
 	memset(out, 0, sizeof(*out));
 	json_t *root = json_loadb(json, len, JSON_REJECT_DUPLICATES, &je);
 	if (!root)
-		return fail(err, errlen, "LLDP output is not JSON (line %d: %s)", je.line,
-			    je.text);
-	int rc = -1;
+		return fleet_errctx_msg(ec,
+					json_error_code(&je) == json_error_out_of_memory
+						? FLEET_E_NOMEM
+						: FLEET_E_MALFORMED,
+					"LLDP output is not JSON (line %d: %s)", je.line, je.text);
+	fleet_err rc = FLEET_E_MALFORMED;
 	json_t *lldp = json_object_get(root, "lldp");
 	if (!json_is_object(lldp)) {
-		fail(err, errlen, "LLDP output has no \"lldp\" object");
+		fleet_errctx_msg(ec, rc, "LLDP output has no \"lldp\" object");
 		goto out;
 	}
 	json_t *ifs = json_object_get(lldp, "interface");
 	json_t *first = NULL;
 	if (!ifs) {
-		rc = 0; /* no neighbour */
+		rc = FLEET_OK; /* no neighbour */
 		goto out;
 	}
 	/* One interface: {"eth0": {..}}; several: [{"eth0": {..}}, {"eth1": {..}}]. */
 	json_t *holder = json_is_array(ifs) ? json_array_get(ifs, 0) : ifs;
 	if (!json_is_object(holder) || json_object_size(holder) != 1) {
 		if (json_is_array(ifs) && json_array_size(ifs) == 0) {
-			rc = 0;
+			rc = FLEET_OK;
 			goto out;
 		}
-		fail(err, errlen, "LLDP \"interface\" of unknown shape");
+		fleet_errctx_msg(ec, rc, "LLDP \"interface\" of unknown shape");
 		goto out;
 	}
 	const char *key;
 	json_t *val;
 	json_object_foreach(holder, key, val) first = val;
 	if (!json_is_object(first)) {
-		fail(err, errlen, "LLDP interface entry is not an object");
+		fleet_errctx_msg(ec, rc, "LLDP interface entry is not an object");
 		goto out;
 	}
-	rc = neighbour(first, out, err, errlen);
+	rc = neighbour(first, out, ec);
 	if (rc != 0)
 		memset(out, 0, sizeof(*out));
 out:
@@ -289,11 +294,11 @@ out:
 }
 
 /* Run lldpcli without a shell, its output capped and its time bounded. */
-static int run_lldpcli(struct fleet_buf *outb, char *err, size_t errlen)
+static fleet_err run_lldpcli(struct fleet_buf *outb, struct fleet_errctx *ec)
 {
 	int p[2];
 	if (pipe2(p, O_CLOEXEC) != 0)
-		return fail(err, errlen, "pipe: %s", strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "pipe");
 	posix_spawn_file_actions_t fa;
 	posix_spawn_file_actions_init(&fa);
 	posix_spawn_file_actions_adddup2(&fa, p[1], STDOUT_FILENO);
@@ -305,9 +310,10 @@ static int run_lldpcli(struct fleet_buf *outb, char *err, size_t errlen)
 	close(p[1]);
 	if (sr != 0) {
 		close(p[0]);
-		return fail(err, errlen, "cannot run lldpcli: %s", strerror(sr));
+		return fleet_errctx_errno(ec, sr == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO, sr,
+					  "cannot run lldpcli");
 	}
-	int rc = 0;
+	fleet_err rc = FLEET_OK;
 	struct timespec start;
 	clock_gettime(CLOCK_MONOTONIC, &start);
 	for (;;) {
@@ -318,8 +324,8 @@ static int run_lldpcli(struct fleet_buf *outb, char *err, size_t errlen)
 		struct pollfd pf = {.fd = p[0], .events = POLLIN};
 		if (spent >= LLDPCLI_TIMEOUT_MS ||
 		    poll(&pf, 1, (int)(LLDPCLI_TIMEOUT_MS - spent)) == 0) {
-			rc = fail(err, errlen, "lldpcli did not finish in %d s",
-				  LLDPCLI_TIMEOUT_MS / 1000);
+			rc = fleet_errctx_msg(ec, FLEET_E_IO, "lldpcli did not finish in %d s",
+					      LLDPCLI_TIMEOUT_MS / 1000);
 			break;
 		}
 		uint8_t chunk[4096];
@@ -329,53 +335,59 @@ static int run_lldpcli(struct fleet_buf *outb, char *err, size_t errlen)
 		if (r <= 0)
 			break;
 		if (outb->len + (size_t)r > LLDP_OUTPUT_MAX) {
-			rc = fail(err, errlen, "lldpcli output over %u bytes", LLDP_OUTPUT_MAX);
+			rc = fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "lldpcli output over %u bytes",
+					      LLDP_OUTPUT_MAX);
 			break;
 		}
 		fb_put(outb, chunk, (size_t)r);
 	}
 	close(p[0]);
-	if (rc != 0)
+	if (rc != FLEET_OK)
 		kill(pid, SIGKILL);
 	int st = 0;
 	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
 		;
-	if (rc == 0 && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
-		rc = fail(err, errlen, "lldpcli failed (is lldpd running?)");
-	if (rc == 0 && fb_err(outb) != FLEET_OK)
-		rc = fail(err, errlen, "out of memory reading lldpcli output");
+	if (rc == FLEET_OK && !(WIFEXITED(st) && WEXITSTATUS(st) == 0))
+		rc = fleet_errctx_msg(ec, FLEET_E_IO, "lldpcli failed (is lldpd running?)");
+	if (rc == FLEET_OK && fb_err(outb) != FLEET_OK)
+		rc = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory reading lldpcli output");
 	return rc;
 }
 
-int tink_lldp_read(const char *file, struct fleet_network_report *out, char *err,
-		   size_t errlen)
+fleet_err tink_lldp_read(const char *file, struct fleet_network_report *out,
+			 struct fleet_errctx *ec)
 {
 	struct fleet_buf b;
-	int rc;
+	fleet_err rc;
 	memset(out, 0, sizeof(*out));
 	fb_init(&b);
 	if (file) {
-		/* lldpcli's output saved to a file (tests, debugging): data. */
+		/* lldpcli's output saved to a file (tests, debugging): data,
+		 * refused as the reader says (lib/file_read.h). */
 		const struct fleet_file_policy policy =
 			FLEET_FILE_POLICY_DATA("the LLDP file", LLDP_OUTPUT_MAX);
-		struct fleet_file_error fe;
-		if (fleet_file_read(AT_FDCWD, file, &policy, &b, &fe) != FLEET_OK)
-			return fail(err, errlen, "cannot read %s", fe.detail);
-		rc = tink_lldp_parse((const char *)b.data, b.len, out, err, errlen);
+		if ((rc = fleet_file_read(AT_FDCWD, file, &policy, &b, ec)) != FLEET_OK)
+			return fleet_errctx_wrap(ec, rc, "cannot read ", NULL);
+		rc = tink_lldp_parse((const char *)b.data, b.len, out, ec);
 		fb_free(&b);
 		return rc;
 	}
+	/* lldpcli's failure is not fatal: said, and the report left empty. */
+	struct fleet_errctx why;
+	char text[sizeof(why.detail) + 80];
 	fb_init_capped(&b, LLDP_OUTPUT_MAX); /* lldpcli's output: untrusted, capped */
-	if (run_lldpcli(&b, err, errlen) != 0) {
-		tink_log("warning: no LLDP neighbour: %s", err);
+	if (run_lldpcli(&b, &why) != FLEET_OK) {
+		tink_log("warning: no LLDP neighbour: %s",
+			 fleet_errctx_text(&why, text, sizeof(text)));
 		fb_free(&b);
-		return 0;
+		return FLEET_OK;
 	}
-	rc = tink_lldp_parse((const char *)b.data, b.len, out, err, errlen);
+	rc = tink_lldp_parse((const char *)b.data, b.len, out, &why);
 	fb_free(&b);
-	if (rc != 0) {
-		tink_log("warning: no LLDP neighbour: %s", err);
+	if (rc != FLEET_OK) {
+		tink_log("warning: no LLDP neighbour: %s",
+			 fleet_errctx_text(&why, text, sizeof(text)));
 		memset(out, 0, sizeof(*out));
 	}
-	return 0;
+	return FLEET_OK;
 }

@@ -12,6 +12,7 @@
 #include <stddef.h>
 
 #include "lib/attest_wire.h"
+#include "lib/fleet_err.h"
 
 struct tink_identity {
 	char serial[FLEET_WIRE_MAX_SERIAL + 1];
@@ -26,10 +27,13 @@ struct tink_identity {
  * Read root/class/dmi/id/{product_serial,product_uuid,bios_version} and the
  * MAC of every physical NIC (root/class/net/IF with a device link; loopback,
  * bridges and other virtual interfaces have none), lowercase, sorted, without
- * duplicates. 0, or -1 with err set. The serial must be present.
+ * duplicates. FLEET_OK, or the failure with ec (lib/fleet_err.h; may be
+ * NULL) saying which file and why: FLEET_E_NOT_FOUND (no serial),
+ * FLEET_E_IO (with errno), FLEET_E_MALFORMED, FLEET_E_TOO_LARGE. The serial
+ * must be present.
  */
-int tink_identity_read_sysfs(const char *root, struct tink_identity *id, char *err,
-			     size_t errlen);
+fleet_err tink_identity_read_sysfs(const char *root, struct tink_identity *id,
+				   struct fleet_errctx *ec);
 
 /*
  * The neighbour from `lldpcli -f json show neighbors` output (lldpd's "json"
@@ -37,16 +41,18 @@ int tink_identity_read_sysfs(const char *root, struct tink_identity *id, char *e
  * one-key objects when several interfaces have neighbours; each chassis is
  * {"<sysname>":{"id":{"type","value"}}} or, without a system name,
  * {"id":{...}}). The first neighbour in lldpcli's order is taken. No
- * neighbour at all leaves out empty and returns 0; a document of another
- * shape is -1.
+ * neighbour at all leaves out empty and returns FLEET_OK; a document of
+ * another shape is FLEET_E_MALFORMED (a field over the protocol's cap
+ * FLEET_E_TOO_LARGE), ec saying why.
  */
-int tink_lldp_parse(const char *json, size_t len, struct fleet_network_report *out, char *err,
-		    size_t errlen);
+fleet_err tink_lldp_parse(const char *json, size_t len, struct fleet_network_report *out,
+			  struct fleet_errctx *ec);
 
 /* Read the neighbour from file (a saved lldpcli output), or, when file is
  * NULL, run lldpcli. lldpcli missing or failing is not fatal: the report
- * stays empty and a warning is printed (fleetd decides about the port). */
-int tink_lldp_read(const char *file, struct fleet_network_report *out, char *err,
-		   size_t errlen);
+ * stays empty, a warning is printed (fleetd decides about the port) and the
+ * result is FLEET_OK. A file that cannot be read or parsed is its failure. */
+fleet_err tink_lldp_read(const char *file, struct fleet_network_report *out,
+			 struct fleet_errctx *ec);
 
 #endif

@@ -482,18 +482,20 @@ out:
 
 static int local_inputs(struct run *r)
 {
-	char err[300];
-	if (tink_identity_read_sysfs(r->cfg->sysfs_root, &r->id, err, sizeof(err)) != 0)
-		return end(r, TINK_EXIT_LOCAL, "machine identity: %s", err);
-	if (tink_lldp_read(r->cfg->lldp_file, &r->id.lldp, err, sizeof(err)) != 0)
-		return end(r, TINK_EXIT_LOCAL, "LLDP: %s", err);
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
+	if (tink_identity_read_sysfs(r->cfg->sysfs_root, &r->id, &ec) != FLEET_OK)
+		return end(r, TINK_EXIT_LOCAL, "machine identity: %s",
+			   fleet_errctx_text(&ec, err, sizeof(err)));
+	if (tink_lldp_read(r->cfg->lldp_file, &r->id.lldp, &ec) != FLEET_OK)
+		return end(r, TINK_EXIT_LOCAL, "LLDP: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	if (fleet_network_report_encode(&r->id.lldp, &r->report) != FLEET_OK)
 		return end(r, TINK_EXIT_LOCAL, "the network report cannot be encoded");
 	/* Evidence fleetd checks against the quote: data (docs/files.md).
 	 * securityfs says its size is 0; the read bounds it. */
 	static const struct fleet_file_policy evlog_policy =
 		FLEET_FILE_POLICY_DATA("the event log", FLEET_WIRE_MAX_EVENTLOG);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fb_free(&r->eventlog);
 	if (fleet_file_read(AT_FDCWD, r->cfg->eventlog, &evlog_policy, &r->eventlog, &fe) !=
 	    FLEET_OK)

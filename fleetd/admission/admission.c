@@ -344,31 +344,36 @@ static bool same_str(const char *x, const char *y)
 	return strcmp(x, y) == 0;
 }
 
+const char *adm_inventory_reason(fleet_err r)
+{
+	return r == FLEET_INV_NOMEM ? "inventory-out-of-memory" : "inventory-unavailable";
+}
+
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
 			   const char **reason, char *err, size_t errlen)
 {
 	struct fleet_inventory *inv = a->d.inventory;
 	struct fleet_inv_device d;
 	struct fleet_inv_binding_change ch;
+	struct fleet_errctx ec;
 	fleet_err r;
 	memset(&d, 0, sizeof(d));
 	memset(&ch, 0, sizeof(ch));
+	memset(&ec, 0, sizeof(ec));
 	*reason = NULL;
-	r = inv->ops->get(inv, snap->device_id, &d, err, errlen);
+	r = inv->ops->get(inv, snap->device_id, &d, &ec);
 	if (r == FLEET_INV_NOT_FOUND) {
 		*reason = "device-changed"; /* deleted while the session ran */
 		return ADM_REREAD_CHANGED;
 	}
+	if (r == FLEET_INV_OK)
+		r = inv->ops->binding_change(inv, snap->device_id, &ch, &ec);
 	if (r != FLEET_INV_OK) {
-		if (!err[0])
+		if (ec.detail[0])
+			fleet_errctx_text(&ec, err, errlen);
+		else
 			snprintf(err, errlen, "inventory: %s", fleet_err_str(r));
-		adm_count(a->m.inventory_errors, NULL);
-		return ADM_REREAD_UNAVAILABLE;
-	}
-	r = inv->ops->binding_change(inv, snap->device_id, &ch, err, errlen);
-	if (r != FLEET_INV_OK) {
-		if (!err[0])
-			snprintf(err, errlen, "inventory: %s", fleet_err_str(r));
+		*reason = adm_inventory_reason(r);
 		adm_count(a->m.inventory_errors, NULL);
 		return ADM_REREAD_UNAVAILABLE;
 	}

@@ -149,7 +149,7 @@ static int check_again(struct round *r, struct fleet_buf *reply)
 	case ADM_REREAD_SAME:
 		return 0;
 	case ADM_REREAD_UNAVAILABLE:
-		r->lf.reason = "inventory-unavailable";
+		r->lf.reason = reason ? reason : "inventory-unavailable";
 		r->lf.detail = err;
 		adm_count(r->counter, "unavailable");
 		adm_log(LOG_WARNING, "inventory-unavailable", &r->lf,
@@ -287,17 +287,17 @@ static int record_provisional(struct round *r, const struct fleet_wire_verdict *
 static void write_inventory(struct round *r)
 {
 	struct fleet_admission *a = r->a;
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	if (strcmp(r->e->ek_hash_inv, r->s.ek_hash) == 0 &&
 	    strcmp(r->e->ek_hash_ecc_inv, r->s.ek_hash_ecc) == 0)
 		return; /* already what this pass proved */
 	fleet_err ir = a->d.inventory->ops->write_ek_hashes(
-		a->d.inventory, r->e->snap.device_id, r->s.ek_hash, r->s.ek_hash_ecc, err,
-		sizeof(err));
+		a->d.inventory, r->e->snap.device_id, r->s.ek_hash, r->s.ek_hash_ecc, &ec);
 	if (ir != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
 		r->lf.reason = fleet_err_str(ir);
-		r->lf.detail = err;
+		r->lf.detail = fleet_errctx_text(&ec, err, sizeof(err));
 		adm_log(LOG_ERR, "inventory-write-failed", &r->lf,
 			"ek_hash/ek_hash_ecc could not be written to the inventory; the store "
 			"holds them and the next pass writes them");

@@ -178,11 +178,16 @@ enum adm_reread {
 	ADM_REREAD_SAME = 0,
 	ADM_REREAD_CHANGED,     /* *reason: binding-changed or device-changed */
 	ADM_REREAD_UNAVAILABLE, /* the inventory (or the store, for a binding author
-				   record) did not answer; err says why */
+				   record) did not answer; err says why, *reason
+				   is adm_inventory_reason's for the inventory */
 };
 /* Read the device and its binding change again and compare them with the
  * intake's snapshot (trust rule 5). */
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
 			   const char **reason, char *err, size_t errlen);
+/* FLEET_REASON for an inventory that could not answer (r): fleetd out of
+ * memory is "inventory-out-of-memory", said as what it is; anything else
+ * "inventory-unavailable". The outcome is the same: 503, nothing recorded. */
+const char *adm_inventory_reason(fleet_err r);
 
 #endif

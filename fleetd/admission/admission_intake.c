@@ -51,12 +51,17 @@ static int refuse(struct intake *t, const char *reason, struct fleet_buf *reply,
 	return adm_reply_status(reply, "refused");
 }
 
-static int unavailable(struct intake *t, const char *what, const char *err)
+static int unavailable(struct intake *t, const char *what, fleet_err r,
+		       const struct fleet_errctx *ec)
 {
-	t->lf.reason = "inventory-unavailable";
-	t->lf.detail = err;
+	char err[sizeof(ec->detail) + 80];
+	t->lf.reason = adm_inventory_reason(r);
+	t->lf.detail = fleet_errctx_text(ec, err, sizeof(err));
 	adm_log_limited(t->a, "intake-unavailable", LOG_WARNING, "intake-unavailable", &t->lf,
-			"%s did not answer; the machine will retry, nothing is recorded", what);
+			"%s %s; the machine will retry, nothing is recorded", what,
+			r == FLEET_INV_NOMEM ? "could not be read: fleetd is out of memory"
+					     : "did not answer");
+	t->lf.detail = NULL; /* err is this function's */
 	adm_count(t->a->m.intake, "unavailable");
 	return 503;
 }
@@ -184,7 +189,7 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 	struct fleet_admission *a = t->a;
 	const struct fleet_inv_device *d = &t->dev;
 	struct fleet_inv_binding_change ch;
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
 	bool has_ecc = t->s.ek_hash_ecc[0] != '\0';
 
 	/* An approved RSA EK that is not this one is a different machine, whatever
@@ -204,10 +209,10 @@ static int check_planned(struct intake *t, struct adm_snapshot *snap, struct fle
 	if (!adm_lookup_budget(&a->lookup))
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	fleet_err r =
-		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
+		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, &ec);
 	if (r != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
-		return unavailable(t, "the inventory's change log", err);
+		return unavailable(t, "the inventory's change log", r, &ec);
 	}
 	/* A change the log holds wins over any record: a later change by
 	 * anyone else is refused, whatever fleetd recorded before it. */
@@ -231,7 +236,7 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	struct fleet_admission *a = t->a;
 	const struct fleet_inv_device *d = &t->dev;
 	struct fleet_inv_binding_change ch;
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
 
 	struct fleet_decision dec =
 		fleet_store_device_check_eks(a->d.store, d->serial, t->s.ek_hash, t->s.ek_hash_ecc);
@@ -266,10 +271,10 @@ static int check_known(struct intake *t, struct adm_snapshot *snap, struct fleet
 	if (!adm_lookup_budget(&a->lookup))
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	fleet_err r =
-		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, err, sizeof(err));
+		a->d.inventory->ops->binding_change(a->d.inventory, d->id, &ch, &ec);
 	if (r != FLEET_INV_OK) {
 		adm_count(a->m.inventory_errors, NULL);
-		return unavailable(t, "the inventory's change log", err);
+		return unavailable(t, "the inventory's change log", r, &ec);
 	}
 	snap->change_found = ch.found;
 	snap->change_id = ch.change_id;
@@ -345,14 +350,14 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	struct fleet_admission *a = t->a;
 	struct fleet_inv_device *d = &t->dev;
 	struct adm_snapshot snap;
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
 	int status;
 
 	/* I3 */
 	memset(&snap, 0, sizeof(snap));
 	bool over_budget;
 	fleet_err r =
-		adm_lookup_device(&a->lookup, t->in->serial, d, &over_budget, err, sizeof(err));
+		adm_lookup_device(&a->lookup, t->in->serial, d, &over_budget, &ec);
 	if (over_budget)
 		return busy(t, ADM_UNPROVEN_BUDGET, "inventory-budget");
 	switch (r) {
@@ -365,7 +370,7 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 			      "more than one inventory device has this serial", NULL);
 	default:
 		adm_count(a->m.inventory_errors, NULL);
-		return unavailable(t, "the inventory", err);
+		return unavailable(t, "the inventory", r, &ec);
 	}
 	t->lf.device = d->name;
 	t->lf.status = d->status;

@@ -81,16 +81,15 @@ static bool take_token(struct adm_lookup *l, const struct timespec *now)
 	return true;
 }
 
-fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial,
-					struct fleet_inv_device *out, bool *over_budget, char *err,
-					size_t errlen)
+fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial, struct fleet_inv_device *out,
+			    bool *over_budget, struct fleet_errctx *ec)
 {
 	*over_budget = false;
 	struct timespec now;
 	struct adm_lookup_entry *e;
 	size_t len = strlen(serial);
 	if (len >= FLEET_INV_STR) /* the wire caps serials below this */
-		return l->inv->ops->find_by_serial(l->inv, serial, out, err, errlen);
+		return l->inv->ops->find_by_serial(l->inv, serial, out, ec);
 	bool waited = false;
 	unsigned long gen = 0;
 	pthread_mutex_lock(&l->mu);
@@ -133,7 +132,7 @@ fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial,
 	l->requests++;
 	pthread_mutex_unlock(&l->mu);
 
-	fleet_err r = l->inv->ops->find_by_serial(l->inv, serial, out, err, errlen);
+	fleet_err r = l->inv->ops->find_by_serial(l->inv, serial, out, ec);
 
 	pthread_mutex_lock(&l->mu);
 	if (e) {

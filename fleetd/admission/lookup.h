@@ -58,9 +58,8 @@ void adm_lookup_destroy(struct adm_lookup *l);
 /* find_by_serial, bounded as above. Returns the inventory's result; when
  * the budget says no, *over_budget is set, nothing is asked, and the
  * result is FLEET_INV_UNAVAILABLE. */
-fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial,
-					struct fleet_inv_device *out, bool *over_budget, char *err,
-					size_t errlen);
+fleet_err adm_lookup_device(struct adm_lookup *l, const char *serial, struct fleet_inv_device *out,
+			    bool *over_budget, struct fleet_errctx *ec);
 
 /* One more intake request to the inventory (the binding's change log):
  * false when the budget says no. */

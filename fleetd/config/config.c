@@ -442,7 +442,8 @@ fleet_err fleet_config_load(const char *path, struct fleet_config *c,
 	 * by root or us and writable by nobody else. */
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("the configuration", FLEET_CONFIG_MAX_SIZE);
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
 	struct fleet_buf b;
 	fb_init(&b);
 	if (err)
@@ -451,7 +452,7 @@ fleet_err fleet_config_load(const char *path, struct fleet_config *c,
 	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
 	if (e && err)
 		snprintf(err->msg, sizeof(err->msg), "cannot read %.*s",
-			 (int)sizeof(err->msg) - 13, fe.detail);
+			 (int)sizeof(err->msg) - 13, fleet_errctx_text(&fe, text, sizeof(text)));
 	if (!e)
 		e = fleet_config_parse(b.data, b.len, c, err);
 	fb_free(&b);
@@ -474,17 +475,17 @@ fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_
 		.secret = true,
 	};
 	const char *p = c->netbox_token_file;
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	if (cap)
 		out[0] = '\0';
 	fb_init(&b);
 	fleet_err e = fleet_file_read(AT_FDCWD, p, &policy, &b, &fe);
 	if (e != FLEET_OK) {
-		snprintf(err, errlen, "%s", fe.detail);
-		/* A file that is there but breaks a rule is refused as before
-		 * (VERIFY); one that cannot be read at all is IO. */
-		return fe.rule || e == FLEET_E_TOO_LARGE ? FLEET_E_VERIFY : FLEET_E_IO;
+		/* As the reader says it: UNSAFE for a file that breaks a rule,
+		 * NOT_FOUND, TOO_LARGE, IO (lib/file_read.h). */
+		fleet_errctx_text(&fe, err, errlen);
+		return e;
 	}
 	size_t s = 0, n = b.len;
 	while (s < n && token_space(b.data[s]))

@@ -106,9 +106,11 @@ fleet_err fleet_config_load(const char *path, struct fleet_config *c,
  * into out (cap bytes with the NUL). The file is opened once, checked on
  * that descriptor (a regular file, not a symlink, owned by this user, mode
  * 0600 or stricter, at most FLEET_CONFIG_TOKEN_MAX bytes) and that same
- * descriptor is read into a secret buffer, wiped after. FLEET_E_IO when it
- * cannot be opened, FLEET_E_VERIFY when a rule refuses it, FLEET_E_MALFORMED
- * when it holds no single token; err gets a sentence naming the file.
+ * descriptor is read into a secret buffer, wiped after. The reader's code
+ * when it refuses the file (lib/file_read.h: FLEET_E_NOT_FOUND, FLEET_E_IO,
+ * FLEET_E_UNSAFE when a rule refuses it, FLEET_E_TOO_LARGE),
+ * FLEET_E_MALFORMED when it holds no single token; err gets a sentence
+ * naming the file.
  */
 fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_t cap,
 				  char *err, size_t errlen);

@@ -283,11 +283,10 @@ static fleet_err read_pem(struct fleet_buf *b, const char *path,
 			  const struct fleet_file_policy *policy, const char *what,
 			  struct fleet_errctx *ec)
 {
-	struct fleet_file_error fe;
 	fb_free(b);
-	fleet_err e = fleet_file_read(AT_FDCWD, path, policy, b, &fe);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, policy, b, ec);
 	if (e != FLEET_OK)
-		return fleet_errctx_msg(ec, e, "cannot read %s", fe.detail);
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
 	if ((e = fb_put_u8(b, 0)) != FLEET_OK)
 		return fleet_errctx_msg(ec, e, "cannot read the TLS %s from %s: %s", what, path,
 					fleet_err_str(e));

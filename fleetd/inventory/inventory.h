@@ -4,9 +4,11 @@
  * (inventory/nodes_file.c, the same YAML the Terraform module reads).
  *
  * Every call distinguishes "the inventory said no" (NOT_FOUND, AMBIGUOUS)
- * from "the inventory did not answer" (UNAVAILABLE): a NetBox error or
- * timeout during a pass must write no verdict and quarantine nothing, so a
- * caller must never read UNAVAILABLE as an answer.
+ * from "the inventory could not answer" (UNAVAILABLE, NOMEM): a NetBox
+ * error or timeout during a pass, or fleetd out of memory reading the
+ * answer, must write no verdict and quarantine nothing, so a caller must
+ * never read UNAVAILABLE or NOMEM as an answer. Both fail closed the same
+ * way; NOMEM is said as what it is, not as NetBox's fault.
  */
 #ifndef FLEET_INVENTORY_H
 #define FLEET_INVENTORY_H
@@ -81,7 +83,7 @@ struct fleet_inv_malformed {
 
 /* What bounds one listing (the pass's deadline, fleetd's stop). Checked
  * before each request the listing makes, so it ends within one request's
- * own timeout: FLEET_INV_UNAVAILABLE, err saying which ("cancelled",
+ * own timeout: FLEET_INV_UNAVAILABLE, ec saying which ("cancelled",
  * "past its deadline"). Either field may be unset. */
 struct fleet_inv_bound {
 	const atomic_bool *cancel;
@@ -93,36 +95,38 @@ const char *fleet_inv_bound_stop(const struct fleet_inv_bound *b);
 
 struct fleet_inventory;
 
+/*
+ * Every call says why it failed in ec (lib/fleet_err.h; may be NULL): a
+ * sentence safe to log, and the errno of a system call where one failed.
+ * The result is the inventory's answer (FLEET_INV_*); ec->err may hold the
+ * cause beneath it (the nodes file refused by a rule: FLEET_E_UNSAFE).
+ */
 struct fleet_inventory_ops {
 	fleet_err (*find_by_serial)(struct fleet_inventory *inv, const char *serial,
-						struct fleet_inv_device *out, char *err, size_t errlen);
-	fleet_err (*get)(struct fleet_inventory *inv, long id,
-				     struct fleet_inv_device *out, char *err, size_t errlen);
+				    struct fleet_inv_device *out, struct fleet_errctx *ec);
+	fleet_err (*get)(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+			 struct fleet_errctx *ec);
 	fleet_err (*binding_change)(struct fleet_inventory *inv, long id,
-						struct fleet_inv_binding_change *out, char *err,
-						size_t errlen);
+				    struct fleet_inv_binding_change *out, struct fleet_errctx *ec);
 	/* fleetd writes only ek_hash, ek_hash_ecc ("" clears) and status. */
-	fleet_err (*write_ek_hashes)(struct fleet_inventory *inv, long id,
-						 const char *ek_hash, const char *ek_hash_ecc,
-						 char *err, size_t errlen);
-	fleet_err (*set_status)(struct fleet_inventory *inv, long id,
-					    const char *status, char *err, size_t errlen);
+	fleet_err (*write_ek_hashes)(struct fleet_inventory *inv, long id, const char *ek_hash,
+				     const char *ek_hash_ecc, struct fleet_errctx *ec);
+	fleet_err (*set_status)(struct fleet_inventory *inv, long id, const char *status,
+				struct fleet_errctx *ec);
 	/* Every device (pagination followed to the end), judged one by one:
 	 * the well-formed ones in *out, the malformed ones in *bad (both
 	 * malloc'd, either may be NULL when empty). Only an inventory that
 	 * does not answer, or a listing that is unusable as a whole (not
 	 * JSON, no results array, a foreign next link, over the caps), fails
 	 * the list; then *out and *bad are NULL. */
-	fleet_err (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				      char *err, size_t errlen);
+	fleet_err (*list)(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			  struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec);
 	/* list, bounded (may be NULL: list is one bounded read, as the
 	 * nodes file's is). */
-	fleet_err (*list_bounded)(struct fleet_inventory *inv,
-					      const struct fleet_inv_bound *bound,
-					      struct fleet_inv_device **out, size_t *n,
-					      struct fleet_inv_malformed **bad, size_t *n_bad,
-					      char *err, size_t errlen);
+	fleet_err (*list_bounded)(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				  struct fleet_inv_device **out, size_t *n,
+				  struct fleet_inv_malformed **bad, size_t *n_bad,
+				  struct fleet_errctx *ec);
 	void (*close)(struct fleet_inventory *inv);
 };
 

@@ -15,9 +15,11 @@
  * is asked again within the request's time budget.
  *
  * Failure semantics: anything that is not an answer (transport error,
- * timeout, TLS failure, 401/403, 429, 5xx, redirect) is UNAVAILABLE; an
- * answer we cannot use (bad JSON, wrong types, caps, a 400) is INVALID; in a
- * listing, one device that does not pass is reported apart instead. Only
+ * timeout, TLS failure, 401/403, 429, 5xx, redirect) is UNAVAILABLE; this
+ * process out of memory (a request not made, an answer not kept) is NOMEM,
+ * never blamed on NetBox; an answer we cannot use (bad JSON, wrong types,
+ * caps, a 400) is INVALID; in a listing, one device that does not pass is
+ * reported apart instead. Only
  * a device list that is empty is NOT_FOUND, only a 404 on a device is
  * NOT_FOUND, only more than one match is AMBIGUOUS.
  */
@@ -79,6 +81,7 @@ struct resp {
 	long status;
 	struct fleet_buf body;
 	bool over;
+	bool nomem; /* the body could not be kept: out of memory, not over the cap */
 	char ctype[96];
 	char retry_after[64]; /* a 429/503's Retry-After, printable ASCII; "" none */
 	bool retry_after_bad; /* it held something else, or was longer */
@@ -92,7 +95,11 @@ static size_t on_data(char *p, size_t sz, size_t n, void *ud)
 		r->over = true;
 		return 0; /* abort the transfer */
 	}
-	return fb_put(&r->body, p, len) == FLEET_OK ? len : 0;
+	if (fb_put(&r->body, p, len) != FLEET_OK) {
+		r->nomem = true;
+		return 0;
+	}
+	return len;
 }
 
 /* Wipe a header list before freeing it: one entry holds the token. */
@@ -168,11 +175,11 @@ static void read_retry_after(CURL *h, struct resp *r)
 /*
  * One HTTP exchange, bounded by timeout_ms. OK means NetBox answered
  * (r->status holds the status, r->body the body); UNAVAILABLE means it did
- * not; INVALID means its answer was over the size cap (r->over).
+ * not; INVALID means its answer was over the size cap (r->over); NOMEM that
+ * this process could not make the request or keep the answer.
  */
-static fleet_err exchange(struct netbox *nb, const char *method, const char *url,
-				      const char *body, long timeout_ms, struct resp *r,
-				      char *err, size_t errlen)
+static fleet_err exchange(struct netbox *nb, const char *method, const char *url, const char *body,
+			  long timeout_ms, struct resp *r, struct fleet_errctx *ec)
 {
 	char ebuf[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdr = NULL, *tmp;
@@ -181,6 +188,7 @@ static fleet_err exchange(struct netbox *nb, const char *method, const char *url
 	long connects = 0;
 	r->status = 0;
 	r->over = false;
+	r->nomem = false;
 	r->ctype[0] = '\0';
 	r->retry_after[0] = '\0';
 	r->retry_after_bad = false;
@@ -238,21 +246,20 @@ out:
 	free_headers(hdr);
 	if (h)
 		give_back(nb, h, r, connects);
-	if (r->over) {
-		snprintf(err, errlen, "NetBox's answer to %s is over %u bytes", method,
-			 FLEET_NETBOX_MAX_RESPONSE);
-		return FLEET_INV_INVALID;
-	}
-	if (rc == CURLE_OPERATION_TIMEDOUT) {
-		snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
-			 timeout_ms);
-		return FLEET_INV_UNAVAILABLE;
-	}
-	if (rc != CURLE_OK) {
-		snprintf(err, errlen, "NetBox unreachable (%s): %s", curl_easy_strerror(rc),
-			 ebuf[0] ? ebuf : "no detail");
-		return FLEET_INV_UNAVAILABLE;
-	}
+	if (r->over)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's answer to %s is over %u bytes", method,
+					FLEET_NETBOX_MAX_RESPONSE);
+	if (rc == CURLE_OUT_OF_MEMORY || r->nomem)
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM,
+					"out of memory for NetBox's answer to %s", method);
+	if (rc == CURLE_OPERATION_TIMEDOUT)
+		return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+					"NetBox did not answer %s within %ld ms", method,
+					timeout_ms);
+	if (rc != CURLE_OK)
+		return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE, "NetBox unreachable (%s): %s",
+					curl_easy_strerror(rc), ebuf[0] ? ebuf : "no detail");
 	return FLEET_INV_OK;
 }
 
@@ -293,22 +300,26 @@ static const char *permission_for(const char *method, const char *url)
  * gives the same sentence for a token that is not write-enabled), or a
  * refusal NetBox did not word (a proxy or firewall in front of it).
  */
-static void refused(const char *method, const char *url, long status, const char *detail,
-		    char *err, size_t errlen)
+static fleet_err refused(const char *method, const char *url, long status, const char *detail,
+			 struct fleet_errctx *ec)
 {
 	if (strcmp(detail, NB_NO_PERMISSION) == 0) {
 		bool write = strcmp(method, "GET") != 0;
-		snprintf(err, errlen, "NetBox denied fleetd's %s: fleetd's NetBox user likely lacks "
-			 "the %s permission%s (HTTP %ld: %s)", method, permission_for(method, url),
-			 write ? ", or its token is not write-enabled" : "", status, detail);
-	} else if (token_refusal(detail)) {
-		snprintf(err, errlen, "NetBox refused fleetd's token (HTTP %ld: %s)", status,
-			 detail);
-	} else {
-		snprintf(err, errlen, "NetBox refused fleetd's %s (HTTP %ld: %s); neither a token "
-			 "nor a permission refusal in NetBox's words: a proxy in front of it?",
-			 method, status, detail[0] ? detail : "no NetBox error body");
+		return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+					"NetBox denied fleetd's %s: fleetd's NetBox user likely "
+					"lacks the %s permission%s (HTTP %ld: %s)",
+					method, permission_for(method, url),
+					write ? ", or its token is not write-enabled" : "", status,
+					detail);
 	}
+	if (token_refusal(detail))
+		return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+					"NetBox refused fleetd's token (HTTP %ld: %s)", status,
+					detail);
+	return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+				"NetBox refused fleetd's %s (HTTP %ld: %s); neither a token nor a "
+				"permission refusal in NetBox's words: a proxy in front of it?",
+				method, status, detail[0] ? detail : "no NetBox error body");
 }
 
 static long long now_ms(void)
@@ -395,8 +406,8 @@ static bool retry_after(const struct resp *r, int retries, long long deadline,
  * was over FLEET_NETBOX_MAX_RESPONSE.
  */
 static fleet_err request_json(struct netbox *nb, const char *method, const char *url,
-					  const char *body, bool not_found_ok, json_t **out,
-					  bool *over, char *err, size_t errlen)
+			      const char *body, bool not_found_ok, json_t **out, bool *over,
+			      struct fleet_errctx *ec)
 {
 	struct resp r = {0};
 	char detail[400], note[160] = "";
@@ -409,13 +420,13 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 	for (int retries = 0;; retries++) {
 		long long left = deadline - now_ms();
 		if (left <= 0) {
-			snprintf(err, errlen, "NetBox did not answer %s within %ld ms", method,
-				 nb->timeout_ms);
-			res = FLEET_INV_UNAVAILABLE;
+			res = fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+					       "NetBox did not answer %s within %ld ms", method,
+					       nb->timeout_ms);
 			goto done;
 		}
-		res = exchange(nb, method, url, body, retries ? (long)left : nb->timeout_ms, &r, err,
-			       errlen);
+		res = exchange(nb, method, url, body, retries ? (long)left : nb->timeout_ms, &r,
+			       ec);
 		if (res != FLEET_INV_OK || !retry_after(&r, retries, deadline, &wait_ms, note,
 							 sizeof(note)))
 			break;
@@ -436,47 +447,55 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 	if (r.status == 200) {
 		json_error_t je;
 		if (strncmp(r.ctype, "application/json", 16) != 0) {
-			snprintf(err, errlen, "NetBox answered %s with Content-Type \"%.40s\", not JSON",
-				 method, r.ctype);
-			res = FLEET_INV_INVALID;
+			res = fleet_errctx_msg(
+				ec, FLEET_INV_INVALID,
+				"NetBox answered %s with Content-Type \"%.40s\", not JSON", method,
+				r.ctype);
 			goto done;
 		}
 		*out = json_loadb((const char *)r.body.data, r.body.len, JSON_REJECT_DUPLICATES,
 				  &je);
-		if (!json_is_object(*out)) {
+		if (!*out && json_error_code(&je) == json_error_out_of_memory) {
+			res = fleet_errctx_msg(ec, FLEET_INV_NOMEM,
+					       "out of memory reading NetBox's answer to %s",
+					       method);
+		} else if (!json_is_object(*out)) {
 			char why[61]; /* what %.60s below takes whole */
 			fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
-			snprintf(err, errlen, "NetBox's answer to %s is not a JSON object (line %d: %.60s)",
-				 method, je.line, *out ? "another JSON value" : why);
+			res = fleet_errctx_msg(
+				ec, FLEET_INV_INVALID,
+				"NetBox's answer to %s is not a JSON object (line %d: "
+				"%.60s)",
+				method, je.line, *out ? "another JSON value" : why);
 			json_decref(*out);
 			*out = NULL;
-			res = FLEET_INV_INVALID;
 		}
 	} else if (r.status == 404 && not_found_ok) {
 		/* NetBox restricts the queryset by the user's permission before it
 		 * looks the device up: a device outside the constraints of
 		 * fleetd's permission is a 404 too. */
-		snprintf(err, errlen, "NetBox has no such device (HTTP 404%s%s)%s", sep, detail,
-			 strcmp(method, "PATCH") == 0
-				 ? ", or the constraints of fleetd's dcim.change_device permission "
-				   "exclude it"
-				 : "");
-		res = FLEET_INV_NOT_FOUND;
+		res = fleet_errctx_msg(
+			ec, FLEET_INV_NOT_FOUND, "NetBox has no such device (HTTP 404%s%s)%s", sep,
+			detail,
+			strcmp(method, "PATCH") == 0
+				? ", or the constraints of fleetd's dcim.change_device permission "
+				  "exclude it"
+				: "");
 	} else if (r.status == 401 || r.status == 403) {
-		refused(method, url, r.status, detail, err, errlen);
-		res = FLEET_INV_UNAVAILABLE;
+		res = refused(method, url, r.status, detail, ec);
 	} else if (r.status == 400) {
-		snprintf(err, errlen, "NetBox rejected the %s (HTTP 400%s%s)", method, sep, detail);
-		res = FLEET_INV_INVALID;
+		res = fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				       "NetBox rejected the %s (HTTP 400%s%s)", method, sep,
+				       detail);
 	} else if (r.status >= 300 && r.status < 400) {
-		snprintf(err, errlen,
-			 "NetBox redirected (HTTP %ld); base_url must name the final location",
-			 r.status);
-		res = FLEET_INV_UNAVAILABLE;
+		res = fleet_errctx_msg(
+			ec, FLEET_INV_UNAVAILABLE,
+			"NetBox redirected (HTTP %ld); base_url must name the final location",
+			r.status);
 	} else {
-		snprintf(err, errlen, "NetBox failed the %s (HTTP %ld%s%s%s)", method, r.status, note,
-			 sep, detail);
-		res = FLEET_INV_UNAVAILABLE;
+		res = fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+				       "NetBox failed the %s (HTTP %ld%s%s%s)", method, r.status,
+				       note, sep, detail);
 	}
 done:
 	fb_free(&r.body);
@@ -515,19 +534,17 @@ static bool url_escape(const char *s, char *out, size_t outlen)
  * must be the endpoint we asked for, and the page is asked of our own origin
  * and prefix. The token goes to base_url and nowhere else.
  */
-static fleet_err next_url(struct netbox *nb, const json_t *next, const char *endpoint,
-				      char *url, size_t urllen, char *err, size_t errlen)
+static fleet_err next_url(struct netbox *nb, const json_t *next, const char *endpoint, char *url,
+			  size_t urllen, struct fleet_errctx *ec)
 {
 	const char *s = json_string_value(next);
 	const char *p = s ? strstr(s, "://") : NULL;
-	if (!p || !(p = strchr(p + 3, '/'))) {
-		snprintf(err, errlen, "NetBox's next page link is not an absolute URL");
-		return FLEET_INV_INVALID;
-	}
-	if (!fleet_ascii_printable(p, strlen(p), 0) || strchr(p, '#')) {
-		snprintf(err, errlen, "NetBox's next page link holds a bad character");
-		return FLEET_INV_INVALID;
-	}
+	if (!p || !(p = strchr(p + 3, '/')))
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's next page link is not an absolute URL");
+	if (!fleet_ascii_printable(p, strlen(p), 0) || strchr(p, '#'))
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's next page link holds a bad character");
 	const char *query = strchr(p, '?');
 	const char *prefix = nb->base + nb->origin_len;
 	size_t plen = strlen(prefix), elen = strlen(endpoint);
@@ -540,20 +557,17 @@ static fleet_err next_url(struct netbox *nb, const json_t *next, const char *end
 		else if ((api = strstr(p, "/api/")) && api > query)
 			api = NULL;
 	}
-	if (!api || (size_t)(query - api) != elen || strncmp(api, endpoint, elen) != 0) {
-		snprintf(err, errlen, "NetBox's next page link leaves %s", endpoint);
-		return FLEET_INV_INVALID;
-	}
-	if ((size_t)snprintf(url, urllen, "%s%s%s", nb->base, endpoint, query) >= urllen) {
-		snprintf(err, errlen, "NetBox's next page link is too long");
-		return FLEET_INV_INVALID;
-	}
+	if (!api || (size_t)(query - api) != elen || strncmp(api, endpoint, elen) != 0)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID, "NetBox's next page link leaves %s",
+					endpoint);
+	if ((size_t)snprintf(url, urllen, "%s%s%s", nb->base, endpoint, query) >= urllen)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's next page link is too long");
 	return FLEET_INV_OK;
 }
 
 /* Called for each result of a listing; a non-OK result stops the walk. */
-typedef fleet_err (*each_fn)(const json_t *item, void *ctx, char *err,
-					 size_t errlen);
+typedef fleet_err (*each_fn)(const json_t *item, void *ctx, struct fleet_errctx *ec);
 
 /* The value of the query parameter name in url, as Django reads it (the
  * last one), into out; false when there is none. */
@@ -621,17 +635,15 @@ static bool set_limit(char *url, size_t urllen, unsigned n)
  * walk keeps the smaller limit, so pages of big objects are not asked twice
  * each. One object over the cap on its own fails the walk.
  */
-static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query,
-				  each_fn fn, void *ctx, const struct fleet_inv_bound *bound,
-				  char *err, size_t errlen)
+static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query, each_fn fn,
+		      void *ctx, const struct fleet_inv_bound *bound, struct fleet_errctx *ec)
 {
 	char url[MAX_URL];
 	size_t seen = 0;
 	unsigned ceiling = 0; /* 0, or the limit every later page stays under */
 	if ((size_t)snprintf(url, sizeof(url), "%s%s?%s%slimit=%u", nb->base, endpoint, query,
 			     query[0] ? "&" : "", nb->page_size) >= sizeof(url)) {
-		snprintf(err, errlen, "request URL too long");
-		return FLEET_INV_INVALID;
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID, "request URL too long");
 	}
 	for (unsigned page = 0;; page++) {
 		json_t *j;
@@ -639,22 +651,20 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 		/* Before each page: a listing of thousands of devices from a slow
 		 * NetBox must end within one request of its caller's bound. */
 		const char *stop = fleet_inv_bound_stop(bound);
-		if (stop) {
-			snprintf(err, errlen, "the listing of %s stopped after %u page%s: %s",
-				 endpoint, page, page == 1 ? "" : "s", stop);
-			return FLEET_INV_UNAVAILABLE;
-		}
-		fleet_err r =
-			request_json(nb, "GET", url, NULL, false, &j, &over, err, errlen);
+		if (stop)
+			return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+						"the listing of %s stopped after %u page%s: %s",
+						endpoint, page, page == 1 ? "" : "s", stop);
+		fleet_err r = request_json(nb, "GET", url, NULL, false, &j, &over, ec);
 		if (r == FLEET_INV_INVALID && over) {
 			unsigned limit = query_limit(url);
 			char offset[24] = "0";
 			if (limit == 0)
 				limit = nb->page_size;
-			if (page + 1 >= FLEET_NETBOX_MAX_PAGES) {
-				snprintf(err, errlen, "NetBox's listing of %s does not end", endpoint);
-				return FLEET_INV_INVALID;
-			}
+			if (page + 1 >= FLEET_NETBOX_MAX_PAGES)
+				return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+							"NetBox's listing of %s does not end",
+							endpoint);
 			if (limit <= 1) {
 				query_param(url, "offset", offset, sizeof(offset));
 				if (strspn(offset, "0123456789") != strlen(offset))
@@ -662,19 +672,19 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 				pthread_mutex_lock(&nb->lock);
 				bool whole = nb->stats.fields_ignored > 0;
 				pthread_mutex_unlock(&nb->lock);
-				snprintf(err, errlen, "NetBox's answer with a single object of %s (at "
-					 "offset %s) is over %u bytes: that object cannot be read%s",
-					 endpoint, offset, FLEET_NETBOX_MAX_RESPONSE,
-					 whole ? " (and NetBox ignores fields=: it sends whole "
-						 "objects)"
-					       : "");
-				return FLEET_INV_INVALID;
+				return fleet_errctx_msg(
+					ec, FLEET_INV_INVALID,
+					"NetBox's answer with a single object of %s (at "
+					"offset %s) is over %u bytes: that object cannot be read%s",
+					endpoint, offset, FLEET_NETBOX_MAX_RESPONSE,
+					whole ? " (and NetBox ignores fields=: it sends whole "
+						"objects)"
+					      : "");
 			}
 			ceiling = limit / 2;
-			if (!set_limit(url, sizeof(url), ceiling)) {
-				snprintf(err, errlen, "request URL too long");
-				return FLEET_INV_INVALID;
-			}
+			if (!set_limit(url, sizeof(url), ceiling))
+				return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+							"request URL too long");
 			pthread_mutex_lock(&nb->lock);
 			nb->stats.smaller_pages++;
 			pthread_mutex_unlock(&nb->lock);
@@ -685,20 +695,22 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 		const json_t *results = json_object_get(j, "results");
 		const json_t *next = json_object_get(j, "next");
 		if (!json_is_array(results) || !(json_is_null(next) || json_is_string(next))) {
-			snprintf(err, errlen, "NetBox's listing of %s has no results array or next link",
-				 endpoint);
 			json_decref(j);
-			return FLEET_INV_INVALID;
+			return fleet_errctx_msg(
+				ec, FLEET_INV_INVALID,
+				"NetBox's listing of %s has no results array or next "
+				"link",
+				endpoint);
 		}
 		size_t i;
 		const json_t *item;
 		json_array_foreach(results, i, item) {
 			if (++seen > FLEET_NETBOX_MAX_OBJECTS) {
-				snprintf(err, errlen, "NetBox lists over %u objects under %s",
-					 FLEET_NETBOX_MAX_OBJECTS, endpoint);
-				r = FLEET_INV_INVALID;
+				r = fleet_errctx_msg(ec, FLEET_INV_INVALID,
+						     "NetBox lists over %u objects under %s",
+						     FLEET_NETBOX_MAX_OBJECTS, endpoint);
 			} else {
-				r = fn(item, ctx, err, errlen);
+				r = fn(item, ctx, ec);
 			}
 			if (r != FLEET_INV_OK) {
 				json_decref(j);
@@ -710,19 +722,18 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 			return FLEET_INV_OK;
 		}
 		if (json_array_size(results) == 0 || page + 1 >= FLEET_NETBOX_MAX_PAGES) {
-			snprintf(err, errlen, "NetBox's listing of %s does not end", endpoint);
 			json_decref(j);
-			return FLEET_INV_INVALID;
+			return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+						"NetBox's listing of %s does not end", endpoint);
 		}
-		r = next_url(nb, next, endpoint, url, sizeof(url), err, errlen);
+		r = next_url(nb, next, endpoint, url, sizeof(url), ec);
 		json_decref(j);
 		if (r != FLEET_INV_OK)
 			return r;
 		/* NetBox's link carries the limit it used; never above the ceiling */
 		if (ceiling && (query_limit(url) == 0 || query_limit(url) > ceiling) &&
 		    !set_limit(url, sizeof(url), ceiling)) {
-			snprintf(err, errlen, "request URL too long");
-			return FLEET_INV_INVALID;
+			return fleet_errctx_msg(ec, FLEET_INV_INVALID, "request URL too long");
 		}
 	}
 }
@@ -769,18 +780,18 @@ static void check_fields(struct netbox *nb, const json_t *o, const char **missin
 /* A device answer (GET, or a listing's result) that passed nb_parse_device:
  * INVALID when a field asked for is missing. */
 static fleet_err device_complete(struct netbox *nb, const json_t *o,
-					     const struct fleet_inv_device *d, char *reason,
-					     size_t reasonlen, char *err, size_t errlen)
+				 const struct fleet_inv_device *d, char *reason, size_t reasonlen,
+				 struct fleet_errctx *ec)
 {
 	const char *missing;
 	check_fields(nb, o, &missing);
 	if (!missing)
 		return FLEET_INV_OK;
-	snprintf(err, errlen, "device %ld: NetBox left out %s, which fleetd asked for", d->id,
-		 missing);
 	if (reason && reasonlen)
 		snprintf(reason, reasonlen, "%s:missing", missing);
-	return FLEET_INV_INVALID;
+	return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				"device %ld: NetBox left out %s, which fleetd asked for", d->id,
+				missing);
 }
 
 /* ASCII case-insensitive equality: what NetBox's iexact means for serials. */
@@ -806,21 +817,22 @@ struct find_ctx {
 	long ids[2];
 };
 
-static fleet_err find_each(const json_t *item, void *ctx, char *err, size_t errlen)
+static fleet_err find_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
 {
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
-	fleet_err r = nb_parse_device(item, &d, NULL, 0, err, errlen);
+	fleet_err r = nb_parse_device(item, &d, NULL, 0, ec);
 	if (r == FLEET_INV_OK)
-		r = device_complete(f->nb, item, &d, NULL, 0, err, errlen);
+		r = device_complete(f->nb, item, &d, NULL, 0, ec);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (!same_serial(d.serial, f->serial)) {
 		/* The filter was not applied (or not as documented): refuse
 		 * rather than pick from an unfiltered list. */
-		snprintf(err, errlen, "NetBox answered the serial lookup with device %ld, whose "
-			 "serial differs", d.id);
-		return FLEET_INV_INVALID;
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox answered the serial lookup with device %ld, whose "
+					"serial differs",
+					d.id);
 	}
 	if (f->n < 2)
 		f->ids[f->n] = d.id;
@@ -830,8 +842,7 @@ static fleet_err find_each(const json_t *item, void *ctx, char *err, size_t errl
 }
 
 static fleet_err nb_find_by_serial(struct fleet_inventory *inv, const char *serial,
-					       struct fleet_inv_device *out, char *err,
-					       size_t errlen)
+				   struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	char q[3 * FLEET_INV_STR + sizeof(DEVICE_QUERY) + 16], esc[3 * FLEET_INV_STR];
@@ -839,65 +850,60 @@ static fleet_err nb_find_by_serial(struct fleet_inventory *inv, const char *seri
 	memset(out, 0, sizeof(*out));
 	/* An empty serial filter is no filter at all: NetBox would list every
 	 * device. A serial too long for the inventory matches none. */
-	if (!serial || !serial[0] || strlen(serial) >= FLEET_INV_STR) {
-		snprintf(err, errlen, "no device has an empty or overlong serial");
-		return FLEET_INV_NOT_FOUND;
-	}
-	if (!url_escape(serial, esc, sizeof(esc))) {
-		snprintf(err, errlen, "serial too long to look up");
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (!serial || !serial[0] || strlen(serial) >= FLEET_INV_STR)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND,
+					"no device has an empty or overlong serial");
+	if (!url_escape(serial, esc, sizeof(esc)))
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "serial too long to look up");
 	snprintf(q, sizeof(q), "serial=%s&" DEVICE_QUERY, esc);
-	fleet_err r = walk(nb, "/api/dcim/devices/", q, find_each, &f, NULL, err, errlen);
+	fleet_err r = walk(nb, "/api/dcim/devices/", q, find_each, &f, NULL, ec);
 	if (r != FLEET_INV_OK) {
 		memset(out, 0, sizeof(*out));
 		return r;
 	}
-	if (f.n == 0) {
-		snprintf(err, errlen, "NetBox has no device with that serial");
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (f.n == 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND,
+					"NetBox has no device with that serial");
 	if (f.n > 1) {
 		memset(out, 0, sizeof(*out));
-		snprintf(err, errlen, "%zu NetBox devices have that serial (ids %ld, %ld%s); "
-			 "refusing to guess", f.n, f.ids[0], f.ids[1], f.n > 2 ? ", ..." : "");
-		return FLEET_INV_AMBIGUOUS;
+		return fleet_errctx_msg(ec, FLEET_INV_AMBIGUOUS,
+					"%zu NetBox devices have that serial (ids %ld, %ld%s); "
+					"refusing to guess",
+					f.n, f.ids[0], f.ids[1], f.n > 2 ? ", ..." : "");
 	}
 	return FLEET_INV_OK;
 }
 
 /* Parse a single-device answer and check it is the device asked for. */
 static fleet_err device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
-					   struct fleet_inv_device *out, char *err, size_t errlen)
+			       struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
-	fleet_err r = nb_parse_device(j, out, NULL, 0, err, errlen);
+	fleet_err r = nb_parse_device(j, out, NULL, 0, ec);
 	if (r == FLEET_INV_OK && asked_fields)
-		r = device_complete(nb, j, out, NULL, 0, err, errlen);
+		r = device_complete(nb, j, out, NULL, 0, ec);
 	if (r == FLEET_INV_OK && out->id != id) {
-		snprintf(err, errlen, "NetBox answered for device %ld with device %ld", id, out->id);
-		r = FLEET_INV_INVALID;
+		r = fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				     "NetBox answered for device %ld with device %ld", id, out->id);
 	}
 	if (r != FLEET_INV_OK)
 		memset(out, 0, sizeof(*out));
 	return r;
 }
 
-static fleet_err nb_get(struct fleet_inventory *inv, long id,
-				    struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err nb_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+			struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	char url[MAX_URL];
 	json_t *j;
 	memset(out, 0, sizeof(*out));
-	if (id <= 0) {
-		snprintf(err, errlen, "device id %ld cannot exist", id);
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (id <= 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/?" DEVICE_QUERY, nb->base, id);
-	fleet_err r = request_json(nb, "GET", url, NULL, true, &j, NULL, err, errlen);
+	fleet_err r = request_json(nb, "GET", url, NULL, true, &j, NULL, ec);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(nb, j, id, true, out, err, errlen);
+	r = device_answer(nb, j, id, true, out, ec);
 	json_decref(j);
 	return r;
 }
@@ -908,12 +914,11 @@ struct change_ctx {
 	bool found;
 };
 
-static fleet_err change_each(const json_t *item, void *ctx, char *err,
-					 size_t errlen)
+static fleet_err change_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
 {
 	struct change_ctx *c = ctx;
 	struct nb_change ch;
-	fleet_err r = nb_parse_change(item, c->device_id, &ch, err, errlen);
+	fleet_err r = nb_parse_change(item, c->device_id, &ch, ec);
 	if (r != FLEET_INV_OK || !ch.binding_changed)
 		return r;
 	/* Newest by time, then by id; the ordering we asked for is not trusted. */
@@ -927,21 +932,17 @@ static fleet_err change_each(const json_t *item, void *ctx, char *err,
 }
 
 static fleet_err nb_binding_change(struct fleet_inventory *inv, long id,
-					       struct fleet_inv_binding_change *out, char *err,
-					       size_t errlen)
+				   struct fleet_inv_binding_change *out, struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct change_ctx c = {.device_id = id};
 	char q[128];
 	memset(out, 0, sizeof(*out));
-	if (id <= 0) {
-		snprintf(err, errlen, "device id %ld cannot exist", id);
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (id <= 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
 	snprintf(q, sizeof(q), "changed_object_type=dcim.device&changed_object_id=%ld"
 		 "&ordering=-time", id);
-	fleet_err r = walk(nb, "/api/core/object-changes/", q, change_each, &c, NULL, err,
-				       errlen);
+	fleet_err r = walk(nb, "/api/core/object-changes/", q, change_each, &c, NULL, ec);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (c.found) {
@@ -954,98 +955,87 @@ static fleet_err nb_binding_change(struct fleet_inventory *inv, long id,
 }
 
 /* PATCH a device with body and read the device NetBox answers with. */
-static fleet_err patch(struct netbox *nb, long id, json_t *body,
-				   struct fleet_inv_device *after, char *err, size_t errlen)
+static fleet_err patch(struct netbox *nb, long id, json_t *body, struct fleet_inv_device *after,
+		       struct fleet_errctx *ec)
 {
 	char url[MAX_URL];
 	json_t *j;
 	char *text = json_dumps(body, JSON_COMPACT);
-	if (!text) {
-		snprintf(err, errlen, "out of memory");
-		return FLEET_INV_UNAVAILABLE;
-	}
+	if (!text)
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 	snprintf(url, sizeof(url), "%s/api/dcim/devices/%ld/", nb->base, id);
-	fleet_err r = request_json(nb, "PATCH", url, text, true, &j, NULL, err, errlen);
+	fleet_err r = request_json(nb, "PATCH", url, text, true, &j, NULL, ec);
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(nb, j, id, false, after, err, errlen);
+	r = device_answer(nb, j, id, false, after, ec);
 	json_decref(j);
 	return r;
 }
 
-static fleet_err nb_write_ek_hashes(struct fleet_inventory *inv, long id,
-						const char *ek_hash, const char *ek_hash_ecc,
-						char *err, size_t errlen)
+static fleet_err nb_write_ek_hashes(struct fleet_inventory *inv, long id, const char *ek_hash,
+				    const char *ek_hash_ecc, struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct fleet_inv_device after;
 	const char *v[2] = {ek_hash ? ek_hash : "", ek_hash_ecc ? ek_hash_ecc : ""};
 	static const char *const key[2] = {"ek_hash", "ek_hash_ecc"};
-	if (id <= 0) {
-		snprintf(err, errlen, "device id %ld cannot exist", id);
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (id <= 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
 	json_t *cf = json_object(), *body = json_object();
 	if (!cf || !body || json_object_set(body, "custom_fields", cf)) {
 		json_decref(cf);
 		json_decref(body);
-		snprintf(err, errlen, "out of memory");
-		return FLEET_INV_UNAVAILABLE;
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 	}
 	json_decref(cf); /* body holds it */
 	for (int i = 0; i < 2; i++) {
 		if (v[i][0] && !nb_is_ek_hash(v[i])) {
 			json_decref(body);
-			snprintf(err, errlen, "%s to write is not 64 lowercase hex digits", key[i]);
-			return FLEET_INV_INVALID;
+			return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+						"%s to write is not 64 lowercase hex digits",
+						key[i]);
 		}
 		/* "" clears: NetBox stores an unset custom field as null. */
 		if (json_object_set_new(cf, key[i], v[i][0] ? json_string(v[i]) : json_null())) {
 			json_decref(body);
-			snprintf(err, errlen, "out of memory");
-			return FLEET_INV_UNAVAILABLE;
+			return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 		}
 	}
-	fleet_err r = patch(nb, id, body, &after, err, errlen);
+	fleet_err r = patch(nb, id, body, &after, ec);
 	json_decref(body);
 	if (r != FLEET_INV_OK)
 		return r;
-	if (strcmp(after.ek_hash, v[0]) != 0 || strcmp(after.ek_hash_ecc, v[1]) != 0) {
-		snprintf(err, errlen, "NetBox accepted the write to device %ld but answers with "
-			 "other EK hashes", id);
-		return FLEET_INV_INVALID;
-	}
+	if (strcmp(after.ek_hash, v[0]) != 0 || strcmp(after.ek_hash_ecc, v[1]) != 0)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox accepted the write to device %ld but answers with "
+					"other EK hashes",
+					id);
 	return FLEET_INV_OK;
 }
 
-static fleet_err nb_set_status(struct fleet_inventory *inv, long id,
-					   const char *status, char *err, size_t errlen)
+static fleet_err nb_set_status(struct fleet_inventory *inv, long id, const char *status,
+			       struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct fleet_inv_device after;
-	if (id <= 0) {
-		snprintf(err, errlen, "device id %ld cannot exist", id);
-		return FLEET_INV_NOT_FOUND;
-	}
-	if (!status || !nb_is_status_slug(status)) {
-		snprintf(err, errlen, "the status to write is not a status slug");
-		return FLEET_INV_INVALID;
-	}
+	if (id <= 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
+	if (!status || !nb_is_status_slug(status))
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"the status to write is not a status slug");
 	json_t *body = json_pack("{s:s}", "status", status);
-	if (!body) {
-		snprintf(err, errlen, "out of memory");
-		return FLEET_INV_UNAVAILABLE;
-	}
-	fleet_err r = patch(nb, id, body, &after, err, errlen);
+	if (!body)
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
+	fleet_err r = patch(nb, id, body, &after, ec);
 	json_decref(body);
 	if (r != FLEET_INV_OK)
 		return r;
-	if (strcmp(after.status, status) != 0) {
-		snprintf(err, errlen, "NetBox accepted status %s for device %ld but answers with %s",
-			 status, id, after.status);
-		return FLEET_INV_INVALID;
-	}
+	if (strcmp(after.status, status) != 0)
+		return fleet_errctx_msg(
+			ec, FLEET_INV_INVALID,
+			"NetBox accepted status %s for device %ld but answers with %s", status, id,
+			after.status);
 	return FLEET_INV_OK;
 }
 
@@ -1101,22 +1091,19 @@ static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
 
 /* Each device is judged on its own: a malformed one is reported in l->bad
  * and the walk goes on. */
-static fleet_err list_each(const json_t *item, void *ctx, char *err, size_t errlen)
+static fleet_err list_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
 {
 	struct list_ctx *l = ctx;
 	if (!list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) ||
 	    !list_grow((void **)&l->bad, &l->cap_bad, l->n_bad, sizeof(*l->bad))) {
-		snprintf(err, errlen, "out of memory listing devices");
-		return FLEET_INV_UNAVAILABLE;
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory listing devices");
 	}
 	struct fleet_inv_malformed *m = &l->bad[l->n_bad];
-	char perr[256];
+	struct fleet_errctx perr; /* a malformed device's: reported apart, by its reason */
 	memset(m, 0, sizeof(*m));
-	fleet_err r =
-		nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), perr, sizeof(perr));
+	fleet_err r = nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK)
-		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), perr,
-				    sizeof(perr));
+		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK) {
 		const char *fault = name_fault(l->v[l->n].name);
 		if (!fault) {
@@ -1125,7 +1112,8 @@ static fleet_err list_each(const json_t *item, void *ctx, char *err, size_t errl
 		}
 		snprintf(m->reason, sizeof(m->reason), "%s", fault);
 	} else if (r != FLEET_INV_INVALID) {
-		snprintf(err, errlen, "%s", perr);
+		if (ec)
+			*ec = perr;
 		return r;
 	}
 	if (!m->reason[0])
@@ -1135,11 +1123,10 @@ static fleet_err list_each(const json_t *item, void *ctx, char *err, size_t errl
 	return FLEET_INV_OK;
 }
 
-static fleet_err nb_list_bounded(struct fleet_inventory *inv,
-					     const struct fleet_inv_bound *bound,
-					     struct fleet_inv_device **out, size_t *n,
-					     struct fleet_inv_malformed **bad, size_t *n_bad, char *err,
-					     size_t errlen)
+static fleet_err nb_list_bounded(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				 struct fleet_inv_device **out, size_t *n,
+				 struct fleet_inv_malformed **bad, size_t *n_bad,
+				 struct fleet_errctx *ec)
 {
 	struct netbox *nb = (struct netbox *)inv;
 	struct list_ctx l = {.nb = nb};
@@ -1147,8 +1134,7 @@ static fleet_err nb_list_bounded(struct fleet_inventory *inv,
 	*n = 0;
 	*bad = NULL;
 	*n_bad = 0;
-	fleet_err r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY,
-				       list_each, &l, bound, err, errlen);
+	fleet_err r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY, list_each, &l, bound, ec);
 	if (r != FLEET_INV_OK) {
 		free(l.v);
 		free(l.bad);
@@ -1167,11 +1153,10 @@ static fleet_err nb_list_bounded(struct fleet_inventory *inv,
 	return FLEET_INV_OK;
 }
 
-static fleet_err nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				     char *err, size_t errlen)
+static fleet_err nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			 struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
-	return nb_list_bounded(inv, NULL, out, n, bad, n_bad, err, errlen);
+	return nb_list_bounded(inv, NULL, out, n, bad, n_bad, ec);
 }
 
 static void nb_close(struct fleet_inventory *inv)
@@ -1249,49 +1234,53 @@ static bool check_base_url(const char *u, size_t *origin_len)
 	return strlen(u) < 1024;
 }
 
-struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg, char *err,
-					  size_t errlen)
+struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
+					  struct fleet_errctx *ec)
 {
 	size_t origin_len;
 	const char *scheme;
+	int rc;
 	if (!cfg || !cfg->base_url || !check_base_url(cfg->base_url, &origin_len)) {
-		snprintf(err, errlen, "NetBox base_url must be https://host[:port][/path] with no "
-			 "credentials, query or fragment");
+		fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+				 "NetBox base_url must be https://host[:port][/path] with no "
+				 "credentials, query or fragment");
 		return NULL;
 	}
 	if (!cfg->token || !(scheme = token_scheme(cfg->token))) {
-		snprintf(err, errlen, "NetBox token is neither a v1 token (40 hex digits) nor a v2 "
-			 "token (nbt_<key>.<secret>)");
+		fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+				 "NetBox token is neither a v1 token (40 hex digits) nor a v2 "
+				 "token (nbt_<key>.<secret>)");
 		return NULL;
 	}
 	if (cfg->timeout_ms < 0 || cfg->page_size > MAX_PAGE_SIZE) {
-		snprintf(err, errlen, "NetBox timeout_ms must be >= 0 and page_size <= %u",
-			 MAX_PAGE_SIZE);
+		fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+				 "NetBox timeout_ms must be >= 0 and page_size <= %u",
+				 MAX_PAGE_SIZE);
 		return NULL;
 	}
 	if (curl_global_init(CURL_GLOBAL_DEFAULT) != CURLE_OK) {
-		snprintf(err, errlen, "libcurl initialisation failed");
+		fleet_errctx_msg(ec, FLEET_E_IO, "libcurl initialisation failed");
 		return NULL;
 	}
 	struct netbox *nb = calloc(1, sizeof(*nb));
 	if (!nb) {
 		curl_global_cleanup();
-		snprintf(err, errlen, "out of memory");
+		fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 		return NULL;
 	}
 	nb->inv.ops = &netbox_ops;
-	if (pthread_mutex_init(&nb->lock, NULL) != 0) {
+	if ((rc = pthread_mutex_init(&nb->lock, NULL)) != 0) {
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "cannot make a mutex");
+		fleet_errctx_errno(ec, FLEET_E_IO, rc, "cannot make a mutex");
 		return NULL;
 	}
 	nb->lock_ready = true;
 	for (int i = 0; i < CURL_LOCK_DATA_LAST; i++)
-		if (pthread_mutex_init(&nb->share_lock[i], NULL) != 0) {
+		if ((rc = pthread_mutex_init(&nb->share_lock[i], NULL)) != 0) {
 			while (i-- > 0)
 				pthread_mutex_destroy(&nb->share_lock[i]);
 			nb_close(&nb->inv);
-			snprintf(err, errlen, "cannot make a mutex");
+			fleet_errctx_errno(ec, FLEET_E_IO, rc, "cannot make a mutex");
 			return NULL;
 		}
 	nb->share_locks_ready = true;
@@ -1302,30 +1291,31 @@ struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
 	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_SSL_SESSION) ||
 	    curl_share_setopt(nb->share, CURLSHOPT_SHARE, CURL_LOCK_DATA_DNS)) {
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "libcurl share handle initialisation failed");
+		fleet_errctx_msg(ec, FLEET_E_IO, "libcurl share handle initialisation failed");
 		return NULL;
 	}
 	size_t hlen = strlen("Authorization: ") + strlen(scheme) + 1 + strlen(cfg->token) + 1;
 	if (!(nb->base = strdup(cfg->base_url)) || !(nb->auth_header = calloc(1, hlen))) {
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "out of memory");
+		fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 		return NULL;
 	}
 	/* The CA is read once, as configuration (lib/file_read.h,
 	 * docs/files.md), and handed to libcurl as bytes: not opened again by
-	 * path for every request. */
+	 * path for every request. Refused as the reader says. */
 	static const struct fleet_file_policy ca_policy =
 		FLEET_FILE_POLICY_CONFIG("the NetBox CA file", 1024 * 1024);
-	struct fleet_file_error fe;
-	if (cfg->ca_file && fleet_file_read(AT_FDCWD, cfg->ca_file, &ca_policy, &nb->ca_pem,
-					    &fe) != FLEET_OK) {
+	fleet_err e;
+	if (cfg->ca_file && (e = fleet_file_read(AT_FDCWD, cfg->ca_file, &ca_policy, &nb->ca_pem,
+						 ec)) != FLEET_OK) {
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "cannot read %s", fe.detail);
+		fleet_errctx_wrap(ec, e, "cannot read ", NULL);
 		return NULL;
 	}
 	if (cfg->ca_file && nb->ca_pem.len == 0) { /* never the system store instead */
 		nb_close(&nb->inv);
-		snprintf(err, errlen, "the NetBox CA file %s is empty", cfg->ca_file);
+		fleet_errctx_msg(ec, FLEET_E_MALFORMED, "the NetBox CA file %s is empty",
+				 cfg->ca_file);
 		return NULL;
 	}
 	snprintf(nb->auth_header, hlen, "Authorization: %s %s", scheme, cfg->token);

@@ -50,14 +50,15 @@ struct fleet_netbox_config {
 
 /*
  * Check the configuration and return the inventory, or NULL with the reason in
- * err. The token is copied (and wiped on close); base_url must be https.
+ * ec (may be NULL): FLEET_E_INVALID_ARG for the configuration, the file
+ * reader's code for ca_file (lib/file_read.h), FLEET_E_NOMEM, FLEET_E_IO. The token is copied (and wiped on close); base_url must be https.
  * Calls may run concurrently from several threads: each request borrows a
  * curl handle of its own from a small pool, so requests one after another
  * (a pass's pages) reuse one TLS connection, and TLS sessions are shared
  * between handles. close must not race a call.
  */
-struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg, char *err,
-					  size_t errlen);
+struct fleet_inventory *fleet_netbox_open(const struct fleet_netbox_config *cfg,
+					  struct fleet_errctx *ec);
 
 /* What the client has done since it was opened; for tests, measurements and
  * metrics. Counts are totals over every thread. */

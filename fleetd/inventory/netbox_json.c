@@ -43,62 +43,61 @@ static fleet_err bad(struct why *w, const char *field, const char *problem)
  * "" when optional, else INVALID; any other type, an embedded NUL, a control
  * character or a length of cap or more is INVALID. what names the object.
  */
-static fleet_err get_text_as(const json_t *o, const char *key, const char *label,
-					 const char *field, struct why *w, bool optional,
-					 char *out, size_t cap, const char *what, char *err,
-					 size_t errlen)
+static fleet_err get_text_as(const json_t *o, const char *key, const char *label, const char *field,
+			     struct why *w, bool optional, char *out, size_t cap, const char *what,
+			     struct fleet_errctx *ec)
 {
 	const json_t *v = json_object_get(o, key);
 	out[0] = '\0';
 	if (!v || json_is_null(v)) {
 		if (optional)
 			return FLEET_INV_OK;
-		snprintf(err, errlen, "%s: %s is missing", what, label);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is missing", what, label);
 		return bad(w, field, v ? "null" : "missing");
 	}
 	if (!json_is_string(v)) {
-		snprintf(err, errlen, "%s: %s is not a string", what, label);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is not a string", what, label);
 		return bad(w, field, "not-string");
 	}
 	const char *s = json_string_value(v);
 	size_t n = json_string_length(v);
 	if (strlen(s) != n || !clean_text(s, n)) {
-		snprintf(err, errlen, "%s: %s holds a control character", what, label);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s holds a control character", what,
+				 label);
 		return bad(w, field, "control-character");
 	}
 	if (n >= cap) {
-		snprintf(err, errlen, "%s: %s is %zu bytes, over the cap of %zu", what, label, n,
-			 cap - 1);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is %zu bytes, over the cap of %zu",
+				 what, label, n, cap - 1);
 		return bad(w, field, "too-long");
 	}
 	memcpy(out, s, n + 1);
 	return FLEET_INV_OK;
 }
 
-static fleet_err get_text(const json_t *o, const char *key, struct why *w,
-				      bool optional, char *out, size_t cap, const char *what,
-				      char *err, size_t errlen)
+static fleet_err get_text(const json_t *o, const char *key, struct why *w, bool optional, char *out,
+			  size_t cap, const char *what, struct fleet_errctx *ec)
 {
-	return get_text_as(o, key, key, key, w, optional, out, cap, what, err, errlen);
+	return get_text_as(o, key, key, key, w, optional, out, cap, what, ec);
 }
 
-static fleet_err get_custom_text(const json_t *cf, const char *key, struct why *w,
-					     char *out, size_t cap, const char *what, char *err,
-					     size_t errlen)
+static fleet_err get_custom_text(const json_t *cf, const char *key, struct why *w, char *out,
+				 size_t cap, const char *what, struct fleet_errctx *ec)
 {
 	char label[64], field[64];
 	snprintf(label, sizeof(label), "custom field %s", key);
 	snprintf(field, sizeof(field), "custom_fields.%s", key);
-	return get_text_as(cf, key, label, field, w, true, out, cap, what, err, errlen);
+	return get_text_as(cf, key, label, field, w, true, out, cap, what, ec);
 }
 
 static fleet_err get_id(const json_t *o, const char *key, struct why *w, long *out,
-				    const char *what, char *err, size_t errlen)
+			const char *what, struct fleet_errctx *ec)
 {
 	const json_t *v = json_object_get(o, key);
 	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
 	    json_integer_value(v) > (json_int_t)LONG_MAX) {
-		snprintf(err, errlen, "%s: %s is not a positive integer", what, key);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is not a positive integer", what,
+				 key);
 		return bad(w, key, "not-positive-integer");
 	}
 	*out = (long)json_integer_value(v);
@@ -106,8 +105,8 @@ static fleet_err get_id(const json_t *o, const char *key, struct why *w, long *o
 }
 
 /* A boolean custom field: true, false, or null/absent (unset). */
-static fleet_err get_tristate(const json_t *cf, const char *key, struct why *w,
-					  int *out, const char *what, char *err, size_t errlen)
+static fleet_err get_tristate(const json_t *cf, const char *key, struct why *w, int *out,
+			      const char *what, struct fleet_errctx *ec)
 {
 	const json_t *v = json_object_get(cf, key);
 	if (!v || json_is_null(v))
@@ -116,7 +115,8 @@ static fleet_err get_tristate(const json_t *cf, const char *key, struct why *w,
 		*out = json_is_true(v) ? 1 : 0;
 	else {
 		char field[64];
-		snprintf(err, errlen, "%s: custom field %s is not a boolean", what, key);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: custom field %s is not a boolean",
+				 what, key);
 		snprintf(field, sizeof(field), "custom_fields.%s", key);
 		return bad(w, field, "not-boolean");
 	}
@@ -142,18 +142,17 @@ bool nb_is_status_slug(const char *s)
 	return i >= 1 && i <= 31;
 }
 
-static fleet_err get_ek_hash(const json_t *cf, const char *key, struct why *w,
-					 char out[65], const char *what, char *err, size_t errlen)
+static fleet_err get_ek_hash(const json_t *cf, const char *key, struct why *w, char out[65],
+			     const char *what, struct fleet_errctx *ec)
 {
 	char tmp[FLEET_INV_STR];
-	fleet_err r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, err,
-						  errlen);
+	fleet_err r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, ec);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (tmp[0] && !nb_is_ek_hash(tmp)) {
 		char field[64];
-		snprintf(err, errlen, "%s: custom field %s is not 64 lowercase hex digits", what,
-			 key);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				 "%s: custom field %s is not 64 lowercase hex digits", what, key);
 		snprintf(field, sizeof(field), "custom_fields.%s", key);
 		return bad(w, field, "not-ek-hash");
 	}
@@ -204,7 +203,7 @@ static const struct text_field text_fields[] = {
 #undef TF
 
 fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
-				      size_t reasonlen, char *err, size_t errlen)
+			  size_t reasonlen, struct fleet_errctx *ec)
 {
 	fleet_err r;
 	char what[48] = "device";
@@ -214,65 +213,65 @@ fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *rea
 	memset(d, 0, sizeof(*d));
 	d->amt = d->secure_boot_expected = -1;
 	if (!json_is_object(o)) {
-		snprintf(err, errlen, "a device is not a JSON object");
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "a device is not a JSON object");
 		return bad(w, "device", "not-object");
 	}
-	if ((r = get_id(o, "id", w, &d->id, what, err, errlen)) != FLEET_INV_OK)
+	if ((r = get_id(o, "id", w, &d->id, what, ec)) != FLEET_INV_OK)
 		return r;
 	snprintf(what, sizeof(what), "device %ld", d->id);
-	if ((r = get_text(o, "name", w, true, d->name, sizeof(d->name), what, err, errlen)) ||
-	    (r = get_text(o, "serial", w, false, d->serial, sizeof(d->serial), what, err,
-			  errlen)))
+	if ((r = get_text(o, "name", w, true, d->name, sizeof(d->name), what, ec)) ||
+	    (r = get_text(o, "serial", w, false, d->serial, sizeof(d->serial), what, ec)))
 		return r;
 
 	const json_t *st = json_object_get(o, "status");
 	if (!json_is_object(st)) {
-		snprintf(err, errlen, "%s: status is not an object with a value", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: status is not an object with a value",
+				 what);
 		return bad(w, "status", "not-object");
 	}
-	if ((r = get_text_as(st, "value", "value", "status", w, false, d->status,
-			     sizeof(d->status), what, err, errlen)))
+	if ((r = get_text_as(st, "value", "value", "status", w, false, d->status, sizeof(d->status),
+			     what, ec)))
 		return r;
 	if (!nb_is_status_slug(d->status)) {
-		snprintf(err, errlen, "%s: status value is not a status slug", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: status value is not a status slug",
+				 what);
 		return bad(w, "status", "not-slug");
 	}
 
 	const json_t *ip = json_object_get(o, "primary_ip4");
 	if (ip && !json_is_null(ip)) {
 		if (!json_is_object(ip)) {
-			snprintf(err, errlen, "%s: primary_ip4 is not an object", what);
+			fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: primary_ip4 is not an object",
+					 what);
 			return bad(w, "primary_ip4", "not-object");
 		}
 		if ((r = get_text_as(ip, "address", "address", "primary_ip4", w, false,
-				     d->primary_ip4, sizeof(d->primary_ip4), what, err, errlen)))
+				     d->primary_ip4, sizeof(d->primary_ip4), what, ec)))
 			return r;
 		if (!is_ipv4_cidr(d->primary_ip4)) {
-			snprintf(err, errlen, "%s: primary_ip4 address is not an IPv4 address/prefix",
-				 what);
+			fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					 "%s: primary_ip4 address is not an IPv4 address/prefix",
+					 what);
 			return bad(w, "primary_ip4", "not-ipv4");
 		}
 	}
 
 	const json_t *cf = json_object_get(o, "custom_fields");
 	if (!json_is_object(cf)) {
-		snprintf(err, errlen, "%s: custom_fields is not an object", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: custom_fields is not an object", what);
 		return bad(w, "custom_fields", "not-object");
 	}
 	for (size_t i = 0; i < sizeof(text_fields) / sizeof(text_fields[0]); i++) {
 		const struct text_field *f = &text_fields[i];
-		if ((r = get_custom_text(cf, f->key, w, (char *)d + f->off, f->cap, what, err,
-					 errlen)))
+		if ((r = get_custom_text(cf, f->key, w, (char *)d + f->off, f->cap, what, ec)))
 			return r;
 	}
-	if ((r = get_tristate(cf, "amt", w, &d->amt, what, err, errlen)) ||
-	    (r = get_tristate(cf, "secure_boot_expected", w, &d->secure_boot_expected, what, err,
-			      errlen)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash", w, d->approved_ek_hash, what, err, errlen)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", w, d->approved_ek_hash_ecc, what, err,
-			     errlen)) ||
-	    (r = get_ek_hash(cf, "ek_hash", w, d->ek_hash, what, err, errlen)) ||
-	    (r = get_ek_hash(cf, "ek_hash_ecc", w, d->ek_hash_ecc, what, err, errlen)))
+	if ((r = get_tristate(cf, "amt", w, &d->amt, what, ec)) ||
+	    (r = get_tristate(cf, "secure_boot_expected", w, &d->secure_boot_expected, what, ec)) ||
+	    (r = get_ek_hash(cf, "approved_ek_hash", w, d->approved_ek_hash, what, ec)) ||
+	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", w, d->approved_ek_hash_ecc, what, ec)) ||
+	    (r = get_ek_hash(cf, "ek_hash", w, d->ek_hash, what, ec)) ||
+	    (r = get_ek_hash(cf, "ek_hash_ecc", w, d->ek_hash_ecc, what, ec)))
 		return r;
 	return FLEET_INV_OK;
 }
@@ -337,27 +336,29 @@ bool nb_parse_time(const char *s, time_t *t, long *usec)
  * postchange_data, either may be null): absent, null and "" all mean unset.
  */
 static fleet_err snapshot_value(const json_t *snap, const char *key, const char **out,
-					    const char *what, char *err, size_t errlen)
+				const char *what, struct fleet_errctx *ec)
 {
 	*out = "";
 	if (!snap || json_is_null(snap))
 		return FLEET_INV_OK;
 	if (!json_is_object(snap)) {
-		snprintf(err, errlen, "%s: change data is not an object", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: change data is not an object", what);
 		return FLEET_INV_INVALID;
 	}
 	const json_t *cf = json_object_get(snap, "custom_fields");
 	if (!cf || json_is_null(cf))
 		return FLEET_INV_OK;
 	if (!json_is_object(cf)) {
-		snprintf(err, errlen, "%s: custom_fields in change data is not an object", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				 "%s: custom_fields in change data is not an object", what);
 		return FLEET_INV_INVALID;
 	}
 	const json_t *v = json_object_get(cf, key);
 	if (!v || json_is_null(v))
 		return FLEET_INV_OK;
 	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
-		snprintf(err, errlen, "%s: %s in change data is not a string", what, key);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s in change data is not a string",
+				 what, key);
 		return FLEET_INV_INVALID;
 	}
 	*out = json_string_value(v);
@@ -365,7 +366,7 @@ static fleet_err snapshot_value(const json_t *snap, const char *key, const char 
 }
 
 fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
-				      char *err, size_t errlen)
+			  struct fleet_errctx *ec)
 {
 	fleet_err r;
 	char what[64] = "object change";
@@ -373,37 +374,38 @@ fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 	long obj_id;
 	memset(c, 0, sizeof(*c));
 	if (!json_is_object(o)) {
-		snprintf(err, errlen, "an object change is not a JSON object");
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "an object change is not a JSON object");
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_id(o, "id", NULL, &c->id, what, err, errlen)))
+	if ((r = get_id(o, "id", NULL, &c->id, what, ec)))
 		return r;
 	snprintf(what, sizeof(what), "object change %ld", c->id);
-	if ((r = get_text(o, "changed_object_type", NULL, false, buf, sizeof(buf), what, err,
-			  errlen)) ||
-	    (r = get_id(o, "changed_object_id", NULL, &obj_id, what, err, errlen)))
+	if ((r = get_text(o, "changed_object_type", NULL, false, buf, sizeof(buf), what, ec)) ||
+	    (r = get_id(o, "changed_object_id", NULL, &obj_id, what, ec)))
 		return r;
 	if (strcmp(buf, "dcim.device") != 0 || obj_id != device_id) {
 		/* The filter was not applied: never read another object's history
 		 * as this device's. */
-		snprintf(err, errlen, "%s is about another object, not dcim.device %ld", what,
-			 device_id);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				 "%s is about another object, not dcim.device %ld", what,
+				 device_id);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "time", NULL, false, buf, sizeof(buf), what, err, errlen)))
+	if ((r = get_text(o, "time", NULL, false, buf, sizeof(buf), what, ec)))
 		return r;
 	if (!nb_parse_time(buf, &c->when, &c->usec)) {
-		snprintf(err, errlen, "%s: time is not an ISO 8601 date and time", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: time is not an ISO 8601 date and time",
+				 what);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "user_name", NULL, false, c->user, sizeof(c->user), what, err,
-			  errlen)))
+	if ((r = get_text(o, "user_name", NULL, false, c->user, sizeof(c->user), what, ec)))
 		return r;
 	const json_t *act = json_object_get(o, "action");
 	if (!json_is_object(act) ||
-	    (r = get_text(act, "value", NULL, false, buf, sizeof(buf), what, err, errlen)) ||
+	    (r = get_text(act, "value", NULL, false, buf, sizeof(buf), what, ec)) ||
 	    (strcmp(buf, "create") && strcmp(buf, "update") && strcmp(buf, "delete"))) {
-		snprintf(err, errlen, "%s: action is not create, update or delete", what);
+		fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				 "%s: action is not create, update or delete", what);
 		return FLEET_INV_INVALID;
 	}
 	static const char *const binding[] = {"approved_ek_hash", "approved_ek_hash_ecc"};
@@ -411,8 +413,8 @@ fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 	const json_t *post = json_object_get(o, "postchange_data");
 	for (size_t i = 0; i < 2; i++) {
 		const char *a, *b;
-		if ((r = snapshot_value(pre, binding[i], &a, what, err, errlen)) ||
-		    (r = snapshot_value(post, binding[i], &b, what, err, errlen)))
+		if ((r = snapshot_value(pre, binding[i], &a, what, ec)) ||
+		    (r = snapshot_value(post, binding[i], &b, what, ec)))
 			return r;
 		if (strcmp(a, b) != 0)
 			c->binding_changed = true;

@@ -1,7 +1,7 @@
 /*
  * netbox_json.h: NetBox v4 JSON objects to checked C structs (internal to
  * netbox.c). Nothing here does I/O; every function distrusts its input and
- * names the offending field in err.
+ * names the offending field in ec (lib/fleet_err.h; may be NULL).
  */
 #ifndef FLEET_NETBOX_JSON_H
 #define FLEET_NETBOX_JSON_H
@@ -18,7 +18,7 @@
  * INVALID, reason (may be NULL) gets the stable "<field>:<problem>" of the
  * first fault, e.g. "custom_fields.class:too-long". */
 fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
-				      size_t reasonlen, char *err, size_t errlen);
+			  size_t reasonlen, struct fleet_errctx *ec);
 
 /* One object change, reduced to what the binding rule needs. */
 struct nb_change {
@@ -31,7 +31,7 @@ struct nb_change {
 
 /* An entry of /api/core/object-changes/; it must be about dcim.device id. */
 fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
-				      char *err, size_t errlen);
+			  struct fleet_errctx *ec);
 
 /* ISO 8601 as Django REST framework writes it: 2024-05-01T12:34:56[.ffffff]
  * then Z or +HH:MM / -HH:MM. Returns false on anything else. */

@@ -13,7 +13,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -43,7 +42,7 @@ struct nodes_inv {
 	struct fleet_inv_device *dev;
 	size_t n;
 	bool loaded;
-	bool refused; /* the last refresh failed an ownership rule */
+	fleet_err cause; /* why the last refresh could not read the file (FLEET_OK: it did) */
 	dev_t st_dev;
 	ino_t st_ino;
 	off_t st_size;
@@ -51,17 +50,6 @@ struct nodes_inv {
 	struct overlay *ov;
 	size_t n_ov;
 };
-
-__attribute__((format(printf, 3, 4))) static void say(char *err, size_t errlen,
-						       const char *fmt, ...)
-{
-	if (!err || !errlen)
-		return;
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(err, errlen, fmt, ap);
-	va_end(ap);
-}
 
 /* Writable by someone other than root: owner not root, or group/other w. */
 static const char *unsafe(const struct stat *st, bool sticky_ok)
@@ -75,25 +63,25 @@ static const char *unsafe(const struct stat *st, bool sticky_ok)
 
 /* Check dfd's directory and every ancestor up to /. The directory holding
  * the file must not be group- or world-writable at all; an ancestor may be
- * when it is sticky (as /tmp is): there nobody can rename what root owns. */
-static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
+ * when it is sticky (as /tmp is): there nobody can rename what root owns.
+ * FLEET_E_UNSAFE when one breaks the rule, FLEET_E_IO when one cannot be
+ * checked. */
+static fleet_err check_dirs(int dfd, const char *path, struct fleet_errctx *ec)
 {
 	int cur = dup(dfd);
-	if (cur < 0) {
-		say(err, errlen, "%s: %s", path, strerror(errno));
-		return -1;
-	}
+	if (cur < 0)
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "%s", path);
 	for (int depth = 0; depth < 64; depth++) {
 		struct stat st, pst;
 		if (fstat(cur, &st) != 0)
 			goto io;
 		const char *why = unsafe(&st, depth > 0);
 		if (why) {
-			say(err, errlen,
-			    "the nodes file's %s %s; it must be writable by root alone: %s",
-			    depth ? "ancestor directory" : "directory", why, path);
 			close(cur);
-			return -2;
+			return fleet_errctx_msg(
+				ec, FLEET_E_UNSAFE,
+				"the nodes file's %s %s; it must be writable by root alone: %s",
+				depth ? "ancestor directory" : "directory", why, path);
 		}
 		int parent = openat(cur, "..", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 		if (parent < 0)
@@ -106,16 +94,17 @@ static int check_dirs(int dfd, const char *path, char *err, size_t errlen)
 		cur = parent;
 		if (pst.st_dev == st.st_dev && pst.st_ino == st.st_ino) {
 			close(cur);
-			return 0; /* reached / */
+			return FLEET_OK; /* reached / */
 		}
 	}
 	close(cur);
-	say(err, errlen, "the nodes file is more than 64 directories deep: %s", path);
-	return -1;
-io:
-	say(err, errlen, "cannot check the directories above %s: %s", path, strerror(errno));
+	return fleet_errctx_msg(ec, FLEET_E_IO,
+				"the nodes file is more than 64 directories deep: %s", path);
+io:;
+	int errnum = errno;
 	close(cur);
-	return -1;
+	return fleet_errctx_errno(ec, FLEET_E_IO, errnum, "cannot check the directories above %s",
+				  path);
 }
 
 /* Root's configuration: owned by root, writable by nobody else
@@ -127,70 +116,68 @@ static const struct fleet_file_policy nodes_policy = {
 	.forbid = S_IWGRP | S_IWOTH,
 };
 
-/* Open path's directory and the file in it and check both. Returns 0 with
- * the file open in f, -2 when a rule refuses, -1 when something cannot be
- * opened; err says which. */
-static int open_checked(const char *path, struct fleet_file *f, char *err, size_t errlen)
+/* Open path's directory and the file in it and check both. FLEET_OK with
+ * the file open in f; else ec says why and the result is the reader's
+ * (lib/file_read.h: FLEET_E_UNSAFE when a rule refuses the file, a link
+ * included, FLEET_E_NOT_FOUND, FLEET_E_IO ...), or check_dirs's. */
+static fleet_err open_checked(const char *path, struct fleet_file *f, struct fleet_errctx *ec)
 {
 	memset(f, 0, sizeof(*f));
 	f->fd = -1;
 	const char *slash = strrchr(path, '/');
-	if (path[0] != '/' || !slash || !slash[1]) {
-		say(err, errlen, "the nodes file path must be absolute and name a file: %s", path);
-		return -1;
-	}
+	if (path[0] != '/' || !slash || !slash[1])
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"the nodes file path must be absolute and name a file: %s",
+					path);
 	char dir[PATH_MAX];
 	size_t dlen = slash == path ? 1 : (size_t)(slash - path);
-	if (dlen >= sizeof(dir)) {
-		say(err, errlen, "the nodes file path is too long");
-		return -1;
-	}
+	if (dlen >= sizeof(dir))
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "the nodes file path is too long");
 	memcpy(dir, path, dlen);
 	dir[dlen] = '\0';
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0) {
-		say(err, errlen, "cannot open the nodes file's directory %s: %s", dir,
-		    strerror(errno));
-		return -1;
-	}
-	int rc = check_dirs(dfd, path, err, errlen);
-	if (rc != 0) {
+	if (dfd < 0)
+		return fleet_errctx_errno(ec, errno == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
+					  errno, "cannot open the nodes file's directory %s", dir);
+	fleet_err e = check_dirs(dfd, path, ec);
+	if (e != FLEET_OK) {
 		close(dfd);
-		return rc;
+		return e;
 	}
 	/* The file itself through the one reader (lib/file_read.h): opened
 	 * under the directory just checked, O_NOFOLLOW and O_NONBLOCK (a FIFO
 	 * planted here cannot hang the daemon), checked on that descriptor. */
-	struct fleet_file_error fe;
-	fleet_err e = fleet_file_open(dfd, slash + 1, &nodes_policy, f, &fe);
+	e = fleet_file_open(dfd, slash + 1, &nodes_policy, f, ec);
 	close(dfd);
-	if (e != FLEET_OK) {
-		bool mode_rule = fe.rule && strcmp(fe.reason, "symlink") &&
-				 strcmp(fe.reason, "not-regular");
-		/* fe names the file by its name in the directory; say the path. */
-		const char *why = strchr(fe.detail, ':');
-		say(err, errlen, "the nodes file %s%s%s", path, why ? why : "",
-		    mode_rule ? "; it must be writable by root alone" : "");
-		/* A rule's refusal (not the link: that is as before an open
-		 * that failed) is -2. */
-		return fe.rule && strcmp(fe.reason, "symlink") ? -2 : -1;
+	if (e != FLEET_OK && ec) {
+		bool mode_rule = e == FLEET_E_UNSAFE && strcmp(ec->reason, "symlink") &&
+				 strcmp(ec->reason, "not-regular");
+		/* The reader names the file by its name in the directory; say
+		 * the path. Its code, reason and errno stay. */
+		char *why = strchr(ec->detail, ':');
+		char head[PATH_MAX + 32];
+		memmove(ec->detail, why ? why : "", why ? strlen(why) + 1 : 1);
+		snprintf(head, sizeof(head), "the nodes file %s", path);
+		fleet_errctx_wrap(ec, e, head,
+				  mode_rule ? "; it must be writable by root alone" : NULL);
 	}
-	return 0;
+	return e;
 }
 
-static int read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path, char *err,
-		   size_t errlen)
+static fleet_err read_fd(struct fleet_file *f, struct fleet_buf *b, const char *path,
+			 struct fleet_errctx *ec)
 {
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fleet_err e = fleet_file_read_open(f, b, &fe);
 	if (e == FLEET_E_TOO_LARGE)
-		say(err, errlen, "the nodes file %s is over %u bytes", path,
-		    FLEET_NODES_FILE_MAX_SIZE);
-	else if (e == FLEET_E_NOMEM)
-		say(err, errlen, "out of memory");
-	else if (e != FLEET_OK)
-		say(err, errlen, "cannot read the nodes file %s: %s", path, strerror(fe.sys_errno));
-	return e == FLEET_OK ? 0 : -1;
+		return fleet_errctx_msg(ec, e, "the nodes file %s is over %u bytes", path,
+					FLEET_NODES_FILE_MAX_SIZE);
+	if (e == FLEET_E_NOMEM)
+		return fleet_errctx_msg(ec, e, "out of memory");
+	if (e != FLEET_OK)
+		return fleet_errctx_errno(ec, e, fe.sys_errno, "cannot read the nodes file %s",
+					  path);
+	return FLEET_OK;
 }
 
 static struct fleet_inv_device *find_id(struct nodes_inv *ni, long id)
@@ -220,15 +207,22 @@ static void prune_overlay(struct nodes_inv *ni)
 	ni->n_ov = w;
 }
 
+/* The inventory's answer when the file could not be read (ni->cause says
+ * why): this process out of memory is said as that, anything else is the
+ * inventory not answering. */
+static fleet_err unread(const struct nodes_inv *ni)
+{
+	return ni->cause == FLEET_E_NOMEM ? FLEET_INV_NOMEM : FLEET_INV_UNAVAILABLE;
+}
+
 /* Make the in-memory copy match the file, reading it again when it changed. */
-static fleet_err refresh(struct nodes_inv *ni, char *err, size_t errlen)
+static fleet_err refresh(struct nodes_inv *ni, struct fleet_errctx *ec)
 {
 	struct fleet_file f;
-	int rc = open_checked(ni->path, &f, err, errlen);
-	ni->refused = rc == -2;
-	if (rc != 0) {
+	ni->cause = open_checked(ni->path, &f, ec);
+	if (ni->cause != FLEET_OK) {
 		ni->loaded = false;
-		return FLEET_INV_UNAVAILABLE;
+		return unread(ni);
 	}
 	const struct stat st = f.st;
 	if (ni->loaded && st.st_dev == ni->st_dev && st.st_ino == ni->st_ino &&
@@ -240,22 +234,25 @@ static fleet_err refresh(struct nodes_inv *ni, char *err, size_t errlen)
 	ni->loaded = false;
 	struct fleet_buf b;
 	fb_init(&b);
-	rc = read_fd(&f, &b, ni->path, err, errlen);
+	ni->cause = read_fd(&f, &b, ni->path, ec);
 	fleet_file_close(&f);
-	if (rc != 0) {
+	if (ni->cause != FLEET_OK) {
 		fb_free(&b);
-		return FLEET_INV_UNAVAILABLE;
+		return unread(ni);
 	}
 	struct fleet_inv_device *dev;
 	size_t n;
 	struct fleet_yaml_error yerr;
 	fleet_err e = fleet_nodes_file_parse(b.data, b.len, &dev, &n, &yerr);
 	fb_free(&b);
+	if (e == FLEET_E_NOMEM) {
+		ni->cause = e;
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "%s: out of memory", ni->path);
+	}
 	if (e) {
 		char where[300];
 		fleet_yaml_error_format(&yerr, where, sizeof(where));
-		say(err, errlen, "%s: %s", ni->path, where);
-		return FLEET_INV_INVALID;
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s", ni->path, where);
 	}
 	free(ni->dev);
 	ni->dev = dev;
@@ -302,12 +299,11 @@ static void copy_out(struct nodes_inv *ni, const struct fleet_inv_device *d,
 #define NI(inv) ((struct nodes_inv *)(inv))
 
 static fleet_err nf_find_by_serial(struct fleet_inventory *inv, const char *serial,
-					       struct fleet_inv_device *out, char *err,
-					       size_t errlen)
+				   struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r == FLEET_INV_OK) {
 		r = FLEET_INV_NOT_FOUND;
 		for (size_t i = 0; serial && i < ni->n; i++)
@@ -317,25 +313,25 @@ static fleet_err nf_find_by_serial(struct fleet_inventory *inv, const char *seri
 				break;
 			}
 		if (r == FLEET_INV_NOT_FOUND)
-			say(err, errlen, "no node with that serial in %s", ni->path);
+			fleet_errctx_msg(ec, r, "no node with that serial in %s", ni->path);
 	}
 	pthread_mutex_unlock(&ni->mu);
 	return r;
 }
 
-static fleet_err nf_get(struct fleet_inventory *inv, long id,
-				    struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err nf_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+			struct fleet_errctx *ec)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r == FLEET_INV_OK) {
 		const struct fleet_inv_device *d = find_id(ni, id);
 		if (d)
 			copy_out(ni, d, out);
 		else {
-			say(err, errlen, "no node with id %ld in %s", id, ni->path);
-			r = FLEET_INV_NOT_FOUND;
+			r = fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no node with id %ld in %s",
+					     id, ni->path);
 		}
 	}
 	pthread_mutex_unlock(&ni->mu);
@@ -343,17 +339,16 @@ static fleet_err nf_get(struct fleet_inventory *inv, long id,
 }
 
 static fleet_err nf_binding_change(struct fleet_inventory *inv, long id,
-					       struct fleet_inv_binding_change *out, char *err,
-					       size_t errlen)
+				   struct fleet_inv_binding_change *out, struct fleet_errctx *ec)
 {
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r == FLEET_INV_OK) {
 		const struct fleet_inv_device *d = find_id(ni, id);
 		if (!d) {
-			say(err, errlen, "no node with id %ld in %s", id, ni->path);
-			r = FLEET_INV_NOT_FOUND;
+			r = fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no node with id %ld in %s",
+					     id, ni->path);
 		} else {
 			memset(out, 0, sizeof(*out));
 			/* The file is the binding's only author; it changed
@@ -373,25 +368,22 @@ static bool hash_ok(const char *h)
 	return h && (!h[0] || (strlen(h) == 64 && fleet_hex_is_lower(h, 64)));
 }
 
-static fleet_err nf_write_ek_hashes(struct fleet_inventory *inv, long id,
-						const char *ek_hash, const char *ek_hash_ecc,
-						char *err, size_t errlen)
+static fleet_err nf_write_ek_hashes(struct fleet_inventory *inv, long id, const char *ek_hash,
+				    const char *ek_hash_ecc, struct fleet_errctx *ec)
 {
 	struct nodes_inv *ni = NI(inv);
-	if (!hash_ok(ek_hash) || !hash_ok(ek_hash_ecc)) {
-		say(err, errlen, "an EK hash must be 64 lowercase hex digits or empty");
-		return FLEET_INV_INVALID;
-	}
+	if (!hash_ok(ek_hash) || !hash_ok(ek_hash_ecc))
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"an EK hash must be 64 lowercase hex digits or empty");
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r == FLEET_INV_OK && !find_id(ni, id)) {
-		say(err, errlen, "no node with id %ld in %s", id, ni->path);
-		r = FLEET_INV_NOT_FOUND;
+		r = fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no node with id %ld in %s", id,
+				     ni->path);
 	}
 	struct overlay *o = r == FLEET_INV_OK ? overlay_for(ni, id, true) : NULL;
 	if (r == FLEET_INV_OK && !o) {
-		say(err, errlen, "out of memory");
-		r = FLEET_INV_UNAVAILABLE;
+		r = fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 	}
 	if (o) {
 		o->has_eks = true;
@@ -402,8 +394,8 @@ static fleet_err nf_write_ek_hashes(struct fleet_inventory *inv, long id,
 	return r;
 }
 
-static fleet_err nf_set_status(struct fleet_inventory *inv, long id,
-					   const char *status, char *err, size_t errlen)
+static fleet_err nf_set_status(struct fleet_inventory *inv, long id, const char *status,
+			       struct fleet_errctx *ec)
 {
 	static const char *const ok[] = {"offline", "active",          "planned", "staged",
 					 "failed",  "inventory", "decommissioning", "quarantined"};
@@ -411,22 +403,19 @@ static fleet_err nf_set_status(struct fleet_inventory *inv, long id,
 	for (i = 0; status && i < sizeof(ok) / sizeof(ok[0]); i++)
 		if (!strcmp(status, ok[i]))
 			break;
-	if (!status || i == sizeof(ok) / sizeof(ok[0])) {
-		say(err, errlen, "not a device status");
-		return FLEET_INV_INVALID;
-	}
+	if (!status || i == sizeof(ok) / sizeof(ok[0]))
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID, "not a device status");
 	struct nodes_inv *ni = NI(inv);
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	const struct fleet_inv_device *d = r == FLEET_INV_OK ? find_id(ni, id) : NULL;
 	if (r == FLEET_INV_OK && !d) {
-		say(err, errlen, "no node with id %ld in %s", id, ni->path);
-		r = FLEET_INV_NOT_FOUND;
+		r = fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no node with id %ld in %s", id,
+				     ni->path);
 	}
 	struct overlay *o = d ? overlay_for(ni, id, true) : NULL;
 	if (d && !o) {
-		say(err, errlen, "out of memory");
-		r = FLEET_INV_UNAVAILABLE;
+		r = fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 	}
 	if (o) {
 		d = find_id(ni, id);
@@ -441,9 +430,8 @@ static fleet_err nf_set_status(struct fleet_inventory *inv, long id,
 /* The nodes file is the operator's one document, checked whole on every
  * load (entry by entry, with the line named): an entry that does not pass
  * makes the file unreadable, so a listing never has malformed devices. */
-static fleet_err nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				     size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				     char *err, size_t errlen)
+static fleet_err nf_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			 struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	struct nodes_inv *ni = NI(inv);
 	*out = NULL;
@@ -451,12 +439,11 @@ static fleet_err nf_list(struct fleet_inventory *inv, struct fleet_inv_device **
 	*bad = NULL;
 	*n_bad = 0;
 	pthread_mutex_lock(&ni->mu);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r == FLEET_INV_OK) {
 		struct fleet_inv_device *all = calloc(ni->n ? ni->n : 1, sizeof(*all));
 		if (!all) {
-			say(err, errlen, "out of memory");
-			r = FLEET_INV_UNAVAILABLE;
+			r = fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
 		} else {
 			for (size_t i = 0; i < ni->n; i++)
 				copy_out(ni, &ni->dev[i], &all[i]);
@@ -489,29 +476,30 @@ static const struct fleet_inventory_ops nodes_file_ops = {
 	.close = nf_close,
 };
 
-fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out, char *err,
-				size_t errlen)
+fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out,
+				struct fleet_errctx *ec)
 {
 	*out = NULL;
-	if (!path || strlen(path) >= PATH_MAX) {
-		say(err, errlen, "no nodes file path, or one too long");
-		return FLEET_E_INVALID_ARG;
-	}
+	if (!path || strlen(path) >= PATH_MAX)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"no nodes file path, or one too long");
 	struct nodes_inv *ni = calloc(1, sizeof(*ni));
-	if (!ni) {
-		say(err, errlen, "out of memory");
-		return FLEET_E_NOMEM;
-	}
+	if (!ni)
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	ni->base.ops = &nodes_file_ops;
-	pthread_mutex_init(&ni->mu, NULL);
+	int rc = pthread_mutex_init(&ni->mu, NULL);
+	if (rc != 0) {
+		free(ni);
+		return fleet_errctx_errno(ec, FLEET_E_IO, rc, "cannot make a mutex");
+	}
 	memcpy(ni->path, path, strlen(path) + 1);
-	fleet_err r = refresh(ni, err, errlen);
+	fleet_err r = refresh(ni, ec);
 	if (r != FLEET_INV_OK) {
-		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED
-			      : ni->refused         ? FLEET_E_VERIFY
-						    : FLEET_E_IO;
+		/* What the file or a directory above it is, as the reader
+		 * or the directory check said it (UNSAFE for a rule). */
+		fleet_err e = r == FLEET_INV_INVALID ? FLEET_E_MALFORMED : ni->cause;
 		nf_close(&ni->base);
-		return e;
+		return fleet_errctx_wrap(ec, e, NULL, NULL);
 	}
 	*out = &ni->base;
 	return FLEET_OK;

@@ -18,8 +18,8 @@
  * The file is read again whenever its inode, size or mtime changes, so an
  * edit takes effect without a restart. A file that no longer passes the
  * ownership rules answers UNAVAILABLE; one that no longer parses answers
- * INVALID. Neither is an answer about a device, and the last good copy is
- * not used.
+ * INVALID; running out of memory reading it, NOMEM. None is an answer about
+ * a device, and the last good copy is not used.
  */
 #ifndef FLEETD_NODES_FILE_H
 #define FLEETD_NODES_FILE_H
@@ -48,11 +48,12 @@ fleet_err fleet_nodes_file_parse(const uint8_t *buf, size_t len, struct fleet_in
 long fleet_nodes_file_id(const char *serial);
 
 /* Open path (absolute): check ownership and modes, load, and return the
- * inventory. Refuses with a sentence in err: FLEET_E_VERIFY when the file
- * or a directory above it breaks the root-only rule (or is not a regular
- * file), FLEET_E_IO when it cannot be opened or read, FLEET_E_MALFORMED
+ * inventory. Refuses with a sentence in ec (may be NULL): FLEET_E_UNSAFE when the file
+ * or a directory above it breaks the root-only rule (or the file is a link
+ * or not a regular file), FLEET_E_NOT_FOUND when it is not there, FLEET_E_IO
+ * when it cannot be opened or read, FLEET_E_TOO_LARGE, FLEET_E_MALFORMED
  * (with the line) when it does not parse. fleetd does not start on any. */
-fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out, char *err,
-				size_t errlen);
+fleet_err fleet_nodes_file_open(const char *path, struct fleet_inventory **out,
+				struct fleet_errctx *ec);
 
 #endif

@@ -241,10 +241,11 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 				  doc->n_ek_stale - i, doc->n_ek_stale - i == 1 ? "" : "s");
 			return;
 		}
-		char err[256] = "", id_s[24];
+		struct fleet_errctx ec = {0};
+		char err[sizeof(ec.detail) + 80], id_s[24];
 		snprintf(id_s, sizeof(id_s), "%ld", x->inventory_id);
-		fleet_err r = inv->ops->write_ek_hashes(
-			inv, x->inventory_id, x->ek_hash, x->ek_hash_ecc, err, sizeof(err));
+		fleet_err r = inv->ops->write_ek_hashes(inv, x->inventory_id, x->ek_hash,
+							x->ek_hash_ecc, &ec);
 		if (r == FLEET_INV_OK) {
 			fleet_log(LOG_NOTICE, "ek-hash-written",
 				  FLEET_LOG_FIELDS({"FLEET_DEVICE", x->name},
@@ -260,7 +261,7 @@ static void write_ek_hashes(struct fleet_pass *p, const struct fleet_spire_doc *
 						   {"FLEET_REASON", fleet_err_str(r)}),
 				  "pass: writing the ek_hash of %s to the inventory failed (%s): "
 				  "%s; the next pass tries again",
-				  x->name, fleet_err_str(r), err);
+				  x->name, fleet_err_str(r), fleet_errctx_text(&ec, err, sizeof(err)));
 			if (p->ek_writes)
 				fleet_metric_inc_label(p->ek_writes, "failed");
 		}
@@ -272,12 +273,13 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 {
 	const struct fleet_config *c = p->d.config;
 	struct fleet_spire_doc doc;
-	char err[512] = "", serial_s[24];
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80], serial_s[24];
 	bool changed = false;
 	int64_t serial = 0;
 	memset(&doc, 0, sizeof(doc));
-	fleet_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain,
-							 now, &doc, err, sizeof(err));
+	fleet_err e = fleet_spire_nodes_build(inv, p->d.store, c->spire_trust_domain, now, &doc,
+					      &ec);
 	if (cancelled(p)) {
 		/* fleetd is stopping: the previous file stands, the next start's
 		 * pass writes a new one. */
@@ -292,8 +294,7 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 		journal_malformed(p, &doc);
 		fleet_spire_not_admitted_journal(p->not_admitted, &doc);
 		write_ek_hashes(p, &doc);
-		e = fleet_spire_nodes_write(c->state_dir, &doc, now, &changed, &serial, err,
-					    sizeof(err));
+		e = fleet_spire_nodes_write(c->state_dir, &doc, now, &changed, &serial, &ec);
 	}
 	const char *result = spire_result(e);
 	if (e != FLEET_SPIRE_OK) {
@@ -301,7 +302,8 @@ static const char *spire_pass(struct fleet_pass *p, struct fleet_inventory *inv,
 		 * inventory must not make anyone eligible or ineligible. */
 		fleet_log(LOG_ERR, "pass-failed",
 			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_err_str(e)}),
-			  "pass: spire-nodes.json not written (%s): %s", fleet_err_str(e), err);
+			  "pass: spire-nodes.json not written (%s): %s", fleet_err_str(e),
+			  fleet_errctx_text(&ec, err, sizeof(err)));
 		fleet_spire_doc_free(&doc);
 		return result;
 	}
@@ -342,13 +344,15 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	if (p->d.config->spire_trust_domain[0]) {
 		result = spire_pass(p, &listing.inv, now);
 	} else if (authors) {
-		char err[512] = "";
-		fleet_err r = pass_listing_list(&listing, err, sizeof(err));
+		struct fleet_errctx ec = {0};
+		char err[sizeof(ec.detail) + 80];
+		fleet_err r = pass_listing_list(&listing, &ec);
 		if (r != FLEET_INV_OK) {
 			fleet_log(LOG_ERR, "pass-failed",
 				  FLEET_LOG_FIELDS({"FLEET_REASON", "inventory"}),
 				  "pass: the inventory could not be listed (%s): %s; binding author "
-				  "records are left as they are", fleet_err_str(r), err);
+				  "records are left as they are",
+				  fleet_err_str(r), fleet_errctx_text(&ec, err, sizeof(err)));
 			result = "inventory-error";
 		}
 	}

@@ -84,16 +84,13 @@ static void copy_listing(struct pass_listing *l, const struct fleet_inv_device *
 		qsort(l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp);
 }
 
-static fleet_err view_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				       char *err, size_t errlen)
+static fleet_err view_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			   struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	struct pass_listing *l = view_of(inv);
 	const struct fleet_inventory_ops *o = l->real->ops;
-	fleet_err r =
-		o->list_bounded
-			? o->list_bounded(l->real, &l->bound, out, n, bad, n_bad, err, errlen)
-			: o->list(l->real, out, n, bad, n_bad, err, errlen);
+	fleet_err r = o->list_bounded ? o->list_bounded(l->real, &l->bound, out, n, bad, n_bad, ec)
+				      : o->list(l->real, out, n, bad, n_bad, ec);
 	forget_copy(l);
 	if (r == FLEET_INV_OK) {
 		copy_listing(l, *out, *n, *bad, *n_bad);
@@ -103,39 +100,38 @@ static fleet_err view_list(struct fleet_inventory *inv, struct fleet_inv_device 
 }
 
 static fleet_err view_find(struct fleet_inventory *inv, const char *serial,
-				       struct fleet_inv_device *out, char *err, size_t errlen)
+			   struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
-	return real->ops->find_by_serial(real, serial, out, err, errlen);
+	return real->ops->find_by_serial(real, serial, out, ec);
 }
 
-static fleet_err view_get(struct fleet_inventory *inv, long id,
-				      struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err view_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+			  struct fleet_errctx *ec)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
-	return real->ops->get(real, id, out, err, errlen);
+	return real->ops->get(real, id, out, ec);
 }
 
 static fleet_err view_change(struct fleet_inventory *inv, long id,
-					 struct fleet_inv_binding_change *out, char *err,
-					 size_t errlen)
+			     struct fleet_inv_binding_change *out, struct fleet_errctx *ec)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
-	return real->ops->binding_change(real, id, out, err, errlen);
+	return real->ops->binding_change(real, id, out, ec);
 }
 
 static fleet_err view_write(struct fleet_inventory *inv, long id, const char *ek,
-					const char *ek_ecc, char *err, size_t errlen)
+			    const char *ek_ecc, struct fleet_errctx *ec)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
-	return real->ops->write_ek_hashes(real, id, ek, ek_ecc, err, errlen);
+	return real->ops->write_ek_hashes(real, id, ek, ek_ecc, ec);
 }
 
-static fleet_err view_status(struct fleet_inventory *inv, long id,
-					 const char *status, char *err, size_t errlen)
+static fleet_err view_status(struct fleet_inventory *inv, long id, const char *status,
+			     struct fleet_errctx *ec)
 {
 	struct fleet_inventory *real = view_of(inv)->real;
-	return real->ops->set_status(real, id, status, err, errlen);
+	return real->ops->set_status(real, id, status, ec);
 }
 
 void pass_listing_init(struct pass_listing *l, struct fleet_inventory *real)
@@ -156,16 +152,15 @@ void pass_listing_init(struct pass_listing *l, struct fleet_inventory *real)
 	l->inv.ops = &l->ops;
 }
 
-fleet_err pass_listing_list(struct pass_listing *l, char *err, size_t errlen)
+fleet_err pass_listing_list(struct pass_listing *l, struct fleet_errctx *ec)
 {
 	struct fleet_inv_device *devs = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0;
-	if (!l->ops.list) {
-		snprintf(err, errlen, "the inventory cannot list its devices");
-		return FLEET_INV_UNAVAILABLE;
-	}
-	fleet_err r = l->ops.list(&l->inv, &devs, &n, &bad, &n_bad, err, errlen);
+	if (!l->ops.list)
+		return fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE,
+					"the inventory cannot list its devices");
+	fleet_err r = l->ops.list(&l->inv, &devs, &n, &bad, &n_bad, ec);
 	free(devs);
 	free(bad);
 	return r;
@@ -259,9 +254,11 @@ static void forget(struct run *r, const struct pass_candidate *c, long id, const
 	tally(r, "forgotten", &r->forgotten);
 }
 
-/* The inventory's answer was not one (B6): records are left as they are. */
-static void unread(struct run *r, fleet_err ir, const char *err)
+/* The inventory's answer was not one (B6): records are left as they are.
+ * NOMEM stops the pass's reads as UNAVAILABLE does, said as what it is. */
+static void unread(struct run *r, fleet_err ir, const struct fleet_errctx *ec)
 {
+	char err[sizeof(ec->detail) + 80];
 	if (ir == FLEET_INV_NOT_FOUND) {
 		/* deleted since the listing: the next listing says so */
 		tally(r, "changed-while-read", &r->raced);
@@ -269,7 +266,7 @@ static void unread(struct run *r, fleet_err ir, const char *err)
 	}
 	if (!r->first_err[0])
 		snprintf(r->first_err, sizeof(r->first_err), "%s: %s", fleet_err_str(ir),
-			 err);
+			 fleet_errctx_text(ec, err, sizeof(err)));
 	/* A malformed change log is this device's; anything else is the
 	 * inventory's, and every further read would fail the same way. */
 	if (ir != FLEET_INV_INVALID)
@@ -287,14 +284,15 @@ static void record(struct run *r, const struct pass_candidate *c,
 	struct fleet_inventory *inv = r->pa->d.inventory;
 	struct fleet_inv_device d;
 	struct fleet_inv_binding_change c2;
+	struct fleet_errctx ec = {0};
 	char err[256] = "";
 	memset(&d, 0, sizeof(d));
 	memset(&c2, 0, sizeof(c2));
-	fleet_err ir = inv->ops->get(inv, c->id, &d, err, sizeof(err));
+	fleet_err ir = inv->ops->get(inv, c->id, &d, &ec);
 	if (ir == FLEET_INV_OK)
-		ir = inv->ops->binding_change(inv, c->id, &c2, err, sizeof(err));
+		ir = inv->ops->binding_change(inv, c->id, &c2, &ec);
 	if (ir != FLEET_INV_OK) {
-		unread(r, ir, err);
+		unread(r, ir, &ec);
 		return;
 	}
 	if (!c2.found || c2.change_id != c1->change_id || strcmp(c2.user, c1->user) != 0 ||
@@ -351,12 +349,12 @@ static void check(struct run *r, const struct pass_candidate *c,
 {
 	struct fleet_inventory *inv = r->pa->d.inventory;
 	struct fleet_inv_binding_change c1;
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
 	memset(&c1, 0, sizeof(c1));
 	r->checked++;
-	fleet_err ir = inv->ops->binding_change(inv, c->id, &c1, err, sizeof(err));
+	fleet_err ir = inv->ops->binding_change(inv, c->id, &c1, &ec);
 	if (ir != FLEET_INV_OK) {
-		unread(r, ir, err);
+		unread(r, ir, &ec);
 		return;
 	}
 	if (!c1.found && proven) {

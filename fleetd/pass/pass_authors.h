@@ -47,7 +47,7 @@ struct pass_listing {
 void pass_listing_init(struct pass_listing *l, struct fleet_inventory *real);
 /* List through the view and drop what the caller would have kept (the
  * pass without a SPIRE file to build). */
-fleet_err pass_listing_list(struct pass_listing *l, char *err, size_t errlen);
+fleet_err pass_listing_list(struct pass_listing *l, struct fleet_errctx *ec);
 void pass_listing_free(struct pass_listing *l);
 
 /* The binding authors' state, kept from pass to pass. */

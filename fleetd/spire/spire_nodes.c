@@ -9,7 +9,7 @@
  * is therefore the store's (which it checked when the device was admitted),
  * and an inventory name is used only when it equals it.
  */
-#include "fleetd/spire/spire_nodes_int.h"
+#include "fleetd/spire/spire_nodes.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -20,19 +20,6 @@
 #include "fleetd/obs/journal.h"
 #include "lib/hex.h"
 #include "lib/sanitize.h"
-
-
-fleet_err spire_fail(char *err, size_t errlen, fleet_err e,
-				const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return e;
-}
 
 void fleet_spire_doc_free(struct fleet_spire_doc *doc)
 {
@@ -58,8 +45,7 @@ static void copy_printable(char *dst, size_t cap, const char *src)
 struct build {
 	struct fleet_spire_doc *doc;
 	size_t cap_eligible, cap_revoked, cap_excluded, cap_ek_stale, cap_not_admitted;
-	char *err;
-	size_t errlen;
+	struct fleet_errctx *ec;
 };
 
 static bool grow(void **v, size_t *cap, size_t n, size_t size)
@@ -76,11 +62,11 @@ static bool grow(void **v, size_t *cap, size_t n, size_t size)
 }
 
 /* Room for one more entry at the end of *v (n entries, *cap of room): its
- * address, zeroed and counted in *n; NULL (with err set) when out of memory. */
+ * address, zeroed and counted in *n; NULL (with b->ec set) when out of memory. */
 static void *append(struct build *b, void **v, size_t *cap, size_t *n, size_t size)
 {
 	if (!grow(v, cap, *n, size)) {
-		spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		return NULL;
 	}
 	void *x = (char *)*v + (*n)++ * size;
@@ -171,13 +157,12 @@ static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
 	size_t nc = 0;
 	fleet_err se = fleet_store_certs_for_device(st, dev->name, &certs, &nc);
 	if (se)
-		return spire_fail(b->err, b->errlen, se,
-				  "reading the certificates of %s: %s: %s", dev->name,
-				  fleet_err_str(se), fleet_store_errmsg(st));
+		return fleet_errctx_msg(b->ec, se, "reading the certificates of %s: %s: %s",
+					dev->name, fleet_err_str(se), fleet_store_errmsg(st));
 	fleet_err e = FLEET_SPIRE_OK;
 	struct ldevid *v = nc ? calloc(nc, sizeof(*v)) : NULL;
 	if (nc && !v) {
-		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < nc; i++) {
@@ -185,9 +170,9 @@ static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
 		if (strcmp(c->kind, FLEET_STORE_CERT_LDEVID) != 0)
 			continue;
 		if (!fleet_hex_is_lower(c->sha1, 40)) {
-			e = spire_fail(b->err, b->errlen, FLEET_STORE_E_CORRUPT,
-				       "the store holds a malformed fingerprint for %s",
-				       dev->name);
+			e = fleet_errctx_msg(b->ec, FLEET_STORE_E_CORRUPT,
+					     "the store holds a malformed fingerprint for %s",
+					     dev->name);
 			goto out;
 		}
 		if ((int64_t)now > c->not_after || (!revoked && c->revoked))
@@ -210,8 +195,9 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 				     time_t now)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc))
-		return spire_fail(b->err, b->errlen, FLEET_STORE_E_CORRUPT,
-				  "the store's device row %lld is malformed", (long long)dev->id);
+		return fleet_errctx_msg(b->ec, FLEET_STORE_E_CORRUPT,
+					"the store's device row %lld is malformed",
+					(long long)dev->id);
 	struct ldevid *ld;
 	size_t n;
 	fleet_err e = pick_ldevids(b, st, dev, revoked, now, &ld, &n);
@@ -234,7 +220,7 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 	memcpy(node.ek_hash, dev->ek_hash, sizeof(node.ek_hash));
 	memcpy(node.ek_hash_ecc, dev->ek_hash_ecc, sizeof(node.ek_hash_ecc));
 	if (n && !(node.ldevid_sha1 = calloc(n, sizeof(*node.ldevid_sha1)))) {
-		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < n; i++) {
@@ -249,7 +235,7 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 	size_t *cnt = revoked ? &d->n_revoked : &d->n_eligible;
 	size_t *cap = revoked ? &b->cap_revoked : &b->cap_eligible;
 	if (!grow((void **)list, cap, *cnt, sizeof(**list))) {
-		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
 	}
 	(*list)[(*cnt)++] = node;
@@ -274,9 +260,8 @@ static fleet_err judge_active(struct build *b, struct fleet_store *st,
 	/* Newest first (the highest row id: the verdict recorded last). */
 	fleet_err se = fleet_store_verdicts_list(st, dev->name, 1, &v, &nv);
 	if (se)
-		return spire_fail(b->err, b->errlen, se,
-				  "reading the verdicts of %s: %s: %s", dev->name,
-				  fleet_err_str(se), fleet_store_errmsg(st));
+		return fleet_errctx_msg(b->ec, se, "reading the verdicts of %s: %s: %s", dev->name,
+					fleet_err_str(se), fleet_store_errmsg(st));
 	bool pass = nv == 1 && v[0].pass;
 	free(v);
 	if (nv == 0)
@@ -355,7 +340,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 	bool *matched = calloc(n_inv ? n_inv : 1, sizeof(*matched));
 	fleet_err e = FLEET_SPIRE_OK;
 	if (!idx || !matched) {
-		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
 	}
 	size_t n_idx = 0;
@@ -366,7 +351,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 	if (n_bad) {
 		b->doc->malformed = calloc(n_bad, sizeof(*b->doc->malformed));
 		if (!b->doc->malformed) {
-			e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+			e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 			goto out;
 		}
 		b->doc->n_malformed = n_bad;
@@ -473,7 +458,7 @@ static fleet_err drop_shared_eks(struct build *b)
 	bool *mark = calloc(n + 1, sizeof(*mark));
 	fleet_err e = FLEET_SPIRE_OK;
 	if (!r || !mark) {
-		e = spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 		goto out;
 	}
 	size_t nr = 0;
@@ -520,7 +505,7 @@ static fleet_err drop_ecc_collisions(struct build *b, struct fleet_spire_node *l
 	const struct fleet_spire_doc *d = b->doc;
 	bool *mark = calloc(*n + 1, sizeof(*mark));
 	if (!mark)
-		return spire_fail(b->err, b->errlen, FLEET_SPIRE_E_NOMEM, "out of memory");
+		return fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < *n; i++) {
 		size_t len = strlen(list[i].name);
 		if (len <= 4 || strcmp(list[i].name + len - 4, "-ecc") != 0)
@@ -534,33 +519,35 @@ static fleet_err drop_ecc_collisions(struct build *b, struct fleet_spire_node *l
 }
 
 fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
-					     const char *trust_domain, time_t now,
-					     struct fleet_spire_doc *doc, char *err, size_t errlen)
+				  const char *trust_domain, time_t now, struct fleet_spire_doc *doc,
+				  struct fleet_errctx *ec)
 {
-	if (err && errlen)
-		err[0] = '\0';
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	if (!doc)
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID, "no document to build");
+		return fleet_errctx_msg(ec, FLEET_SPIRE_E_INVALID, "no document to build");
 	memset(doc, 0, sizeof(*doc));
 	if (!inv || !inv->ops || !inv->ops->list || !st)
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
-				  "an inventory and a store are required");
+		return fleet_errctx_msg(ec, FLEET_SPIRE_E_INVALID,
+					"an inventory and a store are required");
 	if (!fleet_spire_trust_domain_ok(trust_domain))
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
-				  "the trust domain must be 1..255 of a-z, 0-9, '.', '-', '_'");
+		return fleet_errctx_msg(
+			ec, FLEET_SPIRE_E_INVALID,
+			"the trust domain must be 1..255 of a-z, 0-9, '.', '-', '_'");
 
 	struct fleet_inv_device *devs_inv = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n_inv = 0, n_bad = 0;
-	char ierr[256] = "";
-	fleet_err ir =
-		inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ierr, sizeof(ierr));
+	fleet_err ir = inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ec);
 	if (ir != FLEET_INV_OK) {
+		/* The inventory's own context (its errno, its cause), said as
+		 * the list's. */
+		char what[80];
 		free(devs_inv);
 		free(bad);
-		return spire_fail(err, errlen, ir,
-				  "the inventory's device list: %s: %s", fleet_err_str(ir),
-				  ierr);
+		snprintf(what, sizeof(what),
+			 "the inventory's device list: %s: ", fleet_err_str(ir));
+		return fleet_errctx_wrap(ec, ir, what, NULL);
 	}
 	/* One state of the store for the whole judgement: every device's
 	 * row, verdict and certificates as of the same moment, whatever the
@@ -573,12 +560,12 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	if (se) {
 		free(devs_inv);
 		free(bad);
-		return spire_fail(err, errlen, se, "the store's devices: %s: %s",
-				  fleet_err_str(se), fleet_store_errmsg(st));
+		return fleet_errctx_msg(ec, se, "the store's devices: %s: %s", fleet_err_str(se),
+					fleet_store_errmsg(st));
 	}
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
-	struct build b = {.doc = doc, .err = err, .errlen = errlen};
+	struct build b = {.doc = doc, .ec = ec};
 	fleet_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
 	fleet_store_snapshot_end(st);
 	free(devs_inv);

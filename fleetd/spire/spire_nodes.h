@@ -157,11 +157,13 @@ void fleet_spire_not_admitted_log_free(struct fleet_spire_not_admitted_log *l);
 
 /* fleet_spire_name_ok, fleet_spire_trust_domain_ok: lib/spire_nodes_format.h. */
 
-/* Build the document as of now. On any error *doc is left empty and err
- * gets a sentence. Free with fleet_spire_doc_free. */
+/* Build the document as of now. On any error *doc is left empty and ec
+ * (lib/fleet_err.h; may be NULL) says why: the inventory's or the store's
+ * failure is returned as theirs, with their context. Free with
+ * fleet_spire_doc_free. */
 fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_store *st,
-					     const char *trust_domain, time_t now,
-					     struct fleet_spire_doc *doc, char *err, size_t errlen);
+				  const char *trust_domain, time_t now,
+				  struct fleet_spire_doc *doc, struct fleet_errctx *ec);
 void fleet_spire_doc_free(struct fleet_spire_doc *doc);
 
 /*
@@ -180,16 +182,15 @@ void fleet_spire_doc_free(struct fleet_spire_doc *doc);
  * serial (may be NULL) gets the file's serial, old or new.
  */
 fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
-					     time_t now, bool *changed, int64_t *serial,
-					     char *err, size_t errlen);
+				  time_t now, bool *changed, int64_t *serial,
+				  struct fleet_errctx *ec);
 
 /* One pass: build into *doc (for the caller to journal doc->excluded and
  * doc->not_admitted, and free), then write. When building fails nothing is written and the
  * previous file stays as it was. */
 fleet_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
-					    const char *trust_domain, const char *dir,
-					    time_t now, struct fleet_spire_doc *doc,
-					    bool *changed, int64_t *serial, char *err,
-					    size_t errlen);
+				 const char *trust_domain, const char *dir, time_t now,
+				 struct fleet_spire_doc *doc, bool *changed, int64_t *serial,
+				 struct fleet_errctx *ec);
 
 #endif

@@ -10,7 +10,7 @@
  * writer killed mid-write is removed by the next one, so at most one per
  * file ever exists.
  */
-#include "fleetd/spire/spire_nodes_int.h"
+#include "fleetd/spire/spire_nodes.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,15 +31,16 @@
 struct wctx {
 	const char *dir; /* for messages */
 	int dfd;
-	char *err;
-	size_t errlen;
+	struct fleet_errctx *ec;
 };
 
+/* A system call on dir/name failed: errno says why (ENOMEM: this process
+ * is out of memory, not the file system failing). */
 static fleet_err io_fail(struct wctx *w, const char *what, const char *name)
 {
-	int saved = errno;
-	return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "%s %s/%s: %s", what, w->dir, name,
-			  strerror(saved));
+	int errnum = errno;
+	return fleet_errctx_errno(w->ec, errnum == ENOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_IO,
+				  errnum, "%s %s/%s", what, w->dir, name);
 }
 
 static bool write_all(int fd, const char *p, size_t n)
@@ -104,7 +105,7 @@ static fleet_err atomic_write(struct wctx *w, const char *name, const char *tmp,
 static int read_small(struct wctx *w, const char *name, size_t max, char **out, size_t *len)
 {
 	const struct fleet_file_policy policy = {.what = "fleetd's own", .max_size = max};
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	*out = NULL;
 	*len = 0;
@@ -114,7 +115,7 @@ static int read_small(struct wctx *w, const char *name, size_t max, char **out, 
 		e = FLEET_E_NOMEM;
 	if (e != FLEET_OK) {
 		fb_free(&b);
-		if (fe.reason && !strcmp(fe.reason, "not-found"))
+		if (e == FLEET_E_NOT_FOUND)
 			return 0;
 		errno = e == FLEET_E_TOO_LARGE			    ? EFBIG
 			: fe.reason && !strcmp(fe.reason, "symlink")	    ? ELOOP
@@ -150,13 +151,11 @@ static fleet_err read_prev(struct wctx *w, struct prev *p)
 			return FLEET_SPIRE_OK;
 		return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
 	}
-	char why[160];
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, why,
-					       sizeof(why));
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, NULL);
 	free(buf);
 	if (e == FLEET_E_NOMEM)
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_NOMEM,
-				  "reading %s/%s: out of memory", w->dir, FLEET_SPIRE_NODES_FILE);
+		return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_NOMEM, "reading %s/%s: out of memory",
+					w->dir, FLEET_SPIRE_NODES_FILE);
 	if (e == FLEET_OK && p->doc.serial >= 1)
 		p->serial = p->doc.serial;
 	else
@@ -184,10 +183,10 @@ static fleet_err read_serial_file(struct wctx *w, int64_t *out)
 	}
 	free(buf);
 	if (!ok || v > FLEET_SPIRE_SERIAL_MAX)
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE,
-				  "%s/%s is not a serial fleetd wrote; refusing to guess one "
-				  "(restore it, or remove it to continue from %s)",
-				  w->dir, FLEET_SPIRE_SERIAL_FILE, FLEET_SPIRE_NODES_FILE);
+		return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_STATE,
+					"%s/%s is not a serial fleetd wrote; refusing to guess one "
+					"(restore it, or remove it to continue from %s)",
+					w->dir, FLEET_SPIRE_SERIAL_FILE, FLEET_SPIRE_NODES_FILE);
 	*out = v;
 	return FLEET_SPIRE_OK;
 }
@@ -204,25 +203,23 @@ static fleet_err open_dir(struct wctx *w)
 {
 	w->dfd = open(w->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (w->dfd < 0)
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "opening %s: %s", w->dir,
-				  strerror(errno));
+		return fleet_errctx_errno(w->ec, FLEET_SPIRE_E_IO, errno, "opening %s", w->dir);
 	struct stat sb;
 	if (fstat(w->dfd, &sb) != 0)
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "stat %s: %s", w->dir,
-				  strerror(errno));
+		return fleet_errctx_errno(w->ec, FLEET_SPIRE_E_IO, errno, "stat %s", w->dir);
 	if ((sb.st_uid != geteuid() && sb.st_uid != 0) || (sb.st_mode & 022))
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_UNSAFE,
-				  "%s must be owned by this user (or root) and not writable by "
-				  "group or others (mode %04o, owner %u)",
-				  w->dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
+		return fleet_errctx_msg(
+			w->ec, FLEET_SPIRE_E_UNSAFE,
+			"%s must be owned by this user (or root) and not writable by "
+			"group or others (mode %04o, owner %u)",
+			w->dir, (unsigned)(sb.st_mode & 07777), (unsigned)sb.st_uid);
 	while (flock(w->dfd, LOCK_EX | LOCK_NB) != 0) {
 		if (errno == EINTR)
 			continue;
 		if (errno == EWOULDBLOCK)
-			return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_BUSY,
-					  "another writer holds the lock on %s", w->dir);
-		return spire_fail(w->err, w->errlen, FLEET_SPIRE_E_IO, "locking %s: %s", w->dir,
-				  strerror(errno));
+			return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_BUSY,
+						"another writer holds the lock on %s", w->dir);
+		return fleet_errctx_errno(w->ec, FLEET_SPIRE_E_IO, errno, "locking %s", w->dir);
 	}
 	return FLEET_SPIRE_OK;
 }
@@ -269,16 +266,15 @@ static fleet_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 	}
 	int64_t next = (p.serial > kept ? p.serial : kept) + 1;
 	if (next > FLEET_SPIRE_SERIAL_MAX) {
-		e = spire_fail(w->err, w->errlen, FLEET_SPIRE_E_STATE, "the serial is spent");
+		e = fleet_errctx_msg(w->ec, FLEET_SPIRE_E_STATE, "the serial is spent");
 		goto out;
 	}
 	f.serial = next;
-	char why[160];
-	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, why, sizeof(why));
+	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, w->ec);
 	if (fe) {
-		e = spire_fail(w->err, w->errlen,
-			       fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
-			       "the document could not be written: %s", why);
+		e = fleet_errctx_wrap(
+			w->ec, fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
+			"the document could not be written: ", NULL);
 		goto out;
 	}
 	/* The serial file first: it never falls behind the file. */
@@ -295,29 +291,29 @@ out:
 	return e;
 }
 
-fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc,
-					     time_t now, bool *changed, int64_t *serial,
-					     char *err, size_t errlen)
+fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc *doc, time_t now,
+				  bool *changed, int64_t *serial, struct fleet_errctx *ec)
 {
 	bool ch = false;
 	int64_t sv = 0;
-	if (err && errlen)
-		err[0] = '\0';
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	if (changed)
 		*changed = false;
 	if (serial)
 		*serial = 0;
 	if (!dir || !*dir || !doc)
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID, "a directory and a document "
-				  "are required");
+		return fleet_errctx_msg(ec, FLEET_SPIRE_E_INVALID,
+					"a directory and a document are required");
 	/* The format's own rules and limits, the ones the applier reads by:
 	 * a document it would refuse is never put in place. */
-	char why[160];
 	struct fleet_spire_nodes f = file_of(doc, 0, now);
-	if (!fleet_spire_nodes_check(&f, why, sizeof(why)))
-		return spire_fail(err, errlen, FLEET_SPIRE_E_INVALID,
-				  "refusing to write a document the format cannot carry: %s", why);
-	struct wctx w = {.dir = dir, .dfd = -1, .err = err, .errlen = errlen};
+	fleet_err fe = fleet_spire_nodes_check(&f, ec);
+	if (fe)
+		return fleet_errctx_wrap(
+			ec, fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
+			"refusing to write a document the format cannot carry: ", NULL);
+	struct wctx w = {.dir = dir, .dfd = -1, .ec = ec};
 	fleet_err e = open_dir(&w);
 	if (!e)
 		e = write_locked(&w, doc, now, &ch, &sv);
@@ -333,18 +329,16 @@ fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc 
 }
 
 fleet_err fleet_spire_nodes_pass(struct fleet_inventory *inv, struct fleet_store *st,
-					    const char *trust_domain, const char *dir,
-					    time_t now, struct fleet_spire_doc *doc,
-					    bool *changed, int64_t *serial, char *err,
-					    size_t errlen)
+				 const char *trust_domain, const char *dir, time_t now,
+				 struct fleet_spire_doc *doc, bool *changed, int64_t *serial,
+				 struct fleet_errctx *ec)
 {
 	if (changed)
 		*changed = false;
 	if (serial)
 		*serial = 0;
-	fleet_err e =
-		fleet_spire_nodes_build(inv, st, trust_domain, now, doc, err, errlen);
+	fleet_err e = fleet_spire_nodes_build(inv, st, trust_domain, now, doc, ec);
 	if (e)
 		return e; /* nothing is written: the previous file stays */
-	return fleet_spire_nodes_write(dir, doc, now, changed, serial, err, errlen);
+	return fleet_spire_nodes_write(dir, doc, now, changed, serial, ec);
 }

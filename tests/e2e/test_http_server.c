@@ -536,7 +536,7 @@ static void test_start_refusals(void **state)
 		const char *says;
 	} cases[] = {
 		{{.bind_address = "127.0.0.1", .tls_cert_file = fx->cert, .tls_key_file = missing},
-		 FLEET_E_IO, "nope.pem"},
+		 FLEET_E_NOT_FOUND, "nope.pem"},
 		{{.bind_address = "127.0.0.1", .tls_cert_file = notpem, .tls_key_file = fx->key},
 		 FLEET_E_MALFORMED, "not PEM"},
 		{{.bind_address = "localhost", .tls_cert_file = fx->cert, .tls_key_file = fx->key},

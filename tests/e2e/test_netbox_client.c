@@ -2,10 +2,17 @@
  * test_netbox_client.c: fleetd's NetBox client (fleetd/inventory/netbox.c)
  * against the contract fake (tests/fakes/netbox_fake.py) over real TLS with
  * certificates this test mints. Skips (77) without python3 or openssl.
+ *
+ * Linked with -Wl,--wrap=reallocarray (tests/netbox.cmake): the client's
+ * listing grows its device arrays with reallocarray, and the wrapper below
+ * can make that fail, to see fleetd out of memory said as that and not as
+ * NetBox being down. Nothing in the client knows.
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <pthread.h>
+#include <stdatomic.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -29,15 +36,29 @@
 #define H3 "3333333333333333333333333333333333333333333333333333333333333333"
 #define H4 "4444444444444444444444444444444444444444444444444444444444444444"
 
+void *__real_reallocarray(void *p, size_t n, size_t size);
+void *__wrap_reallocarray(void *p, size_t n, size_t size);
+
+static atomic_bool fail_reallocarray;
+
+void *__wrap_reallocarray(void *p, size_t n, size_t size)
+{
+	if (atomic_load(&fail_reallocarray)) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_reallocarray(p, n, size);
+}
+
 static struct fleet_inventory *open_with(const char *base, const char *token, const char *ca,
 					 long timeout_ms)
 {
-	char err[256];
+	struct fleet_errctx ec;
 	struct fleet_netbox_config c = {.base_url = base, .token = token, .ca_file = ca,
 					.timeout_ms = timeout_ms, .page_size = 50};
-	struct fleet_inventory *inv = fleet_netbox_open(&c, err, sizeof(err));
+	struct fleet_inventory *inv = fleet_netbox_open(&c, &ec);
 	if (!inv)
-		fail_msg("fleet_netbox_open: %s", err);
+		fail_msg("fleet_netbox_open: %s", ec.detail);
 	return inv;
 }
 
@@ -53,11 +74,11 @@ static struct fleet_inventory *open_v1(void)
 static void expect_invalid_get(struct fleet_inventory *inv, long id, const char *needle)
 {
 	struct fleet_inv_device d;
-	char err[256] = "";
-	assert_int_equal(inv->ops->get(inv, id, &d, err, sizeof(err)), FLEET_INV_INVALID);
-	if (needle && !strstr(err, needle))
-		fail_msg("error \"%s\" does not name %s", err, needle);
-	print_message("refused: %s\n", err);
+	struct fleet_errctx ec;
+	assert_int_equal(inv->ops->get(inv, id, &d, &ec), FLEET_INV_INVALID);
+	if (needle && !strstr(ec.detail, needle))
+		fail_msg("error \"%s\" does not name %s", ec.detail, needle);
+	print_message("refused: %s\n", ec.detail);
 	assert_int_equal(d.id, 0);
 }
 
@@ -121,27 +142,26 @@ static int teardown(void **st)
 
 static void test_open_refuses_bad_config(void **st)
 {
-	char err[256];
+	struct fleet_errctx ec;
 	struct fleet_netbox_config c = {.base_url = "http://127.0.0.1:1", .token = V1};
-	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
-	assert_non_null(strstr(err, "https"));
+	assert_null(fleet_netbox_open(&c, &ec));
+	assert_non_null(strstr(ec.detail, "https"));
 	c.base_url = "https://user:pw@netbox.example";
-	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+	assert_null(fleet_netbox_open(&c, &ec));
 	c.base_url = "https://netbox.example";
 	c.token = "not-a-token-but-a-secret";
-	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
-	assert_null(strstr(err, "not-a-token-but-a-secret"));
+	assert_null(fleet_netbox_open(&c, &ec));
+	assert_null(strstr(ec.detail, "not-a-token-but-a-secret"));
 	c.token = "nbt_key.sec ret";
-	assert_null(fleet_netbox_open(&c, err, sizeof(err)));
+	assert_null(fleet_netbox_open(&c, &ec));
 }
 
 static void test_find_by_serial_case_insensitive_with_all_fields(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device d;
-	char err[256] = "";
-	assert_int_equal(inv->ops->find_by_serial(inv, "sn-ALPHA-01", &d, err, sizeof(err)),
-			 FLEET_INV_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(inv->ops->find_by_serial(inv, "sn-ALPHA-01", &d, &ec), FLEET_INV_OK);
 	assert_int_equal(d.id, 1);
 	assert_string_equal(d.name, "w1");
 	assert_string_equal(d.serial, "SN-Alpha-01");
@@ -169,8 +189,7 @@ static void test_find_by_serial_case_insensitive_with_all_fields(void **st)
 	assert_string_equal(json_string_value(json_object_get(last, "scheme")), "Token");
 	json_decref(s);
 	/* unset booleans read as -1 */
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NOBIND", &d, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NOBIND", &d, &ec), FLEET_INV_OK);
 	assert_int_equal(d.amt, -1);
 	assert_int_equal(d.secure_boot_expected, -1);
 	assert_string_equal(d.primary_ip4, "");
@@ -181,21 +200,18 @@ static void test_find_refuses_ambiguous_and_unknown(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device d;
-	char err[256] = "";
-	assert_int_equal(inv->ops->find_by_serial(inv, "Dup-1", &d, err, sizeof(err)),
-			 FLEET_INV_AMBIGUOUS);
+	struct fleet_errctx ec;
+	assert_int_equal(inv->ops->find_by_serial(inv, "Dup-1", &d, &ec), FLEET_INV_AMBIGUOUS);
 	assert_int_equal(d.id, 0);
-	assert_non_null(strstr(err, "refusing to guess"));
-	print_message("refused: %s\n", err);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NONE", &d, err, sizeof(err)),
-			 FLEET_INV_NOT_FOUND);
+	assert_non_null(strstr(ec.detail, "refusing to guess"));
+	print_message("refused: %s\n", ec.detail);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-NONE", &d, &ec), FLEET_INV_NOT_FOUND);
 	/* an empty serial would be no filter at all: not even asked */
 	size_t before = nbf_log_len();
-	assert_int_equal(inv->ops->find_by_serial(inv, "", &d, err, sizeof(err)),
-			 FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->find_by_serial(inv, "", &d, &ec), FLEET_INV_NOT_FOUND);
 	assert_int_equal(nbf_log_len(), before);
-	assert_int_equal(inv->ops->get(inv, 999, &d, err, sizeof(err)), FLEET_INV_NOT_FOUND);
-	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 999, &d, &ec), FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->get(inv, 8, &d, &ec), FLEET_INV_OK);
 	assert_string_equal(d.serial, "SN-WRITE");
 	inv->ops->close(inv);
 }
@@ -204,19 +220,19 @@ static void test_binding_change_author(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_binding_change b;
-	char err[256] = "";
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_OK);
 	assert_true(b.found);
 	assert_string_equal(b.user, "terraform");
 	/* a human editing another field does not become the binding's author */
 	nbf_ctl("/_fake/change", "{\"device\": 4, \"user\": \"alice\", "
 			     "\"custom_fields\": {\"class\": \"storage\"}}");
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_OK);
 	assert_string_equal(b.user, "terraform");
 	/* a human changing the binding does */
 	nbf_ctl("/_fake/change", "{\"device\": 4, \"user\": \"alice\", "
 			     "\"custom_fields\": {\"approved_ek_hash_ecc\": \"" H3 "\"}}");
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_OK);
 	assert_string_equal(b.user, "alice");
 	long alice_change = b.change_id;
 	json_t *s = nbf_state();
@@ -226,13 +242,12 @@ static void test_binding_change_author(void **st)
 			 alice_change);
 	json_decref(s);
 	/* fleetd writing ek_hash is not a binding change */
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 4, H2, "", err, sizeof(err)),
-			 FLEET_INV_OK);
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 4, H2, "", &ec), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_OK);
 	assert_string_equal(b.user, "alice");
 	assert_int_equal(b.change_id, alice_change);
 	/* a device whose binding was never set */
-	assert_int_equal(inv->ops->binding_change(inv, 9, &b, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 9, &b, &ec), FLEET_INV_OK);
 	assert_false(b.found);
 	assert_string_equal(b.user, "");
 	inv->ops->close(inv);
@@ -242,7 +257,7 @@ static void test_binding_change_newest_by_time_not_by_order(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_binding_change b;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	/* ids ascending: terraform (now), carol (2099), bob (2001) */
 	nbf_ctl("/_fake/change", "{\"device\": 10, \"user\": \"carol\", \"time\": "
 			     "\"2099-01-01T00:00:00Z\", \"custom_fields\": "
@@ -251,7 +266,7 @@ static void test_binding_change_newest_by_time_not_by_order(void **st)
 			     "\"2001-01-01T00:00:00Z\", \"custom_fields\": "
 			     "{\"approved_ek_hash\": \"" H3 "\"}}");
 	nbf_ctl("/_fake/ignore_ordering", "{\"on\": true}");
-	fleet_err r = inv->ops->binding_change(inv, 10, &b, err, sizeof(err));
+	fleet_err r = inv->ops->binding_change(inv, 10, &b, &ec);
 	nbf_ctl("/_fake/ignore_ordering", "{\"on\": false}");
 	assert_int_equal(r, FLEET_INV_OK);
 	assert_string_equal(b.user, "carol");
@@ -262,10 +277,9 @@ static void test_binding_change_newest_by_time_not_by_order(void **st)
 static void test_write_ek_hashes_writes_only_those(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
-	char err[256] = "";
+	struct fleet_errctx ec;
 	json_t *before = nbf_state();
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H4, "", err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H4, "", &ec), FLEET_INV_OK);
 	json_t *after = nbf_state();
 	/* every other device is as it was */
 	for (long id = 1; id <= 10; id++)
@@ -300,18 +314,15 @@ static void test_write_ek_hashes_writes_only_those(void **st)
 	json_decref(after);
 	/* a malformed hash is refused before anything is sent */
 	size_t n = nbf_log_len();
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "ABCDEF", "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "", H1 "0", err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "ABCDEF", "", &ec), FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, "", H1 "0", &ec), FLEET_INV_INVALID);
 	assert_int_equal(nbf_log_len(), n);
 	/* NetBox must answer with what was written, or the write did not happen */
 	nbf_canned("/api/dcim/devices/8/", 200, "application/json",
 	       "{\"id\": 8, \"name\": \"w8\", \"serial\": \"SN-WRITE\", \"status\": "
 	       "{\"value\": \"planned\"}, \"custom_fields\": {\"ek_hash\": null}}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "other EK hashes"));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "other EK hashes"));
 	inv->ops->close(inv);
 }
 
@@ -327,24 +338,22 @@ static void assert_printable(const char *s)
 static void test_bad_write_names_the_field(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
-	char err[512] = "";
+	struct fleet_errctx ec;
 	/* an administrator gave ek_hash a validation regex the value misses:
 	 * NetBox's model validation, rendered under "__all__" */
 	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash\", \"validation_regex\": \"^0\"}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "HTTP 400: Invalid value for custom field 'ek_hash': "
-				    "Value must match regex '^0'"));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "HTTP 400: Invalid value for custom field 'ek_hash': "
+					  "Value must match regex '^0'"));
 	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash\"}");
 	/* a custom field that does not exist (4.5.8 and later): the error is
 	 * nested under custom_fields, then the field's name */
 	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash_ecc\", \"delete\": true}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, H4, err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "custom_fields.ek_hash_ecc: Custom field 'ek_hash_ecc' "
-				    "does not exist for this object type."));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, H4, &ec), FLEET_INV_INVALID);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "custom_fields.ek_hash_ecc: Custom field 'ek_hash_ecc' "
+					  "does not exist for this object type."));
 	nbf_ctl("/_fake/custom_field", "{\"name\": \"ek_hash_ecc\"}");
 	/* the other shapes DRF renders: a list under the field, a list under
 	 * the nested name */
@@ -352,16 +361,15 @@ static void test_bad_write_names_the_field(void **st)
 	nbf_canned(p8, 400, "application/json",
 		   "{\"custom_fields\": [\"Invalid data format. Custom field data must be passed "
 		   "as a dictionary mapping field names to their values.\"]}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "(HTTP 400: custom_fields: Invalid data format."));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "(HTTP 400: custom_fields: Invalid data format."));
 	nbf_canned(p8, 400, "application/json",
 		   "{\"custom_fields\": {\"ek_hash\": [\"Ensure this field has no more than 64 "
 		   "characters.\"]}, \"status\": [\"\\\"x\\\" is not a valid choice.\"]}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "custom_fields.ek_hash: Ensure this field has no more than 64 "
-				    "characters.; status: \"x\" is not a valid choice."));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail,
+			       "custom_fields.ek_hash: Ensure this field has no more than 64 "
+			       "characters.; status: \"x\" is not a valid choice."));
 	/* NetBox's text is untrusted: control characters are escaped (\xNN),
 	 * each message and the whole are capped, the rest counted */
 	json_t *cf = json_object(), *body = json_object();
@@ -379,21 +387,19 @@ static void test_bad_write_names_the_field(void **st)
 	json_decref(body);
 	nbf_canned(p8, 400, "application/json", text);
 	free(text);
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	print_message("refused: %s\n", err);
-	assert_printable(err);
-	assert_non_null(strstr(err, "custom_fields.ek_hash: bad\\x0A\\x1B[31mred\xc3\xa9"));
-	assert_non_null(strstr(err, "[+4879]")); /* a capped message says how much is left */
-	assert_non_null(strstr(err, "(+6 more)"));
-	assert_true(strlen(err) < 500);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	print_message("refused: %s\n", ec.detail);
+	assert_printable(ec.detail);
+	assert_non_null(strstr(ec.detail, "custom_fields.ek_hash: bad\\x0A\\x1B[31mred\xc3\xa9"));
+	assert_non_null(strstr(ec.detail, "[+4879]")); /* a capped message says how much is left */
+	assert_non_null(strstr(ec.detail, "(+6 more)"));
+	assert_true(strlen(ec.detail) < 500);
 	/* a body nested deeper than any NetBox error is not walked to the end */
 	nbf_canned(p8, 400, "application/json",
 		   "{\"a\": {\"b\": {\"c\": {\"d\": {\"e\": {\"f\": \"deep\"}}}}}}");
-	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_null(strstr(err, "deep"));
-	assert_non_null(strstr(err, "HTTP 400"));
+	assert_int_equal(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), FLEET_INV_INVALID);
+	assert_null(strstr(ec.detail, "deep"));
+	assert_non_null(strstr(ec.detail, "HTTP 400"));
 	inv->ops->close(inv);
 }
 
@@ -401,8 +407,8 @@ static void test_set_status(void **st)
 {
 	struct fleet_inventory *inv = open_with(E.base, V2, E.ca, 5000);
 	struct fleet_inv_device d;
-	char err[256] = "";
-	assert_int_equal(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), FLEET_INV_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(inv->ops->set_status(inv, 8, "active", &ec), FLEET_INV_OK);
 	json_t *s = nbf_state();
 	assert_string_equal(json_string_value(json_object_get(nbf_device(s, 8), "status")),
 			    "active");
@@ -416,20 +422,17 @@ static void test_set_status(void **st)
 				    json_array_get(ch, json_array_size(ch) - 1), "user_name")),
 			    "fleetd");
 	json_decref(s);
-	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 8, &d, &ec), FLEET_INV_OK);
 	assert_string_equal(d.status, "active");
 	assert_string_equal(d.ek_hash, H4);
 	/* NetBox refuses a status it does not know: its reason comes back */
-	assert_int_equal(inv->ops->set_status(inv, 8, "bogus", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "not a valid choice"));
-	assert_int_equal(inv->ops->set_status(inv, 8, "Active; DROP", err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->set_status(inv, 8, "bogus", &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "not a valid choice"));
+	assert_int_equal(inv->ops->set_status(inv, 8, "Active; DROP", &ec), FLEET_INV_INVALID);
 	nbf_canned("/api/dcim/devices/8/", 200, "application/json",
 	       "{\"id\": 8, \"name\": \"w8\", \"serial\": \"SN-WRITE\", \"status\": "
 	       "{\"value\": \"active\"}, \"custom_fields\": {}}");
-	assert_int_equal(inv->ops->set_status(inv, 8, "failed", err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->set_status(inv, 8, "failed", &ec), FLEET_INV_INVALID);
 	inv->ops->close(inv);
 }
 
@@ -439,10 +442,9 @@ static void test_list_follows_pagination(void **st)
 	struct fleet_inv_device *v = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0, pages = 0, i;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	size_t before = nbf_log_len();
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, 10);
 	assert_int_equal(n_bad, 0);
 	assert_null(bad); /* none malformed: nothing handed out */
@@ -461,6 +463,34 @@ static void test_list_follows_pagination(void **st)
 			pages++;
 	json_decref(s);
 	assert_int_equal(pages, 5); /* MAX_PAGE_SIZE 2 */
+	inv->ops->close(inv);
+}
+
+/* fleetd out of memory while listing: NOMEM, said as what it is, never
+ * UNAVAILABLE (NetBox answered); nothing is handed out, and the next
+ * listing, with memory again, is whole. */
+static void test_out_of_memory_is_not_netbox_down(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device *v = NULL;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0;
+	struct fleet_errctx ec;
+	atomic_store(&fail_reallocarray, true);
+	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec);
+	atomic_store(&fail_reallocarray, false);
+	print_message("refused: %s\n", ec.detail);
+	assert_int_equal(r, FLEET_INV_NOMEM);
+	assert_string_equal(fleet_err_str(r), "out-of-memory");
+	assert_non_null(strstr(ec.detail, "out of memory listing devices"));
+	assert_null(strstr(ec.detail, "NetBox"));
+	assert_null(v);
+	assert_null(bad);
+	assert_int_equal(n + n_bad, 0);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
+	assert_int_equal(n, 10);
+	free(v);
+	free(bad);
 	inv->ops->close(inv);
 }
 
@@ -488,7 +518,8 @@ static size_t log_count(size_t before, const char *path, size_t *proxied)
  * prefix, and still refuses a link that leaves the endpoint. */
 static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 {
-	char base[96], err[256] = "";
+	char base[96];
+	struct fleet_errctx ec;
 	struct fleet_inv_device *v = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0, proxied = 0;
@@ -496,9 +527,9 @@ static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"/netbox\"}");
 	struct fleet_inventory *inv = open_with(base, V1, E.ca, 5000);
 	size_t before = nbf_log_len();
-	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec);
 	if (r != FLEET_INV_OK)
-		fail_msg("listing behind the proxy: %s", err);
+		fail_msg("listing behind the proxy: %s", ec.detail);
 	assert_int_equal(n + n_bad, 10);
 	free(v);
 	free(bad);
@@ -510,8 +541,7 @@ static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 		   "/api/dcim/devices/?exclude=config_context&limit=2&offset=2\", \"results\": ["
 		   DEV9 "]}");
 	before = nbf_log_len();
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	free(v);
 	free(bad);
 	assert_int_equal(log_count(before, "/api/dcim/devices/", &proxied), 5);
@@ -530,10 +560,9 @@ static void test_next_links_behind_a_prefix_stripping_proxy(void **st)
 		snprintf(body, sizeof(body), "{\"count\": 3, \"previous\": null, \"next\": \"%s\", "
 			 "\"results\": [" DEV9 "]}", away[i]);
 		nbf_canned("/api/dcim/devices/", 200, "application/json", body);
-		assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-				 FLEET_INV_INVALID);
+		assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_INVALID);
 		assert_null(v);
-		assert_non_null(strstr(err, "next page link"));
+		assert_non_null(strstr(ec.detail, "next page link"));
 	}
 	inv->ops->close(inv);
 	nbf_ctl("/_fake/proxy", "{\"strip_prefix\": \"\"}");
@@ -572,10 +601,9 @@ static void *get_many(void *arg)
 	struct getter *g = arg;
 	for (int i = 0; i < 10; i++) {
 		struct fleet_inv_device d;
-		char err[256];
+		struct fleet_errctx ec;
 		long id = 1 + i % 10;
-		if (g->inv->ops->get(g->inv, id, &d, err, sizeof(err)) != FLEET_INV_INVALID &&
-		    d.id == id)
+		if (g->inv->ops->get(g->inv, id, &d, &ec) != FLEET_INV_INVALID && d.id == id)
 			g->ok++;
 	}
 	return NULL;
@@ -591,14 +619,13 @@ static void test_a_listing_reuses_one_connection(void **st)
 	struct fleet_inv_binding_change b;
 	struct fleet_netbox_stats stats;
 	size_t n = 0, n_bad = 0, requests;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	size_t before = nbf_log_len();
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	free(v);
 	free(bad);
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), FLEET_INV_OK);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	assert_int_equal(connections_since(before, &requests), 1);
 	assert_true(requests >= 7); /* 5 pages, the change log's pages, the device */
 	fleet_netbox_stats(inv, &stats);
@@ -658,16 +685,16 @@ static void test_a_page_over_the_cap_is_asked_in_halves(void **st)
 	struct fleet_inv_malformed *bad = NULL;
 	struct fleet_netbox_stats s0, s1;
 	size_t n = 0, n_bad = 0;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	/* w2 and w3 share the second page (by name: w1, w10, w2, w3, ...):
 	 * 2 x 5 MiB is over 8 MiB, each alone is not */
 	set_notes(2, 5u << 20);
 	set_notes(3, 5u << 20);
 	fleet_netbox_stats(inv, &s0);
 	size_t before = nbf_log_len();
-	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err));
+	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec);
 	if (r != FLEET_INV_OK)
-		fail_msg("listing with big devices: %s", err);
+		fail_msg("listing with big devices: %s", ec.detail);
 	assert_int_equal(n + n_bad, 10);
 	bool seen2 = false, seen3 = false;
 	for (size_t i = 0; i < n; i++) {
@@ -694,12 +721,12 @@ static void test_a_page_over_the_cap_is_asked_in_halves(void **st)
 	/* one device over the cap alone */
 	set_notes(3, 0);
 	set_notes(2, 9u << 20);
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	print_message("refused: %s\n", err);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_INVALID);
+	print_message("refused: %s\n", ec.detail);
 	assert_null(v);
-	assert_non_null(strstr(err, "single object of /api/dcim/devices/ (at offset 2) is over "
-				    "8388608 bytes"));
+	assert_non_null(strstr(ec.detail,
+			       "single object of /api/dcim/devices/ (at offset 2) is over "
+			       "8388608 bytes"));
 	set_notes(2, 0);
 	/* the change log holds the 5 and 9 MiB values: out of the way of the
 	 * state dumps of the tests after this one */
@@ -743,25 +770,22 @@ static void test_device_reads_ask_only_for_the_fields_read(void **st)
 	struct fleet_inv_malformed *bad = NULL;
 	struct fleet_netbox_stats s0, s1, s2;
 	size_t n = 0, n_bad = 0, m = 0, m_bad = 0;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	fleet_netbox_stats(inv, &s0);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	assert_asks_fields();
 	assert_string_equal(d.primary_ip4, "10.0.0.5/24");
 	assert_string_equal(d.approved_ek_hash, H1);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec), FLEET_INV_OK);
 	assert_asks_fields();
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_asks_fields();
 	free(bad);
 	fleet_netbox_stats(inv, &s1);
 	assert_int_equal(s1.fields_ignored, s0.fields_ignored); /* only what was asked */
 	/* a NetBox that ignores fields= (before 4.0): the same devices, more bytes */
 	nbf_ctl("/_fake/ignore_fields", "{\"on\": true}");
-	assert_int_equal(inv->ops->list(inv, &w, &m, &bad, &m_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &w, &m, &bad, &m_bad, &ec), FLEET_INV_OK);
 	free(bad);
 	fleet_netbox_stats(inv, &s2);
 	nbf_ctl("/_fake/ignore_fields", "{\"on\": false}");
@@ -785,8 +809,7 @@ static void test_device_reads_ask_only_for_the_fields_read(void **st)
 		   "{\"count\": 2, \"next\": null, \"previous\": null, \"results\": [" DEV9 ", "
 		   "{\"id\": 7, \"serial\": \"SN-7\", \"status\": {\"value\": \"planned\"}, "
 		   "\"primary_ip4\": null, \"custom_fields\": {}}]}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, 1);
 	assert_int_equal(n_bad, 1);
 	assert_int_equal(bad[0].id, 7);
@@ -830,7 +853,8 @@ static void write_10k_seed(const char *path)
  * not asking gets), and the connections it takes. */
 static void test_fields_cut_a_10k_listing(void **st)
 {
-	char seed[600], base[64], saved[64], err[256] = "";
+	char seed[600], base[64], saved[64];
+	struct fleet_errctx ec;
 	struct fleet_netbox_stats s0, s1, s2;
 	struct fleet_inv_device *v = NULL;
 	struct fleet_inv_malformed *bad = NULL;
@@ -838,14 +862,12 @@ static void test_fields_cut_a_10k_listing(void **st)
 	snprintf(seed, sizeof(seed), "%s/seed-10k.json", E.dir);
 	write_10k_seed(seed);
 	pid_t pid = nbf_start_seed(E.cert, E.key, seed, base, sizeof(base));
-	char cfg_err[256];
 	struct fleet_netbox_config c = {.base_url = base, .token = V1, .ca_file = E.ca,
 					.timeout_ms = 20000};
-	struct fleet_inventory *inv = fleet_netbox_open(&c, cfg_err, sizeof(cfg_err));
+	struct fleet_inventory *inv = fleet_netbox_open(&c, &ec);
 	assert_non_null(inv);
 	fleet_netbox_stats(inv, &s0);
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, FLEET_10K);
 	assert_int_equal(n_bad, 0);
 	free(v);
@@ -854,8 +876,7 @@ static void test_fields_cut_a_10k_listing(void **st)
 	memcpy(E.base, base, sizeof(E.base));
 	nbf_ctl("/_fake/ignore_fields", "{\"on\": true}");
 	memcpy(E.base, saved, sizeof(E.base));
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, FLEET_10K);
 	free(v);
 	fleet_netbox_stats(inv, &s2);
@@ -874,27 +895,26 @@ static void test_fields_cut_a_10k_listing(void **st)
 static void test_bad_tokens_are_unavailable(void **st)
 {
 	struct fleet_inv_device d;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	struct fleet_inventory *inv =
 		open_with(E.base, "ffffffffffffffffffffffffffffffffffffffff", E.ca, 5000);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec),
 			 FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "Invalid v1 token"));
-	assert_non_null(strstr(err, "refused fleetd's token"));
-	print_message("refused: %s\n", err);
-	assert_null(strstr(err, "ffffffffff"));
+	assert_non_null(strstr(ec.detail, "Invalid v1 token"));
+	assert_non_null(strstr(ec.detail, "refused fleetd's token"));
+	print_message("refused: %s\n", ec.detail);
+	assert_null(strstr(ec.detail, "ffffffffff"));
 	inv->ops->close(inv);
 	inv = open_with(E.base, "nbt_AbCdEf123456.wrongwrongwrong", E.ca, 5000);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "Invalid v2 token"));
-	assert_null(strstr(err, "wrongwrong"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(ec.detail, "Invalid v2 token"));
+	assert_null(strstr(ec.detail, "wrongwrong"));
 	inv->ops->close(inv);
 	/* a read-only token may read but its write is refused, and said so */
 	inv = open_with(E.base, V1_RO, E.ca, 5000);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
-	assert_int_equal(inv->ops->set_status(inv, 1, "active", err, sizeof(err)),
-			 FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "HTTP 403"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
+	assert_int_equal(inv->ops->set_status(inv, 1, "active", &ec), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(ec.detail, "HTTP 403"));
 	inv->ops->close(inv);
 }
 
@@ -916,30 +936,29 @@ static void test_permission_refusals_name_the_permission(void **st)
 	struct fleet_inv_malformed *bad = NULL;
 	struct fleet_inv_binding_change b;
 	size_t n = 0, n_bad = 0;
-	char err[512] = "";
+	struct fleet_errctx ec;
 	struct fleet_inventory *inv = open_with(E.base, V1_NOVIEW, E.ca, 5000);
-	expect_denied(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)), err,
+	expect_denied(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), ec.detail,
 		      "dcim.view_device permission (HTTP 403: You do not have permission");
 	assert_null(v);
-	expect_denied(inv->ops->get(inv, 1, &d, err, sizeof(err)), err, "dcim.view_device");
-	expect_denied(inv->ops->find_by_serial(inv, "SN-5", &d, err, sizeof(err)), err,
+	expect_denied(inv->ops->get(inv, 1, &d, &ec), ec.detail, "dcim.view_device");
+	expect_denied(inv->ops->find_by_serial(inv, "SN-5", &d, &ec), ec.detail,
 		      "dcim.view_device");
 	inv->ops->close(inv);
 	inv = open_with(E.base, V1_NOCHANGE, E.ca, 5000);
-	assert_int_equal(inv->ops->get(inv, 8, &d, err, sizeof(err)), FLEET_INV_OK);
-	expect_denied(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), err,
-		      "dcim.change_device");
-	expect_denied(inv->ops->write_ek_hashes(inv, 8, H3, "", err, sizeof(err)), err,
+	assert_int_equal(inv->ops->get(inv, 8, &d, &ec), FLEET_INV_OK);
+	expect_denied(inv->ops->set_status(inv, 8, "active", &ec), ec.detail, "dcim.change_device");
+	expect_denied(inv->ops->write_ek_hashes(inv, 8, H3, "", &ec), ec.detail,
 		      "dcim.change_device");
 	inv->ops->close(inv);
 	inv = open_with(E.base, V1_NOLOG, E.ca, 5000);
-	expect_denied(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)), err,
+	expect_denied(inv->ops->binding_change(inv, 4, &b, &ec), ec.detail,
 		      "core.view_objectchange");
 	assert_false(b.found);
 	inv->ops->close(inv);
 	/* a token that may not write gets the same words from NetBox */
 	inv = open_with(E.base, V1_RO, E.ca, 5000);
-	expect_denied(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), err,
+	expect_denied(inv->ops->set_status(inv, 8, "active", &ec), ec.detail,
 		      "dcim.change_device permission, or its token is not write-enabled");
 	inv->ops->close(inv);
 	/* the token's own refusals stay token problems */
@@ -952,18 +971,17 @@ static void test_permission_refusals_name_the_permission(void **st)
 	};
 	for (size_t i = 0; i < 3; i++) {
 		nbf_canned("/api/dcim/devices/1/", 403, "application/json", token_words[i]);
-		assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)),
-				 FLEET_INV_UNAVAILABLE);
-		print_message("refused: %s\n", err);
-		assert_non_null(strstr(err, "refused fleetd's token (HTTP 403: "));
-		assert_null(strstr(err, "permission"));
+		assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+		print_message("refused: %s\n", ec.detail);
+		assert_non_null(strstr(ec.detail, "refused fleetd's token (HTTP 403: "));
+		assert_null(strstr(ec.detail, "permission"));
 	}
 	/* a 403 NetBox did not word: a proxy's page */
 	nbf_canned("/api/dcim/devices/1/", 403, "text/html", "<html>403 Forbidden</html>");
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "proxy"));
-	assert_null(strstr(err, "lacks"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "proxy"));
+	assert_null(strstr(ec.detail, "lacks"));
 	inv->ops->close(inv);
 }
 
@@ -974,26 +992,23 @@ static void test_server_errors_are_unavailable(void **st)
 	struct fleet_inv_binding_change b;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 7, n_bad = 7;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	nbf_ctl("/_fake/fail", "{\"status\": 503}");
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec),
 			 FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "HTTP 503"));
+	assert_non_null(strstr(ec.detail, "HTTP 503"));
 	nbf_ctl("/_fake/fail", "{\"status\": 500}");
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)),
-			 FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_UNAVAILABLE);
 	assert_false(b.found);
 	/* a failure on a later page fails the whole listing */
 	nbf_ctl("/_fake/fail", "{\"status\": 502, \"after\": 2}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_UNAVAILABLE);
 	assert_null(v);
 	assert_int_equal(n, 0);
 	assert_null(bad);
 	assert_int_equal(n_bad, 0);
 	/* and once NetBox is back, so is the answer */
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec), FLEET_INV_OK);
 	inv->ops->close(inv);
 }
 
@@ -1018,7 +1033,7 @@ static void test_retry_after_is_honoured_within_bounds(void **st)
 	struct fleet_inv_device d;
 	struct fleet_netbox_stats s0, s1;
 	struct timespec t0;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	size_t before;
 	long ms;
 	/* seconds */
@@ -1026,7 +1041,7 @@ static void test_retry_after_is_honoured_within_bounds(void **st)
 	before = nbf_log_len();
 	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"1\"}");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	ms = ms_since(&t0);
 	assert_true(ms >= 950 && ms < 3000);
 	assert_int_equal(requests_since(before), 2);
@@ -1035,46 +1050,46 @@ static void test_retry_after_is_honoured_within_bounds(void **st)
 	/* an HTTP-date, two seconds on (one or two, at a second's precision) */
 	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after_in\": 2}");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	ms = ms_since(&t0);
 	assert_true(ms >= 900 && ms < 3500);
 	/* a PATCH is asked again too: it sets values, twice is once */
 	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"0\"}");
-	assert_int_equal(inv->ops->set_status(inv, 8, "active", err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->set_status(inv, 8, "active", &ec), FLEET_INV_OK);
 	/* longer than fleetd waits: not waited for, and said so */
 	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after\": \"120\"}");
 	before = nbf_log_len();
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
 	assert_true(ms_since(&t0) < 1000);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "HTTP 503, Retry-After: 120, over the 5 s fleetd waits"));
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "HTTP 503, Retry-After: 120, over the 5 s fleetd waits"));
 	assert_int_equal(requests_since(before), 1);
 	/* within the cap but past the request's own budget (4 s) */
 	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"2\"}");
 	nbf_ctl("/_fake/delay", "{\"ms\": 2500}");
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "Retry-After: 2, past this request's time budget"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "Retry-After: 2, past this request's time budget"));
 	/* still busy after the bounded retries */
 	nbf_ctl("/_fake/fail", "{\"status\": 429, \"retry_after\": \"0\", \"count\": 3}");
 	before = nbf_log_len();
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "still so after 2 retries"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "still so after 2 retries"));
 	assert_int_equal(requests_since(before), 3);
 	/* a Retry-After in neither form is quoted, sanitized, and not obeyed */
 	nbf_ctl("/_fake/fail", "{\"status\": 503, \"retry_after\": \"soon, maybe\"}");
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	print_message("refused: %s\n", err);
-	assert_non_null(strstr(err, "Retry-After \"soon, maybe\" is neither seconds nor an "
-				    "HTTP-date"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", ec.detail);
+	assert_non_null(strstr(ec.detail, "Retry-After \"soon, maybe\" is neither seconds nor an "
+					  "HTTP-date"));
 	/* a Retry-After on another status means nothing */
 	nbf_ctl("/_fake/fail", "{\"status\": 502, \"retry_after\": \"0\"}");
 	before = nbf_log_len();
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
 	assert_int_equal(requests_since(before), 1);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	inv->ops->close(inv);
 }
 
@@ -1082,16 +1097,15 @@ static void test_timeout_is_unavailable_and_bounded(void **st)
 {
 	struct fleet_inventory *inv = open_with(E.base, V1, E.ca, 1000);
 	struct fleet_inv_binding_change b;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	struct timespec t0;
 	nbf_ctl("/_fake/delay", "{\"ms\": 4000}");
 	clock_gettime(CLOCK_MONOTONIC, &t0);
-	assert_int_equal(inv->ops->binding_change(inv, 4, &b, err, sizeof(err)),
-			 FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->binding_change(inv, 4, &b, &ec), FLEET_INV_UNAVAILABLE);
 	long ms = ms_since(&t0);
 	assert_true(ms >= 900 && ms < 2500);
-	assert_non_null(strstr(err, "within 1000 ms"));
-	print_message("refused: %s\n", err);
+	assert_non_null(strstr(ec.detail, "within 1000 ms"));
+	print_message("refused: %s\n", ec.detail);
 	assert_false(b.found);
 	inv->ops->close(inv);
 }
@@ -1099,21 +1113,22 @@ static void test_timeout_is_unavailable_and_bounded(void **st)
 static void test_tls_is_verified(void **st)
 {
 	struct fleet_inv_device d;
-	char err[256] = "", base2[64];
+	char base2[64];
+	struct fleet_errctx ec;
 	size_t before = nbf_log_len();
 	/* a CA that did not sign NetBox's certificate */
 	struct fleet_inventory *inv = open_with(E.base, V1, E.rogue_ca, 5000);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	print_message("refused: %s\n", err);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	print_message("refused: %s\n", ec.detail);
 	inv->ops->close(inv);
 	/* the system store does not know the test CA either */
 	inv = open_with(E.base, V1, NULL, 5000);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
 	inv->ops->close(inv);
 	/* the right CA, but a certificate for another name */
 	pid_t p2 = nbf_start(E.badname_cert, E.key, base2, sizeof(base2));
 	inv = open_with(base2, V1, E.ca, 5000);
-	fleet_err r = inv->ops->get(inv, 1, &d, err, sizeof(err));
+	fleet_err r = inv->ops->get(inv, 1, &d, &ec);
 	inv->ops->close(inv);
 	nbf_stop(p2);
 	assert_int_equal(r, FLEET_INV_UNAVAILABLE);
@@ -1123,7 +1138,7 @@ static void test_tls_is_verified(void **st)
 	char prefixed[96];
 	snprintf(prefixed, sizeof(prefixed), "%s/netbox/", E.base);
 	inv = open_with(prefixed, V1, E.ca, 5000);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec),
 			 FLEET_INV_UNAVAILABLE);
 	inv->ops->close(inv);
 }
@@ -1159,7 +1174,7 @@ static void test_malformed_answers_are_invalid(void **st)
 	expect_invalid_get(inv, 1, "device 9");
 	/* a redirect is not followed: the token stays with base_url */
 	struct fleet_inv_device d;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	char loc[128], *req;
 	snprintf(loc, sizeof(loc), "%s/api/dcim/devices/1/", E.base);
 	json_t *j = json_pack("{s:s, s:i, s:s, s:s}", "path", p1, "status", 302, "body", "",
@@ -1168,8 +1183,8 @@ static void test_malformed_answers_are_invalid(void **st)
 	json_decref(j);
 	nbf_ctl("/_fake/raw", req);
 	free(req);
-	assert_int_equal(inv->ops->get(inv, 1, &d, err, sizeof(err)), FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "redirected"));
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(ec.detail, "redirected"));
 	/* over the size cap */
 	size_t big = FLEET_NETBOX_MAX_RESPONSE + 4096;
 	char *huge = malloc(big + 3);
@@ -1188,7 +1203,8 @@ static void test_custom_field_values_are_checked(void **st)
 {
 	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device d;
-	char err[256] = "", req[512];
+	char req[512];
+	struct fleet_errctx ec;
 	char longv[201];
 	memset(longv, 'x', 200);
 	longv[200] = '\0';
@@ -1196,16 +1212,14 @@ static void test_custom_field_values_are_checked(void **st)
 			     "\"custom_fields\": {\"amt\": \"yes\"}}");
 	expect_invalid_get(inv, 5, "amt");
 	/* the same device through the serial lookup is refused too */
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-5", &d, err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-5", &d, &ec), FLEET_INV_INVALID);
 	/* a listing judges each device: the bad one is reported with a stable
 	 * reason (not skipped: a device skipped would look absent from NetBox,
 	 * and absent devices are revoked), the others are listed */
 	struct fleet_inv_device *v = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0;
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, 9);
 	for (size_t i = 0; i < n; i++)
 		assert_int_not_equal(v[i].id, 5);
@@ -1238,15 +1252,14 @@ static void test_custom_field_values_are_checked(void **st)
 	expect_invalid_get(inv, 7, "ek_hash_ecc");
 	nbf_ctl("/_fake/change", "{\"device\": 7, \"user\": \"admin\", \"custom_fields\": "
 			     "{\"approved_ek_hash\": null, \"ek_hash_ecc\": null}}");
-	assert_int_equal(inv->ops->get(inv, 7, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->get(inv, 7, &d, &ec), FLEET_INV_OK);
 	/* a change-log author longer than the inventory holds is refused, not cut */
 	struct fleet_inv_binding_change b;
 	snprintf(req, sizeof(req), "{\"device\": 5, \"user\": \"%s\", "
 		 "\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}", longv);
 	nbf_ctl("/_fake/change", req);
-	assert_int_equal(inv->ops->binding_change(inv, 5, &b, err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "user_name"));
+	assert_int_equal(inv->ops->binding_change(inv, 5, &b, &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "user_name"));
 	assert_false(b.found);
 	inv->ops->close(inv);
 }
@@ -1258,13 +1271,12 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	struct fleet_inv_binding_change b;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0;
-	char err[256] = "";
+	struct fleet_errctx ec;
 	/* NetBox answering the serial lookup with another serial: the filter
 	 * was not applied, and nothing is picked from an unfiltered list */
 	nbf_canned("/api/dcim/devices/", 200, "application/json",
 	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [" DEV9 "]}");
-	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SN-Alpha-01", &d, &ec), FLEET_INV_INVALID);
 	assert_int_equal(d.id, 0);
 	nbf_canned("/api/core/object-changes/", 200, "application/json",
 	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [{\"id\": 3, "
@@ -1272,8 +1284,7 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	       "{\"value\": \"update\"}, \"changed_object_type\": \"dcim.interface\", "
 	       "\"changed_object_id\": 1, \"prechange_data\": null, \"postchange_data\": "
 	       "{\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}}]}");
-	assert_int_equal(inv->ops->binding_change(inv, 1, &b, err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->binding_change(inv, 1, &b, &ec), FLEET_INV_INVALID);
 	assert_false(b.found);
 	nbf_canned("/api/core/object-changes/", 200, "application/json",
 	       "{\"count\": 1, \"next\": null, \"previous\": null, \"results\": [{\"id\": 3, "
@@ -1281,15 +1292,13 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	       "{\"value\": \"update\"}, \"changed_object_type\": \"dcim.device\", "
 	       "\"changed_object_id\": 2, \"prechange_data\": null, \"postchange_data\": "
 	       "{\"custom_fields\": {\"approved_ek_hash\": \"" H1 "\"}}}]}");
-	assert_int_equal(inv->ops->binding_change(inv, 1, &b, err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "another object"));
+	assert_int_equal(inv->ops->binding_change(inv, 1, &b, &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "another object"));
 	/* a next link naming another endpoint is not followed */
 	nbf_canned("/api/dcim/devices/", 200, "application/json",
 	       "{\"count\": 3, \"previous\": null, \"next\": \"https://127.0.0.1/api/users/"
 	       "tokens/?limit=2&offset=2\", \"results\": [" DEV9 "]}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_INVALID);
 	assert_null(v);
 	/* a next link naming another host is re-based onto base_url: the token
 	 * never leaves for evil.invalid, and the walk goes on at NetBox */
@@ -1298,8 +1307,7 @@ static void test_unfiltered_answers_and_foreign_links_are_refused(void **st)
 	       "{\"count\": 10, \"previous\": null, \"next\": \"https://evil.invalid:8443"
 	       "/api/dcim/devices/?exclude=config_context&limit=2&offset=2\", \"results\": ["
 	       DEV9 "]}");
-	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	free(v);
 	free(bad);
 	assert_int_equal(n, 9); /* the canned one, then offsets 2..9 */
@@ -1322,6 +1330,7 @@ int main(void)
 		cmocka_unit_test(test_bad_write_names_the_field),
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
+		cmocka_unit_test(test_out_of_memory_is_not_netbox_down),
 		cmocka_unit_test(test_next_links_behind_a_prefix_stripping_proxy),
 		cmocka_unit_test(test_a_listing_reuses_one_connection),
 		cmocka_unit_test(test_a_page_over_the_cap_is_asked_in_halves),

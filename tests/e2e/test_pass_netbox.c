@@ -161,9 +161,10 @@ static void fx_open(struct fx *f)
 		fail_msg("store (read-only): %s", err);
 	struct fleet_netbox_config nc = {.base_url = E.base, .token = V1, .ca_file = E.ca,
 					 .timeout_ms = 5000, .page_size = 2};
-	f->inv = fleet_netbox_open(&nc, err, sizeof(err));
+	struct fleet_errctx ec;
+	f->inv = fleet_netbox_open(&nc, &ec);
 	if (!f->inv)
-		fail_msg("netbox: %s", err);
+		fail_msg("netbox: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	f->metrics = fleet_metrics_new();
 	assert_non_null(f->metrics);
 	fleet_config_defaults(&f->c);

@@ -114,12 +114,10 @@ struct fake_inv {
 	size_t n;
 };
 
-static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				       char *err, size_t errlen)
+static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			   struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	struct fake_inv *f = (struct fake_inv *)inv;
 	*out = malloc(f->n * sizeof(**out));
 	assert_non_null(*out);
@@ -130,14 +128,13 @@ static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device 
 	return FLEET_INV_OK;
 }
 
-static fleet_err fake_list_bounded(struct fleet_inventory *inv,
-					       const struct fleet_inv_bound *bound,
-					       struct fleet_inv_device **out, size_t *n,
-					       struct fleet_inv_malformed **bad, size_t *n_bad,
-					       char *err, size_t errlen)
+static fleet_err fake_list_bounded(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				   struct fleet_inv_device **out, size_t *n,
+				   struct fleet_inv_malformed **bad, size_t *n_bad,
+				   struct fleet_errctx *ec)
 {
 	(void)bound;
-	return fake_list(inv, out, n, bad, n_bad, err, errlen);
+	return fake_list(inv, out, n, bad, n_bad, ec);
 }
 
 static const struct fleet_inventory_ops fake_ops = {.list = fake_list,
@@ -336,9 +333,9 @@ static void test_fleet_50k(void **state)
 	assert_int_equal(fleet_file_read_data(file, FLEET_SPIRE_NODES_MAX_BYTES, &b, NULL), FLEET_OK);
 	print_message("    spire-nodes.json: %zu bytes (%zu a machine)\n", b.len, b.len / N);
 	struct fleet_spire_nodes sn;
-	char why[300];
-	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier's decoder refuses the file: %s", why);
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, &ec) != FLEET_OK)
+		fail_msg("the applier's decoder refuses the file: %s", ec.detail);
 	t = stage("decoding the file", t);
 	check_file(&sn);
 
@@ -348,8 +345,8 @@ static void test_fleet_50k(void **state)
 	struct sp_agents no_agents = {0};
 	struct plan p;
 	t = now_s();
-	if (plan_build(&sn, &ac, &none, &no_agents, &p, why, sizeof(why)) != FLEET_OK)
-		fail_msg("plan: %s", why);
+	if (plan_build(&sn, &ac, &none, &no_agents, &p, &ec) != FLEET_OK)
+		fail_msg("plan: %s", ec.detail);
 	t = stage("the plan, an empty server", t);
 	check_fresh_plan(&p);
 
@@ -358,8 +355,8 @@ static void test_fleet_50k(void **state)
 	server_of(&p, &l, &ag);
 	struct plan again;
 	t = now_s();
-	if (plan_build(&sn, &ac, &l, &ag, &again, why, sizeof(why)) != FLEET_OK)
-		fail_msg("plan: %s", why);
+	if (plan_build(&sn, &ac, &l, &ag, &again, &ec) != FLEET_OK)
+		fail_msg("plan: %s", ec.detail);
 	t = stage("the plan, a server holding it all", t);
 	assert_int_equal(plan_count(&again, PK_CREATE) + plan_count(&again, PK_UPDATE) +
 				 plan_count(&again, PK_DELETE),

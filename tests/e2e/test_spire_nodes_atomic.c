@@ -143,12 +143,12 @@ static void run_reader(void)
 
 static void run_writer(void)
 {
-	char err[256];
+	struct fleet_errctx ec;
 	for (long i = 0;; i++) {
 		bool changed;
 		if (fleet_spire_nodes_write(dir, i % 2 ? &doc_a : &doc_b, NOW + i, &changed, NULL,
-					    err, sizeof(err)) != FLEET_SPIRE_OK) {
-			fprintf(stderr, "writer: %s\n", err);
+					    &ec) != FLEET_SPIRE_OK) {
+			fprintf(stderr, "writer: %s\n", ec.detail);
 			_exit(1);
 		}
 	}
@@ -187,18 +187,18 @@ static void test_kill_mid_write(void **state)
 	snprintf(file, sizeof(file), "%s/%s", dir, FLEET_SPIRE_NODES_FILE);
 	make_doc(&doc_a, 0);
 	make_doc(&doc_b, 1);
-	char err[256];
+	struct fleet_errctx ec;
 	bool changed;
-	assert_int_equal(fleet_spire_nodes_write(dir, &doc_b, NOW, &changed, NULL, err,
-						 sizeof(err)), FLEET_SPIRE_OK);
+	assert_int_equal(fleet_spire_nodes_write(dir, &doc_b, NOW, &changed, NULL, &ec),
+			 FLEET_SPIRE_OK);
 	json_int_t serial0;
 	size_t len;
 	char *b = read_all(file, &len);
 	body_b = content_of(b, len, &serial0);
 	free(b);
 	assert_non_null(body_b);
-	assert_int_equal(fleet_spire_nodes_write(dir, &doc_a, NOW, &changed, NULL, err,
-						 sizeof(err)), FLEET_SPIRE_OK);
+	assert_int_equal(fleet_spire_nodes_write(dir, &doc_a, NOW, &changed, NULL, &ec),
+			 FLEET_SPIRE_OK);
 	b = read_all(file, &len);
 	body_a = content_of(b, len, &serial0);
 	free(b);
@@ -246,8 +246,8 @@ static void test_kill_mid_write(void **state)
 	printf("%d of %d kills left a temp file behind (killed mid-write)\n", killed_mid, KILLS);
 
 	/* The next write cleans up whatever the last kill left. */
-	assert_int_equal(fleet_spire_nodes_write(dir, &doc_b, NOW, &changed, NULL, err,
-						 sizeof(err)), FLEET_SPIRE_OK);
+	assert_int_equal(fleet_spire_nodes_write(dir, &doc_b, NOW, &changed, NULL, &ec),
+			 FLEET_SPIRE_OK);
 	assert_int_equal(count_temps(), 0);
 	const char *why = check_file(&last);
 	if (*why)

@@ -10,9 +10,9 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fleet_network_report r;
-	char err[256];
+	struct fleet_errctx ec;
 	memset(&r, 0, sizeof(r));
-	if (tink_lldp_parse((const char *)data, size, &r, err, sizeof(err)) == 0) {
+	if (tink_lldp_parse((const char *)data, size, &r, &ec) == FLEET_OK) {
 		/* Whatever was accepted fits its fields, terminated. */
 		if (strnlen(r.chassis_id, sizeof(r.chassis_id)) == sizeof(r.chassis_id) ||
 		    strnlen(r.port_id, sizeof(r.port_id)) == sizeof(r.port_id) ||

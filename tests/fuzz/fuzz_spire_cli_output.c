@@ -18,9 +18,10 @@
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct sp_entries l;
-	char why[300], msg[64];
-	why[0] = '\0';
-	if (sp_parse_entries(data, size, &l, why, sizeof(why)) == FLEET_OK) {
+	char msg[64];
+	struct fleet_errctx ec;
+	ec.detail[0] = '\0';
+	if (sp_parse_entries(data, size, &l, &ec) == FLEET_OK) {
 		if (l.n > l.n_total)
 			abort();
 		for (size_t i = 0; i < l.n; i++) {
@@ -40,12 +41,12 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 					abort();
 		}
 		sp_entries_free(&l);
-	} else if (l.e || !why[0]) {
+	} else if (l.e || !ec.detail[0]) {
 		abort();
 	}
 	struct sp_agents ag;
-	why[0] = '\0';
-	if (sp_parse_agents(data, size, &ag, why, sizeof(why)) == FLEET_OK) {
+	ec.detail[0] = '\0';
+	if (sp_parse_agents(data, size, &ag, &ec) == FLEET_OK) {
 		if (ag.n > SP_MAX_AGENTS)
 			abort();
 		for (size_t i = 0; i < ag.n; i++) {
@@ -65,12 +66,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 			}
 		}
 		sp_agents_free(&ag);
-	} else if (ag.a || !why[0]) {
+	} else if (ag.a || !ec.detail[0]) {
 		abort();
 	}
 	int code = -1;
-	if (sp_parse_batch_result(data, size, &code, msg, sizeof(msg), why, sizeof(why)) ==
-	    FLEET_OK) {
+	if (sp_parse_batch_result(data, size, &code, msg, sizeof(msg), &ec) == FLEET_OK) {
 		if (code < 0 || code > 16 || strnlen(msg, sizeof(msg)) == sizeof(msg))
 			abort();
 	}

@@ -32,10 +32,11 @@ static void check_device(const struct fleet_spire_node *d, int revoked)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fleet_spire_nodes f;
-	char why[300];
-	memset(why, 'x', sizeof(why));
-	if (fleet_spire_nodes_decode(data, size, &f, why, sizeof(why)) != FLEET_OK) {
-		if (f.eligible || f.revoked || !why[0] || strnlen(why, sizeof(why)) == sizeof(why))
+	struct fleet_errctx ec;
+	memset(ec.detail, 'x', sizeof(ec.detail));
+	if (fleet_spire_nodes_decode(data, size, &f, &ec) != FLEET_OK) {
+		if (f.eligible || f.revoked || !ec.detail[0] ||
+		    strnlen(ec.detail, sizeof(ec.detail)) == sizeof(ec.detail))
 			abort();
 		return 0;
 	}
@@ -61,7 +62,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct sp_agents no_agents = {0};
 	struct plan p;
 	ac_defaults(&c);
-	if (plan_build(&f, &c, &none, &no_agents, &p, why, sizeof(why)) == FLEET_OK) {
+	if (plan_build(&f, &c, &none, &no_agents, &p, &ec) == FLEET_OK) {
 		size_t eks = 0;
 		for (size_t i = 0; i < f.n_eligible; i++)
 			eks += 1 + (f.eligible[i].ek_hash_ecc[0] != 0);

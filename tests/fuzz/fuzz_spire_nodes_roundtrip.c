@@ -45,16 +45,17 @@ static void check_canonical(const char *enc, size_t len)
 /* x passes the rules: its encoding decodes back to x. */
 static void round_trip(const struct fleet_spire_nodes *x)
 {
-	char *enc = NULL, why[300];
+	char *enc = NULL;
+	struct fleet_errctx ec;
 	size_t len = 0;
-	if (fleet_spire_nodes_encode(x, &enc, &len, why, sizeof(why)) != FLEET_OK)
+	if (fleet_spire_nodes_encode(x, &enc, &len, &ec) != FLEET_OK)
 		abort();
 	if (len > FLEET_SPIRE_HEAD_MAX_BYTES +
 			  (x->n_eligible + x->n_revoked) * FLEET_SPIRE_ENTRY_MAX_BYTES)
 		abort(); /* the size the file cap is derived from */
 	check_canonical(enc, len);
 	struct fleet_spire_nodes y;
-	if (fleet_spire_nodes_decode((const uint8_t *)enc, len, &y, why, sizeof(why)) != FLEET_OK ||
+	if (fleet_spire_nodes_decode((const uint8_t *)enc, len, &y, &ec) != FLEET_OK ||
 	    !same(x, &y))
 		abort();
 	fleet_spire_nodes_free(&y);
@@ -66,13 +67,13 @@ static void round_trip(const struct fleet_spire_nodes *x)
 static void as_file(const uint8_t *data, size_t size)
 {
 	struct fleet_spire_nodes x;
-	char why[300];
-	if (fleet_spire_nodes_decode(data, size, &x, why, sizeof(why)) != FLEET_OK) {
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_decode(data, size, &x, &ec) != FLEET_OK) {
 		if (x.eligible || x.revoked) /* the sentence: fuzz_spire_nodes */
 			abort();
 		return;
 	}
-	if (!fleet_spire_nodes_check(&x, why, sizeof(why)))
+	if (fleet_spire_nodes_check(&x, &ec) != FLEET_OK)
 		abort();
 	round_trip(&x);
 	fleet_spire_nodes_free(&x);
@@ -245,11 +246,10 @@ static void as_makings(const uint8_t *data, size_t size)
 	struct fleet_spire_nodes x, y;
 	gen(&s, &x);
 	char *text = render(&x, compact);
-	char why[300];
+	struct fleet_errctx ec;
 	sort_doc(&x);
-	bool ok = fleet_spire_nodes_check(&x, why, sizeof(why));
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &y, why,
-					       sizeof(why));
+	bool ok = fleet_spire_nodes_check(&x, &ec) == FLEET_OK;
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &y, &ec);
 	if (ok != (e == FLEET_OK))
 		abort(); /* the writer and the reader disagree */
 	if (ok) {
@@ -260,9 +260,7 @@ static void as_makings(const uint8_t *data, size_t size)
 	} else {
 		char *enc = NULL;
 		size_t len = 0;
-		if (fleet_spire_nodes_encode(&x, &enc, &len, why, sizeof(why)) !=
-			    FLEET_E_MALFORMED ||
-		    enc)
+		if (fleet_spire_nodes_encode(&x, &enc, &len, &ec) != FLEET_E_MALFORMED || enc)
 			abort();
 	}
 	free(text);

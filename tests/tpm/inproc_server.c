@@ -45,33 +45,27 @@ static void device_of(const struct inproc_inventory *iv, struct fleet_inv_device
 }
 
 static fleet_err inv_find(struct fleet_inventory *inv, const char *serial,
-				      struct fleet_inv_device *out, char *err, size_t errlen)
+			  struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
-	if (strcmp(serial, INV(inv)->binding->serial) != 0) {
-		snprintf(err, errlen, "no device with that serial");
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (strcmp(serial, INV(inv)->binding->serial) != 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no device with that serial");
 	device_of(INV(inv), out);
 	return FLEET_INV_OK;
 }
 
-static fleet_err inv_get(struct fleet_inventory *inv, long id,
-				     struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err inv_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+			 struct fleet_errctx *ec)
 {
-	if (id != 1) {
-		snprintf(err, errlen, "no device %ld", id);
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (id != 1)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no device %ld", id);
 	device_of(INV(inv), out);
 	return FLEET_INV_OK;
 }
 
 static fleet_err inv_binding_change(struct fleet_inventory *inv, long id,
-						struct fleet_inv_binding_change *out, char *err,
-						size_t errlen)
+				    struct fleet_inv_binding_change *out, struct fleet_errctx *ec)
 {
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	memset(out, 0, sizeof(*out));
 	out->found = id == 1 && INV(inv)->binding->ek_hash[0];
 	snprintf(out->user, sizeof(out->user), "%s", AUTHOR);
@@ -80,16 +74,14 @@ static fleet_err inv_binding_change(struct fleet_inventory *inv, long id,
 	return FLEET_INV_OK;
 }
 
-static fleet_err inv_write_ek_hashes(struct fleet_inventory *inv, long id,
-						 const char *ek_hash, const char *ek_hash_ecc,
-						 char *err, size_t errlen)
+static fleet_err inv_write_ek_hashes(struct fleet_inventory *inv, long id, const char *ek_hash,
+				     const char *ek_hash_ecc, struct fleet_errctx *ec)
 {
 	(void)inv;
 	(void)id;
 	(void)ek_hash;
 	(void)ek_hash_ecc;
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	return FLEET_INV_OK; /* what fleetd proved: the tests read the store */
 }
 

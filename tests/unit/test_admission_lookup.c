@@ -22,8 +22,8 @@ struct counting {
 	fleet_err answer;
 };
 
-static fleet_err find(struct fleet_inventory *inv, const char *serial,
-				  struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err find(struct fleet_inventory *inv, const char *serial, struct fleet_inv_device *out,
+		      struct fleet_errctx *ec)
 {
 	struct counting *c = (struct counting *)inv;
 	pthread_mutex_lock(&c->mu);
@@ -34,7 +34,7 @@ static fleet_err find(struct fleet_inventory *inv, const char *serial,
 	snprintf(out->serial, sizeof(out->serial), "%s", serial);
 	snprintf(out->name, sizeof(out->name), "dev-%s", serial);
 	if (c->answer != FLEET_INV_OK)
-		snprintf(err, errlen, "down");
+		fleet_errctx_msg(ec, c->answer, "down");
 	return c->answer;
 }
 
@@ -52,8 +52,8 @@ static void counting_init(struct counting *c, fleet_err answer, unsigned delay_m
 static fleet_err look(struct adm_lookup *l, const char *serial, bool *over)
 {
 	struct fleet_inv_device d;
-	char err[64];
-	return adm_lookup_device(l, serial, &d, over, err, sizeof(err));
+	struct fleet_errctx ec;
+	return adm_lookup_device(l, serial, &d, over, &ec);
 }
 
 struct racer {

@@ -34,16 +34,16 @@
 
 static void parse_file(const char *text, struct fleet_spire_nodes *f)
 {
-	char why[300];
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), f, why, sizeof(why));
+	struct fleet_errctx ec;
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), f, &ec);
 	if (e)
-		fail_msg("the decoder refused a good file: %s", why);
+		fail_msg("the decoder refused a good file: %s", ec.detail);
 }
 
-static fleet_err parse_bad(const char *text, char *why, size_t whylen)
+static fleet_err parse_bad(const char *text, struct fleet_errctx *ec)
 {
 	struct fleet_spire_nodes f;
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &f, why, whylen);
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &f, ec);
 	assert_int_equal(f.eligible, NULL);
 	return e;
 }
@@ -59,10 +59,11 @@ static fleet_err parse_bad(const char *text, char *why, size_t whylen)
 
 static void parse_server(const char *entries, struct sp_entries *l)
 {
-	char buf[16384], why[300];
+	char buf[16384];
+	struct fleet_errctx ec;
 	snprintf(buf, sizeof(buf), "{\"entries\":[%s],\"next_page_token\":\"\"}\n", entries);
-	if (sp_parse_entries((const uint8_t *)buf, strlen(buf), l, why, sizeof(why)))
-		fail_msg("sp_parse_entries refused: %s", why);
+	if (sp_parse_entries((const uint8_t *)buf, strlen(buf), l, &ec))
+		fail_msg("sp_parse_entries refused: %s", ec.detail);
 }
 
 static void make_plan(const char *file, const char *entries, struct plan *p)
@@ -70,13 +71,13 @@ static void make_plan(const char *file, const char *entries, struct plan *p)
 	struct fleet_spire_nodes f;
 	struct sp_entries l;
 	struct applier_config c;
-	char why[300];
+	struct fleet_errctx ec;
 	ac_defaults(&c);
 	parse_file(file, &f);
 	parse_server(entries, &l);
 	struct sp_agents none = {0};
-	if (plan_build(&f, &c, &l, &none, p, why, sizeof(why)))
-		fail_msg("plan_build: %s", why);
+	if (plan_build(&f, &c, &l, &none, p, &ec))
+		fail_msg("plan_build: %s", ec.detail);
 	sp_entries_free(&l);
 	fleet_spire_nodes_free(&f);
 }
@@ -95,11 +96,11 @@ static void make_plan(const char *file, const char *entries, struct plan *p)
 #define X40 "3333333333333333333333333333333333333333"
 #define Y40 "4444444444444444444444444444444444444444"
 
-static fleet_err parse_agents(const char *agents, struct sp_agents *l, char *why, size_t whylen)
+static fleet_err parse_agents(const char *agents, struct sp_agents *l, struct fleet_errctx *ec)
 {
 	char buf[16384];
 	snprintf(buf, sizeof(buf), "{\"agents\":[%s],\"next_page_token\":\"\"}\n", agents);
-	return sp_parse_agents((const uint8_t *)buf, strlen(buf), l, why, whylen);
+	return sp_parse_agents((const uint8_t *)buf, strlen(buf), l, ec);
 }
 
 static void make_plan_agents(const char *file, const char *entries, const char *agents,
@@ -109,14 +110,14 @@ static void make_plan_agents(const char *file, const char *entries, const char *
 	struct sp_entries l;
 	struct sp_agents ag;
 	struct applier_config c;
-	char why[300];
+	struct fleet_errctx ec;
 	ac_defaults(&c);
 	parse_file(file, &f);
 	parse_server(entries, &l);
-	if (parse_agents(agents, &ag, why, sizeof(why)))
-		fail_msg("sp_parse_agents refused: %s", why);
-	if (plan_build(&f, &c, &l, &ag, p, why, sizeof(why)))
-		fail_msg("plan_build: %s", why);
+	if (parse_agents(agents, &ag, &ec))
+		fail_msg("sp_parse_agents refused: %s", ec.detail);
+	if (plan_build(&f, &c, &l, &ag, p, &ec))
+		fail_msg("plan_build: %s", ec.detail);
 	sp_agents_free(&ag);
 	sp_entries_free(&l);
 	fleet_spire_nodes_free(&f);
@@ -186,12 +187,12 @@ static void test_partial_listing_refused(void **state)
 	(void)state;
 	const char *t = "{\"entries\":[],\"next_page_token\":\"500\"}";
 	struct sp_entries l;
-	char why[300];
-	assert_int_equal(sp_parse_entries((const uint8_t *)t, strlen(t), &l, why, sizeof(why)),
+	struct fleet_errctx ec;
+	assert_int_equal(sp_parse_entries((const uint8_t *)t, strlen(t), &l, &ec),
 			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(why, "next_page_token"));
+	assert_non_null(strstr(ec.detail, "next_page_token"));
 	const char *u = "{\"next_page_token\":\"\"}";
-	assert_int_equal(sp_parse_entries((const uint8_t *)u, strlen(u), &l, why, sizeof(why)),
+	assert_int_equal(sp_parse_entries((const uint8_t *)u, strlen(u), &l, &ec),
 			 FLEET_E_MALFORMED);
 }
 
@@ -277,26 +278,33 @@ static void test_departed_device_all_agents_banned(void **state)
 	struct sp_entries l;
 	struct sp_agents ag;
 	struct applier_config c;
-	char why[300];
+	struct fleet_errctx ec;
 	const char *conf = "selector = x509pop:subject:cn:{name}\n"
 			   "selector = x509pop:ca:fingerprint:" M40 "\n";
 	ac_defaults(&c);
-	assert_int_equal(ac_parse(conf, strlen(conf), &c, why, sizeof(why)), FLEET_OK);
+	assert_int_equal(ac_parse(conf, strlen(conf), &c, &ec), FLEET_OK);
 	parse_file(HEAD "\"eligible\":[" W2 "],\"revoked\":[]}", &f);
 	parse_server(ENTRY("fleet-w1", "/node/w1", "/spire/server",
 			   SEL("x509pop", "ca:fingerprint:" M40) "," SEL("x509pop", "subject:cn:w1")) ","
 		     ENTRY("fleet-w2", "/node/w2", "/spire/server",
 			   SEL("x509pop", "ca:fingerprint:" M40) "," SEL("x509pop", "subject:cn:w2")),
 		     &l);
-	assert_int_equal(parse_agents(AGENT("/spire/agent/x509pop/" X40, "x509pop", "false",
-					    SEL("x509pop", "subject:cn:w1") ","
-					    SEL("x509pop", "ca:fingerprint:" M40)) ","
-				      AGENT("/spire/agent/x509pop/" Y40, "x509pop", "false",
-					    SEL("x509pop", "subject:cn:w2") ","
-					    SEL("x509pop", "ca:fingerprint:" M40)),
-				      &ag, why, sizeof(why)),
-			 FLEET_OK);
-	assert_int_equal(plan_build(&f, &c, &l, &ag, &p, why, sizeof(why)), FLEET_OK);
+	assert_int_equal(
+		parse_agents(
+			AGENT("/spire/agent/x509pop/" X40, "x509pop", "false",
+			      SEL("x509pop", "subject:cn:w1") "," SEL(
+				      "x509pop",
+				      "ca:fingerprint:" M40)) "," AGENT("/spire/agent/x509pop/" Y40,
+									"x509pop", "false",
+									SEL("x509pop", "subject:cn:"
+										       "w2") "," SEL(
+										"x509pop",
+										"ca:"
+										"fingerprint"
+										":" M40)),
+			&ag, &ec),
+		FLEET_OK);
+	assert_int_equal(plan_build(&f, &c, &l, &ag, &p, &ec), FLEET_OK);
 	assert_non_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/x509pop/" X40));
 	assert_null(find(&p, PK_BAN, "spiffe://fleet.example/spire/agent/x509pop/" Y40));
 	plan_free(&p);
@@ -346,9 +354,8 @@ static void test_agent_list(void **state)
 {
 	(void)state;
 	struct sp_agents l;
-	char why[300];
-	assert_int_equal(parse_agents(DEVID_AGENT(X40, "w1", "true") "," TPM_AGENT(A64), &l, why,
-				      sizeof(why)),
+	struct fleet_errctx ec;
+	assert_int_equal(parse_agents(DEVID_AGENT(X40, "w1", "true") "," TPM_AGENT(A64), &l, &ec),
 			 FLEET_OK);
 	assert_int_equal(l.n, 2);
 	assert_string_equal(l.a[0].id, "spiffe://fleet.example/spire/agent/tpm/" A64);
@@ -365,8 +372,8 @@ static void test_agent_list(void **state)
 		"{\"agents\":[],\"agents\":[]}",
 	};
 	for (size_t i = 0; i < sizeof(bad_raw) / sizeof(bad_raw[0]); i++) {
-		if (sp_parse_agents((const uint8_t *)bad_raw[i], strlen(bad_raw[i]), &l, why,
-				    sizeof(why)) != FLEET_E_MALFORMED)
+		if (sp_parse_agents((const uint8_t *)bad_raw[i], strlen(bad_raw[i]), &l, &ec) !=
+		    FLEET_E_MALFORMED)
 			fail_msg("agent list %zu accepted", i);
 		assert_null(l.a);
 	}
@@ -383,10 +390,10 @@ static void test_agent_list(void **state)
 		TPM_AGENT(A64) "," TPM_AGENT(A64),
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		if (parse_agents(bad[i], &l, why, sizeof(why)) != FLEET_E_MALFORMED)
+		if (parse_agents(bad[i], &l, &ec) != FLEET_E_MALFORMED)
 			fail_msg("agent %zu accepted", i);
 		assert_null(l.a);
-		assert_true(why[0] != '\0');
+		assert_true(ec.detail[0] != '\0');
 	}
 }
 
@@ -439,7 +446,7 @@ static void test_stale_entry_of_eligible_device(void **state)
 static void test_file_rules(void **state)
 {
 	(void)state;
-	char why[300];
+	struct fleet_errctx ec;
 	struct {
 		const char *text, *needle;
 	} bad[] = {
@@ -471,10 +478,10 @@ static void test_file_rules(void **state)
 		{HEAD "\"eligible\":[],\"revoked\":[],\"serial\":1}", "not JSON"},
 	};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
-		why[0] = '\0';
-		assert_int_equal(parse_bad(bad[i].text, why, sizeof(why)), FLEET_E_MALFORMED);
-		if (!strstr(why, bad[i].needle))
-			fail_msg("case %zu: \"%s\" does not say %s", i, why, bad[i].needle);
+		ec.detail[0] = '\0';
+		assert_int_equal(parse_bad(bad[i].text, &ec), FLEET_E_MALFORMED);
+		if (!strstr(ec.detail, bad[i].needle))
+			fail_msg("case %zu: \"%s\" does not say %s", i, ec.detail, bad[i].needle);
 	}
 	struct fleet_spire_nodes f;
 	parse_file(HEAD "\"eligible\":[" W1 "," W2 "],\"revoked\":[" W9 "]}", &f);
@@ -491,11 +498,11 @@ static void test_config(void **state)
 {
 	(void)state;
 	struct applier_config c;
-	char why[300];
+	struct fleet_errctx ec;
 	const char *good = "# site\nselector = tpm_devid:subject:cn:{name}\n"
 			   "selector = tpm_devid:issuer:cn:fleet\ntimeout_seconds = 5\n";
 	ac_defaults(&c);
-	assert_int_equal(ac_parse(good, strlen(good), &c, why, sizeof(why)), FLEET_OK);
+	assert_int_equal(ac_parse(good, strlen(good), &c, &ec), FLEET_OK);
 	assert_int_equal(c.n_selector, 2);
 	assert_int_equal(c.per_ek, 0);
 	assert_int_equal(c.n_agent_id, 2); /* untouched defaults */
@@ -506,7 +513,7 @@ static void test_config(void **state)
 			     "selector\n", "agent_id = spiffe://{trust_domain}/spire/agent/{ek_hash}/{ldevid_sha1}\n"};
 	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		ac_defaults(&c);
-		if (ac_parse(bad[i], strlen(bad[i]), &c, why, sizeof(why)) != FLEET_E_MALFORMED)
+		if (ac_parse(bad[i], strlen(bad[i]), &c, &ec) != FLEET_E_MALFORMED)
 			fail_msg("config %zu accepted", i);
 	}
 	/* One entry per device when no selector names the EK. */
@@ -514,10 +521,10 @@ static void test_config(void **state)
 	struct sp_entries l = {0};
 	struct plan p;
 	ac_defaults(&c);
-	assert_int_equal(ac_parse(good, strlen(good), &c, why, sizeof(why)), FLEET_OK);
+	assert_int_equal(ac_parse(good, strlen(good), &c, &ec), FLEET_OK);
 	parse_file(HEAD "\"eligible\":[" W1 "],\"revoked\":[]}", &f);
 	struct sp_agents no_agents = {0};
-	assert_int_equal(plan_build(&f, &c, &l, &no_agents, &p, why, sizeof(why)), FLEET_OK);
+	assert_int_equal(plan_build(&f, &c, &l, &no_agents, &p, &ec), FLEET_OK);
 	assert_int_equal(p.n, 1);
 	assert_string_equal(p.a[0].entry_id, "fleet-w1");
 	assert_string_equal(p.a[0].selectors[0], "tpm_devid:issuer:cn:fleet");
@@ -531,23 +538,28 @@ static void test_batch_result(void **state)
 {
 	(void)state;
 	int code = -1;
-	char msg[100], why[300];
+	char msg[100];
+	struct fleet_errctx ec;
 	const char *ok = "{\"results\":[{\"entry\":{},\"status\":{\"code\":0,\"message\":\"OK\"}}]}\n";
 	const char *no = "{\"results\":[{\"id\":\"fleet-w1\",\"status\":{\"code\":6,"
 			 "\"message\":\"similar entry already exists\"}}]}";
 	assert_int_equal(sp_parse_batch_result((const uint8_t *)ok, strlen(ok), &code, msg,
-					       sizeof(msg), why, sizeof(why)), FLEET_OK);
+					       sizeof(msg), &ec),
+			 FLEET_OK);
 	assert_int_equal(code, 0);
 	assert_int_equal(sp_parse_batch_result((const uint8_t *)no, strlen(no), &code, msg,
-					       sizeof(msg), why, sizeof(why)), FLEET_OK);
+					       sizeof(msg), &ec),
+			 FLEET_OK);
 	assert_int_equal(code, 6);
 	assert_string_equal(msg, "similar entry already exists");
 	const char *two = "{\"results\":[{\"status\":{\"code\":0}},{\"status\":{\"code\":0}}]}";
 	const char *none = "{\"results\":[{\"id\":\"x\"}]}";
 	assert_int_equal(sp_parse_batch_result((const uint8_t *)two, strlen(two), &code, msg,
-					       sizeof(msg), why, sizeof(why)), FLEET_E_MALFORMED);
+					       sizeof(msg), &ec),
+			 FLEET_E_MALFORMED);
 	assert_int_equal(sp_parse_batch_result((const uint8_t *)none, strlen(none), &code, msg,
-					       sizeof(msg), why, sizeof(why)), FLEET_E_MALFORMED);
+					       sizeof(msg), &ec),
+			 FLEET_E_MALFORMED);
 	const char *nf = "Error: rpc error: code = NotFound desc = agent not found\n";
 	const char *other = "Error: rpc error: code = Internal desc = failed to ban agent\n";
 	assert_true(sp_ban_said_not_found((const uint8_t *)nf, strlen(nf)));

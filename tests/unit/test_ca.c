@@ -100,7 +100,7 @@ static void test_init_files(void **state)
 	/* A key others can read is refused on load. */
 	assert_int_equal(chmod(key, 0640), 0);
 	ca = NULL;
-	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_INVALID_ARG);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_UNSAFE);
 	assert_null(ca);
 	assert_non_null(strstr(ec.detail, "group or others"));
 	rm_rf(base);
@@ -127,7 +127,7 @@ static void test_load_file_rules(void **state)
 	snprintf(moved, sizeof(moved), "%s/real.key", base);
 	assert_int_equal(rename(key, moved), 0);
 	assert_int_equal(symlink(moved, key), 0);
-	assert_int_not_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_UNSAFE);
 	assert_null(ca);
 	assert_non_null(strstr(ec.detail, "symlink"));
 	unlink(key);
@@ -136,19 +136,19 @@ static void test_load_file_rules(void **state)
 	snprintf(moved, sizeof(moved), "%s/real.crt", base);
 	assert_int_equal(rename(crt, moved), 0);
 	assert_int_equal(symlink(moved, crt), 0);
-	assert_int_not_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_UNSAFE);
 	assert_non_null(strstr(ec.detail, "symlink"));
 	unlink(crt);
 	assert_int_equal(rename(moved, crt), 0);
 	/* A certificate anyone may write. */
 	assert_int_equal(chmod(crt, 0666), 0);
-	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_INVALID_ARG);
+	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_UNSAFE);
 	assert_non_null(strstr(ec.detail, "world-writable"));
 	assert_int_equal(chmod(crt, 0644), 0);
 	/* A key owned by another user, though 0600. */
 	if (geteuid() == 0) {
 		assert_int_equal(chown(key, 65534, 65534), 0);
-		assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_INVALID_ARG);
+		assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_E_UNSAFE);
 		assert_non_null(strstr(ec.detail, "owner"));
 		assert_int_equal(chown(key, 0, 0), 0);
 	}

@@ -221,12 +221,12 @@ static void test_load_and_token_file(void **state)
 	if (fleet_config_load(cfg, &c, &err))
 		fail_msg("line %u: %s", err.line, err.msg);
 	char msg[512];
-	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_IO);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_NOT_FOUND);
 	fp = fopen(tok, "w");
 	fputs("0123456789abcdef\n", fp);
 	fclose(fp);
 	assert_int_equal(chmod(tok, 0640), 0);
-	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(msg, "mode 0600"));
 	assert_int_equal(chmod(tok, 0600), 0);
 	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_OK);
@@ -272,7 +272,7 @@ static void test_token_swapped_after_check(void **state)
 	assert_int_equal(rename(evil, tok), 0);
 	memset(token, 0, sizeof(token));
 	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
-			 FLEET_E_VERIFY);
+			 FLEET_E_UNSAFE);
 	assert_non_null(strstr(msg, "world-readable"));
 	assert_non_null(strstr(msg, tok));
 	assert_string_equal(token, ""); /* nothing of it was handed out */
@@ -281,10 +281,10 @@ static void test_token_swapped_after_check(void **state)
 	write_file(real, "0123456789abcdef0123456789abcdef01234567\n", 0600);
 	unlink(tok);
 	assert_int_equal(symlink(real, tok), 0);
-	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_VERIFY);
+	assert_int_equal(fleet_config_check_files(&c, msg, sizeof(msg)), FLEET_E_UNSAFE);
 	assert_non_null(strstr(msg, "symlink"));
 	assert_int_equal(fleet_config_read_token(&c, token, sizeof(token), msg, sizeof(msg)),
-			 FLEET_E_VERIFY);
+			 FLEET_E_UNSAFE);
 
 	/* What is inside: one token, nothing else. */
 	static const struct {
@@ -317,11 +317,11 @@ static void test_config_file_rules(void **state)
 	if (fleet_config_load(cfg, &c, &err))
 		fail_msg("line %u: %s", err.line, err.msg);
 	assert_int_equal(chmod(cfg, 0666), 0);
-	assert_int_equal(fleet_config_load(cfg, &c, &err), FLEET_E_IO);
+	assert_int_equal(fleet_config_load(cfg, &c, &err), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err.msg, "world-writable"));
 	assert_int_equal(chmod(cfg, 0644), 0);
 	assert_int_equal(symlink(cfg, link), 0);
-	assert_int_equal(fleet_config_load(link, &c, &err), FLEET_E_IO);
+	assert_int_equal(fleet_config_load(link, &c, &err), FLEET_E_UNSAFE);
 	assert_non_null(strstr(err.msg, "symlink"));
 	rm_rf(dir);
 	free(dir);

@@ -7,7 +7,9 @@
  * again). A symbolic link, a FIFO, a directory, a file others may read (a
  * secret) or write (configuration), one another user owns, one over the cap
  * and one that grows past it while read are each refused with a stable
- * reason and a sentence naming the path.
+ * reason and a sentence naming the path, in the one error context: a rule's
+ * refusal is FLEET_E_UNSAFE, a missing file FLEET_E_NOT_FOUND, one over the
+ * cap FLEET_E_TOO_LARGE, a failed open FLEET_E_IO with its errno.
  */
 #include "tests/testutil.h"
 
@@ -50,7 +52,7 @@ static const struct fleet_file_policy data = FLEET_FILE_POLICY_DATA("the log", 4
 
 /* Read path under policy: the result, and fe's reason (or "ok"). */
 static fleet_err try_read(const char *path, const struct fleet_file_policy *p,
-			  struct fleet_file_error *fe)
+			  struct fleet_errctx *fe)
 {
 	struct fleet_buf b;
 	fb_init(&b);
@@ -67,12 +69,13 @@ static fleet_err try_read(const char *path, const struct fleet_file_policy *p,
 	return e;
 }
 
+/* Refused with this code and reason (FLEET_E_UNSAFE: by a rule). */
 static void refused(const char *path, const struct fleet_file_policy *p, const char *reason,
-		    bool rule, const char *says)
+		    fleet_err want, const char *says)
 {
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fleet_err e = try_read(path, p, &fe);
-	if (e == FLEET_OK || strcmp(fe.reason, reason) != 0 || fe.rule != rule ||
+	if (e == FLEET_OK || strcmp(fe.reason, reason) != 0 || e != want || fe.err != want ||
 	    (says && !strstr(fe.detail, says)))
 		fail_msg("%s: want %s (%s), got %s: %s", path, reason, says ? says : "",
 			 fleet_err_str(e), e ? fe.detail : "read");
@@ -80,7 +83,7 @@ static void refused(const char *path, const struct fleet_file_policy *p, const c
 
 static void accepted(const char *path, const struct fleet_file_policy *p)
 {
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	if (try_read(path, p, &fe) != FLEET_OK)
 		fail_msg("%s: refused: %s", path, fe.detail);
 }
@@ -90,7 +93,7 @@ static void test_reads_the_bytes(void **state)
 	struct temp_file *f = *state;
 	put(f->path, "hello\n", 0600);
 	struct fleet_buf b;
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	fb_init(&b);
 	assert_int_equal(fleet_file_read(AT_FDCWD, f->path, &secret, &b, &fe), FLEET_OK);
 	assert_int_equal(b.len, 6);
@@ -123,11 +126,21 @@ static void test_reads_the_bytes(void **state)
 static void test_missing(void **state)
 {
 	struct temp_file *f = *state;
-	struct fleet_file_error fe;
-	assert_int_equal(try_read(f->path, &config, &fe), FLEET_E_IO);
+	struct fleet_errctx fe;
+	char text[sizeof(fe.detail) + 80];
+	assert_int_equal(try_read(f->path, &config, &fe), FLEET_E_NOT_FOUND);
 	assert_string_equal(fe.reason, "not-found");
-	assert_false(fe.rule);
 	assert_int_equal(fe.sys_errno, ENOENT);
+	/* The system's reason follows the sentence, as it always did. */
+	assert_non_null(strstr(fleet_errctx_text(&fe, text, sizeof(text)),
+			       "cannot open it: No such file or directory"));
+	/* One that cannot be opened (not as root, who opens anything). */
+	if (geteuid() != 0) {
+		put(f->path, "x", 0000);
+		assert_int_equal(try_read(f->path, &data, &fe), FLEET_E_IO);
+		assert_string_equal(fe.reason, "open-failed");
+		assert_int_equal(fe.sys_errno, EACCES);
+	}
 }
 
 /* A symlinked key is refused, even to a file that would pass. */
@@ -139,8 +152,8 @@ static void test_symlink_refused(void **state)
 	put(target, "key\n", 0600);
 	accepted(target, &secret);
 	assert_int_equal(symlink(target, f->path), 0);
-	refused(f->path, &secret, "symlink", true, "symbolic link");
-	refused(f->path, &data, "symlink", true, NULL); /* whatever the policy */
+	refused(f->path, &secret, "symlink", FLEET_E_UNSAFE, "symbolic link");
+	refused(f->path, &data, "symlink", FLEET_E_UNSAFE, NULL); /* whatever the policy */
 	/* A link in a directory above is not the file's business. */
 	char sub[700], via[800];
 	snprintf(sub, sizeof(sub), "%s/sub", f->dir);
@@ -181,7 +194,8 @@ static void test_mode_rules(void **state)
 	for (size_t i = 0; i < sizeof(cases) / sizeof(cases[0]); i++) {
 		put(f->path, "key\n", cases[i].mode);
 		if (cases[i].reason)
-			refused(f->path, cases[i].policy, cases[i].reason, true, cases[i].says);
+			refused(f->path, cases[i].policy, cases[i].reason, FLEET_E_UNSAFE,
+				cases[i].says);
 		else
 			accepted(f->path, cases[i].policy);
 	}
@@ -194,12 +208,12 @@ static void test_owner_rule(void **state)
 		skip(); /* chown needs root */
 	put(f->path, "a: b\n", 0644);
 	assert_int_equal(chown(f->path, 65534, 65534), 0);
-	refused(f->path, &config, "owner", true, "not owned by root");
-	refused(f->path, &secret, "owner", true, "its owner is uid 65534");
+	refused(f->path, &config, "owner", FLEET_E_UNSAFE, "not owned by root");
+	refused(f->path, &secret, "owner", FLEET_E_UNSAFE, "its owner is uid 65534");
 	accepted(f->path, &data); /* data: anyone's */
 	const struct fleet_file_policy nobody = {
 		.what = "x", .max_size = 10, .owners = FLEET_FILE_OWNER_EUID};
-	refused(f->path, &nobody, "owner", true, NULL);
+	refused(f->path, &nobody, "owner", FLEET_E_UNSAFE, NULL);
 	assert_int_equal(chown(f->path, 0, 0), 0);
 	accepted(f->path, &config);
 }
@@ -210,12 +224,12 @@ static void test_not_regular(void **state)
 {
 	struct temp_file *f = *state;
 	assert_int_equal(mkfifo(f->path, 0600), 0);
-	refused(f->path, &secret, "not-regular", true, "not a regular file");
+	refused(f->path, &secret, "not-regular", FLEET_E_UNSAFE, "not a regular file");
 	unlink(f->path);
 	assert_int_equal(mkdir(f->path, 0700), 0);
-	refused(f->path, &data, "not-regular", true, NULL);
+	refused(f->path, &data, "not-regular", FLEET_E_UNSAFE, NULL);
 	rmdir(f->path);
-	refused("/dev/null", &data, "not-regular", true, NULL);
+	refused("/dev/null", &data, "not-regular", FLEET_E_UNSAFE, NULL);
 }
 
 static void test_size_cap(void **state)
@@ -225,8 +239,8 @@ static void test_size_cap(void **state)
 	put(f->path, "12345678", 0644);
 	accepted(f->path, &small);
 	put(f->path, "123456789", 0644);
-	refused(f->path, &small, "too-large", false, "more than the 8 allowed");
-	struct fleet_file_error fe;
+	refused(f->path, &small, "too-large", FLEET_E_TOO_LARGE, "more than the 8 allowed");
+	struct fleet_errctx fe;
 	assert_int_equal(try_read(f->path, &small, &fe), FLEET_E_TOO_LARGE);
 	/* /proc says 0 bytes and holds more: the read, not fstat, finds it out. */
 	const struct fleet_file_policy proc = FLEET_FILE_POLICY_DATA("status", 16);
@@ -260,7 +274,7 @@ static void test_swap_after_check_reads_checked_bytes(void **state)
 	put(f->path, "good-token\n", 0600);
 	put(evil, "evil-token\n", 0644);
 	struct fleet_file file;
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	assert_int_equal(fleet_file_open(AT_FDCWD, f->path, &secret, &file, &fe), FLEET_OK);
 	assert_true(file.fd >= 0);
 	assert_int_equal(file.st.st_mode & 07777, 0600);
@@ -274,13 +288,13 @@ static void test_swap_after_check_reads_checked_bytes(void **state)
 	assert_memory_equal(b.data, "good-token\n", 11);
 	fb_free(&b);
 	/* By path, the swapped file is what is there now, and it is refused. */
-	refused(f->path, &secret, "world-readable", true, NULL);
+	refused(f->path, &secret, "world-readable", FLEET_E_UNSAFE, NULL);
 }
 
 static void test_bad_arguments(void **state)
 {
 	struct temp_file *f = *state;
-	struct fleet_file_error fe;
+	struct fleet_errctx fe;
 	struct fleet_buf b;
 	const struct fleet_file_policy uncapped = {.what = "x"};
 	put(f->path, "x", 0600);
@@ -292,7 +306,7 @@ static void test_bad_arguments(void **state)
 	assert_null(b.data);
 	/* No error struct: still refused. */
 	assert_int_equal(fleet_file_read(AT_FDCWD, "/nonexistent/x", &config, &b, NULL),
-			 FLEET_E_IO);
+			 FLEET_E_NOT_FOUND);
 }
 
 int main(void)

@@ -3,11 +3,18 @@
  * documented; every malformed file is refused with the line to fix; the
  * file and its directories must be writable by root alone (checked on open
  * and on every reload); the file is the binding's author; fleetd never
- * writes the file.
+ * writes the file; fleetd out of memory is said as that (NOMEM), not as the
+ * inventory being unavailable.
+ *
+ * Linked with -Wl,--wrap=calloc,--wrap=realloc (tests/store.cmake): the
+ * wrappers below can make the inventory's own allocations fail. Nothing in
+ * the inventory knows.
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <fcntl.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -15,6 +22,31 @@
 #include <unistd.h>
 
 #include "fleetd/inventory/nodes_file.h"
+
+void *__real_calloc(size_t n, size_t size);
+void *__real_realloc(void *p, size_t size);
+void *__wrap_calloc(size_t n, size_t size);
+void *__wrap_realloc(void *p, size_t size);
+
+static bool fail_alloc;
+
+void *__wrap_calloc(size_t n, size_t size)
+{
+	if (fail_alloc) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_calloc(n, size);
+}
+
+void *__wrap_realloc(void *p, size_t size)
+{
+	if (fail_alloc) {
+		errno = ENOMEM;
+		return NULL;
+	}
+	return __real_realloc(p, size);
+}
 
 #define HA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -182,53 +214,56 @@ static int teardown(void **state)
 	return 0;
 }
 
-static fleet_err try_open(struct fx *f, struct fleet_inventory **inv, char *err, size_t len)
+static fleet_err try_open(struct fx *f, struct fleet_inventory **inv, struct fleet_errctx *ec)
 {
-	return fleet_nodes_file_open(f->path, inv, err, len);
+	return fleet_nodes_file_open(f->path, inv, ec);
 }
 
 static void test_root_only_rule(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_inventory *inv;
-	char err[512];
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_OK);
 	inv->ops->close(inv);
 	static const mode_t bad_modes[] = {0664, 0646, 0666};
 	for (size_t i = 0; i < 3; i++) {
 		assert_int_equal(chmod(f->path, bad_modes[i]), 0);
-		assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
-		assert_non_null(strstr(err, "writable by group or others"));
+		assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
+		assert_non_null(strstr(ec.detail, "writable by group or others"));
 		assert_null(inv);
 	}
 	assert_int_equal(chmod(f->path, 0644), 0);
 	assert_int_equal(chown(f->path, 65534, 0), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
-	assert_non_null(strstr(err, "not owned by root"));
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
+	assert_non_null(strstr(ec.detail, "not owned by root"));
 	assert_int_equal(chown(f->path, 0, 0), 0);
 	/* The directory: whoever can write it can replace the file. */
 	assert_int_equal(chmod(f->dir, 0775), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
-	assert_non_null(strstr(err, "directory is writable by group or others"));
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
+	assert_non_null(strstr(ec.detail, "directory is writable by group or others"));
 	assert_int_equal(chmod(f->dir, 01777), 0); /* sticky is no excuse here */
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
 	assert_int_equal(chmod(f->dir, 0755), 0);
 	assert_int_equal(chown(f->dir, 65534, 0), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_VERIFY);
-	assert_non_null(strstr(err, "directory is not owned by root"));
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
+	assert_non_null(strstr(ec.detail, "directory is not owned by root"));
 	assert_int_equal(chown(f->dir, 0, 0), 0);
 	/* A symbolic link is not followed. */
 	char target[600];
 	snprintf(target, sizeof(target), "%s/real.yaml", f->dir);
 	assert_int_equal(rename(f->path, target), 0);
 	assert_int_equal(symlink(target, f->path), 0);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_IO);
-	assert_non_null(strstr(err, "symbolic link"));
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_UNSAFE);
+	assert_non_null(strstr(ec.detail, "symbolic link"));
 	unlink(f->path);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_IO);
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_NOT_FOUND);
+	char text[sizeof(ec.detail) + 80];
+	assert_non_null(
+		strstr(fleet_errctx_text(&ec, text, sizeof(text)), "No such file or directory"));
 	put(f->path, "version: 1\nnodes: [\n", 0644);
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_E_MALFORMED);
-	assert_non_null(strstr(err, "line 3"));
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "line 3"));
 }
 
 static void test_ancestor_rule(void **state)
@@ -241,14 +276,14 @@ static void test_ancestor_rule(void **state)
 	snprintf(p, sizeof(p), "%s/nodes.yaml", sub);
 	put(p, FULL, 0644);
 	struct fleet_inventory *inv;
-	char err[512];
-	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(fleet_nodes_file_open(p, &inv, &ec), FLEET_OK);
 	inv->ops->close(inv);
 	assert_int_equal(chmod(f->dir, 0777), 0);
-	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_E_VERIFY);
-	assert_non_null(strstr(err, "ancestor directory"));
+	assert_int_equal(fleet_nodes_file_open(p, &inv, &ec), FLEET_E_UNSAFE);
+	assert_non_null(strstr(ec.detail, "ancestor directory"));
 	assert_int_equal(chmod(f->dir, 01777), 0); /* as /tmp is: allowed above */
-	assert_int_equal(fleet_nodes_file_open(p, &inv, err, sizeof(err)), FLEET_OK);
+	assert_int_equal(fleet_nodes_file_open(p, &inv, &ec), FLEET_OK);
 	inv->ops->close(inv);
 	chmod(f->dir, 0755);
 }
@@ -259,32 +294,29 @@ static void test_lookups_and_binding_author(void **state)
 	struct timespec ts[2] = {{.tv_sec = 1700000000}, {.tv_sec = 1700000000}};
 	assert_int_equal(utimensat(AT_FDCWD, f->path, ts, 0), 0);
 	struct fleet_inventory *inv;
-	char err[512];
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_OK);
 	struct fleet_inv_device d;
-	assert_int_equal(inv->ops->find_by_serial(inv, "ser-1", &d, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "ser-1", &d, &ec), FLEET_INV_OK);
 	assert_string_equal(d.name, "w1");
 	long id = d.id;
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-9", &d, err, sizeof(err)),
-			 FLEET_INV_NOT_FOUND);
-	assert_int_equal(inv->ops->get(inv, id, &d, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-9", &d, &ec), FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->get(inv, id, &d, &ec), FLEET_INV_OK);
 	assert_string_equal(d.serial, "SER-1");
-	assert_int_equal(inv->ops->get(inv, 12345, &d, err, sizeof(err)), FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->get(inv, 12345, &d, &ec), FLEET_INV_NOT_FOUND);
 	struct fleet_inv_binding_change bc;
-	assert_int_equal(inv->ops->binding_change(inv, id, &bc, err, sizeof(err)), FLEET_INV_OK);
+	assert_int_equal(inv->ops->binding_change(inv, id, &bc, &ec), FLEET_INV_OK);
 	assert_true(bc.found);
 	assert_string_equal(bc.user, FLEET_NODES_FILE_AUTHOR);
 	assert_string_equal(bc.user, "nodes-file");
 	assert_int_equal(bc.when, 1700000000);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-2", &d, err, sizeof(err)), 0);
-	assert_int_equal(inv->ops->binding_change(inv, d.id, &bc, err, sizeof(err)), 0);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-2", &d, &ec), 0);
+	assert_int_equal(inv->ops->binding_change(inv, d.id, &bc, &ec), 0);
 	assert_false(bc.found); /* cp1 declares no binding */
 	struct fleet_inv_device *all;
 	struct fleet_inv_malformed *bad;
 	size_t n, n_bad;
-	assert_int_equal(inv->ops->list(inv, &all, &n, &bad, &n_bad, err, sizeof(err)),
-			 FLEET_INV_OK);
+	assert_int_equal(inv->ops->list(inv, &all, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
 	assert_int_equal(n, 2);
 	assert_int_equal(n_bad, 0); /* the file is checked whole on load */
 	assert_null(bad);
@@ -292,25 +324,51 @@ static void test_lookups_and_binding_author(void **state)
 	inv->ops->close(inv);
 }
 
+/* The file unchanged, so nothing is read again: the listing's copy and the
+ * in-memory overlay are the only allocations, and each failing is NOMEM,
+ * "out of memory", never UNAVAILABLE. With memory again, all is as before. */
+static void test_out_of_memory_is_nomem(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_inventory *inv;
+	struct fleet_errctx ec;
+	struct fleet_inv_device d, *all = NULL;
+	struct fleet_inv_malformed *bad = NULL;
+	size_t n = 0, n_bad = 0;
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_OK);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-1", &d, &ec), FLEET_INV_OK);
+	fail_alloc = true;
+	fleet_err listed = inv->ops->list(inv, &all, &n, &bad, &n_bad, &ec);
+	fleet_err wrote = inv->ops->write_ek_hashes(inv, d.id, HB, "", &ec);
+	fleet_err status = inv->ops->set_status(inv, d.id, "active", &ec);
+	fail_alloc = false;
+	assert_int_equal(listed, FLEET_INV_NOMEM);
+	assert_null(all);
+	assert_int_equal(wrote, FLEET_INV_NOMEM);
+	assert_int_equal(status, FLEET_INV_NOMEM);
+	assert_string_equal(ec.detail, "out of memory");
+	assert_int_equal(inv->ops->list(inv, &all, &n, &bad, &n_bad, &ec), FLEET_INV_OK);
+	assert_int_equal(n, 2);
+	free(all);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, d.id, HB, "", &ec), FLEET_INV_OK);
+	inv->ops->close(inv);
+}
+
 static void test_fleetd_never_writes_the_file(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_inventory *inv;
-	char err[512];
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_OK);
 	struct fleet_inv_device d;
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-1", &d, err, sizeof(err)), 0);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-1", &d, &ec), 0);
 	struct stat before, after;
 	assert_int_equal(stat(f->path, &before), 0);
-	assert_int_equal(inv->ops->write_ek_hashes(inv, d.id, HB, "", err, sizeof(err)),
-			 FLEET_INV_OK);
-	assert_int_equal(inv->ops->write_ek_hashes(inv, d.id, "XYZ", "", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_int_equal(inv->ops->set_status(inv, d.id, "active", err, sizeof(err)), FLEET_INV_OK);
-	assert_int_equal(inv->ops->set_status(inv, d.id, "gone", err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_int_equal(inv->ops->set_status(inv, 4242, "active", err, sizeof(err)),
-			 FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, d.id, HB, "", &ec), FLEET_INV_OK);
+	assert_int_equal(inv->ops->write_ek_hashes(inv, d.id, "XYZ", "", &ec), FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->set_status(inv, d.id, "active", &ec), FLEET_INV_OK);
+	assert_int_equal(inv->ops->set_status(inv, d.id, "gone", &ec), FLEET_INV_INVALID);
+	assert_int_equal(inv->ops->set_status(inv, 4242, "active", &ec), FLEET_INV_NOT_FOUND);
 	struct fleet_buf b;
 	fb_init(&b);
 	read_file_or_fail(f->path, &b);
@@ -320,7 +378,7 @@ static void test_fleetd_never_writes_the_file(void **state)
 	assert_int_equal(stat(f->path, &after), 0);
 	assert_int_equal(after.st_mtim.tv_nsec, before.st_mtim.tv_nsec);
 	/* This process remembers what it was told... */
-	assert_int_equal(inv->ops->get(inv, d.id, &d, err, sizeof(err)), 0);
+	assert_int_equal(inv->ops->get(inv, d.id, &d, &ec), 0);
 	assert_string_equal(d.status, "active");
 	assert_string_equal(d.ek_hash, HB);
 	assert_string_equal(d.approved_ek_hash, HA); /* the binding is untouched */
@@ -328,7 +386,7 @@ static void test_fleetd_never_writes_the_file(void **state)
 	const char *edited = "version: 1\nnodes:\n  - name: w1\n    serial: SER-1\n"
 			     "    status: staged\n    class: worker\n";
 	put(f->path, edited, 0644);
-	assert_int_equal(inv->ops->get(inv, d.id, &d, err, sizeof(err)), 0);
+	assert_int_equal(inv->ops->get(inv, d.id, &d, &ec), 0);
 	assert_string_equal(d.status, "staged");
 	inv->ops->close(inv);
 }
@@ -337,28 +395,25 @@ static void test_reload_rechecks(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_inventory *inv;
-	char err[512];
-	assert_int_equal(try_open(f, &inv, err, sizeof(err)), FLEET_OK);
+	struct fleet_errctx ec;
+	assert_int_equal(try_open(f, &inv, &ec), FLEET_OK);
 	struct fleet_inv_device d;
 	/* An edit is seen without a restart. */
 	put(f->path, "version: 1\nnodes:\n  - name: w7\n    serial: SER-7\n    status: planned\n"
 		     "    class: worker\n", 0644);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, err, sizeof(err)), 0);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-1", &d, err, sizeof(err)),
-			 FLEET_INV_NOT_FOUND);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, &ec), 0);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-1", &d, &ec), FLEET_INV_NOT_FOUND);
 	/* A file opened to others since: no answer, not even the old one. */
 	assert_int_equal(chmod(f->path, 0666), 0);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, err, sizeof(err)),
-			 FLEET_INV_UNAVAILABLE);
-	assert_non_null(strstr(err, "writable by group or others"));
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, &ec), FLEET_INV_UNAVAILABLE);
+	assert_non_null(strstr(ec.detail, "writable by group or others"));
 	assert_int_equal(chmod(f->path, 0644), 0);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, err, sizeof(err)), 0);
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, &ec), 0);
 	/* A broken edit: INVALID with the line, not the last good copy. */
 	put(f->path, "version: 1\nnodes:\n  - name: w7\n    serial: SER-7\n    status: planned\n"
 		     "    class: worker\n    typo: 1\n", 0644);
-	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, err, sizeof(err)),
-			 FLEET_INV_INVALID);
-	assert_non_null(strstr(err, "line 7"));
+	assert_int_equal(inv->ops->find_by_serial(inv, "SER-7", &d, &ec), FLEET_INV_INVALID);
+	assert_non_null(strstr(ec.detail, "line 7"));
 	inv->ops->close(inv);
 }
 
@@ -372,6 +427,7 @@ int main(void)
 		T(test_ancestor_rule),
 		T(test_lookups_and_binding_author),
 		T(test_fleetd_never_writes_the_file),
+		T(test_out_of_memory_is_nomem),
 		T(test_reload_rechecks),
 	};
 	if (geteuid() != 0) {

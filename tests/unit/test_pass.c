@@ -44,8 +44,9 @@ static void pass_writes_then_keeps_file_on_inventory_error(void **state)
 		   0644);
 	char err[512] = "";
 	struct fleet_inventory *inv = NULL;
-	if (fleet_nodes_file_open(nodes, &inv, err, sizeof(err)) != FLEET_OK)
-		fail_msg("nodes file: %s", err);
+	struct fleet_errctx ec;
+	if (fleet_nodes_file_open(nodes, &inv, &ec) != FLEET_OK)
+		fail_msg("nodes file: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	struct fleet_store *st = NULL;
 	if (fleet_store_open(dir, FLEET_STORE_RW, &st, err, sizeof(err)) != FLEET_STORE_OK)
 		fail_msg("store: %s", err);

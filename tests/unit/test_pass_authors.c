@@ -13,7 +13,8 @@
  *   B4      other_author_forgets, changed_and_changed_back_forgets,
  *           purged_log_with_other_values_forgets
  *   B5      former_candidates_forgotten, malformed_devices_keep_records
- *   B6      inventory_error_leaves_records, unanswered_device_is_first_again,
+ *   B6      inventory_error_leaves_records, out_of_memory_leaves_records,
+ *           unanswered_device_is_first_again,
  *           malformed_change_log_leaves_record
  *   the view  one_listing_per_pass, nothing_without_callbacks
  */
@@ -59,7 +60,8 @@ struct finv {
 	time_t clock;
 	size_t lists, gets, changes;
 	size_t changes_by_id[MAXDEV + 1];
-	long fail_changes_from; /* from this binding_change call on: UNAVAILABLE (0: never) */
+	long fail_changes_from; /* from this binding_change call on: fail_with (0: never) */
+	fleet_err fail_with;    /* 0: UNAVAILABLE */
 	/* Called before binding_change / get answer for id (the nth change read). */
 	void (*on_change)(struct finv *f, long id, size_t nth);
 	void (*on_get)(struct finv *f, long id);
@@ -106,13 +108,11 @@ static void add(struct finv *f, long id, const char *status, const char *by, con
 		change(f, id, by, ek, ek_ecc ? ek_ecc : "");
 }
 
-static fleet_err f_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				    size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				    char *err, size_t errlen)
+static fleet_err f_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	struct finv *f = (struct finv *)inv;
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	f->lists++;
 	*out = calloc(f->n + 1, sizeof(**out));
 	*bad = calloc(f->n_bad + 1, sizeof(**bad));
@@ -125,25 +125,22 @@ static fleet_err f_list(struct fleet_inventory *inv, struct fleet_inv_device **o
 	return FLEET_INV_OK;
 }
 
-static fleet_err f_get(struct fleet_inventory *inv, long id,
-				   struct fleet_inv_device *out, char *err, size_t errlen)
+static fleet_err f_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
+		       struct fleet_errctx *ec)
 {
 	struct finv *f = (struct finv *)inv;
 	f->gets++;
 	if (f->on_get)
 		f->on_get(f, id);
 	struct fdev *d = fdev_by_id(f, id);
-	if (!d) {
-		snprintf(err, errlen, "no device %ld", id);
-		return FLEET_INV_NOT_FOUND;
-	}
+	if (!d)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no device %ld", id);
 	*out = d->d;
 	return FLEET_INV_OK;
 }
 
 static fleet_err f_change(struct fleet_inventory *inv, long id,
-				      struct fleet_inv_binding_change *out, char *err,
-				      size_t errlen)
+			  struct fleet_inv_binding_change *out, struct fleet_errctx *ec)
 {
 	struct finv *f = (struct finv *)inv;
 	memset(out, 0, sizeof(*out));
@@ -152,17 +149,16 @@ static fleet_err f_change(struct fleet_inventory *inv, long id,
 		f->changes_by_id[id]++;
 	if (f->on_change)
 		f->on_change(f, id, f->changes_by_id[id > 0 && id <= MAXDEV ? id : 0]);
-	if (f->fail_changes_from && (long)f->changes >= f->fail_changes_from) {
-		snprintf(err, errlen, "HTTP 503");
-		return FLEET_INV_UNAVAILABLE;
-	}
+	if (f->fail_changes_from && (long)f->changes >= f->fail_changes_from)
+		return f->fail_with == FLEET_INV_NOMEM
+			       ? fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory")
+			       : fleet_errctx_msg(ec, FLEET_INV_UNAVAILABLE, "HTTP 503");
 	struct fdev *d = fdev_by_id(f, id);
 	if (!d)
 		return FLEET_INV_NOT_FOUND;
-	if (d->bad_log) {
-		snprintf(err, errlen, "object change 9: time is not an ISO 8601 date and time");
-		return FLEET_INV_INVALID;
-	}
+	if (d->bad_log)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"object change 9: time is not an ISO 8601 date and time");
 	for (size_t i = 0; i < d->n_ch; i++) /* the latest: by time, then id */
 		if (!out->found || d->ch[i].when > out->when ||
 		    (d->ch[i].when == out->when && d->ch[i].id > out->change_id)) {
@@ -534,11 +530,13 @@ static void malformed_devices_keep_records(void **state)
 	assert_true(rec_of(f, 1, &r));
 }
 
-/* B6: an inventory that stops answering stops the reads, and changes no
- * record, whatever it was about to say. */
-static void inventory_error_leaves_records(void **state)
+/* B6: an inventory that stops answering (or fleetd out of memory reading
+ * it: the same, fail-closed) stops the reads, and changes no record,
+ * whatever it was about to say. */
+static void no_answer_leaves_records(void **state, fleet_err fail_with)
 {
 	struct fx *f = *state;
+	f->inv.fail_with = fail_with;
 	planned(f, 1, EA);
 	planned(f, 2, EB);
 	planned(f, 3, EC);
@@ -559,6 +557,16 @@ static void inventory_error_leaves_records(void **state)
 	assert_false(rec_of(f, 1, &r));
 	assert_false(rec_of(f, 2, &r));
 	assert_true(rec_of(f, 3, &r));
+}
+
+static void inventory_error_leaves_records(void **state)
+{
+	no_answer_leaves_records(state, FLEET_INV_UNAVAILABLE);
+}
+
+static void out_of_memory_leaves_records(void **state)
+{
+	no_answer_leaves_records(state, FLEET_INV_NOMEM);
 }
 
 /* B2, B6: the device the inventory did not answer for keeps its turn. */
@@ -643,6 +651,7 @@ int main(void)
 		T(former_candidates_forgotten),
 		T(malformed_devices_keep_records),
 		T(inventory_error_leaves_records),
+		T(out_of_memory_leaves_records),
 		T(unanswered_device_is_first_again),
 		T(malformed_change_log_leaves_record),
 		T(one_listing_per_pass),

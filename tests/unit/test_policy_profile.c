@@ -298,7 +298,8 @@ static void test_load_file(void **state)
 	(void)state;
 	struct fleet_profile *p = (struct fleet_profile *)1;
 	struct fleet_profile_error err;
-	assert_int_equal(fleet_profile_load("/nonexistent/profile.yaml", &p, &err), FLEET_E_IO);
+	assert_int_equal(fleet_profile_load("/nonexistent/profile.yaml", &p, &err),
+			 FLEET_E_NOT_FOUND);
 	assert_null(p);
 	assert_int_equal(err.line, 0);
 	assert_non_null(strstr(err.msg, "cannot read"));

@@ -43,17 +43,14 @@ struct fake_inv {
 	fleet_err result; /* what list() answers */
 };
 
-static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				       size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				       char *err, size_t errlen)
+static fleet_err fake_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			   struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	struct fake_inv *f = (struct fake_inv *)inv;
 	*bad = NULL;
 	*n_bad = 0;
-	if (f->result != FLEET_INV_OK) {
-		snprintf(err, errlen, "HTTP 503 from the test inventory");
-		return f->result;
-	}
+	if (f->result != FLEET_INV_OK)
+		return fleet_errctx_msg(ec, f->result, "HTTP 503 from the test inventory");
 	*out = calloc(f->n + 1, sizeof(**out));
 	memcpy(*out, f->devs, f->n * sizeof(**out));
 	*n = f->n;
@@ -174,11 +171,10 @@ static void good_device(struct fx *f, const char *name, const char *serial, cons
 
 static void build(struct fx *f, time_t now, struct fleet_spire_doc *doc)
 {
-	char err[256];
-	fleet_err e =
-		fleet_spire_nodes_build(&f->inv.base, f->st, TD, now, doc, err, sizeof(err));
+	struct fleet_errctx ec;
+	fleet_err e = fleet_spire_nodes_build(&f->inv.base, f->st, TD, now, doc, &ec);
 	if (e)
-		fail_msg("build: %s: %s", fleet_err_str(e), err);
+		fail_msg("build: %s: %s", fleet_err_str(e), ec.detail);
 }
 
 static const struct fleet_spire_node *find(const struct fleet_spire_node *v, size_t n,
@@ -209,11 +205,10 @@ static void assert_names(const struct fleet_spire_node *v, size_t n, const char 
 static void write_ok(struct fx *f, const struct fleet_spire_doc *doc, time_t now, bool *changed,
 		     int64_t *serial)
 {
-	char err[256];
-	fleet_err e =
-		fleet_spire_nodes_write(f->out, doc, now, changed, serial, err, sizeof(err));
+	struct fleet_errctx ec;
+	fleet_err e = fleet_spire_nodes_write(f->out, doc, now, changed, serial, &ec);
 	if (e)
-		fail_msg("write: %s: %s", fleet_err_str(e), err);
+		fail_msg("write: %s: %s", fleet_err_str(e), ec.detail);
 }
 
 static char *path_in(struct fx *f, const char *name)
@@ -594,9 +589,9 @@ static void test_file_format(void **state)
 	/* The other side of the handoff: the strict decoder the root applier
 	 * reads with (lib/spire_nodes_format.h) accepts exactly what fleetd wrote. */
 	struct fleet_spire_nodes sn;
-	char why[256] = "";
-	if (fleet_spire_nodes_decode(b.data, b.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier refuses fleetd's file: %s", why);
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_decode(b.data, b.len, &sn, &ec) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", ec.detail);
 	assert_int_equal(sn.serial, 1);
 	assert_int_equal(sn.n_eligible, 1);
 	assert_int_equal(sn.n_revoked, 1);
@@ -699,11 +694,10 @@ static void test_serial(void **state)
 	struct stat a, c;
 	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
 	write_text(path_in(f, FLEET_SPIRE_SERIAL_FILE), "1O2\n");
-	char err[256];
-	assert_int_equal(fleet_spire_nodes_write(f->out, &off, NOW, &changed, &serial, err,
-						 sizeof(err)),
+	struct fleet_errctx ec;
+	assert_int_equal(fleet_spire_nodes_write(f->out, &off, NOW, &changed, &serial, &ec),
 			 FLEET_SPIRE_E_STATE);
-	assert_non_null(strstr(err, "refusing to guess"));
+	assert_non_null(strstr(ec.detail, "refusing to guess"));
 	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &c), 0);
 	assert_int_equal(a.st_ino, c.st_ino);
 	fleet_spire_doc_free(&on);
@@ -718,9 +712,9 @@ static void test_inventory_error_keeps_file(void **state)
 	struct fleet_spire_doc d;
 	bool changed;
 	int64_t serial;
-	char err[256];
+	struct fleet_errctx ec;
 	assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW, &d, &changed,
-						&serial, err, sizeof(err)),
+						&serial, &ec),
 			 FLEET_SPIRE_OK);
 	fleet_spire_doc_free(&d);
 	struct stat a;
@@ -729,21 +723,22 @@ static void test_inventory_error_keeps_file(void **state)
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
 
 	set_status(f, "w1", "decommissioning");
-	static const fleet_err bad[] = {FLEET_INV_UNAVAILABLE, FLEET_INV_INVALID};
-	for (size_t i = 0; i < 2; i++) {
+	/* Out of memory is no answer either: the file stands, as for an outage. */
+	static const fleet_err bad[] = {FLEET_INV_UNAVAILABLE, FLEET_INV_INVALID, FLEET_INV_NOMEM};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 		f->inv.result = bad[i];
 		/* The inventory's failure, passed on in its own layer. */
 		assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 60,
-							&d, &changed, &serial, err, sizeof(err)),
+							&d, &changed, &serial, &ec),
 				 bad[i]);
 		assert_false(changed);
 		assert_int_equal(d.n_eligible + d.n_revoked + d.n_excluded, 0);
-		assert_non_null(strstr(err, "HTTP 503"));
+		assert_non_null(strstr(ec.detail, "HTTP 503"));
 		assert_unchanged(f, &a, &before);
 	}
 	f->inv.result = FLEET_INV_OK; /* answering again: the change is written */
 	assert_int_equal(fleet_spire_nodes_pass(&f->inv.base, f->st, TD, f->out, NOW + 120, &d,
-						&changed, &serial, err, sizeof(err)),
+						&changed, &serial, &ec),
 			 FLEET_SPIRE_OK);
 	assert_true(changed);
 	assert_int_equal(d.n_revoked, 1);
@@ -776,17 +771,17 @@ static void test_directory_rules(void **state)
 	good_device(f, "w1", "S1", "active", NULL);
 	struct fleet_spire_doc d;
 	build(f, NOW, &d);
-	char err[256];
+	struct fleet_errctx ec;
 	bool changed;
 	assert_int_equal(chmod(f->out, 0775), 0);
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, &ec),
 			 FLEET_SPIRE_E_UNSAFE);
-	assert_non_null(strstr(err, "not writable by group or others"));
+	assert_non_null(strstr(ec.detail, "not writable by group or others"));
 	assert_int_equal(chmod(f->out, 0755), 0);
 	int dfd = open(f->out, O_RDONLY | O_DIRECTORY);
 	assert_true(dfd >= 0);
 	assert_int_equal(flock(dfd, LOCK_EX), 0); /* another writer */
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, &ec),
 			 FLEET_SPIRE_E_BUSY);
 	assert_int_equal(access(path_in(f, FLEET_SPIRE_NODES_FILE), F_OK), -1);
 	close(dfd);
@@ -847,10 +842,10 @@ static void test_format_rules(void **state)
 	assert_true(has_last);
 	fleet_spire_doc_free(&d);
 
-	char err[256];
-	assert_int_equal(fleet_spire_nodes_build(&f->inv.base, f->st, "Fleet.Example", NOW, &d, err,
-						 sizeof(err)),
-			 FLEET_SPIRE_E_INVALID);
+	struct fleet_errctx ec;
+	assert_int_equal(
+		fleet_spire_nodes_build(&f->inv.base, f->st, "Fleet.Example", NOW, &d, &ec),
+		FLEET_SPIRE_E_INVALID);
 	assert_false(fleet_spire_name_ok("-w1"));
 	assert_false(fleet_spire_name_ok("a/b"));
 	assert_true(fleet_spire_name_ok("w1.rack-2_b"));
@@ -863,7 +858,7 @@ static void test_write_refuses_malformed(void **state)
 	struct fx *f = *state;
 	good_device(f, "w1", "S1", "active", NULL);
 	good_device(f, "w2", "S2", "active", NULL);
-	char err[256];
+	struct fleet_errctx ec;
 	bool changed;
 	struct fleet_spire_doc d;
 	build(f, NOW, &d);
@@ -872,20 +867,20 @@ static void test_write_refuses_malformed(void **state)
 	char saved[41];
 	memcpy(saved, d.eligible[0].ldevid_sha1[0], 41);
 	d.eligible[0].ldevid_sha1[0][5] = 'G';
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, &ec),
 			 FLEET_SPIRE_E_INVALID);
-	assert_non_null(strstr(err, "eligible[0]"));
+	assert_non_null(strstr(ec.detail, "eligible[0]"));
 	memcpy(d.eligible[0].ldevid_sha1[0], saved, 41);
 	struct fleet_spire_node t = d.eligible[0]; /* out of order */
 	d.eligible[0] = d.eligible[1];
 	d.eligible[1] = t;
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, &ec),
 			 FLEET_SPIRE_E_INVALID);
-	assert_non_null(strstr(err, "out of order"));
+	assert_non_null(strstr(ec.detail, "out of order"));
 	d.eligible[1] = d.eligible[0];
 	d.eligible[0] = t;
 	d.eligible[0].ek_hash[0] = '\0'; /* ek_hash cannot be null */
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, err, sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW, &changed, NULL, &ec),
 			 FLEET_SPIRE_E_INVALID);
 	assert_int_equal(access(path_in(f, FLEET_SPIRE_NODES_FILE), F_OK), -1);
 	assert_int_equal(access(path_in(f, FLEET_SPIRE_SERIAL_FILE), F_OK), -1);
@@ -929,13 +924,12 @@ static void test_write_refuses_over_cap(void **state)
 	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
 
-	char err[256];
+	struct fleet_errctx ec;
 	many(&d, FLEET_SPIRE_LIST_MAX + 1);
-	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW + 60, &changed, &serial, err,
-						 sizeof(err)),
+	assert_int_equal(fleet_spire_nodes_write(f->out, &d, NOW + 60, &changed, &serial, &ec),
 			 FLEET_SPIRE_E_INVALID);
 	assert_false(changed);
-	assert_non_null(strstr(err, "eligible has 100001 devices, more than 100000"));
+	assert_non_null(strstr(ec.detail, "eligible has 100001 devices, more than 100000"));
 	assert_unchanged(f, &a, &before);
 	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &after);
 	assert_memory_equal(after.data, "1\n", 2);
@@ -950,9 +944,9 @@ static void test_write_refuses_over_cap(void **state)
 	assert_int_equal(serial, 2);
 	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &after);
 	struct fleet_spire_nodes sn;
-	char why[256];
-	if (fleet_spire_nodes_decode(after.data, after.len, &sn, why, sizeof(why)) != FLEET_OK)
-		fail_msg("the applier refuses fleetd's file: %s", why);
+	struct fleet_errctx iec;
+	if (fleet_spire_nodes_decode(after.data, after.len, &sn, &iec) != FLEET_OK)
+		fail_msg("the applier refuses fleetd's file: %s", iec.detail);
 	assert_int_equal(sn.n_eligible, FLEET_SPIRE_LIST_MAX);
 	assert_string_equal(sn.eligible[FLEET_SPIRE_LIST_MAX - 1].name, "m099999");
 	fleet_spire_nodes_free(&sn);

@@ -63,9 +63,10 @@ static void make_doc(struct fleet_spire_nodes *d, size_t n, size_t m, size_t ld,
 
 static char *encode_ok(const struct fleet_spire_nodes *d, size_t *len)
 {
-	char *out[1] = {NULL}, why[300];
-	if (fleet_spire_nodes_encode(d, out, len, why, sizeof(why)) != FLEET_OK)
-		fail_msg("encode: %s", why);
+	char *out[1] = {NULL};
+	struct fleet_errctx ec;
+	if (fleet_spire_nodes_encode(d, out, len, &ec) != FLEET_OK)
+		fail_msg("encode: %s", ec.detail);
 	return out[0];
 }
 
@@ -110,15 +111,14 @@ static void test_list_cap(void **state)
 	(void)state;
 	assert_true(FLEET_SPIRE_LIST_MAX >= 50000);
 	struct fleet_spire_nodes d, back;
-	char why[300];
+	struct fleet_errctx ec;
 	make_doc(&d, FLEET_SPIRE_LIST_MAX, 0, 1, false);
 	size_t len;
 	char *text = encode_ok(&d, &len);
 	const char *tail = strstr(text, "\"revoked\": []");
 	assert_non_null(tail);
 	size_t head = (size_t)(tail - text);
-	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)text, len, &back, why,
-						  sizeof(why)),
+	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)text, len, &back, &ec),
 			 FLEET_OK);
 	assert_int_equal(back.n_eligible, FLEET_SPIRE_LIST_MAX);
 	assert_true(fleet_spire_nodes_same_content(&d, &back));
@@ -137,11 +137,10 @@ static void test_list_cap(void **state)
 	}
 	d.revoked = r;
 	d.n_revoked = FLEET_SPIRE_LIST_MAX + 1;
-	assert_false(fleet_spire_nodes_check(&d, why, sizeof(why)));
-	assert_non_null(strstr(why, "revoked has 100001 devices, more than 100000"));
+	assert_int_equal(fleet_spire_nodes_check(&d, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "revoked has 100001 devices, more than 100000"));
 	char *refused = NULL;
-	assert_int_equal(fleet_spire_nodes_encode(&d, &refused, &len, why, sizeof(why)),
-			 FLEET_E_MALFORMED);
+	assert_int_equal(fleet_spire_nodes_encode(&d, &refused, &len, &ec), FLEET_E_MALFORMED);
 	assert_null(refused);
 	/* The same document as text, as another writer might have made it. */
 	size_t cap = strlen(text) + (FLEET_SPIRE_LIST_MAX + 1) * 200;
@@ -157,9 +156,9 @@ static void test_list_cap(void **state)
 				      i ? "," : "", r[i].name, r[i].ek_hash);
 	n += (size_t)snprintf(big + n, cap - n, "]}\n");
 	assert_true(n < FLEET_SPIRE_NODES_MAX_BYTES);
-	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)big, n, &back, why, sizeof(why)),
+	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)big, n, &back, &ec),
 			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(why, "revoked has 100001 devices, more than 100000"));
+	assert_non_null(strstr(ec.detail, "revoked has 100001 devices, more than 100000"));
 	assert_null(back.eligible);
 	free(big);
 	free(text);
@@ -171,12 +170,11 @@ static void test_file_cap(void **state)
 {
 	(void)state;
 	struct fleet_spire_nodes back;
-	char why[300];
+	struct fleet_errctx ec;
 	static const uint8_t one[] = "{}";
-	assert_int_equal(fleet_spire_nodes_decode(one, FLEET_SPIRE_NODES_MAX_BYTES + 1, &back, why,
-						  sizeof(why)),
+	assert_int_equal(fleet_spire_nodes_decode(one, FLEET_SPIRE_NODES_MAX_BYTES + 1, &back, &ec),
 			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(why, "more than"));
+	assert_non_null(strstr(ec.detail, "more than"));
 }
 
 /* The decoder takes any order and gives the canonical one; the rules (the
@@ -193,27 +191,26 @@ static void test_order(void **state)
 		"{\"name\":\"w1\",\"ek_hash\":\"" "1111111111111111111111111111111111111111111111111111111111111111"
 		"\",\"ek_hash_ecc\":null,\"ldevid_sha1\":[]}],\"revoked\":[]}";
 	struct fleet_spire_nodes d;
-	char why[300];
-	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &d, why,
-						  sizeof(why)),
+	struct fleet_errctx ec;
+	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)text, strlen(text), &d, &ec),
 			 FLEET_OK);
 	assert_string_equal(d.eligible[0].name, "w1");
 	assert_string_equal(d.eligible[1].name, "w2");
 	assert_memory_equal(d.eligible[1].ldevid_sha1[0], "aaaa", 4);
-	assert_true(fleet_spire_nodes_check(&d, why, sizeof(why)));
+	assert_int_equal(fleet_spire_nodes_check(&d, &ec), FLEET_OK);
 	struct fleet_spire_node t = d.eligible[0];
 	d.eligible[0] = d.eligible[1];
 	d.eligible[1] = t;
-	assert_false(fleet_spire_nodes_check(&d, why, sizeof(why)));
-	assert_non_null(strstr(why, "eligible[1].name is out of order"));
+	assert_int_equal(fleet_spire_nodes_check(&d, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "eligible[1].name is out of order"));
 	d.eligible[1] = d.eligible[0];
 	d.eligible[0] = t;
 	char saved[41];
 	memcpy(saved, d.eligible[1].ldevid_sha1[0], 41);
 	memcpy(d.eligible[1].ldevid_sha1[0], d.eligible[1].ldevid_sha1[1], 41);
 	memcpy(d.eligible[1].ldevid_sha1[1], saved, 41);
-	assert_false(fleet_spire_nodes_check(&d, why, sizeof(why)));
-	assert_non_null(strstr(why, "eligible[1].ldevid_sha1[1]"));
+	assert_int_equal(fleet_spire_nodes_check(&d, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "eligible[1].ldevid_sha1[1]"));
 	fleet_spire_nodes_free(&d);
 	/* A repeated name is named by where it is in the file. */
 	const char *twice =
@@ -225,10 +222,9 @@ static void test_order(void **state)
 		"\",\"ek_hash_ecc\":null,\"ldevid_sha1\":[],\"not_after\":\"2026-11-30T05:00:00Z\"},"
 		"{\"name\":\"w2\",\"ek_hash\":\"" "3333333333333333333333333333333333333333333333333333333333333333"
 		"\",\"ek_hash_ecc\":null,\"ldevid_sha1\":[],\"not_after\":\"2026-11-30T05:00:00Z\"}]}";
-	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)twice, strlen(twice), &d, why,
-						  sizeof(why)),
+	assert_int_equal(fleet_spire_nodes_decode((const uint8_t *)twice, strlen(twice), &d, &ec),
 			 FLEET_E_MALFORMED);
-	assert_non_null(strstr(why, "revoked[2].name repeats revoked[0]'s"));
+	assert_non_null(strstr(ec.detail, "revoked[2].name repeats revoked[0]'s"));
 }
 
 /* Times: the calendar, the range, no leap second; parse inverts format. */

@@ -301,13 +301,11 @@ static void *reader(void *arg)
 }
 
 /* The inventory: every device, active. Only the pass's thread reads it. */
-static fleet_err inv_list(struct fleet_inventory *inv, struct fleet_inv_device **out,
-				      size_t *n, struct fleet_inv_malformed **bad, size_t *n_bad,
-				      char *err, size_t errlen)
+static fleet_err inv_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
+			  struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	(void)inv;
-	(void)err;
-	(void)errlen;
+	(void)ec;
 	*bad = NULL;
 	*n_bad = 0;
 	*out = calloc(N_DEV, sizeof(**out));

@@ -36,7 +36,8 @@ static void mkd(const char *root, const char *rel)
 static void sysfs_identity(void **st)
 {
 	(void)st;
-	char *root = make_temp_dir("sysfs"), err[300];
+	char *root = make_temp_dir("sysfs");
+	struct fleet_errctx ec;
 	struct tink_identity id;
 	put(root, "class/dmi/id/product_serial", "SN-0042\n");
 	put(root, "class/dmi/id/product_uuid", "4c4c4544-0042-3010-8057-b4c04f4a4d32\n");
@@ -50,7 +51,7 @@ static void sysfs_identity(void **st)
 	put(root, "class/net/bond0/address", "b4:96:91:00:00:01\n");
 	put(root, "class/net/lo/address", "00:00:00:00:00:00\n");
 
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), 0);
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), 0);
 	assert_string_equal(id.serial, "SN-0042");
 	assert_string_equal(id.product_uuid, "4c4c4544-0042-3010-8057-b4c04f4a4d32");
 	assert_string_equal(id.bios_version, "2.19.1");
@@ -60,40 +61,40 @@ static void sysfs_identity(void **st)
 
 	/* A serial with a control character is refused, not cleaned. */
 	put(root, "class/dmi/id/product_serial", "SN-\x1b[2J0042\n");
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "control"));
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "control"));
 	/* One over the protocol's cap is refused, not truncated. */
 	char longs[FLEET_WIRE_MAX_SERIAL + 3];
 	memset(longs, 'A', FLEET_WIRE_MAX_SERIAL + 1);
 	longs[FLEET_WIRE_MAX_SERIAL + 1] = '\n';
 	longs[FLEET_WIRE_MAX_SERIAL + 2] = '\0';
 	put(root, "class/dmi/id/product_serial", longs);
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "the protocol allows 64"));
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), FLEET_E_TOO_LARGE);
+	assert_non_null(strstr(ec.detail, "the protocol allows 64"));
 	longs[FLEET_WIRE_MAX_SERIAL] = '\n';
 	longs[FLEET_WIRE_MAX_SERIAL + 1] = '\0';
 	put(root, "class/dmi/id/product_serial", longs);
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), 0);
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), 0);
 	/* A NIC address that is not a MAC. */
 	put(root, "class/net/eno2/address", "b4:96:91:00:00\n");
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), -1);
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), FLEET_E_MALFORMED);
 	put(root, "class/net/eno2/address", "b4:96:91:00:00:02\n");
 	/* No serial at all. */
 	char p[1024];
 	snprintf(p, sizeof(p), "%s/class/dmi/id/product_serial", root);
 	assert_int_equal(unlink(p), 0);
-	assert_int_equal(tink_identity_read_sysfs(root, &id, err, sizeof(err)), -1);
-	assert_non_null(strstr(err, "product_serial"));
+	assert_int_equal(tink_identity_read_sysfs(root, &id, &ec), FLEET_E_NOT_FOUND);
+	assert_non_null(strstr(ec.detail, "product_serial"));
 	rm_rf(root);
 	free(root);
 }
 
-static int parse(const char *json, struct fleet_network_report *r)
+static fleet_err parse(const char *json, struct fleet_network_report *r)
 {
-	char err[300];
-	int rc = tink_lldp_parse(json, strlen(json), r, err, sizeof(err));
-	if (rc != 0)
-		printf("  %s\n", err);
+	struct fleet_errctx ec;
+	fleet_err rc = tink_lldp_parse(json, strlen(json), r, &ec);
+	if (rc != FLEET_OK)
+		printf("  %s\n", ec.detail);
 	return rc;
 }
 
@@ -131,14 +132,14 @@ static void lldp_shapes(void **st)
 	assert_int_equal(parse("{\"lldp\":{}}", &r), 0);
 	assert_string_equal(r.port_id, "");
 	/* Not lldpd's shape, not JSON, a duplicate key, a control character. */
-	assert_int_equal(parse("{\"neighbors\":[]}", &r), -1);
-	assert_int_equal(parse("{\"lldp\":", &r), -1);
-	assert_int_equal(parse("{\"lldp\":{},\"lldp\":{}}", &r), -1);
+	assert_int_equal(parse("{\"neighbors\":[]}", &r), FLEET_E_MALFORMED);
+	assert_int_equal(parse("{\"lldp\":", &r), FLEET_E_MALFORMED);
+	assert_int_equal(parse("{\"lldp\":{},\"lldp\":{}}", &r), FLEET_E_MALFORMED);
 	assert_int_equal(
 		parse("{\"lldp\":{\"interface\":{\"eth0\":{\"chassis\":{\"id\":{\"value\":\"a\"}},"
 		      "\"port\":{\"id\":{\"value\":\"p\\u0007\"}}}}}}",
 		      &r),
-		-1);
+		FLEET_E_MALFORMED);
 	assert_string_equal(r.port_id, ""); /* a refused report leaves nothing behind */
 	/* A C1 control (U+0085) is as unsendable as a C0 one: the wire encoder
 	 * refuses it, so the parser must too (found in review). Then the
@@ -147,7 +148,7 @@ static void lldp_shapes(void **st)
 		parse("{\"lldp\":{\"interface\":{\"eth0\":{\"chassis\":{\"tor-a\\u0085\":"
 		      "{\"id\":{\"value\":\"a\"}}},\"port\":{\"id\":{\"value\":\"p\"}}}}}}",
 		      &r),
-		-1);
+		FLEET_E_MALFORMED);
 	struct fleet_buf enc;
 	fb_init(&enc);
 	assert_int_equal(parse("{\"lldp\":{\"interface\":{\"eth0\":{\"chassis\":{\"tor-a\":"

@@ -747,7 +747,7 @@ static void test_roots_links_and_modes(void **state)
 	/* A root anyone may write. */
 	snprintf(path, sizeof(path), "%s/root.pem", dir);
 	assert_int_equal(chmod(path, 0666), 0);
-	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_IO);
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_UNSAFE);
 	assert_non_null(strstr(ec.detail, "world-writable"));
 	assert_null(roots);
 	rm_rf(other);
