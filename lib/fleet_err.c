@@ -103,6 +103,7 @@ static fleet_err set(struct fleet_errctx *ec, fleet_err e, int has_offset, size_
 {
 	ec->err = e;
 	ec->reason = NULL;
+	ec->line = ec->column = 0;
 	ec->has_offset = has_offset;
 	ec->offset = has_offset ? offset : 0;
 	ec->sys_errno = 0;
@@ -239,6 +240,11 @@ void fleet_errctx_format(const struct fleet_errctx *ec, fleet_err e, char *out, 
 		snprintf(out, outlen, "%s", fleet_err_str(e));
 	else if (ec->has_offset)
 		snprintf(out, outlen, "%s at byte %zu: %s", fleet_err_str(e), ec->offset, text);
+	else if (ec->line && ec->column)
+		snprintf(out, outlen, "%s at line %u, column %u: %s", fleet_err_str(e), ec->line,
+			 ec->column, text);
+	else if (ec->line)
+		snprintf(out, outlen, "%s at line %u: %s", fleet_err_str(e), ec->line, text);
 	else
 		snprintf(out, outlen, "%s: %s", fleet_err_str(e), text);
 }

@@ -191,6 +191,9 @@ struct fleet_errctx {
 	const char *reason;
 	int has_offset;
 	size_t offset;
+	/* Where in a text input (YAML, JSON): 1-based, 0 for none. Set
+	 * after a setter, as reason is; the setters clear them. */
+	unsigned line, column;
 	int sys_errno;
 	/* 512: a sentence with a path in it, or with the words of a NetBox
 	 * error body (fleetd/inventory/netbox.c keeps up to 400 of them). */
@@ -240,7 +243,8 @@ fleet_err fleet_errctx_wrap(struct fleet_errctx *ec, fleet_err e, const char *be
  */
 void fleet_openssl_drain(char *out, size_t outlen);
 
-/* "malformed at byte 1234: event size 99999 past end of log", with
+/* "malformed at byte 1234: event size 99999 past end of log" (or "at line
+ * 3, column 5" for a text input), with
  * ": <strerror>" for an errno and " (openssl: <reason>)" when they are
  * set. The code's string comes from e, not ec->err, so a caller that
  * passes a different error on with the same context is told the truth. */

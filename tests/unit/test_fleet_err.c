@@ -148,6 +148,14 @@ static void context_carries_errno(void **state)
 	assert_null(ec.reason);
 	fleet_errctx_format(&ec, FLEET_E_TRUNCATED, msg, sizeof(msg));
 	assert_string_equal(msg, "truncated at byte 7: short");
+	/* A text input's place. */
+	fleet_errctx_msg(&ec, FLEET_E_MALFORMED, "unknown key");
+	ec.line = 3;
+	ec.column = 5;
+	fleet_errctx_format(&ec, FLEET_E_MALFORMED, msg, sizeof(msg));
+	assert_string_equal(msg, "malformed at line 3, column 5: unknown key");
+	fleet_errctx_msg(&ec, FLEET_E_MALFORMED, "x");
+	assert_int_equal(ec.line, 0); /* cleared by the next setter */
 	/* A NULL context is allowed: the setters only return the code. */
 	assert_int_equal(fleet_errctx_errno(NULL, FLEET_E_IO, EIO, "x"), FLEET_E_IO);
 }
