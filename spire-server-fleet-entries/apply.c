@@ -15,7 +15,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "spire-server-fleet-entries/runner.h"
+#include "lib/runner.h"
 #include "lib/buf.h"
 #include "lib/file_read.h"
 #include "lib/sanitize.h"
@@ -88,8 +88,8 @@ static int run_cli(const struct cli *c, const char *const *words, size_t nwords,
 	for (size_t i = 0; i < nflags && k + 1 < ARGV_MAX; i++)
 		argv[k++] = (char *)flags[i];
 	argv[k] = NULL;
-	struct run_result r;
-	if (runner_run(c->path, argv, c->timeout, cap, out, err, &r)) {
+	struct fleet_run_result r;
+	if (fleet_runner_run(c->path, argv, NULL, c->timeout, cap, out, err, &r)) {
 		say("%s: cannot run %s", step, c->path);
 		return -1;
 	}
@@ -120,7 +120,7 @@ static int list_run(const struct cli *c, const char *w1, const char *w2, list_pa
 {
 	struct fleet_buf out, err;
 	fb_init_capped(&out, SP_MAX_OUTPUT);
-	fb_init_capped(&err, RUNNER_ERR_CAP);
+	fb_init_capped(&err, FLEET_RUNNER_ERR_CAP);
 	const char *words[] = {w1, w2};
 	char what[32], line[200];
 	struct fleet_errctx ec = {0};
@@ -190,7 +190,7 @@ static int do_step(const struct cli *c, const struct plan_action *a)
 	}
 	struct fleet_buf out, err;
 	fb_init_capped(&out, ONE_RESULT_CAP);
-	fb_init_capped(&err, RUNNER_ERR_CAP);
+	fb_init_capped(&err, FLEET_RUNNER_ERR_CAP);
 	int rc = run_cli(c, words, 2, flags, nf, ONE_RESULT_CAP, &out, &err, step);
 	int ok = -1;
 	char line[200], msg[200];
@@ -269,7 +269,7 @@ int applier_run(const struct applier_opts *o)
 		}
 	}
 	struct cli c = {.socket = o->socket, .timeout = cfg.timeout_seconds};
-	if (runner_resolve(o->cli, c.path, sizeof(c.path))) {
+	if (fleet_runner_resolve(o->cli, c.path, sizeof(c.path))) {
 		say("cannot find the SPIRE server CLI \"%s\" (an executable file, or a name on "
 		    "PATH); nothing changed", o->cli);
 		fleet_spire_nodes_free(&f);

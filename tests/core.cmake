@@ -13,3 +13,4 @@ target_link_options(test_buf PRIVATE "LINKER:--wrap=free,--wrap=realloc")
 fleet_test(test_file_read unit unit/test_file_read.c)
 # The one sanitiser and the printable-ASCII check (lib/sanitize.h).
 fleet_test(test_sanitize unit unit/test_sanitize.c)
+fleet_test(test_runner unit unit/test_runner.c)

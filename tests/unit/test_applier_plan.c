@@ -12,7 +12,7 @@
 
 #include "spire-server-fleet-entries/applier_config.h"
 #include "spire-server-fleet-entries/plan.h"
-#include "spire-server-fleet-entries/runner.h"
+#include "lib/runner.h"
 #include "lib/spire_nodes_format.h"
 #include "spire-server-fleet-entries/spire_output.h"
 
@@ -574,12 +574,12 @@ static void test_runner_bounds(void **state)
 	(void)state;
 	char path[4096];
 	struct fleet_buf out, err;
-	struct run_result r;
-	assert_int_equal(runner_resolve("sh", path, sizeof(path)), FLEET_OK);
+	struct fleet_run_result r;
+	assert_int_equal(fleet_runner_resolve("sh", path, sizeof(path)), FLEET_OK);
 	char *echo[] = {"sh", "-c", "printf '%s|' \"$0\" \"$1\"", "a b;c", "$(x)", NULL};
 	fb_init(&out);
 	fb_init(&err);
-	assert_int_equal(runner_run(path, echo, 10, 1024, &out, &err, &r), FLEET_OK);
+	assert_int_equal(fleet_runner_run(path, echo, NULL, 10, 1024, &out, &err, &r), FLEET_OK);
 	assert_true(r.exited);
 	assert_int_equal(r.exit_code, 0);
 	assert_int_equal(out.len, strlen("a b;c|$(x)|"));
@@ -588,7 +588,7 @@ static void test_runner_bounds(void **state)
 
 	char *loud[] = {"sh", "-c", "while :; do echo yyyyyyyyyyyyyyyy; done", NULL};
 	fb_init(&out);
-	assert_int_equal(runner_run(path, loud, 10, 4096, &out, &err, &r), FLEET_OK);
+	assert_int_equal(fleet_runner_run(path, loud, NULL, 10, 4096, &out, &err, &r), FLEET_OK);
 	assert_true(r.overflow);
 	assert_false(r.exited);
 	assert_true(out.len <= 4096);
@@ -596,14 +596,14 @@ static void test_runner_bounds(void **state)
 
 	char *slow[] = {"sh", "-c", "exec sleep 30", NULL};
 	fb_init(&out);
-	assert_int_equal(runner_run(path, slow, 1, 4096, &out, &err, &r), FLEET_OK);
+	assert_int_equal(fleet_runner_run(path, slow, NULL, 1, 4096, &out, &err, &r), FLEET_OK);
 	assert_true(r.timed_out);
 	assert_false(r.exited);
 	fb_free(&out);
 
 	char *quiet[] = {"sh", "-c", "exec >&- 2>&-; sleep 30", NULL};
 	fb_init(&out);
-	assert_int_equal(runner_run(path, quiet, 1, 4096, &out, &err, &r), FLEET_OK);
+	assert_int_equal(fleet_runner_run(path, quiet, NULL, 1, 4096, &out, &err, &r), FLEET_OK);
 	assert_true(r.timed_out);
 	fb_free(&out);
 	fb_free(&err);
@@ -611,12 +611,12 @@ static void test_runner_bounds(void **state)
 	const char *saved = getenv("PATH");
 	char *keep = saved ? strdup(saved) : NULL;
 	setenv("PATH", ".:bin", 1);
-	assert_int_equal(runner_resolve("sh", path, sizeof(path)), FLEET_E_NOT_FOUND);
+	assert_int_equal(fleet_runner_resolve("sh", path, sizeof(path)), FLEET_E_NOT_FOUND);
 	if (keep) {
 		setenv("PATH", keep, 1);
 		free(keep);
 	}
-	assert_int_equal(runner_resolve("/nonexistent/spire-server", path, sizeof(path)),
+	assert_int_equal(fleet_runner_resolve("/nonexistent/spire-server", path, sizeof(path)),
 			 FLEET_E_NOT_FOUND);
 }
 

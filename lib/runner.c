@@ -1,9 +1,9 @@
 /*
  * runner.c: see runner.h. poll() on both pipes against a monotonic
  * deadline; a child past its deadline or its output cap gets SIGKILL and
- * is reaped, so the applier never waits on, or buffers, without bound.
+ * is reaped, so its caller never waits on, or buffers, without bound.
  */
-#include "spire-server-fleet-entries/runner.h"
+#include "lib/runner.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -20,7 +20,7 @@
 extern char **environ;
 
 
-fleet_err runner_resolve(const char *prog, char *out, size_t outlen)
+fleet_err fleet_runner_resolve(const char *prog, char *out, size_t outlen)
 {
 	struct stat st;
 	if (strchr(prog, '/')) {
@@ -71,9 +71,9 @@ static int drain(int fd, struct fleet_buf *b, size_t cap)
 	return fb_put(b, chunk, (size_t)n) == FLEET_OK ? 1 : -1;
 }
 
-fleet_err runner_run(const char *path, char *const argv[], int timeout_seconds,
-		     size_t out_cap, struct fleet_buf *out, struct fleet_buf *err,
-		     struct run_result *r)
+fleet_err fleet_runner_run(const char *path, char *const argv[], char *const envp[],
+			   int timeout_seconds, size_t out_cap, struct fleet_buf *out,
+			   struct fleet_buf *err, struct fleet_run_result *r)
 {
 	memset(r, 0, sizeof(*r));
 	int po[2], pe[2];
@@ -93,7 +93,11 @@ fleet_err runner_run(const char *path, char *const argv[], int timeout_seconds,
 		int devnull = open("/dev/null", O_RDONLY);
 		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
 			_exit(127);
-		execve(path, argv, environ);
+		/* Only 0, 1 and 2 cross execve: a descriptor some library
+		 * opened without O_CLOEXEC must not reach the program. */
+		if (close_range(3, ~0u, 0) != 0)
+			_exit(127);
+		execve(path, argv, envp ? envp : environ);
 		_exit(127);
 	}
 	close(po[1]);
@@ -116,7 +120,7 @@ fleet_err runner_run(const char *path, char *const argv[], int timeout_seconds,
 		for (int i = 0; i < 2; i++) {
 			if (!(fds[i].revents & (POLLIN | POLLHUP | POLLERR)))
 				continue;
-			int d = drain(fds[i].fd, i ? err : out, i ? RUNNER_ERR_CAP : out_cap);
+			int d = drain(fds[i].fd, i ? err : out, i ? FLEET_RUNNER_ERR_CAP : out_cap);
 			if (d < 0)
 				r->overflow = kill_it = 1;
 			else if (d == 0)
