@@ -12,6 +12,7 @@
 
 #include <cmocka.h>
 
+#include "fleetd/provision/authorize.h"
 #include "fleetd/provision/install_classes.h"
 
 #define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
@@ -234,6 +235,38 @@ static void profile_classes_must_be_declared(void **state)
 	fleet_install_classes_free(&c);
 }
 
+/* P1-P4 of fleetd/provision/authorize.h. */
+static void provision_wanted(void **state)
+{
+	(void)state;
+	const char *why;
+	/* P1: the owner's request installs a worker and a control plane. */
+	assert_true(fleet_provision_wanted(FLEET_ROLE_WORKER, "provision", false, true, &why));
+	assert_string_equal(why, "owner-requested");
+	assert_true(fleet_provision_wanted(FLEET_ROLE_CONTROLPLANE, "provision", false, true, &why));
+	/* P2: auto-provision, a worker that never ran a Workflow. */
+	assert_true(fleet_provision_wanted(FLEET_ROLE_WORKER, "", true, false, &why));
+	assert_string_equal(why, "auto-provision");
+	assert_true(fleet_provision_wanted(FLEET_ROLE_WORKER, "none", true, false, &why));
+	/* ... once only: a worker that ran one waits for its owner. */
+	assert_false(fleet_provision_wanted(FLEET_ROLE_WORKER, "", true, true, &why));
+	assert_string_equal(why, "not-requested");
+	/* ... and not with auto-provision off. */
+	assert_false(fleet_provision_wanted(FLEET_ROLE_WORKER, "", false, false, &why));
+	assert_string_equal(why, "not-requested");
+	/* P3: a control plane never by auto-provision. */
+	assert_false(fleet_provision_wanted(FLEET_ROLE_CONTROLPLANE, "", true, false, &why));
+	assert_string_equal(why, "controlplane-needs-owner");
+	assert_false(fleet_provision_wanted(FLEET_ROLE_CONTROLPLANE, NULL, true, false, &why));
+	/* P4: a class that installs nothing, whatever the owner says. */
+	assert_false(fleet_provision_wanted(FLEET_ROLE_NONE, "provision", true, false, &why));
+	assert_string_equal(why, "class-installs-nothing");
+	/* A value fleetd does not know starts nothing. */
+	assert_false(fleet_provision_wanted(FLEET_ROLE_WORKER, "reprovision", true, false, &why));
+	assert_string_equal(why, "desired-action-unknown");
+	assert_false(fleet_provision_wanted(FLEET_ROLE_WORKER, "Provision", true, false, &why));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -245,6 +278,7 @@ int main(void)
 		cmocka_unit_test(unknown_and_duplicate_keys_refused),
 		cmocka_unit_test(caps),
 		cmocka_unit_test(profile_classes_must_be_declared),
+		cmocka_unit_test(provision_wanted),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
