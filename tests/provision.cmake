@@ -1,2 +1,5 @@
 # fleetd/provision/: classes.json and class-inputs.json, rules K1-K6.
 fleet_test(test_install_classes unit unit/test_install_classes.c LIBS fleetd_provision)
+fleet_test(test_render unit unit/test_render.c LIBS fleetd_provision)
+# The whole render through talosctl's contract fake and the real Talos schema.
+fleet_test(test_render_fake e2e e2e/test_render_fake.c LIBS fleetd_provision)
