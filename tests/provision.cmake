@@ -3,3 +3,5 @@ fleet_test(test_install_classes unit unit/test_install_classes.c LIBS fleetd_pro
 fleet_test(test_render unit unit/test_render.c LIBS fleetd_provision)
 # The whole render through talosctl's contract fake and the real Talos schema.
 fleet_test(test_render_fake e2e e2e/test_render_fake.c LIBS fleetd_provision)
+fleet_test(test_kubelet_csr unit unit/test_kubelet_csr.c LIBS fleetd_provision OpenSSL::Crypto)
+fleet_test(test_bootstrap_token unit unit/test_bootstrap_token.c LIBS fleetd_provision)
