@@ -1,0 +1,5 @@
+# clusters/folly: the manifests say what their README says.
+add_test(NAME folly_manifests COMMAND /usr/bin/python3
+         ${CMAKE_CURRENT_SOURCE_DIR}/clusters/test_folly_manifests.py)
+set_tests_properties(folly_manifests PROPERTIES LABELS unit SKIP_RETURN_CODE 77
+  ENVIRONMENT "FLEET_SOURCE_DIR=${PROJECT_SOURCE_DIR}")
