@@ -220,7 +220,8 @@ static int open_all(struct daemon *d)
 	if (open_inventory(d) != 0)
 		return -1;
 	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
-		startup_failed("EK roots in %s: %s", d->cfg.roots_dir, ec.detail);
+		startup_failed("EK roots in %s: %s", d->cfg.roots_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (fleet_ek_roots_count(d->roots) == 0) {
@@ -230,7 +231,8 @@ static int open_all(struct daemon *d)
 	}
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ca_load(d->cfg.ca_dir, &d->ca, &ec) != FLEET_OK) {
-		startup_failed("identity CA in %s: %s", d->cfg.ca_dir, ec.detail);
+		startup_failed("identity CA in %s: %s", d->cfg.ca_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	d->metrics = fleet_metrics_new();
@@ -332,9 +334,10 @@ static int start_http(struct daemon *d)
 		.rate_burst = d->cfg.listen_rate_burst,
 		.no_metrics = !d->cfg.metrics,
 	};
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	d->http = fleet_http_new(&hc, d->metrics, &ec);
 	if (!d->http) {
-		startup_failed("HTTPS listener: %s", ec.detail);
+		startup_failed("HTTPS listener: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (fleet_http_route(d->http, "POST", "/v1/attest/intake", route_intake, d->adm) ||
@@ -346,7 +349,7 @@ static int start_http(struct daemon *d)
 	fleet_http_set_health(d->http, healthy, NULL);
 	if (fleet_http_start(d->http, &ec) != FLEET_OK) {
 		startup_failed("HTTPS listener on [%s]:%u: %s", d->cfg.listen_address,
-			       (unsigned)d->cfg.listen_port, ec.detail);
+			       (unsigned)d->cfg.listen_port, fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	return 0;
@@ -424,10 +427,12 @@ static int check_local_files(const struct fleet_config *c)
 	struct fleet_errctx ec;
 	struct fleet_ek_roots *roots = NULL;
 	struct fleet_ca *ca = NULL;
+	char text[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	int rc = 0;
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ek_roots_load(c->roots_dir, &roots, &ec) != FLEET_OK) {
-		startup_failed("EK roots in %s: %s", c->roots_dir, ec.detail);
+		startup_failed("EK roots in %s: %s", c->roots_dir,
+			       fleet_errctx_text(&ec, text, sizeof(text)));
 		rc = -1;
 	} else if (fleet_ek_roots_count(roots) == 0) {
 		startup_failed("EK roots: %s holds no certificate", c->roots_dir);
@@ -436,7 +441,8 @@ static int check_local_files(const struct fleet_config *c)
 	fleet_ek_roots_free(roots);
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ca_load(c->ca_dir, &ca, &ec) != FLEET_OK) {
-		startup_failed("identity CA in %s: %s", c->ca_dir, ec.detail);
+		startup_failed("identity CA in %s: %s", c->ca_dir,
+			       fleet_errctx_text(&ec, text, sizeof(text)));
 		rc = -1;
 	}
 	fleet_ca_free(ca);

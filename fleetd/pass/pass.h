@@ -112,8 +112,11 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 void fleet_pass_free(struct fleet_pass *p);
 
 /* Run one pass at time now. Returns the result's stable name ("ok",
- * "inventory-error", "store-error", "write-error", "cancelled"); never
- * fails hard. A pass past its deadline is still "ok" for what it wrote. */
+ * "inventory-error", "store-error", "write-error", "cancelled",
+ * "out-of-memory"), the label it is counted under in fleetd_pass_total;
+ * never fails hard. A pass past its deadline is still "ok" for what it
+ * wrote. Out of memory is "out-of-memory" whatever the layer that ran out
+ * (fleet_err_code NOMEM); the other failures are named by their layer. */
 const char *fleet_pass_run(struct fleet_pass *p, time_t now);
 
 #endif
