@@ -111,15 +111,15 @@ static size_t reap_sessions(void *ctx)
 /* The pass's binding author records (pass.h, B1..B6): its store handle is
  * read-only, so the admission writes them, on its own handle. */
 static fleet_err record_author(void *ctx, const struct fleet_store_binding_author *r,
-					  char *err, size_t errlen)
+			       struct fleet_errctx *ec)
 {
-	return fleet_admission_record_binding_author(ctx, r, err, errlen);
+	return fleet_admission_record_binding_author(ctx, r, ec);
 }
 
-static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot, char *err,
-					  size_t errlen)
+static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot,
+			       struct fleet_errctx *ec)
 {
-	return fleet_admission_forget_binding_author(ctx, device_id, forgot, err, errlen);
+	return fleet_admission_forget_binding_author(ctx, device_id, forgot, ec);
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
@@ -193,32 +193,32 @@ static int open_inventory(struct daemon *d)
 static int open_all(struct daemon *d)
 {
 	struct fleet_errctx ec;
-	char err[512] = "";
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	memset(&ec, 0, sizeof(ec));
 
-	fleet_err se =
-		fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, err, sizeof(err));
+	fleet_err se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s: %s (%s)", d->cfg.state_dir, err,
-			       fleet_err_str(se));
+		startup_failed("store in %s: %s (%s)", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}
 	if (fleet_vlog_open(d->cfg.state_dir, d->cfg.verdict_log_max_bytes,
-			    d->cfg.verdict_log_max_files, &d->vlog, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("verdict log in %s: %s", d->cfg.state_dir, err);
+			    d->cfg.verdict_log_max_files, &d->vlog, &ec) != FLEET_OK) {
+		startup_failed("verdict log in %s: %s", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (recover_state(d) != 0)
 		return -1;
-	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, err,
-			      sizeof(err));
+	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir, err,
-			       fleet_err_str(se));
+		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}
 	if (open_inventory(d) != 0)
 		return -1;
+	memset(&ec, 0, sizeof(ec));
 	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
 		startup_failed("EK roots in %s: %s", d->cfg.roots_dir,
 			       fleet_errctx_text(&ec, err, sizeof(err)));
@@ -249,8 +249,9 @@ static int open_all(struct daemon *d)
 		.roots = d->roots,
 		.ca = d->ca,
 	};
-	if (fleet_admission_new(&deps, &d->adm, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("admission: %s", err);
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_admission_new(&deps, &d->adm, &ec) != FLEET_OK) {
+		startup_failed("admission: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	struct fleet_pass_deps pd = {

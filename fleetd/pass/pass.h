@@ -94,11 +94,11 @@ struct fleet_pass_deps {
 	 * it writes them through these (the daemon passes
 	 * fleet_admission_record_binding_author and
 	 * fleet_admission_forget_binding_author). NULL: the pass keeps no
-	 * records. err gets the store's sentence on failure. */
+	 * records. ec gets the store's context on failure (fleet_store_errctx). */
 	fleet_err (*record_author)(void *ctx, const struct fleet_store_binding_author *r,
-					      char *err, size_t errlen);
+				   struct fleet_errctx *ec);
 	fleet_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
-					      char *err, size_t errlen);
+				   struct fleet_errctx *ec);
 	void *author_ctx;
 	/* Unproven devices whose change log one pass reads (B2); 0:
 	 * FLEET_PASS_AUTHOR_READS. */

@@ -241,8 +241,8 @@ bool exists_in(const char *dir, const char *name)
 struct fleet_store *store_ro(void)
 {
 	struct fleet_store *st = NULL;
-	char err[256];
-	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_READONLY, &st, err, sizeof(err)),
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_READONLY, &st, &sec),
 			 FLEET_STORE_OK);
 	return st;
 }

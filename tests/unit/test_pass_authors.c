@@ -197,21 +197,18 @@ struct fx {
 };
 
 static fleet_err cb_record(void *ctx, const struct fleet_store_binding_author *r,
-				      char *err, size_t errlen)
+			   struct fleet_errctx *ec)
 {
 	struct fx *f = ctx;
 	fleet_err e = fleet_store_binding_author_record(f->rw, r);
-	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
-	return e;
+	return e ? fleet_store_errctx(f->rw, e, ec) : e;
 }
 
-static fleet_err cb_forget(void *ctx, int64_t id, bool *forgot, char *err,
-				      size_t errlen)
+static fleet_err cb_forget(void *ctx, int64_t id, bool *forgot, struct fleet_errctx *ec)
 {
 	struct fx *f = ctx;
 	fleet_err e = fleet_store_binding_author_forget(f->rw, id, forgot);
-	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
-	return e;
+	return e ? fleet_store_errctx(f->rw, e, ec) : e;
 }
 
 static int setup(void **state)
@@ -222,10 +219,11 @@ static int setup(void **state)
 	fleet_config_defaults(&f->c);
 	snprintf(f->c.state_dir, sizeof(f->c.state_dir), "%s", f->dir);
 	snprintf(f->c.binding_author, sizeof(f->c.binding_author), "terraform");
-	char err[256];
-	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, err, sizeof(err)) ||
-	    fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, err, sizeof(err)))
-		fail_msg("store: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, &sec) ||
+	    fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, &sec))
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	f->inv.inv.ops = &F_OPS;
 	f->now = 1000000;
 	*state = f;
