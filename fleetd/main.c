@@ -160,10 +160,10 @@ static int open_inventory(struct daemon *d)
 		/* Read again here, checked on the descriptor it is read from:
 		 * what fleet_config_check_files saw at start may have changed. */
 		char token[FLEET_CONFIG_TOKEN_MAX + 1];
-		if (fleet_config_read_token(&d->cfg, token, sizeof(token), err, sizeof(err)) !=
-		    FLEET_OK) {
+		struct fleet_errctx tec = {0};
+		if (fleet_config_read_token(&d->cfg, token, sizeof(token), &tec) != FLEET_OK) {
 			OPENSSL_cleanse(token, sizeof(token));
-			startup_failed("%s", err);
+			startup_failed("%s", fleet_errctx_text(&tec, err, sizeof(err)));
 			return -1;
 		}
 		struct fleet_netbox_config nc = {
@@ -450,12 +450,11 @@ static int check_local_files(const struct fleet_config *c)
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
 		struct fleet_profile *p = NULL;
-		struct fleet_profile_error pe;
-		memset(&pe, 0, sizeof(pe));
+		memset(&ec, 0, sizeof(ec));
 		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
-		if (fleet_profile_load(path, &p, &pe) != FLEET_OK) {
+		if (fleet_profile_load(path, &p, &ec) != FLEET_OK) {
 			startup_failed("class %s: profile %s:%u: %s", c->classes[i].name, path,
-				       pe.line, pe.msg);
+				       ec.line, fleet_errctx_text(&ec, text, sizeof(text)));
 			rc = -1;
 		} else if (strcmp(p->class_name, c->classes[i].name) != 0) {
 			startup_failed("class %s: profile %s is for class \"%s\"",
@@ -506,15 +505,16 @@ int main(int argc, char **argv)
 		}
 	}
 
-	struct fleet_yaml_error ye;
-	char err[512] = "";
-	memset(&ye, 0, sizeof(ye));
-	if (fleet_config_load(path, &d.cfg, &ye) != FLEET_OK) {
-		startup_failed("%s:%u:%u: %s", path, ye.line, ye.column, ye.msg);
+	struct fleet_errctx ec;
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_config_load(path, &d.cfg, &ec) != FLEET_OK) {
+		startup_failed("%s:%u:%u: %s", path, ec.line, ec.column,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return 1;
 	}
-	if (fleet_config_check_files(&d.cfg, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("%s: %s", path, err);
+	if (fleet_config_check_files(&d.cfg, &ec) != FLEET_OK) {
+		startup_failed("%s: %s", path, fleet_errctx_text(&ec, err, sizeof(err)));
 		return 1;
 	}
 	if (check_only) {

@@ -473,15 +473,17 @@ static fleet_err load_profiles(struct fleet_admission *a, struct fleet_errctx *e
 	const struct fleet_config *c = a->d.config;
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
-		struct fleet_profile_error pe;
 		struct adm_class *cl = &a->classes[i];
-		memset(&pe, 0, sizeof(pe));
 		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
 		cl->name = c->classes[i].name;
-		fleet_err e = fleet_profile_load(path, &cl->profile, &pe);
-		if (e != FLEET_OK)
-			return fleet_errctx_msg(ec, e, "class %s: profile %s:%u: %s", cl->name, path,
-						pe.line, pe.msg);
+		fleet_err e = fleet_profile_load(path, &cl->profile, ec);
+		if (e != FLEET_OK) {
+			/* the profile's context (its line, errno, reason) kept */
+			char before[sizeof(path) + sizeof(c->classes[i].name) + 48];
+			snprintf(before, sizeof(before), "class %s: profile %s:%u: ", cl->name, path,
+				 ec ? ec->line : 0);
+			return fleet_errctx_wrap(ec, e, before, NULL);
+		}
 		a->n_classes = i + 1;
 		if (strcmp(cl->profile->class_name, cl->name) != 0)
 			return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
