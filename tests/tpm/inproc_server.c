@@ -269,7 +269,7 @@ out:
 
 static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_buf *body,
 				size_t max_reply, struct fleet_buf *reply, long *http_status,
-				char *err, size_t errlen)
+				struct fleet_errctx *ec)
 {
 	struct inproc_server *s = ctx;
 	struct stderr_capture cap;
@@ -319,7 +319,7 @@ static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_
 	if (s->after)
 		s->after(s->after_arg, path);
 	if (reply->len > max_reply) {
-		snprintf(err, errlen, "reply over %zu bytes", max_reply);
+		fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "reply over %zu bytes", max_reply);
 		return TINK_TX_FATAL;
 	}
 	return TINK_TX_OK;
