@@ -442,7 +442,7 @@ int main(int argc, char **argv)
 	if (fleet_pcr_selection_parse(in.selection_str, &in.selection) != FLEET_OK)
 		die("bad --selection");
 	split_values(&in);
-	struct fleet_profile_error perr = {0};
+	struct fleet_errctx perr = {0};
 	if (fleet_profile_load(profile_path, &in.profile, &perr) != FLEET_OK)
 		die("cannot load the profile");
 

@@ -158,7 +158,7 @@ static int print_verdict(const struct check_args *a, const struct fleet_profile 
 static int run_check(const struct check_args *a)
 {
 	struct fleet_profile *p = NULL;
-	struct fleet_profile_error perr;
+	struct fleet_errctx perr = {0};
 	struct fleet_evlog *log = NULL;
 	struct fleet_buf b;
 	struct fleet_pcr_replay replay;
@@ -171,11 +171,13 @@ static int run_check(const struct check_args *a)
 	fb_init(&b);
 	fleet_err e = fleet_profile_load(a->profile, &p, &perr);
 	if (e) {
+		char text[sizeof(perr.detail) + sizeof(perr.ossl) + 80];
+		fleet_errctx_text(&perr, text, sizeof(text));
 		if (perr.line)
 			fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", a->profile, perr.line,
-				perr.column, perr.msg);
+				perr.column, text);
 		else
-			fprintf(stderr, "fleetctl: policy: %s: %s\n", a->profile, perr.msg);
+			fprintf(stderr, "fleetctl: policy: %s: %s\n", a->profile, text);
 		goto out;
 	}
 	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))

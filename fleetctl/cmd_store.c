@@ -45,12 +45,12 @@ static json_t *jstr_or_null(const char *s)
 static struct fleet_store *open_store(const char *group, const char *dir)
 {
 	struct fleet_store *st;
-	char err[300];
-	fleet_err e = fleet_store_open(dir ? dir : DEFAULT_STATE_DIR,
-						  FLEET_STORE_READONLY, &st, err, sizeof(err));
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
+	fleet_err e = fleet_store_open(dir ? dir : DEFAULT_STATE_DIR, FLEET_STORE_READONLY, &st, &ec);
 	if (e) {
-		fprintf(stderr, "fleetctl: %s: cannot open the store: %s (%s)\n", group, err,
-			fleet_err_str(e));
+		fprintf(stderr, "fleetctl: %s: cannot open the store: %s (%s)\n", group,
+			fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(e));
 		return NULL;
 	}
 	return st;

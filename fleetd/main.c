@@ -111,15 +111,15 @@ static size_t reap_sessions(void *ctx)
 /* The pass's binding author records (pass.h, B1..B6): its store handle is
  * read-only, so the admission writes them, on its own handle. */
 static fleet_err record_author(void *ctx, const struct fleet_store_binding_author *r,
-					  char *err, size_t errlen)
+			       struct fleet_errctx *ec)
 {
-	return fleet_admission_record_binding_author(ctx, r, err, errlen);
+	return fleet_admission_record_binding_author(ctx, r, ec);
 }
 
-static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot, char *err,
-					  size_t errlen)
+static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot,
+			       struct fleet_errctx *ec)
 {
-	return fleet_admission_forget_binding_author(ctx, device_id, forgot, err, errlen);
+	return fleet_admission_forget_binding_author(ctx, device_id, forgot, ec);
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
@@ -160,10 +160,10 @@ static int open_inventory(struct daemon *d)
 		/* Read again here, checked on the descriptor it is read from:
 		 * what fleet_config_check_files saw at start may have changed. */
 		char token[FLEET_CONFIG_TOKEN_MAX + 1];
-		if (fleet_config_read_token(&d->cfg, token, sizeof(token), err, sizeof(err)) !=
-		    FLEET_OK) {
+		struct fleet_errctx tec = {0};
+		if (fleet_config_read_token(&d->cfg, token, sizeof(token), &tec) != FLEET_OK) {
 			OPENSSL_cleanse(token, sizeof(token));
-			startup_failed("%s", err);
+			startup_failed("%s", fleet_errctx_text(&tec, err, sizeof(err)));
 			return -1;
 		}
 		struct fleet_netbox_config nc = {
@@ -193,34 +193,35 @@ static int open_inventory(struct daemon *d)
 static int open_all(struct daemon *d)
 {
 	struct fleet_errctx ec;
-	char err[512] = "";
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	memset(&ec, 0, sizeof(ec));
 
-	fleet_err se =
-		fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, err, sizeof(err));
+	fleet_err se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s: %s (%s)", d->cfg.state_dir, err,
-			       fleet_err_str(se));
+		startup_failed("store in %s: %s (%s)", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}
 	if (fleet_vlog_open(d->cfg.state_dir, d->cfg.verdict_log_max_bytes,
-			    d->cfg.verdict_log_max_files, &d->vlog, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("verdict log in %s: %s", d->cfg.state_dir, err);
+			    d->cfg.verdict_log_max_files, &d->vlog, &ec) != FLEET_OK) {
+		startup_failed("verdict log in %s: %s", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (recover_state(d) != 0)
 		return -1;
-	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, err,
-			      sizeof(err));
+	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir, err,
-			       fleet_err_str(se));
+		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}
 	if (open_inventory(d) != 0)
 		return -1;
+	memset(&ec, 0, sizeof(ec));
 	if (fleet_ek_roots_load(d->cfg.roots_dir, &d->roots, &ec) != FLEET_OK) {
-		startup_failed("EK roots in %s: %s", d->cfg.roots_dir, ec.detail);
+		startup_failed("EK roots in %s: %s", d->cfg.roots_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (fleet_ek_roots_count(d->roots) == 0) {
@@ -230,7 +231,8 @@ static int open_all(struct daemon *d)
 	}
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ca_load(d->cfg.ca_dir, &d->ca, &ec) != FLEET_OK) {
-		startup_failed("identity CA in %s: %s", d->cfg.ca_dir, ec.detail);
+		startup_failed("identity CA in %s: %s", d->cfg.ca_dir,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	d->metrics = fleet_metrics_new();
@@ -247,8 +249,9 @@ static int open_all(struct daemon *d)
 		.roots = d->roots,
 		.ca = d->ca,
 	};
-	if (fleet_admission_new(&deps, &d->adm, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("admission: %s", err);
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_admission_new(&deps, &d->adm, &ec) != FLEET_OK) {
+		startup_failed("admission: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	struct fleet_pass_deps pd = {
@@ -332,9 +335,10 @@ static int start_http(struct daemon *d)
 		.rate_burst = d->cfg.listen_rate_burst,
 		.no_metrics = !d->cfg.metrics,
 	};
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	d->http = fleet_http_new(&hc, d->metrics, &ec);
 	if (!d->http) {
-		startup_failed("HTTPS listener: %s", ec.detail);
+		startup_failed("HTTPS listener: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	if (fleet_http_route(d->http, "POST", "/v1/attest/intake", route_intake, d->adm) ||
@@ -346,7 +350,7 @@ static int start_http(struct daemon *d)
 	fleet_http_set_health(d->http, healthy, NULL);
 	if (fleet_http_start(d->http, &ec) != FLEET_OK) {
 		startup_failed("HTTPS listener on [%s]:%u: %s", d->cfg.listen_address,
-			       (unsigned)d->cfg.listen_port, ec.detail);
+			       (unsigned)d->cfg.listen_port, fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	return 0;
@@ -424,10 +428,12 @@ static int check_local_files(const struct fleet_config *c)
 	struct fleet_errctx ec;
 	struct fleet_ek_roots *roots = NULL;
 	struct fleet_ca *ca = NULL;
+	char text[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	int rc = 0;
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ek_roots_load(c->roots_dir, &roots, &ec) != FLEET_OK) {
-		startup_failed("EK roots in %s: %s", c->roots_dir, ec.detail);
+		startup_failed("EK roots in %s: %s", c->roots_dir,
+			       fleet_errctx_text(&ec, text, sizeof(text)));
 		rc = -1;
 	} else if (fleet_ek_roots_count(roots) == 0) {
 		startup_failed("EK roots: %s holds no certificate", c->roots_dir);
@@ -436,19 +442,19 @@ static int check_local_files(const struct fleet_config *c)
 	fleet_ek_roots_free(roots);
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_ca_load(c->ca_dir, &ca, &ec) != FLEET_OK) {
-		startup_failed("identity CA in %s: %s", c->ca_dir, ec.detail);
+		startup_failed("identity CA in %s: %s", c->ca_dir,
+			       fleet_errctx_text(&ec, text, sizeof(text)));
 		rc = -1;
 	}
 	fleet_ca_free(ca);
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
 		struct fleet_profile *p = NULL;
-		struct fleet_profile_error pe;
-		memset(&pe, 0, sizeof(pe));
+		memset(&ec, 0, sizeof(ec));
 		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
-		if (fleet_profile_load(path, &p, &pe) != FLEET_OK) {
+		if (fleet_profile_load(path, &p, &ec) != FLEET_OK) {
 			startup_failed("class %s: profile %s:%u: %s", c->classes[i].name, path,
-				       pe.line, pe.msg);
+				       ec.line, fleet_errctx_text(&ec, text, sizeof(text)));
 			rc = -1;
 		} else if (strcmp(p->class_name, c->classes[i].name) != 0) {
 			startup_failed("class %s: profile %s is for class \"%s\"",
@@ -499,15 +505,16 @@ int main(int argc, char **argv)
 		}
 	}
 
-	struct fleet_yaml_error ye;
-	char err[512] = "";
-	memset(&ye, 0, sizeof(ye));
-	if (fleet_config_load(path, &d.cfg, &ye) != FLEET_OK) {
-		startup_failed("%s:%u:%u: %s", path, ye.line, ye.column, ye.msg);
+	struct fleet_errctx ec;
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
+	memset(&ec, 0, sizeof(ec));
+	if (fleet_config_load(path, &d.cfg, &ec) != FLEET_OK) {
+		startup_failed("%s:%u:%u: %s", path, ec.line, ec.column,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return 1;
 	}
-	if (fleet_config_check_files(&d.cfg, err, sizeof(err)) != FLEET_OK) {
-		startup_failed("%s: %s", path, err);
+	if (fleet_config_check_files(&d.cfg, &ec) != FLEET_OK) {
+		startup_failed("%s: %s", path, fleet_errctx_text(&ec, err, sizeof(err)));
 		return 1;
 	}
 	if (check_only) {

@@ -332,8 +332,7 @@ fleet_err fleet_ca_init(const char *dir, const char *common_name, unsigned valid
 	    path_join(crt_path, sizeof(crt_path), dir, CA_CRT_FILE) != FLEET_OK)
 		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "CA directory path too long");
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return fleet_errctx_msg(ec, FLEET_E_IO, "cannot create CA directory: %s",
-					strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot create CA directory");
 	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
 		return fleet_errctx_msg(ec, FLEET_E_IO, "CA path is not a directory");
 	/* Checked first so a half-made CA is never left behind; O_EXCL below
@@ -411,9 +410,11 @@ fleet_err fleet_ca_load(const char *dir, struct fleet_ca **out, struct fleet_err
 	*out = NULL;
 	/* Both files from the one directory opened here. */
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-	if (dfd < 0)
-		return fleet_errctx_msg(ec, errno == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
-					"cannot open the CA directory: %s", strerror(errno));
+	if (dfd < 0) {
+		int err = errno;
+		return fleet_errctx_errno(ec, err == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO, err,
+					  "cannot open the CA directory");
+	}
 	ca = calloc(1, sizeof(*ca));
 	if (!ca) {
 		close(dfd);

@@ -621,10 +621,12 @@ static fleet_err roots_link(int dfd, const char *name, struct fleet_errctx *ec)
 		if (!strchr(target, '/') && strcmp(target, ".") && strcmp(target, ".."))
 			return FLEET_OK;
 	}
-	return fleet_errctx_msg(ec, FLEET_E_IO,
-				"cannot read the roots file %s: symlink: it is a symbolic link to "
-				"outside the directory, which is not followed",
-				name);
+	/* Refused as the file reader refuses a link (lib/file_read.h): a rule,
+	 * not a failure to read. */
+	return fleet_errctx_refuse(ec, FLEET_E_UNSAFE, "symlink",
+				   "cannot read the roots file %s: symlink: it is a symbolic link to "
+				   "outside the directory, which is not followed",
+				   name);
 }
 
 fleet_err fleet_ek_roots_load(const char *dir, struct fleet_ek_roots **out,
@@ -659,8 +661,8 @@ fleet_err fleet_ek_roots_load(const char *dir, struct fleet_ek_roots **out,
 		if (dfd >= 0)
 			close(dfd);
 		fleet_ek_roots_free(rt);
-		return fleet_errctx_msg(ec, err == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO,
-					"cannot open roots directory: %s", strerror(err));
+		return fleet_errctx_errno(ec, err == ENOENT ? FLEET_E_NOT_FOUND : FLEET_E_IO, err,
+					  "cannot open roots directory");
 	}
 	while (e == FLEET_OK && (de = readdir(d)) != NULL) {
 		struct stat st;

@@ -16,87 +16,85 @@ const char *fleet_yaml_printable(const yaml_node_t *n, char out[48])
 	return fleet_sanitize(len ? n->data.scalar.value : NULL, len, out, 48, 40);
 }
 
-__attribute__((format(printf, 4, 0))) static fleet_err
-failv(struct fleet_yaml_error *err, fleet_err e, const yaml_mark_t *m, const char *fmt,
-      va_list ap)
+/* Where in the file a refusal just recorded in ec was: m, 1-based (the
+ * library's setters leave line and column 0). Kept as a helper: it places
+ * the refusal, which no setter does. */
+static fleet_err at(struct fleet_errctx *ec, const yaml_mark_t *m, fleet_err e)
 {
-	if (err) {
-		err->line = m ? (unsigned)m->line + 1 : 0;
-		err->column = m ? (unsigned)m->column + 1 : 0;
-		vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
+	if (ec && m) {
+		ec->line = (unsigned)m->line + 1;
+		ec->column = (unsigned)m->column + 1;
 	}
-	return e;
-}
-
-__attribute__((format(printf, 4, 5))) static fleet_err
-fail_err(struct fleet_yaml_error *err, fleet_err e, const yaml_mark_t *m, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	failv(err, e, m, fmt, ap);
-	va_end(ap);
 	return e;
 }
 
 fleet_err fleet_yaml_fail(struct fleet_yaml *y, fleet_err e, const yaml_mark_t *m,
 			  const char *fmt, ...)
 {
+	if (!y->ec)
+		return e;
+	char msg[sizeof(y->ec->detail)];
 	va_list ap;
 	va_start(ap, fmt);
-	failv(y->err, e, m, fmt, ap);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
 	va_end(ap);
-	return e;
+	fleet_errctx_msg(y->ec, e, "%s", msg);
+	return at(y->ec, m, e);
 }
 
 fleet_err fleet_yaml_load(struct fleet_yaml *y, const uint8_t *buf, size_t len, size_t max,
-			  const char *what, struct fleet_yaml_error *err)
+			  const char *what, struct fleet_errctx *ec)
 {
 	memset(y, 0, sizeof(*y));
-	y->err = err;
-	if (err)
-		memset(err, 0, sizeof(*err));
+	y->ec = ec;
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	if (!buf && len)
-		return fail_err(err, FLEET_E_INVALID_ARG, NULL, "no input");
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no input");
 	if (len > max)
-		return fail_err(err, FLEET_E_TOO_LARGE, NULL, "%s is %zu bytes, at most %zu", what,
-				len, max);
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s is %zu bytes, at most %zu", what,
+					len, max);
 	yaml_parser_t parser;
 	if (!yaml_parser_initialize(&parser))
-		return fail_err(err, FLEET_E_NOMEM, NULL, "out of memory");
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	yaml_parser_set_input_string(&parser, buf ? buf : (const uint8_t *)"", len);
 	if (!yaml_parser_load(&parser, &y->doc)) {
 		yaml_mark_t m = parser.problem_mark;
 		fleet_err e = parser.error == YAML_MEMORY_ERROR ? FLEET_E_NOMEM : FLEET_E_MALFORMED;
-		fail_err(err, e, &m, "bad YAML: %s%s%s", parser.problem ? parser.problem : "error",
-			 parser.context ? " " : "", parser.context ? parser.context : "");
+		fleet_errctx_msg(ec, e, "bad YAML: %s%s%s",
+				 parser.problem ? parser.problem : "error", parser.context ? " " : "",
+				 parser.context ? parser.context : "");
+		at(ec, &m, e);
 		yaml_parser_delete(&parser);
 		return e;
 	}
 	fleet_err e = FLEET_OK;
 	y->root = yaml_document_get_root_node(&y->doc);
 	if (!y->root) {
-		e = fail_err(err, FLEET_E_MALFORMED, NULL, "%s is empty", what);
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s is empty", what);
 		goto out;
 	}
 	/* A second document would be ignored here and read by another tool. */
 	yaml_document_t next;
 	if (!yaml_parser_load(&parser, &next)) {
 		yaml_mark_t m = parser.problem_mark;
-		e = fail_err(err, FLEET_E_MALFORMED, &m, "bad YAML: %s",
-			     parser.problem ? parser.problem : "error");
+		e = at(ec, &m,
+		       fleet_errctx_msg(ec, FLEET_E_MALFORMED, "bad YAML: %s",
+					parser.problem ? parser.problem : "error"));
 		goto out;
 	}
 	bool second = yaml_document_get_root_node(&next) != NULL;
 	yaml_mark_t second_mark = next.start_mark;
 	yaml_document_delete(&next);
 	if (second) {
-		e = fail_err(err, FLEET_E_MALFORMED, &second_mark,
-			     "%s is one YAML document, this file has more", what);
+		e = at(ec, &second_mark,
+		       fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+					"%s is one YAML document, this file has more", what));
 		goto out;
 	}
 	y->n_nodes = (size_t)(y->doc.nodes.top - y->doc.nodes.start);
 	if (!(y->used = calloc(y->n_nodes ? y->n_nodes : 1, 1))) {
-		e = fail_err(err, FLEET_E_NOMEM, NULL, "out of memory");
+		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 		goto out;
 	}
 	yaml_node_t *root;
@@ -109,7 +107,7 @@ out:
 		memset(y, 0, sizeof(*y));
 		return e;
 	}
-	y->err = err;
+	y->ec = ec;
 	y->loaded = true;
 	return FLEET_OK;
 }
@@ -252,10 +250,12 @@ fleet_err fleet_yaml_uint(struct fleet_yaml *y, const yaml_node_t *n, const char
 	return FLEET_OK;
 }
 
-void fleet_yaml_error_format(const struct fleet_yaml_error *e, char *out, size_t outlen)
+void fleet_yaml_error_format(const struct fleet_errctx *ec, char *out, size_t outlen)
 {
-	if (e->line)
-		snprintf(out, outlen, "line %u, column %u: %s", e->line, e->column, e->msg);
+	char text[sizeof(ec->detail) + sizeof(ec->ossl) + 80];
+	fleet_errctx_text(ec, text, sizeof(text));
+	if (ec->line)
+		snprintf(out, outlen, "line %u, column %u: %s", ec->line, ec->column, text);
 	else
-		snprintf(out, outlen, "%s", e->msg);
+		snprintf(out, outlen, "%s", text);
 }

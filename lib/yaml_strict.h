@@ -7,6 +7,11 @@
  * aliases are refused), no explicit tags, every mapping's keys known and
  * none twice. Every refusal names a 1-based line and column and never
  * quotes more than a short, printable rendering of the input.
+ *
+ * A refusal is told in the one error context (lib/fleet_err.h): ec->err
+ * its code, ec->detail the sentence, ec->line and ec->column where in the
+ * file (both 0 when the refusal has no place in it: too large, no input,
+ * a rule over the whole file).
  */
 #ifndef FLEET_YAML_STRICT_H
 #define FLEET_YAML_STRICT_H
@@ -19,32 +24,26 @@
 
 #include "lib/fleet_err.h"
 
-/* Where a file went wrong; line and column are 0 when the refusal has no
- * place in the file (unreadable, too large, a rule over the whole file). */
-struct fleet_yaml_error {
-	unsigned line;
-	unsigned column;
-	char msg[240];
-};
-
 struct fleet_yaml {
 	yaml_document_t doc;
 	yaml_node_t *root;
 	unsigned char *used; /* one flag per node: reached already */
 	size_t n_nodes;
-	struct fleet_yaml_error *err;
+	struct fleet_errctx *ec; /* where refusals go (may be NULL) */
 	bool loaded;
 };
 
 /* Parse buf (at most max bytes) as exactly one YAML document with a root
- * node. On failure y needs no fleet_yaml_free. Of the refusals here, only
- * "%s is empty" (no document at all) is FLEET_E_MALFORMED with line 0: a
- * caller that words that case its own way can tell it by that. */
+ * node; refusals, now and later through y, go in ec (may be NULL), which
+ * must outlive y. On failure y needs no fleet_yaml_free. Of the refusals
+ * here, only "%s is empty" (no document at all) is FLEET_E_MALFORMED with
+ * line 0: a caller that words that case its own way can tell it by that. */
 fleet_err fleet_yaml_load(struct fleet_yaml *y, const uint8_t *buf, size_t len, size_t max,
-			  const char *what, struct fleet_yaml_error *err);
+			  const char *what, struct fleet_errctx *ec);
 void fleet_yaml_free(struct fleet_yaml *y);
 
-/* Record a refusal at mark m (NULL: no place) and return e. */
+/* Record a refusal at mark m (NULL: no place: line and column 0) in y's
+ * context and return e. */
 fleet_err fleet_yaml_fail(struct fleet_yaml *y, fleet_err e, const yaml_mark_t *m,
 			  const char *fmt, ...) __attribute__((format(printf, 4, 5)));
 
@@ -85,7 +84,8 @@ const char *fleet_yaml_printable(const yaml_node_t *n, char out[48]);
 bool fleet_yaml_is(const yaml_node_t *n, const char *s);
 bool fleet_yaml_is_plain(const yaml_node_t *n);
 
-/* "line 12, column 3: unknown key 'x'" (or the message alone). */
-void fleet_yaml_error_format(const struct fleet_yaml_error *e, char *out, size_t outlen);
+/* "line 12, column 3: unknown key 'x'" (or the sentence alone, with the
+ * system's reason after it when ec holds an errno: fleet_errctx_text). */
+void fleet_yaml_error_format(const struct fleet_errctx *ec, char *out, size_t outlen);
 
 #endif

@@ -21,6 +21,13 @@
 /* EFI_GLOBAL_VARIABLE, the vendor GUID of SecureBoot (UEFI 2.x, 3.3). */
 static const char efi_global_guid[] = "8be4df61-93ca-11d2-aa0d-00e098032b8c";
 
+/*
+ * One more reason the verdict fails, with its detail. Not an error context
+ * and not replaced by the library's setters: a verdict is a decision that
+ * gathers every failed rule (up to FLEET_VERDICT_MAX_REASONS, the rest
+ * counted in n_dropped) and marks the verdict failed, where a context holds
+ * the one failure that stopped a function.
+ */
 __attribute__((format(printf, 3, 4))) static void add(struct fleet_verdict *v, const char *reason,
 						       const char *fmt, ...)
 {

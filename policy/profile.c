@@ -14,7 +14,6 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -359,57 +358,27 @@ static fleet_err walk(struct pctx *c, yaml_node_t *root)
 	return cross_checks(c, marks, vals);
 }
 
-/* The profile's error carries the shared reader's refusal word for word
- * (its message buffer is the shorter: the same truncation as before). */
-static void copy_error(struct fleet_profile_error *err, const struct fleet_yaml_error *ye)
-{
-	if (!err)
-		return;
-	size_t n = strnlen(ye->msg, sizeof(err->msg) - 1);
-	err->line = ye->line;
-	err->column = ye->column;
-	memcpy(err->msg, ye->msg, n);
-	err->msg[n] = '\0';
-}
-
-/* A refusal with no place in the file (line and column 0). */
-__attribute__((format(printf, 2, 3))) static void no_place(struct fleet_profile_error *err,
-							    const char *fmt, ...)
-{
-	if (!err)
-		return;
-	va_list ap;
-	err->line = 0;
-	err->column = 0;
-	va_start(ap, fmt);
-	vsnprintf(err->msg, sizeof(err->msg), fmt, ap);
-	va_end(ap);
-}
-
 fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profile **out,
-			      struct fleet_profile_error *err)
+			      struct fleet_errctx *ec)
 {
-	if (err)
-		memset(err, 0, sizeof(*err));
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	*out = NULL;
-	/* The refusals before parsing, in the profile's own words. */
-	if (!buf && len) {
-		no_place(err, "no input");
-		return FLEET_E_INVALID_ARG;
-	}
-	if (len > FLEET_PROFILE_MAX_SIZE) {
-		no_place(err, "profile is %zu bytes, at most %u", len, FLEET_PROFILE_MAX_SIZE);
-		return FLEET_E_TOO_LARGE;
-	}
-	struct fleet_yaml_error ye;
+	/* The refusals before parsing, in the profile's own words (no place
+	 * in the file: line and column 0). */
+	if (!buf && len)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no input");
+	if (len > FLEET_PROFILE_MAX_SIZE)
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "profile is %zu bytes, at most %u",
+					len, FLEET_PROFILE_MAX_SIZE);
+	/* The shared reader's refusals go in ec word for word. */
 	struct fleet_yaml y;
-	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_PROFILE_MAX_SIZE, "a profile", &ye);
+	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_PROFILE_MAX_SIZE, "a profile", ec);
 	if (e) {
 		/* No document at all (the one malformed refusal without a
 		 * place, yaml_strict.h): the profile's words for it. */
-		if (e == FLEET_E_MALFORMED && ye.line == 0)
-			snprintf(ye.msg, sizeof(ye.msg), "empty profile");
-		copy_error(err, &ye);
+		if (e == FLEET_E_MALFORMED && ec && ec->line == 0)
+			fleet_errctx_msg(ec, e, "empty profile");
 		return e;
 	}
 	struct pctx c = {.y = &y, .p = calloc(1, sizeof(*c.p))};
@@ -420,8 +389,6 @@ fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profi
 	if (e == FLEET_OK) {
 		*out = c.p;
 		c.p = NULL;
-	} else {
-		copy_error(err, &ye);
 	}
 	fleet_profile_free(c.p);
 	fleet_yaml_free(&y);
@@ -429,24 +396,22 @@ fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profi
 }
 
 fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
-			     struct fleet_profile_error *err)
+			     struct fleet_errctx *ec)
 {
 	struct fleet_buf b;
 	fb_init(&b);
 	*out = NULL;
-	if (err)
-		memset(err, 0, sizeof(*err));
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	/* Configuration: it decides which boots are admitted, so owned by
 	 * root or us and writable by nobody else (docs/files.md). */
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("the profile", FLEET_PROFILE_MAX_SIZE);
-	struct fleet_errctx fe;
-	char text[sizeof(fe.detail) + 80];
-	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec);
 	if (e)
-		no_place(err, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
+		fleet_errctx_wrap(ec, e, "cannot read ", NULL);
 	else
-		e = fleet_profile_parse(b.data, b.len, out, err);
+		e = fleet_profile_parse(b.data, b.len, out, ec);
 	fb_free(&b);
 	return e;
 }

@@ -69,24 +69,20 @@ struct fleet_profile {
 	uint8_t pinned[FLEET_PCR_COUNT][FLEET_DIGEST_MAX];
 };
 
-/* Where a profile went wrong: 1-based line and column (0 when the error has
- * no place, such as an unreadable file), and a sentence. The message may
- * quote a key name from the file, with control bytes escaped. */
-struct fleet_profile_error {
-	unsigned line;
-	unsigned column;
-	char msg[200];
-};
-
-/* Parse a profile from memory. On error *out is NULL and err says where.
+/* Parse a profile from memory. On error *out is NULL and ec (may be NULL;
+ * lib/fleet_err.h) says where: ec->line and ec->column 1-based (0 when the
+ * error has no place, such as an unreadable file), ec->detail a sentence,
+ * which may quote a key name from the file with control bytes escaped.
  * FLEET_E_MALFORMED for bad YAML or a schema violation, FLEET_E_TOO_LARGE
  * for input or lists beyond their caps. */
 fleet_err fleet_profile_parse(const uint8_t *buf, size_t len, struct fleet_profile **out,
-			      struct fleet_profile_error *err);
+			      struct fleet_errctx *ec);
 /* Read (as configuration, lib/file_read.h: no symlink, owned by root or us,
- * writable by nobody else, at most FLEET_PROFILE_MAX_SIZE) and parse a file. */
+ * writable by nobody else, at most FLEET_PROFILE_MAX_SIZE) and parse a file.
+ * A file the reader refuses is the reader's code, reason and errno, the
+ * sentence after "cannot read ". */
 fleet_err fleet_profile_load(const char *path, struct fleet_profile **out,
-			     struct fleet_profile_error *err);
+			     struct fleet_errctx *ec);
 void fleet_profile_free(struct fleet_profile *p);
 
 /* The PCR 0 digest for a BIOS version (exact, case-sensitive match), or

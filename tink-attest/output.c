@@ -11,20 +11,16 @@
 
 #include <openssl/pem.h>
 
-int tink_write_file(const char *dir, const char *name, const void *data, size_t len,
-		    mode_t mode, char *err, size_t errlen)
+fleet_err tink_write_file(const char *dir, const char *name, const void *data, size_t len,
+			  mode_t mode, struct fleet_errctx *ec)
 {
 	char tmp[4096], dst[4096];
 	if (snprintf(dst, sizeof(dst), "%s/%s", dir, name) >= (int)sizeof(dst) ||
-	    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp)) {
-		snprintf(err, errlen, "output path too long");
-		return -1;
-	}
+	    snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", dir, name) >= (int)sizeof(tmp))
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "output path too long");
 	int fd = mkostemp(tmp, O_CLOEXEC);
-	if (fd < 0) {
-		snprintf(err, errlen, "cannot create a file in %s: %s", dir, strerror(errno));
-		return -1;
-	}
+	if (fd < 0)
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot create a file in %s", dir);
 	const unsigned char *p = data;
 	size_t left = len;
 	int ok = fchmod(fd, mode) == 0;
@@ -51,28 +47,28 @@ int tink_write_file(const char *dir, const char *name, const void *data, size_t 
 	}
 	if (!ok) {
 		unlink(tmp);
-		snprintf(err, errlen, "cannot write %s: %s", dst, strerror(saved));
-		return -1;
+		return fleet_errctx_errno(ec, FLEET_E_IO, saved, "cannot write %s", dst);
 	}
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (dfd >= 0) {
 		fsync(dfd);
 		close(dfd);
 	}
-	return 0;
+	return FLEET_OK;
 }
 
-int tink_write_cert(const char *dir, const char *name, X509 *cert, char *err, size_t errlen)
+fleet_err tink_write_cert(const char *dir, const char *name, X509 *cert,
+			  struct fleet_errctx *ec)
 {
 	BIO *b = BIO_new(BIO_s_mem());
 	char *pem = NULL;
 	if (!b || !PEM_write_bio_X509(b, cert)) {
 		BIO_free(b);
-		snprintf(err, errlen, "cannot encode %s as PEM", name);
-		return -1;
+		/* the sentence alone, as tink-attest has always printed it */
+		return fleet_errctx_msg(ec, FLEET_E_CRYPTO, "cannot encode %s as PEM", name);
 	}
 	long n = BIO_get_mem_data(b, &pem);
-	int r = tink_write_file(dir, name, pem, (size_t)n, 0644, err, errlen);
+	fleet_err e = tink_write_file(dir, name, pem, (size_t)n, 0644, ec);
 	BIO_free(b);
-	return r;
+	return e;
 }

@@ -103,11 +103,13 @@ static struct fleet_wire_bytes wb(const struct fleet_buf *b)
 static int exchange(struct run *r, const char *path, const struct fleet_buf *body,
 		    struct fleet_buf *reply)
 {
-	char err[300] = "";
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	long status = 0;
 	r->res->posts++;
 	enum tink_tx_result t = r->tx->post(r->tx->ctx, path, body, FLEET_WIRE_MAX_BODY, reply,
-					    &status, err, sizeof(err));
+					    &status, &ec);
+	fleet_errctx_text(&ec, err, sizeof(err));
 	if (t == TINK_TX_UNREACHABLE)
 		return end(r, TINK_EXIT_UNREACHABLE, "fleetd unreachable (%s): %s", path, err);
 	if (t != TINK_TX_OK)
@@ -370,7 +372,9 @@ static int check_cert(struct run *r, const char *what, const struct fleet_wire_b
 static int store_provision(struct run *r, const struct fleet_wire_confirm_reply *cr)
 {
 	uint8_t code[FLEET_WIRE_ID_LEN];
-	char hex[2 * FLEET_WIRE_ID_LEN + 1], err[300];
+	char hex[2 * FLEET_WIRE_ID_LEN + 1];
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	int rc = activate(r, &r->ek_rsa, &cr->code, code);
 	if (rc != 0)
 		return rc;
@@ -378,15 +382,15 @@ static int store_provision(struct run *r, const struct fleet_wire_confirm_reply 
 	OPENSSL_cleanse(code, sizeof(code));
 	/* Both or neither: the entrypoint refuses half a provision, and so
 	 * does this side. */
-	if (tink_write_file(r->cfg->out_dir, "proof", cr->proof.data, cr->proof.len, 0600, err,
-			    sizeof(err)) != 0) {
-		rc = end(r, TINK_EXIT_LOCAL, "%s", err);
-	} else if (tink_write_file(r->cfg->out_dir, "code", hex, strlen(hex), 0600, err,
-				   sizeof(err)) != 0) {
+	if (tink_write_file(r->cfg->out_dir, "proof", cr->proof.data, cr->proof.len, 0600,
+			    &ec) != FLEET_OK) {
+		rc = end(r, TINK_EXIT_LOCAL, "%s", fleet_errctx_text(&ec, err, sizeof(err)));
+	} else if (tink_write_file(r->cfg->out_dir, "code", hex, strlen(hex), 0600, &ec) !=
+		   FLEET_OK) {
 		char path[4096];
 		snprintf(path, sizeof(path), "%s/proof", r->cfg->out_dir);
 		unlink(path);
-		rc = end(r, TINK_EXIT_LOCAL, "%s", err);
+		rc = end(r, TINK_EXIT_LOCAL, "%s", fleet_errctx_text(&ec, err, sizeof(err)));
 	}
 	OPENSSL_cleanse(hex, sizeof(hex));
 	return rc;
@@ -399,9 +403,10 @@ static int confirm(struct run *r)
 	struct fleet_wire_confirm c;
 	struct fleet_wire_confirm_reply cr;
 	struct fleet_errctx ec;
-	char err[300];
+	char err[sizeof(ec.detail) + 80];
 	int rc;
 
+	memset(&ec, 0, sizeof(ec));
 	memset(&cr, 0, sizeof(cr));
 	fb_init(&stmt);
 	fb_init(&sig);
@@ -419,10 +424,10 @@ static int confirm(struct run *r)
 	    (rc = check_cert(r, "LDevID", &r->verdict.ldevid_cert, &r->ldevid, ca, &ldevid)) != 0)
 		goto out;
 	if (r->cfg->out_dir &&
-	    (tink_write_cert(r->cfg->out_dir, "lak.pem", lak, err, sizeof(err)) != 0 ||
-	     tink_write_cert(r->cfg->out_dir, "ldevid.pem", ldevid, err, sizeof(err)) != 0 ||
-	     (ca && tink_write_cert(r->cfg->out_dir, "ca.pem", ca, err, sizeof(err)) != 0))) {
-		rc = end(r, TINK_EXIT_LOCAL, "%s", err);
+	    (tink_write_cert(r->cfg->out_dir, "lak.pem", lak, &ec) != FLEET_OK ||
+	     tink_write_cert(r->cfg->out_dir, "ldevid.pem", ldevid, &ec) != FLEET_OK ||
+	     (ca && tink_write_cert(r->cfg->out_dir, "ca.pem", ca, &ec) != FLEET_OK))) {
+		rc = end(r, TINK_EXIT_LOCAL, "%s", fleet_errctx_text(&ec, err, sizeof(err)));
 		goto out;
 	}
 	if (fleet_wire_confirm_statement(r->challenge.session, &r->verdict.lak_cert,

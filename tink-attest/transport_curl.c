@@ -120,10 +120,10 @@ out:
 
 static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_buf *body,
 				size_t max_reply, struct fleet_buf *reply, long *http_status,
-				char *err, size_t errlen)
+				struct fleet_errctx *ec)
 {
 	struct tink_curl *c = ctx;
-	char url[1200], ebuf[CURL_ERROR_SIZE];
+	char url[1200], ebuf[CURL_ERROR_SIZE], err[sizeof(ec->detail) + 80];
 	snprintf(url, sizeof(url), "%s%s", c->base_url, path);
 	for (unsigned n = 1;; n++) {
 		struct sink sink = {.out = reply, .max = max_reply};
@@ -132,13 +132,17 @@ static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_
 		if (rc == CURLE_OK && *http_status < 500)
 			return TINK_TX_OK;
 		if (sink.over) {
-			snprintf(err, errlen, "fleetd's answer is over %zu bytes", max_reply);
+			fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "fleetd's answer is over %zu bytes",
+					 max_reply);
 			return TINK_TX_FATAL;
 		}
 		if (rc == CURLE_OK)
-			snprintf(err, errlen, "HTTP %ld", *http_status);
+			fleet_errctx_msg(ec, FLEET_ERR(FLEET_LAYER_LIB, FLEET_CODE_UNAVAILABLE),
+					 "HTTP %ld", *http_status);
 		else
-			snprintf(err, errlen, "%s", ebuf[0] ? ebuf : curl_easy_strerror(rc));
+			fleet_errctx_msg(ec, FLEET_E_IO, "%s",
+					 ebuf[0] ? ebuf : curl_easy_strerror(rc));
+		fleet_errctx_text(ec, err, sizeof(err));
 		if (rc != CURLE_OK && !transient(rc))
 			return TINK_TX_FATAL; /* the pin, a bad URL: trying again changes nothing */
 		if (n >= c->attempts) {

@@ -209,7 +209,8 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
 		     bool pass, const char *const *reasons, size_t n_reasons)
 {
-	char sid[65], err[256];
+	struct fleet_errctx ec = {0};
+	char sid[65], err[sizeof(ec.detail) + 80];
 	const char *device = e->snap.name[0] ? e->snap.name : NULL;
 	adm_session_hex(e->s.id, sid);
 	adm_count(a->m.verdicts, pass ? "pass" : "fail");
@@ -227,9 +228,10 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
 		.ek_hash = e->s.ek_hash,
 		.ek_hash_ecc = e->s.ek_hash_ecc,
 	};
-	if (fleet_vlog_append(a->d.verdicts, &r, err, sizeof(err)) != FLEET_OK) {
+	if (fleet_vlog_append(a->d.verdicts, &r, &ec) != FLEET_OK) {
 		struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device,
-				      .session = sid, .detail = err};
+				      .session = sid,
+				      .detail = fleet_errctx_text(&ec, err, sizeof(err))};
 		adm_count(a->m.verdict_log_errors, NULL);
 		adm_log(LOG_ERR, "verdict-log-failed", &lf,
 			"verdicts.jsonl append failed; the verdict is in the store, and the "
@@ -243,18 +245,19 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
  * between. */
 static void vlog_catch_up(struct fleet_admission *a)
 {
-	char err[256];
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	size_t appended = 0;
 	bool ahead = false;
 	adm_verdicts_lock(a);
 	if (a->vlog_behind) {
-		if (fleet_vlog_reconcile(a->d.verdicts, a->d.store, &appended, &ahead, err,
-					 sizeof(err)) == FLEET_OK)
+		if (fleet_vlog_reconcile(a->d.verdicts, a->d.store, &appended, &ahead, &ec) ==
+		    FLEET_OK)
 			a->vlog_behind = false;
 		else if (fleet_log_limit_admit(a->limit, "verdict-log-behind", adm_now(a)))
 			fleet_log(LOG_ERR, "verdict-log-behind", NULL, 0,
 				  "verdicts.jsonl is behind the store and cannot be caught up yet: "
-				  "%s", err);
+				  "%s", fleet_errctx_text(&ec, err, sizeof(err)));
 		if (appended)
 			fleet_log(LOG_NOTICE, "verdicts-reconciled", NULL, 0,
 				  "%zu verdict%s appended to verdicts.jsonl from the store", appended,
@@ -350,29 +353,28 @@ const char *adm_inventory_reason(fleet_err r)
 }
 
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
-			   const char **reason, char *err, size_t errlen)
+			   const char **reason, struct fleet_errctx *ec)
 {
 	struct fleet_inventory *inv = a->d.inventory;
 	struct fleet_inv_device d;
 	struct fleet_inv_binding_change ch;
-	struct fleet_errctx ec;
 	fleet_err r;
 	memset(&d, 0, sizeof(d));
 	memset(&ch, 0, sizeof(ch));
-	memset(&ec, 0, sizeof(ec));
+	memset(ec, 0, sizeof(*ec));
 	*reason = NULL;
-	r = inv->ops->get(inv, snap->device_id, &d, &ec);
+	r = inv->ops->get(inv, snap->device_id, &d, ec);
 	if (r == FLEET_INV_NOT_FOUND) {
 		*reason = "device-changed"; /* deleted while the session ran */
 		return ADM_REREAD_CHANGED;
 	}
 	if (r == FLEET_INV_OK)
-		r = inv->ops->binding_change(inv, snap->device_id, &ch, &ec);
+		r = inv->ops->binding_change(inv, snap->device_id, &ch, ec);
 	if (r != FLEET_INV_OK) {
-		if (ec.detail[0])
-			fleet_errctx_text(&ec, err, errlen);
+		if (ec->detail[0])
+			ec->err = r;
 		else
-			snprintf(err, errlen, "inventory: %s", fleet_err_str(r));
+			fleet_errctx_msg(ec, r, "inventory: %s", fleet_err_str(r));
 		*reason = adm_inventory_reason(r);
 		adm_count(a->m.inventory_errors, NULL);
 		return ADM_REREAD_UNAVAILABLE;
@@ -389,7 +391,7 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 		struct fleet_store_binding_author rec;
 		enum adm_author au = adm_author_recorded(a, snap->device_id, d.serial,
 							 d.approved_ek_hash, d.approved_ek_hash_ecc,
-							 &rec, err, errlen);
+							 &rec, ec);
 		if (au == ADM_AUTHOR_STORE_ERROR)
 			return ADM_REREAD_UNAVAILABLE;
 		/* none now, or another record: another proof than the intake's */
@@ -411,103 +413,98 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 
 static fleet_err reg(struct fleet_metrics *m, enum fleet_metric_type t, const char *name,
 		     const char *help, const char *label, const char *const *values,
-		     struct fleet_metric **out, char *err, size_t errlen)
+		     struct fleet_metric **out, struct fleet_errctx *ec)
 {
-	struct fleet_errctx ec;
-	memset(&ec, 0, sizeof(ec));
-	fleet_err e = fleet_metrics_register(m, t, name, help, label, values, out, &ec);
-	if (e != FLEET_OK)
-		snprintf(err, errlen, "metric %s: %s", name, ec.detail);
+	fleet_err e = fleet_metrics_register(m, t, name, help, label, values, out, ec);
+	if (e != FLEET_OK) {
+		char before[96];
+		snprintf(before, sizeof(before), "metric %s: ", name);
+		return fleet_errctx_wrap(ec, e, before, NULL);
+	}
 	return e;
 }
 
-static fleet_err register_metrics(struct fleet_admission *a, char *err, size_t errlen)
+static fleet_err register_metrics(struct fleet_admission *a, struct fleet_errctx *ec)
 {
 	struct fleet_metrics *m = a->d.metrics;
 	const enum fleet_metric_type C = FLEET_METRIC_COUNTER;
 	fleet_err e;
 	if ((e = reg(m, C, "fleetd_intake_total", "Intake requests that decoded, by outcome.",
-		     "result", intake_results, &a->m.intake, err, errlen)) ||
+		     "result", intake_results, &a->m.intake, ec)) ||
 	    (e = reg(m, C, "fleetd_answer_total", "Answer requests that decoded, by outcome.",
-		     "result", round_results, &a->m.answer, err, errlen)) ||
+		     "result", round_results, &a->m.answer, ec)) ||
 	    (e = reg(m, C, "fleetd_confirm_total", "Confirm requests that decoded, by outcome.",
-		     "result", round_results, &a->m.confirm, err, errlen)) ||
+		     "result", round_results, &a->m.confirm, ec)) ||
 	    (e = reg(m, C, "fleetd_verdicts_total",
 		     "Verdicts written for TPM-authenticated evidence.", "result",
-		     verdict_results, &a->m.verdicts, err, errlen)) ||
+		     verdict_results, &a->m.verdicts, ec)) ||
 	    (e = reg(m, C, "fleetd_auth_failures_total",
 		     "Answers or confirmations not proven to come from the challenged TPM.", NULL,
-		     NULL, &a->m.auth_failures, err, errlen)) ||
+		     NULL, &a->m.auth_failures, ec)) ||
 	    (e = reg(m, C, "fleetd_unexpected_boot_total",
 		     "Active devices that booted HookOS without a requested run.", NULL, NULL,
-		     &a->m.unexpected_boot, err, errlen)) ||
+		     &a->m.unexpected_boot, ec)) ||
 	    (e = reg(m, C, "fleetd_inventory_errors_total",
 		     "Inventory requests that got no usable answer (or a failed write).", NULL,
-		     NULL, &a->m.inventory_errors, err, errlen)) ||
+		     NULL, &a->m.inventory_errors, ec)) ||
 	    (e = reg(m, C, "fleetd_store_errors_total", "Store operations that failed.", NULL,
-		     NULL, &a->m.store_errors, err, errlen)) ||
+		     NULL, &a->m.store_errors, ec)) ||
 	    (e = reg(m, C, "fleetd_verdict_log_errors_total",
 		     "verdicts.jsonl appends that failed (the store kept the verdict).", NULL,
-		     NULL, &a->m.verdict_log_errors, err, errlen)) ||
+		     NULL, &a->m.verdict_log_errors, ec)) ||
 	    (e = reg(m, C, "fleetd_sessions_reaped_total", "Expired sessions dropped.", NULL,
-		     NULL, &a->m.reaped, err, errlen)) ||
+		     NULL, &a->m.reaped, ec)) ||
 	    (e = reg(m, C, "fleetd_unproven_total",
 		     "Requests that proved nothing, by class; counted, journaled only as the "
 		     "first of their kind in a window.", "reason", unproven_reasons,
-		     &a->m.unproven, err, errlen)) ||
+		     &a->m.unproven, ec)) ||
 	    (e = reg(m, C, "fleetd_provisional_revoked_total",
 		     "Certificates issued at an answer whose session ended without an admission.",
-		     NULL, NULL, &a->m.revoked, err, errlen)) ||
+		     NULL, NULL, &a->m.revoked, ec)) ||
 	    (e = reg(m, FLEET_METRIC_GAUGE, "fleetd_open_sessions",
 		     "Attestation sessions open now (intakes deciding included).", NULL, NULL,
-		     &a->m.open_sessions, err, errlen)))
+		     &a->m.open_sessions, ec)))
 		return e;
 	return FLEET_OK;
 }
 
-static fleet_err load_profiles(struct fleet_admission *a, char *err, size_t errlen)
+static fleet_err load_profiles(struct fleet_admission *a, struct fleet_errctx *ec)
 {
 	const struct fleet_config *c = a->d.config;
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
-		struct fleet_profile_error pe;
 		struct adm_class *cl = &a->classes[i];
-		memset(&pe, 0, sizeof(pe));
 		snprintf(path, sizeof(path), "%s/%s", c->profiles_dir, c->classes[i].profile);
 		cl->name = c->classes[i].name;
-		fleet_err e = fleet_profile_load(path, &cl->profile, &pe);
+		fleet_err e = fleet_profile_load(path, &cl->profile, ec);
 		if (e != FLEET_OK) {
-			snprintf(err, errlen, "class %s: profile %s:%u: %s", cl->name, path,
-				 pe.line, pe.msg);
-			return e;
+			/* the profile's context (its line, errno, reason) kept */
+			char before[sizeof(path) + sizeof(c->classes[i].name) + 48];
+			snprintf(before, sizeof(before), "class %s: profile %s:%u: ", cl->name, path,
+				 ec ? ec->line : 0);
+			return fleet_errctx_wrap(ec, e, before, NULL);
 		}
 		a->n_classes = i + 1;
-		if (strcmp(cl->profile->class_name, cl->name) != 0) {
-			snprintf(err, errlen,
-				 "class %s: profile %s is for class \"%s\"; a profile judges the "
-				 "class it names",
-				 cl->name, path, cl->profile->class_name);
-			return FLEET_E_INVALID_ARG;
-		}
+		if (strcmp(cl->profile->class_name, cl->name) != 0)
+			return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+						"class %s: profile %s is for class \"%s\"; a profile "
+						"judges the class it names",
+						cl->name, path, cl->profile->class_name);
 	}
 	return FLEET_OK;
 }
 
 fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
-			      struct fleet_admission **out, char *err, size_t errlen)
+			      struct fleet_admission **out, struct fleet_errctx *ec)
 {
 	fleet_err e;
 	*out = NULL;
 	if (!deps || !deps->config || !deps->inventory || !deps->store || !deps->verdicts ||
-	    !deps->metrics || !deps->roots || !deps->ca) {
-		snprintf(err, errlen, "admission: a dependency is missing");
-		return FLEET_E_INVALID_ARG;
-	}
+	    !deps->metrics || !deps->roots || !deps->ca)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "admission: a dependency is missing");
 	struct fleet_admission *a = calloc(1, sizeof(*a));
-	if (!a) {
-		snprintf(err, errlen, "admission: out of memory");
-		return FLEET_E_NOMEM;
-	}
+	if (!a)
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "admission: out of memory");
 	a->d = *deps;
 	/* Caught up below, before anything is served; a catch-up that fails
 	 * there is retried by every reap, and until it succeeds nothing is
@@ -515,23 +512,20 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 	a->vlog_behind = true;
 	if (pthread_mutex_init(&a->verdict_mu, NULL) != 0) {
 		free(a);
-		snprintf(err, errlen, "admission: no mutex");
-		return FLEET_E_NOMEM;
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "admission: no mutex");
 	}
 	if (pthread_mutex_init(&a->retry_mu, NULL) != 0) {
 		pthread_mutex_destroy(&a->verdict_mu);
 		free(a);
-		snprintf(err, errlen, "admission: no mutex");
-		return FLEET_E_NOMEM;
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "admission: no mutex");
 	}
-	if ((e = register_metrics(a, err, errlen)) != FLEET_OK ||
-	    (e = load_profiles(a, err, errlen)) != FLEET_OK)
+	if ((e = register_metrics(a, ec)) != FLEET_OK || (e = load_profiles(a, ec)) != FLEET_OK)
 		goto fail;
 	if (adm_sessions_init(&a->sessions, deps->config->max_open_sessions,
 			      a->m.open_sessions) != 0) {
-		snprintf(err, errlen, "admission: cannot make a table of %u sessions",
-			 deps->config->max_open_sessions);
-		e = FLEET_E_NOMEM;
+		e = fleet_errctx_msg(ec, FLEET_E_NOMEM,
+				     "admission: cannot make a table of %u sessions",
+				     deps->config->max_open_sessions);
 		goto fail;
 	}
 	if (adm_lookup_init(&a->lookup, deps->inventory,
@@ -540,8 +534,7 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 	    !(a->limit = fleet_log_limit_new(ADM_LOG_WINDOW_S, ADM_LOG_KEYS))) {
 		adm_lookup_destroy(&a->lookup);
 		adm_sessions_destroy(&a->sessions);
-		snprintf(err, errlen, "admission: out of memory");
-		e = FLEET_E_NOMEM;
+		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "admission: out of memory");
 		goto fail;
 	}
 	/* verdicts.jsonl caught up with the store before anything is served:

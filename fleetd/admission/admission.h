@@ -172,8 +172,10 @@ struct fleet_admission_deps {
 	void *now_ctx;
 };
 
+/* ec (may be NULL) gets what stopped it: a sentence ("class worker:
+ * profile ...", "metric ...: ...", "admission: out of memory"). */
 fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
-			      struct fleet_admission **out, char *err, size_t errlen);
+			      struct fleet_admission **out, struct fleet_errctx *ec);
 void fleet_admission_free(struct fleet_admission *a);
 
 /* The three rounds: body in, HTTP status and JSON reply out (appended to
@@ -203,14 +205,13 @@ void fleet_admission_prune(struct fleet_admission *a);
  * so it writes through these, on the admission's handle, each one
  * transaction. A record must be of a change by
  * binding_author (INVALID otherwise: no other record could prove anything).
- * A failure is counted (fleetd_store_errors_total) and err says why; the
- * pass journals it. */
-fleet_err fleet_admission_record_binding_author(
-	struct fleet_admission *a, const struct fleet_store_binding_author *r, char *err,
-	size_t errlen);
-fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a,
-							   int64_t device_id, bool *forgot,
-							   char *err, size_t errlen);
+ * A failure is counted (fleetd_store_errors_total) and ec says why (the
+ * store's context, fleet_store_errctx); the pass journals it. */
+fleet_err fleet_admission_record_binding_author(struct fleet_admission *a,
+						const struct fleet_store_binding_author *r,
+						struct fleet_errctx *ec);
+fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a, int64_t device_id,
+						bool *forgot, struct fleet_errctx *ec);
 
 /* Inventory lookups intake has made (lookup.h), for tests and metrics. */
 unsigned long fleet_admission_inventory_lookups(struct fleet_admission *a);

@@ -143,18 +143,27 @@ static int check_deadline(struct round *r, const char *what)
  * status of the reply written (the session kept or closed as the rule says). */
 static int check_again(struct round *r, struct fleet_buf *reply)
 {
-	char err[256] = "";
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	const char *reason = NULL;
-	switch (adm_reread(r->a, &r->e->snap, &reason, err, sizeof(err))) {
+	switch (adm_reread(r->a, &r->e->snap, &reason, &ec)) {
 	case ADM_REREAD_SAME:
 		return 0;
 	case ADM_REREAD_UNAVAILABLE:
 		r->lf.reason = reason ? reason : "inventory-unavailable";
-		r->lf.detail = err;
+		r->lf.detail = fleet_errctx_text(&ec, err, sizeof(err));
 		adm_count(r->counter, "unavailable");
-		adm_log(LOG_WARNING, "inventory-unavailable", &r->lf,
-			"the inventory did not answer when read again: no verdict, nothing "
-			"changed, the machine will retry");
+		/* fleetd's own out of memory, whichever layer ran out, is said
+		 * as such: the inventory may well have answered. */
+		if (fleet_err_code(ec.err) == FLEET_CODE_NOMEM)
+			adm_log(LOG_WARNING, "inventory-unavailable", &r->lf,
+				"the inventory could not be read again: fleetd is out of memory; "
+				"no verdict, nothing changed, the machine will retry");
+		else
+			adm_log(LOG_WARNING, "inventory-unavailable", &r->lf,
+				"the inventory did not answer when read again: no verdict, nothing "
+				"changed, the machine will retry");
+		r->lf.detail = NULL; /* err is this function's */
 		round_keep(r);
 		return 503;
 	case ADM_REREAD_CHANGED:

@@ -18,12 +18,14 @@
 enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
 				    const char *serial, const char *ek_hash,
 				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,
-				    char *err, size_t errlen)
+				    struct fleet_errctx *ec)
 {
 	fleet_err se = fleet_store_binding_author_get(a->d.store, device_id, rec);
 	if (se != FLEET_STORE_OK && se != FLEET_STORE_E_NOT_FOUND) {
-		snprintf(err, errlen, "the store: %s (%s)", fleet_store_errmsg(a->d.store),
-			 fleet_err_str(se));
+		char after[48];
+		snprintf(after, sizeof(after), " (%s)", fleet_err_str(se));
+		fleet_store_errctx(a->d.store, se, ec);
+		fleet_errctx_wrap(ec, se, "the store: ", after);
 		adm_count(a->m.store_errors, NULL);
 	}
 	if (se == FLEET_STORE_E_NOT_FOUND)
@@ -46,32 +48,30 @@ void adm_author_time(int64_t t, char out[32])
 		snprintf(out, 32, "%lld", (long long)t);
 }
 
-fleet_err fleet_admission_record_binding_author(
-	struct fleet_admission *a, const struct fleet_store_binding_author *r, char *err,
-	size_t errlen)
+fleet_err fleet_admission_record_binding_author(struct fleet_admission *a,
+						const struct fleet_store_binding_author *r,
+						struct fleet_errctx *ec)
 {
 	/* A record of anyone else's change could never prove anything (the
 	 * match requires binding_author): refuse it rather than keep it. */
-	if (!r || strcmp(r->user, a->d.config->binding_author) != 0) {
-		snprintf(err, errlen, "a binding author record must be of a change by %s",
-			 a->d.config->binding_author);
-		return FLEET_STORE_E_INVALID;
-	}
+	if (!r || strcmp(r->user, a->d.config->binding_author) != 0)
+		return fleet_errctx_msg(ec, FLEET_STORE_E_INVALID,
+					"a binding author record must be of a change by %s",
+					a->d.config->binding_author);
 	fleet_err se = fleet_store_binding_author_record(a->d.store, r);
 	if (se != FLEET_STORE_OK) {
-		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
+		fleet_store_errctx(a->d.store, se, ec);
 		adm_count(a->m.store_errors, NULL);
 	}
 	return se;
 }
 
-fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a,
-							   int64_t device_id, bool *forgot,
-							   char *err, size_t errlen)
+fleet_err fleet_admission_forget_binding_author(struct fleet_admission *a, int64_t device_id,
+						bool *forgot, struct fleet_errctx *ec)
 {
 	fleet_err se = fleet_store_binding_author_forget(a->d.store, device_id, forgot);
 	if (se != FLEET_STORE_OK) {
-		snprintf(err, errlen, "%s", fleet_store_errmsg(a->d.store));
+		fleet_store_errctx(a->d.store, se, ec);
 		adm_count(a->m.store_errors, NULL);
 	}
 	return se;

@@ -162,15 +162,16 @@ void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_ses
 enum adm_author {
 	ADM_AUTHOR_RECORDED = 0, /* a record of exactly these values by binding_author */
 	ADM_AUTHOR_NONE,         /* none, or one of other values (ignored) */
-	ADM_AUTHOR_STORE_ERROR,  /* the store could not say; err says why */
+	ADM_AUTHOR_STORE_ERROR,  /* the store could not say; ec says why */
 };
 /* The store's record for device_id, when it proves these values (serial,
  * approved hashes; fleet_store_binding_author_matches); a store failure is
- * counted. */
+ * counted, and ec gets the store's context, its detail "the store: <the
+ * store's sentence> (<code>)". */
 enum adm_author adm_author_recorded(struct fleet_admission *a, long device_id,
 				    const char *serial, const char *ek_hash,
 				    const char *ek_hash_ecc, struct fleet_store_binding_author *rec,
-				    char *err, size_t errlen);
+				    struct fleet_errctx *ec);
 /* RFC 3339 (UTC) of a record's time, for the journal. */
 void adm_author_time(int64_t t, char out[32]);
 
@@ -178,13 +179,15 @@ enum adm_reread {
 	ADM_REREAD_SAME = 0,
 	ADM_REREAD_CHANGED,     /* *reason: binding-changed or device-changed */
 	ADM_REREAD_UNAVAILABLE, /* the inventory (or the store, for a binding author
-				   record) did not answer; err says why, *reason
-				   is adm_inventory_reason's for the inventory */
+				   record) did not answer; ec says why (ec->err its
+				   code: NOMEM when fleetd ran out of memory),
+				   *reason is adm_inventory_reason's for the
+				   inventory */
 };
 /* Read the device and its binding change again and compare them with the
  * intake's snapshot (trust rule 5). */
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
-			   const char **reason, char *err, size_t errlen);
+			   const char **reason, struct fleet_errctx *ec);
 /* FLEET_REASON for an inventory that could not answer (r): fleetd out of
  * memory is "inventory-out-of-memory", said as what it is; anything else
  * "inventory-unavailable". The outcome is the same: 503, nothing recorded. */

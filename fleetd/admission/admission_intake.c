@@ -147,9 +147,10 @@ static int author_from_record(struct intake *t, struct adm_snapshot *snap,
 {
 	struct fleet_admission *a = t->a;
 	struct fleet_store_binding_author rec;
-	char err[300] = "";
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	switch (adm_author_recorded(a, snap->device_id, snap->serial, snap->approved_ek_hash,
-				    snap->approved_ek_hash_ecc, &rec, err, sizeof(err))) {
+				    snap->approved_ek_hash_ecc, &rec, &ec)) {
 	case ADM_AUTHOR_RECORDED:
 		break;
 	case ADM_AUTHOR_NONE:
@@ -159,9 +160,10 @@ static int author_from_record(struct intake *t, struct adm_snapshot *snap,
 			      "its author for these values");
 	default:
 		t->lf.reason = "store-error";
-		t->lf.detail = err;
+		t->lf.detail = fleet_errctx_text(&ec, err, sizeof(err));
 		adm_log_limited(a, "intake-store-failed", LOG_ERR, "intake-store-failed", &t->lf,
 				"the store could not be read; nothing is decided");
+		t->lf.detail = NULL; /* err is this function's */
 		adm_count(a->m.intake, "unavailable");
 		return 503;
 	}

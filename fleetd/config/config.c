@@ -418,12 +418,12 @@ static fleet_err cross_checks(struct cctx *x)
 }
 
 fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config *c,
-			     struct fleet_yaml_error *err)
+			     struct fleet_errctx *ec)
 {
 	fleet_config_defaults(c);
 	struct fleet_yaml y;
 	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_CONFIG_MAX_SIZE, "the configuration",
-				      err);
+				      ec);
 	if (e)
 		return e;
 	struct cctx x = {.y = &y, .c = c};
@@ -436,25 +436,22 @@ fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config
 }
 
 fleet_err fleet_config_load(const char *path, struct fleet_config *c,
-			    struct fleet_yaml_error *err)
+			    struct fleet_errctx *ec)
 {
 	/* Configuration (docs/files.md): it names every trust anchor, so owned
 	 * by root or us and writable by nobody else. */
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("the configuration", FLEET_CONFIG_MAX_SIZE);
-	struct fleet_errctx fe;
-	char text[sizeof(fe.detail) + 80];
 	struct fleet_buf b;
 	fb_init(&b);
-	if (err)
-		memset(err, 0, sizeof(*err));
+	if (ec)
+		memset(ec, 0, sizeof(*ec));
 	fleet_config_defaults(c);
-	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, &fe);
-	if (e && err)
-		snprintf(err->msg, sizeof(err->msg), "cannot read %.*s",
-			 (int)sizeof(err->msg) - 13, fleet_errctx_text(&fe, text, sizeof(text)));
-	if (!e)
-		e = fleet_config_parse(b.data, b.len, c, err);
+	fleet_err e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec);
+	if (e)
+		fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+	else
+		e = fleet_config_parse(b.data, b.len, c, ec);
 	fb_free(&b);
 	return e;
 }
@@ -462,7 +459,7 @@ fleet_err fleet_config_load(const char *path, struct fleet_config *c,
 static bool token_space(uint8_t ch) { return ch == ' ' || ch == '\t' || ch == '\n' || ch == '\r'; }
 
 fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_t cap,
-				  char *err, size_t errlen)
+				  struct fleet_errctx *ec)
 {
 	/* A secret: owned by this user (as before: not even root's), no access
 	 * for group or others, read from the descriptor just checked into a
@@ -475,32 +472,28 @@ fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_
 		.secret = true,
 	};
 	const char *p = c->netbox_token_file;
-	struct fleet_errctx fe;
 	struct fleet_buf b;
 	if (cap)
 		out[0] = '\0';
 	fb_init(&b);
-	fleet_err e = fleet_file_read(AT_FDCWD, p, &policy, &b, &fe);
-	if (e != FLEET_OK) {
-		/* As the reader says it: UNSAFE for a file that breaks a rule,
-		 * NOT_FOUND, TOO_LARGE, IO (lib/file_read.h). */
-		fleet_errctx_text(&fe, err, errlen);
+	/* As the reader says it: UNSAFE for a file that breaks a rule,
+	 * NOT_FOUND, TOO_LARGE, IO (lib/file_read.h), its reason and errno. */
+	fleet_err e = fleet_file_read(AT_FDCWD, p, &policy, &b, ec);
+	if (e != FLEET_OK)
 		return e;
-	}
 	size_t s = 0, n = b.len;
 	while (s < n && token_space(b.data[s]))
 		s++;
 	while (n > s && token_space(b.data[n - 1]))
 		n--;
 	if (n == s || n - s >= cap) {
-		snprintf(err, errlen, "the NetBox token file %s is empty or too long", p);
-		e = FLEET_E_MALFORMED;
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+				     "the NetBox token file %s is empty or too long", p);
 	} else if (!fleet_ascii_printable(b.data + s, n - s, 0)) {
-		snprintf(err, errlen,
-			 "the NetBox token file %s holds more than one token "
-			 "(white space or a control character inside)",
-			 p);
-		e = FLEET_E_MALFORMED;
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+				     "the NetBox token file %s holds more than one token "
+				     "(white space or a control character inside)",
+				     p);
 	} else {
 		memcpy(out, b.data + s, n - s);
 		out[n - s] = '\0';
@@ -509,12 +502,12 @@ fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_
 	return e;
 }
 
-fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size_t errlen)
+fleet_err fleet_config_check_files(const struct fleet_config *c, struct fleet_errctx *ec)
 {
 	if (c->inventory != FLEET_INVENTORY_NETBOX)
 		return FLEET_OK;
 	char token[FLEET_CONFIG_TOKEN_MAX + 1];
-	fleet_err e = fleet_config_read_token(c, token, sizeof(token), err, errlen);
+	fleet_err e = fleet_config_read_token(c, token, sizeof(token), ec);
 	OPENSSL_cleanse(token, sizeof(token));
 	return e;
 }

@@ -89,14 +89,17 @@ struct fleet_config {
 /* Set every default (the values docs/configuration.md lists). */
 void fleet_config_defaults(struct fleet_config *c);
 
-/* Parse and validate YAML bytes into c (defaults first). */
+/* Parse and validate YAML bytes into c (defaults first). A refusal goes in
+ * ec (may be NULL) with its line and column (lib/yaml_strict.h). */
 fleet_err fleet_config_parse(const uint8_t *buf, size_t len, struct fleet_config *c,
-			     struct fleet_yaml_error *err);
+			     struct fleet_errctx *ec);
 /* Read path as configuration (lib/file_read.h: not a symlink, a regular
  * file owned by root or this user and writable by nobody else, at most
- * FLEET_CONFIG_MAX_SIZE bytes) and parse it. */
+ * FLEET_CONFIG_MAX_SIZE bytes) and parse it. A file the reader refuses is
+ * the reader's code, reason and errno, the sentence after "cannot read "
+ * (line and column 0); else fleet_config_parse's. */
 fleet_err fleet_config_load(const char *path, struct fleet_config *c,
-			    struct fleet_yaml_error *err);
+			    struct fleet_errctx *ec);
 
 /* The NetBox token file's largest size. */
 #define FLEET_CONFIG_TOKEN_MAX 4096
@@ -108,17 +111,17 @@ fleet_err fleet_config_load(const char *path, struct fleet_config *c,
  * 0600 or stricter, at most FLEET_CONFIG_TOKEN_MAX bytes) and that same
  * descriptor is read into a secret buffer, wiped after. The reader's code
  * when it refuses the file (lib/file_read.h: FLEET_E_NOT_FOUND, FLEET_E_IO,
- * FLEET_E_UNSAFE when a rule refuses it, FLEET_E_TOO_LARGE),
- * FLEET_E_MALFORMED when it holds no single token; err gets a sentence
- * naming the file.
+ * FLEET_E_UNSAFE when a rule refuses it, FLEET_E_TOO_LARGE: the reader's
+ * context, its reason and errno with it), FLEET_E_MALFORMED when it holds
+ * no single token; ec (may be NULL) gets a sentence naming the file.
  */
 fleet_err fleet_config_read_token(const struct fleet_config *c, char *out, size_t cap,
-				  char *err, size_t errlen);
+				  struct fleet_errctx *ec);
 
 /* The checks that need the file system, run once at startup: with the
  * NetBox inventory, the token is read (fleet_config_read_token) and wiped.
- * err gets a sentence. */
-fleet_err fleet_config_check_files(const struct fleet_config *c, char *err, size_t errlen);
+ * ec gets what refused it. */
+fleet_err fleet_config_check_files(const struct fleet_config *c, struct fleet_errctx *ec);
 
 /* The profile file for a class (under profiles_dir), or NULL. */
 const char *fleet_config_profile_for(const struct fleet_config *c, const char *class_name);

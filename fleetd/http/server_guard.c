@@ -226,8 +226,7 @@ fleet_err fleet_http_sweeper_start(struct fleet_http *s, struct fleet_errctx *ec
 	s->sweeper_stop = false;
 	int rc = pthread_create(&s->sweeper, NULL, sweeper, s);
 	if (rc != 0)
-		return fleet_errctx_msg(ec, FLEET_E_IO, "cannot start the deadline thread: %s",
-					strerror(rc));
+		return fleet_errctx_errno(ec, FLEET_E_IO, rc, "cannot start the deadline thread");
 	s->sweeper_running = true;
 	return FLEET_OK;
 }

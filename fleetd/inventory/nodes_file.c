@@ -242,7 +242,7 @@ static fleet_err refresh(struct nodes_inv *ni, struct fleet_errctx *ec)
 	}
 	struct fleet_inv_device *dev;
 	size_t n;
-	struct fleet_yaml_error yerr;
+	struct fleet_errctx yerr;
 	fleet_err e = fleet_nodes_file_parse(b.data, b.len, &dev, &n, &yerr);
 	fb_free(&b);
 	if (e == FLEET_E_NOMEM) {

@@ -40,9 +40,10 @@
 
 /* Parse the bytes of a nodes file. *out is malloc'd (n entries, possibly
  * 0); each entry's id is derived from its serial (stable across edits,
- * see docs/nodes-file.md). On failure *out is NULL and err names the line. */
+ * see docs/nodes-file.md). On failure *out is NULL and ec (may be NULL)
+ * says why, with the line and column (lib/yaml_strict.h). */
 fleet_err fleet_nodes_file_parse(const uint8_t *buf, size_t len, struct fleet_inv_device **out,
-				 size_t *n, struct fleet_yaml_error *err);
+				 size_t *n, struct fleet_errctx *ec);
 
 /* The id a device with this serial has (case-insensitive; never 0). */
 long fleet_nodes_file_id(const char *serial);

@@ -285,13 +285,13 @@ fail:
 }
 
 fleet_err fleet_nodes_file_parse(const uint8_t *buf, size_t len, struct fleet_inv_device **out,
-				 size_t *n, struct fleet_yaml_error *err)
+				 size_t *n, struct fleet_errctx *ec)
 {
 	*out = NULL;
 	*n = 0;
 	struct fleet_yaml y;
 	fleet_err e = fleet_yaml_load(&y, buf, len, FLEET_NODES_FILE_MAX_SIZE, "the nodes file",
-				      err);
+				      ec);
 	if (e)
 		return e;
 	static const char *const top[] = {"version", "nodes"};

@@ -75,9 +75,9 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 		return FLEET_E_NOMEM;
 	p->d = *deps;
 	if (deps->metrics) {
-		static const char *const results[] = {"ok",          "inventory-error",
-						      "store-error", "write-error",
-						      "cancelled",   NULL};
+		static const char *const results[] = {
+			"ok",        "inventory-error", "store-error", "write-error",
+			"cancelled", "out-of-memory",   NULL};
 		fleet_err e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
 						     "fleetd_pass_total", "Reconcile passes, by result.",
 						     "result", results, &p->runs, NULL);
@@ -151,11 +151,15 @@ static const char *count(struct fleet_pass *p, const char *result)
 	return result;
 }
 
+/* The label of a pass that failed with e (FLEET_OK: "ok"). fleetd's own
+ * out of memory is said as such whatever the layer that ran out; any other
+ * failure keeps the layer it began in (lib/fleet_err.h). */
 static const char *spire_result(fleet_err e)
 {
 	if (e == FLEET_OK)
 		return "ok";
-	/* A failure keeps the layer it began in (lib/fleet_err.h). */
+	if (fleet_err_code(e) == FLEET_CODE_NOMEM)
+		return "out-of-memory";
 	switch (fleet_err_layer(e)) {
 	case FLEET_LAYER_INVENTORY:
 		return "inventory-error";
@@ -353,7 +357,8 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 				  "pass: the inventory could not be listed (%s): %s; binding author "
 				  "records are left as they are",
 				  fleet_err_str(r), fleet_errctx_text(&ec, err, sizeof(err)));
-			result = "inventory-error";
+			result = fleet_err_code(r) == FLEET_CODE_NOMEM ? "out-of-memory"
+								       : "inventory-error";
 		}
 	}
 	/* After spire-nodes.json: its revocations never wait on change-log

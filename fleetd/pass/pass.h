@@ -94,11 +94,11 @@ struct fleet_pass_deps {
 	 * it writes them through these (the daemon passes
 	 * fleet_admission_record_binding_author and
 	 * fleet_admission_forget_binding_author). NULL: the pass keeps no
-	 * records. err gets the store's sentence on failure. */
+	 * records. ec gets the store's context on failure (fleet_store_errctx). */
 	fleet_err (*record_author)(void *ctx, const struct fleet_store_binding_author *r,
-					      char *err, size_t errlen);
+				   struct fleet_errctx *ec);
 	fleet_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
-					      char *err, size_t errlen);
+				   struct fleet_errctx *ec);
 	void *author_ctx;
 	/* Unproven devices whose change log one pass reads (B2); 0:
 	 * FLEET_PASS_AUTHOR_READS. */
@@ -112,8 +112,11 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 void fleet_pass_free(struct fleet_pass *p);
 
 /* Run one pass at time now. Returns the result's stable name ("ok",
- * "inventory-error", "store-error", "write-error", "cancelled"); never
- * fails hard. A pass past its deadline is still "ok" for what it wrote. */
+ * "inventory-error", "store-error", "write-error", "cancelled",
+ * "out-of-memory"), the label it is counted under in fleetd_pass_total;
+ * never fails hard. A pass past its deadline is still "ok" for what it
+ * wrote. Out of memory is "out-of-memory" whatever the layer that ran out
+ * (fleet_err_code NOMEM); the other failures are named by their layer. */
 const char *fleet_pass_run(struct fleet_pass *p, time_t now);
 
 #endif

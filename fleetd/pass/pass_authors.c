@@ -218,16 +218,17 @@ static void tally(struct run *r, const char *result, size_t *n)
 
 /* A write through the admission failed: journaled, counted; the pass goes on. */
 static void write_failed(struct run *r, const struct pass_candidate *c, long id,
-			 const char *what, fleet_err se, const char *err)
+			 const char *what, fleet_err se, const struct fleet_errctx *ec)
 {
-	char id_s[24];
+	char id_s[24], err[sizeof(ec->detail) + 80];
 	snprintf(id_s, sizeof(id_s), "%ld", id);
 	fleet_log(LOG_ERR, "binding-author-write-failed",
 		  FLEET_LOG_FIELDS({"FLEET_DEVICE", c ? c->name : NULL},
 				   {"FLEET_INVENTORY_ID", id_s},
 				   {"FLEET_REASON", fleet_err_str(se)}),
 		  "pass: could not %s the binding author record of inventory device %ld (%s): %s; "
-		  "the next pass tries again", what, id, fleet_err_str(se), err);
+		  "the next pass tries again", what, id, fleet_err_str(se),
+		  fleet_errctx_text(ec, err, sizeof(err)));
 	tally(r, "store-error", &r->store_errors);
 }
 
@@ -235,12 +236,12 @@ static void write_failed(struct run *r, const struct pass_candidate *c, long id,
 static void forget(struct run *r, const struct pass_candidate *c, long id, const char *why,
 		   const char *sentence)
 {
-	char err[256] = "", id_s[24];
+	struct fleet_errctx ec = {0};
+	char id_s[24];
 	bool forgot = false;
-	fleet_err se =
-		r->pa->d.forget_author(r->pa->d.author_ctx, id, &forgot, err, sizeof(err));
+	fleet_err se = r->pa->d.forget_author(r->pa->d.author_ctx, id, &forgot, &ec);
 	if (se != FLEET_STORE_OK) {
-		write_failed(r, c, id, "forget", se, err);
+		write_failed(r, c, id, "forget", se, &ec);
 		return;
 	}
 	if (!forgot)
@@ -285,7 +286,6 @@ static void record(struct run *r, const struct pass_candidate *c,
 	struct fleet_inv_device d;
 	struct fleet_inv_binding_change c2;
 	struct fleet_errctx ec = {0};
-	char err[256] = "";
 	memset(&d, 0, sizeof(d));
 	memset(&c2, 0, sizeof(c2));
 	fleet_err ir = inv->ops->get(inv, c->id, &d, &ec);
@@ -311,10 +311,10 @@ static void record(struct run *r, const struct pass_candidate *c,
 	rec.change_id = c1->change_id;
 	rec.changed_at = c1->when;
 	rec.recorded_at = r->now;
-	fleet_err se =
-		r->pa->d.record_author(r->pa->d.author_ctx, &rec, err, sizeof(err));
+	memset(&ec, 0, sizeof(ec));
+	fleet_err se = r->pa->d.record_author(r->pa->d.author_ctx, &rec, &ec);
 	if (se != FLEET_STORE_OK) {
-		write_failed(r, c, c->id, "write", se, err);
+		write_failed(r, c, c->id, "write", se, &ec);
 		return;
 	}
 	char id_s[24], ch_s[24], user[FLEET_LOG_CLAIMED_BUF];
@@ -381,8 +381,8 @@ static void check(struct run *r, const struct pass_candidate *c,
 }
 
 /* All records, by device id (the store pages them). */
-static fleet_err load_records(struct pass_authors *pa,
-					 struct fleet_store_binding_author **out, size_t *n)
+static fleet_err load_records(struct pass_authors *pa, struct fleet_store_binding_author **out,
+			      size_t *n, struct fleet_errctx *ec)
 {
 	struct fleet_store_binding_author *all = NULL, *page;
 	size_t count = 0, got;
@@ -394,7 +394,7 @@ static fleet_err load_records(struct pass_authors *pa,
 			pa->d.store, after, FLEET_STORE_LIST_MAX, &page, &got);
 		if (se != FLEET_STORE_OK) {
 			free(all);
-			return se;
+			return fleet_store_errctx(pa->d.store, se, ec);
 		}
 		if (!got)
 			break;
@@ -404,7 +404,12 @@ static fleet_err load_records(struct pass_authors *pa,
 		if (!grown) {
 			free(page);
 			free(all);
-			return FLEET_STORE_E_NOMEM;
+			return count + got > FLEET_STORE_MAX_BINDING_AUTHORS
+				       ? fleet_errctx_msg(ec, FLEET_STORE_E_NOMEM,
+							  "more than %d binding author records",
+							  FLEET_STORE_MAX_BINDING_AUTHORS)
+				       : fleet_errctx_msg(ec, FLEET_STORE_E_NOMEM,
+							  "out of memory holding the records");
 		}
 		all = grown;
 		memcpy(all + count, page, got * sizeof(*all));
@@ -487,19 +492,22 @@ void pass_authors_run(struct pass_authors *pa, const struct pass_listing *l, tim
 	struct fleet_store_binding_author *recs = NULL;
 	size_t n_recs = 0;
 	size_t *unproven = NULL, *proven = NULL, n_unproven = 0, n_proven = 0;
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
 	fleet_err se = FLEET_STORE_OK;
 	if (l->incomplete)
-		se = FLEET_STORE_E_NOMEM;
-	else if ((se = load_records(pa, &recs, &n_recs)) == FLEET_STORE_OK && l->n_cand &&
+		se = fleet_errctx_msg(&ec, FLEET_STORE_E_NOMEM,
+				      "out of memory copying the inventory's listing");
+	else if ((se = load_records(pa, &recs, &n_recs, &ec)) == FLEET_STORE_OK && l->n_cand &&
 		 (!(unproven = calloc(l->n_cand, sizeof(*unproven))) ||
 		  !(proven = calloc(l->n_cand, sizeof(*proven)))))
-		se = FLEET_STORE_E_NOMEM;
+		se = fleet_errctx_msg(&ec, FLEET_STORE_E_NOMEM, "out of memory");
 	if (se != FLEET_STORE_OK) {
 		fleet_log(LOG_ERR, "binding-authors-unread",
 			  FLEET_LOG_FIELDS({"FLEET_REASON", fleet_err_str(se)}),
 			  "pass: binding author records could not be read (%s): %s; none is "
 			  "written or forgotten this pass", fleet_err_str(se),
-			  fleet_store_errmsg(pa->d.store));
+			  fleet_errctx_text(&ec, err, sizeof(err)));
 		tally(&r, "store-error", &r.store_errors);
 		goto out;
 	}

@@ -160,16 +160,34 @@ _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per ve
  * meanwhile (fleet_store_errmsg). */
 static _Thread_local struct {
 	const struct fleet_store *st;
-	char msg[256];
+	struct fleet_errctx ec;
 } last_failure;
+
+__attribute__((format(printf, 4, 0))) static fleet_err
+failv(struct fleet_store *st, fleet_err e, int errnum, const char *fmt, va_list ap)
+{
+	char msg[sizeof(last_failure.ec.detail)];
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	fleet_errctx_errno(&last_failure.ec, e, errnum, "%s", msg);
+	last_failure.st = st;
+	return e;
+}
 
 fleet_err st_fail(struct fleet_store *st, fleet_err e, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
-	vsnprintf(last_failure.msg, sizeof(last_failure.msg), fmt, ap);
+	failv(st, e, 0, fmt, ap);
 	va_end(ap);
-	last_failure.st = st;
+	return e;
+}
+
+fleet_err st_fail_errno(struct fleet_store *st, fleet_err e, int errnum, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	failv(st, e, errnum, fmt, ap);
+	va_end(ap);
 	return e;
 }
 
@@ -404,12 +422,12 @@ fail:
 static fleet_err check_dir(struct fleet_store *st, const char *dir, int *dfd_out)
 {
 	if (mkdir(dir, 0700) != 0 && errno != EEXIST)
-		return st_fail(st, FLEET_STORE_E_IO, "cannot create the state directory %s: %s", dir,
-			       strerror(errno));
+		return st_fail_errno(st, FLEET_STORE_E_IO, errno,
+				     "cannot create the state directory %s", dir);
 	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
 	if (dfd < 0)
-		return st_fail(st, FLEET_STORE_E_IO, "cannot open the state directory %s: %s", dir,
-			       strerror(errno));
+		return st_fail_errno(st, FLEET_STORE_E_IO, errno,
+				     "cannot open the state directory %s", dir);
 	struct stat sb;
 	if (fstat(dfd, &sb) != 0 || sb.st_uid != geteuid() || (sb.st_mode & (S_IWGRP | S_IWOTH))) {
 		close(dfd);
@@ -427,7 +445,7 @@ static fleet_err check_db_file(struct fleet_store *st, int dfd, const char *path
 {
 	int fd = openat(dfd, FLEET_STORE_FILE, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
 	if (fd < 0)
-		return st_fail(st, FLEET_STORE_E_IO, "cannot open %s: %s", path, strerror(errno));
+		return st_fail_errno(st, FLEET_STORE_E_IO, errno, "cannot open %s", path);
 	struct stat sb;
 	fleet_err e = FLEET_STORE_OK;
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
@@ -489,7 +507,7 @@ static fleet_err check_readonly_schema(struct fleet_store *st)
 }
 
 fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
-				      struct fleet_store **out, char *err, size_t errlen)
+			   struct fleet_store **out, struct fleet_errctx *ec)
 {
 	*out = NULL;
 	struct fleet_store *st = calloc(1, sizeof(*st));
@@ -502,9 +520,7 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 	}
 	if (!have_mu) {
 		free(st);
-		if (err && errlen)
-			snprintf(err, errlen, "out of memory");
-		return FLEET_STORE_E_NOMEM;
+		return fleet_errctx_msg(ec, FLEET_STORE_E_NOMEM, "out of memory");
 	}
 	st->readonly = mode == FLEET_STORE_READONLY;
 	char path[PATH_MAX];
@@ -527,8 +543,9 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 	if (st->readonly) {
 		struct stat sb;
 		if (stat(path, &sb) != 0) {
-			e = st_fail(st, errno == ENOENT ? FLEET_STORE_E_NOT_FOUND : FLEET_STORE_E_IO,
-				    "no store at %s: %s", path, strerror(errno));
+			int err = errno;
+			e = st_fail_errno(st, err == ENOENT ? FLEET_STORE_E_NOT_FOUND : FLEET_STORE_E_IO,
+					  err, "no store at %s", path);
 			goto out;
 		}
 		flags |= SQLITE_OPEN_READONLY;
@@ -549,8 +566,7 @@ out:
 	if (dfd >= 0)
 		close(dfd);
 	if (e) {
-		if (err && errlen)
-			snprintf(err, errlen, "%s", fleet_store_errmsg(st));
+		fleet_store_errctx(st, e, ec);
 		fleet_store_close(st);
 		return e;
 	}
@@ -570,7 +586,19 @@ void fleet_store_close(struct fleet_store *st)
 
 const char *fleet_store_errmsg(const struct fleet_store *st)
 {
-	return st && last_failure.st == st ? last_failure.msg : "";
+	return st && last_failure.st == st ? last_failure.ec.detail : "";
+}
+
+fleet_err fleet_store_errctx(const struct fleet_store *st, fleet_err e, struct fleet_errctx *ec)
+{
+	if (!ec)
+		return e;
+	if (st && last_failure.st == st)
+		*ec = last_failure.ec;
+	else
+		memset(ec, 0, sizeof(*ec));
+	ec->err = e;
+	return e;
 }
 
 fleet_err fleet_store_snapshot_begin(struct fleet_store *st)

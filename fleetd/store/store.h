@@ -87,15 +87,22 @@ enum fleet_store_mode {
 /* Open (or, RW, create) state_dir/fleetd.db. RW requires state_dir to be
  * owned by this user and not group- or world-writable, creates it 0700 when
  * missing, creates the database 0600 and refuses one readable or writable
- * by others. err gets a sentence on failure. */
+ * by others. ec (may be NULL) gets the failure: a sentence, and the errno
+ * of a system call that failed. */
 fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
-				      struct fleet_store **out, char *err, size_t errlen);
+			   struct fleet_store **out, struct fleet_errctx *ec);
 void fleet_store_close(struct fleet_store *st);
 /* The sentence for the calling thread's last failed call on st ("" if
  * none): the failing call wrote it to this thread's own storage, under the
  * handle's mutex, so other threads' calls on st cannot change it. Read it
  * right after the call; this thread's next failed store call replaces it. */
 const char *fleet_store_errmsg(const struct fleet_store *st);
+/* The same failure as a context: ec (may be NULL) gets the calling
+ * thread's last failure on st (its sentence and errno; nothing when there
+ * is none) with err set to e, which is returned:
+ *     if ((se = fleet_store_binding_author_record(st, r)) != FLEET_STORE_OK)
+ *             return fleet_store_errctx(st, se, ec); */
+fleet_err fleet_store_errctx(const struct fleet_store *st, fleet_err e, struct fleet_errctx *ec);
 
 /* A consistent view across several reads: from begin to end every call on
  * st reads one state of the store (one read transaction), and other

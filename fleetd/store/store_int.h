@@ -33,6 +33,10 @@ fleet_err st_unlock(struct fleet_store *st, fleet_err e);
  * fleet_store_errmsg): no other thread's call can overwrite it. */
 fleet_err st_fail(struct fleet_store *st, fleet_err e, const char *fmt,
 			     ...) __attribute__((format(printf, 3, 4)));
+/* The same for a system call that failed with errnum: recorded beside the
+ * sentence (fleet_store_errctx passes it on). */
+fleet_err st_fail_errno(struct fleet_store *st, fleet_err e, int errnum, const char *fmt, ...)
+	__attribute__((format(printf, 4, 5)));
 /* Map a SQLite result code to the store's enum, keeping SQLite's message. */
 fleet_err st_sqlite(struct fleet_store *st, int rc, const char *what);
 fleet_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out);

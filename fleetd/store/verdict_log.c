@@ -7,7 +7,6 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <pthread.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,18 +24,6 @@ struct fleet_vlog {
 	unsigned max_files;
 	char dir[PATH_MAX];
 };
-
-__attribute__((format(printf, 3, 4))) static fleet_err say(char *err, size_t errlen,
-							   const char *fmt, ...)
-{
-	if (err && errlen) {
-		va_list ap;
-		va_start(ap, fmt);
-		vsnprintf(err, errlen, fmt, ap);
-		va_end(ap);
-	}
-	return FLEET_E_IO;
-}
 
 /* A capped, ASCII-only copy of s as a JSON string (jansson escapes the
  * control characters). NULL or "" becomes JSON null when null_ok. */
@@ -114,12 +101,12 @@ static int open_current(struct fleet_vlog *log)
 }
 
 /* Cut an unfinished last line (a crash between write and its end). */
-static fleet_err trim_partial(struct fleet_vlog *log, char *err, size_t errlen)
+static fleet_err trim_partial(struct fleet_vlog *log, struct fleet_errctx *ec)
 {
 	int rfd = openat(log->dfd, FLEET_VLOG_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (rfd < 0)
-		return say(err, errlen, "cannot read %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-			   strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot read %s/%s", log->dir,
+					  FLEET_VLOG_FILE);
 	char buf[4096];
 	off_t end = (off_t)log->size, keep = 0;
 	/* Walk back a block at a time to the last newline. */
@@ -128,7 +115,8 @@ static fleet_err trim_partial(struct fleet_vlog *log, char *err, size_t errlen)
 		ssize_t r = pread(rfd, buf, (size_t)(end - start), start);
 		if (r != end - start) {
 			close(rfd);
-			return say(err, errlen, "cannot read %s/%s", log->dir, FLEET_VLOG_FILE);
+			return fleet_errctx_msg(ec, FLEET_E_IO, "cannot read %s/%s", log->dir,
+						FLEET_VLOG_FILE);
 		}
 		ssize_t i = r - 1;
 		while (i >= 0 && buf[i] != '\n')
@@ -143,25 +131,27 @@ static fleet_err trim_partial(struct fleet_vlog *log, char *err, size_t errlen)
 	if (keep == (off_t)log->size)
 		return FLEET_OK;
 	if (ftruncate(log->fd, keep) != 0)
-		return say(err, errlen, "cannot cut the unfinished line of %s/%s: %s", log->dir,
-			   FLEET_VLOG_FILE, strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno,
+					  "cannot cut the unfinished line of %s/%s", log->dir,
+					  FLEET_VLOG_FILE);
 	log->size = (uint64_t)keep;
 	return FLEET_OK;
 }
 
 /* Open the current file, learn its size, cut an unfinished last line. */
-static fleet_err reopen(struct fleet_vlog *log, char *err, size_t errlen)
+static fleet_err reopen(struct fleet_vlog *log, struct fleet_errctx *ec)
 {
 	struct stat sb;
 	if ((log->fd = open_current(log)) < 0)
-		return say(err, errlen, "cannot open %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-			   strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot open %s/%s", log->dir,
+					  FLEET_VLOG_FILE);
 	fleet_err e = FLEET_OK;
 	if (fstat(log->fd, &sb) != 0 || !S_ISREG(sb.st_mode))
-		e = say(err, errlen, "%s/%s is not a regular file", log->dir, FLEET_VLOG_FILE);
+		e = fleet_errctx_msg(ec, FLEET_E_IO, "%s/%s is not a regular file", log->dir,
+				     FLEET_VLOG_FILE);
 	else {
 		log->size = (uint64_t)sb.st_size;
-		e = trim_partial(log, err, errlen);
+		e = trim_partial(log, ec);
 	}
 	if (e) {
 		close(log->fd);
@@ -171,21 +161,19 @@ static fleet_err reopen(struct fleet_vlog *log, char *err, size_t errlen)
 }
 
 fleet_err fleet_vlog_open(const char *dir, uint64_t max_bytes, unsigned max_files,
-			  struct fleet_vlog **out, char *err, size_t errlen)
+			  struct fleet_vlog **out, struct fleet_errctx *ec)
 {
 	*out = NULL;
-	if (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX) {
-		say(err, errlen, "the verdict log directory must be an absolute path");
-		return FLEET_E_INVALID_ARG;
-	}
-	if (max_bytes < FLEET_VLOG_MIN_BYTES || max_files < 1 || max_files > FLEET_VLOG_MAX_FILES) {
-		say(err, errlen, "max_bytes must be at least %u and max_files 1 to %u",
-		    FLEET_VLOG_MIN_BYTES, FLEET_VLOG_MAX_FILES);
-		return FLEET_E_INVALID_ARG;
-	}
+	if (!dir || dir[0] != '/' || strlen(dir) >= PATH_MAX)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"the verdict log directory must be an absolute path");
+	if (max_bytes < FLEET_VLOG_MIN_BYTES || max_files < 1 || max_files > FLEET_VLOG_MAX_FILES)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"max_bytes must be at least %u and max_files 1 to %u",
+					FLEET_VLOG_MIN_BYTES, FLEET_VLOG_MAX_FILES);
 	struct fleet_vlog *log = calloc(1, sizeof(*log));
 	if (!log)
-		return FLEET_E_NOMEM;
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 	log->fd = -1;
 	log->dfd = -1;
 	log->max_bytes = max_bytes;
@@ -195,10 +183,10 @@ fleet_err fleet_vlog_open(const char *dir, uint64_t max_bytes, unsigned max_file
 	fleet_err e = FLEET_OK;
 	log->dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
 	if (log->dfd < 0) {
-		e = say(err, errlen, "cannot open %s: %s", dir, strerror(errno));
+		e = fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot open %s", dir);
 		goto fail;
 	}
-	if ((e = reopen(log, err, errlen)))
+	if ((e = reopen(log, ec)))
 		goto fail;
 	*out = log;
 	return FLEET_OK;
@@ -207,28 +195,28 @@ fail:
 	return e;
 }
 
-static fleet_err rotate(struct fleet_vlog *log, char *err, size_t errlen)
+static fleet_err rotate(struct fleet_vlog *log, struct fleet_errctx *ec)
 {
 	char from[64], to[64];
 	snprintf(to, sizeof(to), "%s.%u", FLEET_VLOG_FILE, log->max_files);
 	if (unlinkat(log->dfd, to, 0) != 0 && errno != ENOENT)
-		return say(err, errlen, "cannot remove %s/%s: %s", log->dir, to, strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot remove %s/%s", log->dir, to);
 	for (unsigned i = log->max_files; i > 1; i--) {
 		snprintf(from, sizeof(from), "%s.%u", FLEET_VLOG_FILE, i - 1);
 		snprintf(to, sizeof(to), "%s.%u", FLEET_VLOG_FILE, i);
 		/* A gap (a crash mid-rotation) is skipped, not an error. */
 		if (renameat(log->dfd, from, log->dfd, to) != 0 && errno != ENOENT)
-			return say(err, errlen, "cannot rename %s/%s: %s", log->dir, from,
-				   strerror(errno));
+			return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot rename %s/%s",
+						  log->dir, from);
 	}
 	snprintf(to, sizeof(to), "%s.1", FLEET_VLOG_FILE);
 	if (renameat(log->dfd, FLEET_VLOG_FILE, log->dfd, to) != 0)
-		return say(err, errlen, "cannot rename %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-			   strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot rename %s/%s", log->dir,
+					  FLEET_VLOG_FILE);
 	int fd = open_current(log);
 	if (fd < 0)
-		return say(err, errlen, "cannot start a new %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-			   strerror(errno));
+		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot start a new %s/%s",
+					  log->dir, FLEET_VLOG_FILE);
 	close(log->fd);
 	log->fd = fd;
 	log->size = 0;
@@ -237,20 +225,17 @@ static fleet_err rotate(struct fleet_vlog *log, char *err, size_t errlen)
 }
 
 fleet_err fleet_vlog_append(struct fleet_vlog *log, const struct fleet_vlog_record *r,
-			    char *err, size_t errlen)
+			    struct fleet_errctx *ec)
 {
 	char *line = fleet_vlog_format(r);
-	if (!line) {
-		say(err, errlen, "out of memory formatting a verdict line");
-		return FLEET_E_NOMEM;
-	}
+	if (!line)
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory formatting a verdict line");
 	size_t len = strlen(line);
 	fleet_err e = FLEET_OK;
 	pthread_mutex_lock(&log->mu);
-	if (log->fd < 0 && (e = reopen(log, err, errlen)))
+	if (log->fd < 0 && (e = reopen(log, ec)))
 		goto out;
-	if (log->size > 0 && log->size + len > log->max_bytes &&
-	    (e = rotate(log, err, errlen)))
+	if (log->size > 0 && log->size + len > log->max_bytes && (e = rotate(log, ec)))
 		goto out;
 	size_t done = 0;
 	while (done < len) {
@@ -264,16 +249,18 @@ fleet_err fleet_vlog_append(struct fleet_vlog *log, const struct fleet_vlog_reco
 				close(log->fd);
 				log->fd = -1; /* reopened (and trimmed) next time */
 			}
-			e = say(err, errlen, "cannot write %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-				w < 0 ? strerror(saved) : "no progress");
+			e = w < 0 ? fleet_errctx_errno(ec, FLEET_E_IO, saved, "cannot write %s/%s",
+						       log->dir, FLEET_VLOG_FILE)
+				  : fleet_errctx_msg(ec, FLEET_E_IO, "cannot write %s/%s: no progress",
+						     log->dir, FLEET_VLOG_FILE);
 			goto out;
 		}
 		done += (size_t)w;
 	}
 	log->size += len;
 	if (fdatasync(log->fd) != 0)
-		e = say(err, errlen, "cannot sync %s/%s: %s", log->dir, FLEET_VLOG_FILE,
-			strerror(errno));
+		e = fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot sync %s/%s", log->dir,
+				       FLEET_VLOG_FILE);
 out:
 	pthread_mutex_unlock(&log->mu);
 	free(line);
@@ -299,30 +286,30 @@ void fleet_vlog_close(struct fleet_vlog *log)
 /* The id of the last line of dir/name. *found false for an empty or
  * missing file. */
 static fleet_err file_last_id(struct fleet_vlog *log, const char *name, int64_t *id, bool *found,
-			      char *err, size_t errlen)
+			      struct fleet_errctx *ec)
 {
 	*found = false;
 	*id = 0;
 	int fd = openat(log->dfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
 	if (fd < 0)
 		return errno == ENOENT ? FLEET_OK
-				       : say(err, errlen, "cannot read %s/%s: %s", log->dir, name,
-					     strerror(errno));
+				       : fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot read %s/%s",
+							    log->dir, name);
 	struct stat sb;
 	char *buf = malloc(LAST_LINE_MAX);
 	fleet_err e = FLEET_OK;
 	if (!buf) {
-		e = say(err, errlen, "out of memory");
+		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 		goto out;
 	}
 	if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode)) {
-		e = say(err, errlen, "%s/%s is not a regular file", log->dir, name);
+		e = fleet_errctx_msg(ec, FLEET_E_IO, "%s/%s is not a regular file", log->dir, name);
 		goto out;
 	}
 	off_t start = sb.st_size > LAST_LINE_MAX ? sb.st_size - LAST_LINE_MAX : 0;
 	ssize_t r = pread(fd, buf, (size_t)(sb.st_size - start), start);
 	if (r != sb.st_size - start) {
-		e = say(err, errlen, "cannot read %s/%s", log->dir, name);
+		e = fleet_errctx_msg(ec, FLEET_E_IO, "cannot read %s/%s", log->dir, name);
 		goto out;
 	}
 	/* the last complete line: from after the newline before the final one */
@@ -335,16 +322,16 @@ static fleet_err file_last_id(struct fleet_vlog *log, const char *name, int64_t 
 	while (b > 0 && buf[b - 1] != '\n')
 		b--;
 	if (b == 0 && start > 0) {
-		e = say(err, errlen, "%s/%s: the last line is longer than %d bytes", log->dir, name,
-			LAST_LINE_MAX);
+		e = fleet_errctx_msg(ec, FLEET_E_IO, "%s/%s: the last line is longer than %d bytes",
+				     log->dir, name, LAST_LINE_MAX);
 		goto out;
 	}
 	json_error_t je;
 	json_t *o = json_loadb(buf + b, (size_t)(end - 1 - b), 0, &je);
 	if (!o || !json_is_object(o)) {
 		json_decref(o);
-		e = say(err, errlen, "%s/%s: the last line is not a verdict: %s", log->dir, name,
-			je.text);
+		e = fleet_errctx_msg(ec, FLEET_E_IO, "%s/%s: the last line is not a verdict: %s",
+				     log->dir, name, je.text);
 		goto out;
 	}
 	json_t *v = json_object_get(o, "id");
@@ -358,16 +345,16 @@ out:
 	return e;
 }
 
-fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found, char *err,
-			     size_t errlen)
+fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found,
+			     struct fleet_errctx *ec)
 {
 	fleet_err e;
 	pthread_mutex_lock(&log->mu);
-	e = file_last_id(log, FLEET_VLOG_FILE, id, found, err, errlen);
+	e = file_last_id(log, FLEET_VLOG_FILE, id, found, ec);
 	for (unsigned i = 1; !e && !*found && i <= log->max_files; i++) {
 		char name[64];
 		snprintf(name, sizeof(name), "%s.%u", FLEET_VLOG_FILE, i);
-		e = file_last_id(log, name, id, found, err, errlen);
+		e = file_last_id(log, name, id, found, ec);
 	}
 	pthread_mutex_unlock(&log->mu);
 	return e;

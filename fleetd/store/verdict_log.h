@@ -64,21 +64,30 @@ struct fleet_vlog_record {
 	const char *ek_hash_ecc; /* NULL or "": null */
 };
 
+/*
+ * Failures go in ec (may be NULL; lib/fleet_err.h): a sentence naming the
+ * file, and the errno of the system call that failed (fleet_errctx_text
+ * says it after the sentence: "cannot open /var/lib/fleetd/verdicts.jsonl:
+ * Permission denied"). The codes: FLEET_E_IO (reconcile's too, when the
+ * store could not be read: the store's sentence after "the store's
+ * verdicts: "), FLEET_E_NOMEM, FLEET_E_INVALID_ARG (open's arguments).
+ */
+
 /* Open (creating, mode 0640) dir/verdicts.jsonl. max_bytes >=
  * FLEET_VLOG_MIN_BYTES; max_files 1..FLEET_VLOG_MAX_FILES old files kept.
  * A last line left unfinished by a crash is cut off. */
 fleet_err fleet_vlog_open(const char *dir, uint64_t max_bytes, unsigned max_files,
-			  struct fleet_vlog **out, char *err, size_t errlen);
+			  struct fleet_vlog **out, struct fleet_errctx *ec);
 /* Append one line (rotating first when due). Thread-safe. */
 fleet_err fleet_vlog_append(struct fleet_vlog *log, const struct fleet_vlog_record *r,
-			    char *err, size_t errlen);
+			    struct fleet_errctx *ec);
 void fleet_vlog_close(struct fleet_vlog *log);
 
 /* The id of the newest line (the current file's last line, or, when it is
  * empty, the newest old file's): *id 0 and *found false when every file is
  * empty; *found true and *id 0 for a line written before lines had ids. */
-fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found, char *err,
-			     size_t errlen);
+fleet_err fleet_vlog_last_id(struct fleet_vlog *log, int64_t *id, bool *found,
+			     struct fleet_errctx *ec);
 
 struct fleet_store;
 /* Append every verdict of st whose id is above the newest line's, oldest
@@ -87,7 +96,7 @@ struct fleet_store;
  * the log's newest id is above the store's (a store restored from an older
  * copy): nothing is appended, and the caller says so. */
 fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, size_t *appended,
-			       bool *ahead, char *err, size_t errlen);
+			       bool *ahead, struct fleet_errctx *ec);
 
 /* The line for r, without writing it (malloc'd, ends in '\n'). */
 char *fleet_vlog_format(const struct fleet_vlog_record *r);

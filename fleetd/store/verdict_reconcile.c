@@ -7,37 +7,41 @@
  */
 #include "fleetd/store/verdict_log.h"
 
-#include <stdio.h>
 #include <stdlib.h>
 
 #include "fleetd/store/store.h"
 
 #define BATCH 1000
 
-static fleet_err store_newest(struct fleet_store *st, int64_t *id, char *err, size_t errlen)
+/* The store could not be read (se): its sentence, said as the log's I/O. */
+static fleet_err store_failed(struct fleet_store *st, fleet_err se, struct fleet_errctx *ec)
+{
+	fleet_store_errctx(st, se, ec);
+	return fleet_errctx_wrap(ec, FLEET_E_IO, "the store's verdicts: ", NULL);
+}
+
+static fleet_err store_newest(struct fleet_store *st, int64_t *id, struct fleet_errctx *ec)
 {
 	struct fleet_store_verdict *v = NULL;
 	size_t n = 0;
 	fleet_err se = fleet_store_verdicts_list(st, NULL, 1, &v, &n);
-	if (se != FLEET_STORE_OK) {
-		snprintf(err, errlen, "the store's verdicts: %s", fleet_store_errmsg(st));
-		return FLEET_E_IO;
-	}
+	if (se != FLEET_STORE_OK)
+		return store_failed(st, se, ec);
 	*id = n ? v[0].id : 0;
 	free(v);
 	return FLEET_OK;
 }
 
 fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, size_t *appended,
-			       bool *ahead, char *err, size_t errlen)
+			       bool *ahead, struct fleet_errctx *ec)
 {
 	int64_t last = 0, newest = 0;
 	bool found = false;
 	fleet_err e;
 	*appended = 0;
 	*ahead = false;
-	if ((e = fleet_vlog_last_id(log, &last, &found, err, errlen)) ||
-	    (e = store_newest(st, &newest, err, errlen)))
+	if ((e = fleet_vlog_last_id(log, &last, &found, ec)) ||
+	    (e = store_newest(st, &newest, ec)))
 		return e;
 	if (found && last == 0)
 		return FLEET_OK; /* a log from before ids: taken as complete */
@@ -48,10 +52,9 @@ fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, s
 	while (last < newest) {
 		struct fleet_store_verdict *v = NULL;
 		size_t n = 0;
-		if (fleet_store_verdicts_after(st, last, BATCH, &v, &n) != FLEET_STORE_OK) {
-			snprintf(err, errlen, "the store's verdicts: %s", fleet_store_errmsg(st));
-			return FLEET_E_IO;
-		}
+		fleet_err se = fleet_store_verdicts_after(st, last, BATCH, &v, &n);
+		if (se != FLEET_STORE_OK)
+			return store_failed(st, se, ec);
 		if (n == 0) {
 			free(v);
 			break;
@@ -72,7 +75,7 @@ fleet_err fleet_vlog_reconcile(struct fleet_vlog *log, struct fleet_store *st, s
 				.ek_hash = v[i].ek_hash,
 				.ek_hash_ecc = v[i].ek_hash_ecc,
 			};
-			if ((e = fleet_vlog_append(log, &r, err, errlen))) {
+			if ((e = fleet_vlog_append(log, &r, ec))) {
 				free(v);
 				return e;
 			}

@@ -191,13 +191,13 @@ int run_tink(struct machine *m, const char *serial, const char *eventlog, char *
 
 static enum tink_tx_result hooked_post(void *ctx, const char *path, const struct fleet_buf *body,
 				       size_t max_reply, struct fleet_buf *reply, long *status,
-				       char *err, size_t errlen)
+				       struct fleet_errctx *ec)
 {
 	struct hooked *h = ctx;
 	if (h->before)
 		h->before(h, path, body);
 	enum tink_tx_result r =
-		h->inner.post(h->inner.ctx, path, body, max_reply, reply, status, err, errlen);
+		h->inner.post(h->inner.ctx, path, body, max_reply, reply, status, ec);
 	if (h->after && r == TINK_TX_OK)
 		h->after(h, path, body, *status, reply);
 	return r;
@@ -241,8 +241,8 @@ bool exists_in(const char *dir, const char *name)
 struct fleet_store *store_ro(void)
 {
 	struct fleet_store *st = NULL;
-	char err[256];
-	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_READONLY, &st, err, sizeof(err)),
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_READONLY, &st, &sec),
 			 FLEET_STORE_OK);
 	return st;
 }

@@ -288,7 +288,7 @@ static void replace_record_before_confirm(struct hooked *h, const char *path,
 		return;
 	struct fleet_store *st = NULL;
 	struct fleet_store_binding_author r;
-	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_RW, &st, NULL, 0), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_open(STATE, FLEET_STORE_RW, &st, NULL), FLEET_STORE_OK);
 	assert_int_equal(fleet_store_binding_author_get(st, 5, &r), FLEET_STORE_OK);
 	r.change_id += 1000;
 	assert_int_equal(fleet_store_binding_author_record(st, &r), FLEET_STORE_OK);

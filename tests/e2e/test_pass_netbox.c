@@ -141,14 +141,15 @@ static void admit(struct fx *f, const char *name, const char *serial, long inv_i
 
 static void fx_open(struct fx *f)
 {
-	char err[512] = "";
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80] = "";
 	memset(f, 0, sizeof(*f));
 	f->now = time(NULL);
 	f->dir = make_temp_dir("passnb");
 	snprintf(f->file, sizeof(f->file), "%s/spire-nodes.json", f->dir);
 	snprintf(f->log, sizeof(f->log), "%s/journal.txt", f->dir);
-	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("store: %s", err);
+	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, &sec) != FLEET_STORE_OK)
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	f->key = mint_key_ec();
 	admit(f, "w1", "SN-1", 1, EK1, "", true);
 	admit(f, "w2", "SN-2", 2, EK2, "", true);
@@ -156,9 +157,9 @@ static void fx_open(struct fx *f)
 	admit(f, "w4", "SN-4", 4, EK4, "", true);
 	admit(f, "w6", "SN-6", 6, EK6, EK6E, true);
 	/* The pass reads through its own read-only handle, as in fleetd. */
-	if (fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, err, sizeof(err)) !=
+	if (fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, &sec) !=
 	    FLEET_STORE_OK)
-		fail_msg("store (read-only): %s", err);
+		fail_msg("store (read-only): %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	struct fleet_netbox_config nc = {.base_url = E.base, .token = V1, .ca_file = E.ca,
 					 .timeout_ms = 5000, .page_size = 2};
 	struct fleet_errctx ec;

@@ -77,9 +77,11 @@ static double stage(const char *what, double t0)
 static void seed_store(const char *dir)
 {
 	struct fleet_store *st;
-	char err[256], path[600];
-	if (fleet_store_open(dir, FLEET_STORE_RW, &st, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("store: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	char path[600];
+	if (fleet_store_open(dir, FLEET_STORE_RW, &st, &sec) != FLEET_STORE_OK)
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	fleet_store_close(st); /* the schema is the store's own */
 	snprintf(path, sizeof(path), "%s/" FLEET_STORE_FILE, dir);
 	sqlite3 *db;
@@ -312,9 +314,10 @@ static void test_fleet_50k(void **state)
 	t = stage("seeding the store (50,000 admissions)", t);
 
 	struct fleet_store *ro;
-	char err[256];
-	if (fleet_store_open(dir, FLEET_STORE_READONLY, &ro, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("store (read-only): %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(dir, FLEET_STORE_READONLY, &ro, &sec) != FLEET_STORE_OK)
+		fail_msg("store (read-only): %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	struct fake_inv inv;
 	make_inventory(&inv);
 	struct fleet_config c;

@@ -21,9 +21,10 @@ static void check_path(const char *p, size_t cap, int may_be_empty)
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fleet_config c;
-	struct fleet_yaml_error err;
+	struct fleet_errctx err;
 	if (fleet_config_parse(data, size, &c, &err) != FLEET_OK) {
-		if (strnlen(err.msg, sizeof(err.msg)) == sizeof(err.msg) || !err.msg[0] ||
+		if (strnlen(err.detail, sizeof(err.detail)) == sizeof(err.detail) ||
+		    !err.detail[0] ||
 		    c.n_classes != 0 || c.listen_port != 8443)
 			abort();
 		return 0;

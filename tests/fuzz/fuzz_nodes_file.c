@@ -34,9 +34,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct fleet_inv_device *d;
 	size_t n;
-	struct fleet_yaml_error err;
+	struct fleet_errctx err;
 	if (fleet_nodes_file_parse(data, size, &d, &n, &err) != FLEET_OK) {
-		if (d || strnlen(err.msg, sizeof(err.msg)) == sizeof(err.msg) || !err.msg[0])
+		if (d || strnlen(err.detail, sizeof(err.detail)) == sizeof(err.detail) ||
+		    !err.detail[0])
 			abort();
 		return 0;
 	}

@@ -53,10 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	if (!fixed_log)
 		build_fixed_log();
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	if (fleet_profile_parse(data, size, &p, &err) != FLEET_OK) {
 		/* The message is always a terminated string. */
-		if (strnlen(err.msg, sizeof(err.msg)) == sizeof(err.msg))
+		if (strnlen(err.detail, sizeof(err.detail)) == sizeof(err.detail))
 			abort();
 		return 0;
 	}

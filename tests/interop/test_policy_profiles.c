@@ -36,9 +36,9 @@ static void test_every_profile_parses(void **state)
 		char path[2048];
 		snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
 		struct fleet_profile *p;
-		struct fleet_profile_error err;
+		struct fleet_errctx err;
 		if (fleet_profile_load(path, &p, &err) != FLEET_OK)
-			fail_msg("%s:%u:%u: %s", path, err.line, err.column, err.msg);
+			fail_msg("%s:%u:%u: %s", path, err.line, err.column, err.detail);
 		fleet_profile_free(p);
 		n++;
 	}
@@ -98,9 +98,9 @@ static void run_pair(const struct pair *pr)
 	char path[1024];
 	snprintf(path, sizeof(path), "%s/policy/profiles/%s.yaml", FLEET_SOURCE_DIR, pr->profile);
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	if (fleet_profile_load(path, &p, &err) != FLEET_OK)
-		fail_msg("%s:%u: %s", path, err.line, err.msg);
+		fail_msg("%s:%u: %s", path, err.line, err.detail);
 	snprintf(path, sizeof(path), "%s/eventlogs/%s.bin", shared_data_dir(), pr->log);
 	struct fleet_buf raw;
 	read_file_or_fail(path, &raw);

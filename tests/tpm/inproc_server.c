@@ -56,6 +56,8 @@ static fleet_err inv_find(struct fleet_inventory *inv, const char *serial,
 static fleet_err inv_get(struct fleet_inventory *inv, long id, struct fleet_inv_device *out,
 			 struct fleet_errctx *ec)
 {
+	if (INV(inv)->fail_get)
+		return fleet_errctx_msg(ec, INV(inv)->fail_get, "the test's inventory failed");
 	if (id != 1)
 		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no device %ld", id);
 	device_of(INV(inv), out);
@@ -136,14 +138,16 @@ int inproc_server_init(struct inproc_server *s, const char *roots_dir, const cha
 	if (fleet_ek_roots_load(roots_dir, &s->roots, &ec) != FLEET_OK ||
 	    fleet_ca_init(ca_dir, "fleetd in-process test CA", 30, &ec) != FLEET_OK ||
 	    fleet_ca_load(ca_dir, &s->ca, &ec) != FLEET_OK) {
-		fprintf(stderr, "inproc server: roots or CA: %s\n", ec.detail);
+		fprintf(stderr, "inproc server: roots or CA: %s\n",
+			fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
-	if (fleet_store_open(c->state_dir, FLEET_STORE_RW, &s->store, err, sizeof(err)) ||
+	if (fleet_store_open(c->state_dir, FLEET_STORE_RW, &s->store, &ec) ||
 	    fleet_vlog_open(c->state_dir, c->verdict_log_max_bytes, c->verdict_log_max_files,
-			    &s->vlog, err, sizeof(err)) ||
+			    &s->vlog, &ec) ||
 	    !(s->metrics = fleet_metrics_new())) {
-		fprintf(stderr, "inproc server: store, verdicts.jsonl or metrics: %s\n", err);
+		fprintf(stderr, "inproc server: store, verdicts.jsonl or metrics: %s\n",
+			fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	s->inv.base.ops = &inv_ops;
@@ -157,8 +161,9 @@ int inproc_server_init(struct inproc_server *s, const char *roots_dir, const cha
 		.roots = s->roots,
 		.ca = s->ca,
 	};
-	if (fleet_admission_new(&deps, &s->adm, err, sizeof(err)) != FLEET_OK) {
-		fprintf(stderr, "inproc server: admission: %s\n", err);
+	if (fleet_admission_new(&deps, &s->adm, &ec) != FLEET_OK) {
+		fprintf(stderr, "inproc server: admission: %s\n",
+			fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	return 0;
@@ -264,7 +269,7 @@ out:
 
 static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_buf *body,
 				size_t max_reply, struct fleet_buf *reply, long *http_status,
-				char *err, size_t errlen)
+				struct fleet_errctx *ec)
 {
 	struct inproc_server *s = ctx;
 	struct stderr_capture cap;
@@ -302,6 +307,7 @@ static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_
 	}
 	char *journal = stderr_capture_end(&cap);
 	fputs(journal, stderr);
+	snprintf(s->journal, sizeof(s->journal), "%s", journal ? journal : "");
 	if (status == 200 && says(reply, "refused"))
 		last_reason(journal, s->reason);
 	free(journal);
@@ -313,7 +319,7 @@ static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_
 	if (s->after)
 		s->after(s->after_arg, path);
 	if (reply->len > max_reply) {
-		snprintf(err, errlen, "reply over %zu bytes", max_reply);
+		fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "reply over %zu bytes", max_reply);
 		return TINK_TX_FATAL;
 	}
 	return TINK_TX_OK;

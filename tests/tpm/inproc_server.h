@@ -43,6 +43,9 @@ struct inproc_binding {
 struct inproc_inventory {
 	struct fleet_inventory base; /* first: the admission's handle on it */
 	struct inproc_binding *binding;
+	/* The device read by id (the re-reads of rules A4 and C2) fails with
+	 * this (0: it answers). */
+	fleet_err fail_get;
 };
 
 struct inproc_server {
@@ -73,6 +76,7 @@ struct inproc_server {
 	bool issued;          /* the last answer's reply carried certificates */
 	bool confirmed;       /* the last confirm's reply said confirmed */
 	char reason[64];      /* the journal's FLEET_REASON of the last refusal */
+	char journal[8192];   /* what the last request journaled (its start) */
 	/* the last intake, as fleetd decoded it */
 	char serial[FLEET_WIRE_MAX_SERIAL + 1];
 	struct fleet_network_report report;

@@ -94,7 +94,7 @@ static void load_profile(void)
 {
 	TPML_PCR_SELECTION sel;
 	struct fleet_pcr_value v;
-	struct fleet_profile_error perr = {0};
+	struct fleet_errctx perr = {0};
 	char hex[65], yaml[512];
 
 	assert_int_equal(fleet_pcr_selection_parse("sha256:0", &sel), FLEET_OK);
@@ -107,7 +107,7 @@ static void load_profile(void)
 		 BIOS, hex);
 	if (fleet_profile_parse((const uint8_t *)yaml, strlen(yaml), &F.profile, &perr) !=
 	    FLEET_OK)
-		fail_msg("profile %u:%u: %s", perr.line, perr.column, perr.msg);
+		fail_msg("profile %u:%u: %s", perr.line, perr.column, perr.detail);
 }
 
 static int setup(void **st)

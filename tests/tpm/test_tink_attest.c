@@ -516,6 +516,52 @@ static void another_ek_is_refused(void **state)
 	assert_int_equal(f->srv.n_answer + f->srv.n_confirm, 0);
 }
 
+/* A4: the inventory read again at the answer fails. fleetd's own out of
+ * memory is said as such ("fleetd is out of memory",
+ * inventory-out-of-memory), not as an inventory that did not answer; either
+ * way 503, nothing issued, the session kept. */
+static fleet_err reread_failure; /* what the reads after the intake fail with */
+
+static void fail_reads_after_intake(void *arg, const char *path)
+{
+	struct inproc_server *s = arg;
+	if (strcmp(path, "/v1/attest/intake") == 0)
+		s->inv.fail_get = reread_failure;
+}
+
+static void reread_fails(struct fx *f, fleet_err with, const char *reason, const char *says,
+			 const char *not_says)
+{
+	struct tink_result res;
+	release_tpm(&f->t);
+	reread_failure = with;
+	f->srv.after = fail_reads_after_intake;
+	f->srv.after_arg = &f->srv;
+	assert_int_equal(run(f, &res), TINK_EXIT_PROTOCOL);
+	assert_non_null(strstr(res.message, "HTTP 503"));
+	assert_int_equal(f->srv.n_intake, 1);
+	assert_int_equal(f->srv.n_answer, 1);
+	assert_false(f->srv.issued);
+	printf("  the answer's journal: %s", f->srv.journal);
+	assert_non_null(strstr(f->srv.journal, "event=inventory-unavailable"));
+	assert_non_null(strstr(f->srv.journal, reason));
+	assert_non_null(strstr(f->srv.journal, says));
+	assert_null(strstr(f->srv.journal, not_says));
+	assert_int_equal(open_sessions(f), 1);
+}
+
+static void reread_out_of_memory_is_said(void **state)
+{
+	reread_fails(*state, FLEET_INV_NOMEM, "FLEET_REASON=inventory-out-of-memory",
+		     "fleetd is out of memory", "did not answer");
+}
+
+static void reread_unavailable_is_said(void **state)
+{
+	reread_fails(*state, FLEET_INV_UNAVAILABLE, "FLEET_REASON=inventory-unavailable",
+		     "did not answer when read again", "out of memory");
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -530,6 +576,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(no_tpm_sends_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(unknown_serial_is_pending, setup, teardown),
 		cmocka_unit_test_setup_teardown(another_ek_is_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(reread_out_of_memory_is_said, setup, teardown),
+		cmocka_unit_test_setup_teardown(reread_unavailable_is_said, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

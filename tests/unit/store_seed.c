@@ -38,9 +38,10 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	struct fleet_store *st = NULL;
-	char err[256];
-	if (fleet_store_open(argv[1], FLEET_STORE_RW, &st, err, sizeof(err))) {
-		fprintf(stderr, "store_seed: %s\n", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(argv[1], FLEET_STORE_RW, &st, &sec)) {
+		fprintf(stderr, "store_seed: %s\n", fleet_errctx_text(&sec, err, sizeof(err)));
 		return 1;
 	}
 	CHECK(fleet_store_device_record_admission(st, "w1", "SER-1", 11, HA, HB, 1764480000));

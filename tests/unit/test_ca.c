@@ -5,6 +5,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -154,6 +155,13 @@ static void test_load_file_rules(void **state)
 	}
 	assert_int_equal(fleet_ca_load(dir, &ca, &ec), FLEET_OK);
 	fleet_ca_free(ca);
+	/* No directory: not-found, errno recorded beside the sentence. */
+	ca = NULL;
+	memset(&ec, 0, sizeof(ec));
+	assert_int_equal(fleet_ca_load("/nonexistent/fleet-ca", &ca, &ec), FLEET_E_NOT_FOUND);
+	assert_null(ca);
+	assert_int_equal(ec.sys_errno, ENOENT);
+	assert_string_equal(ec.detail, "cannot open the CA directory");
 	rm_rf(base);
 	free(base);
 }

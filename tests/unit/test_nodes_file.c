@@ -81,7 +81,7 @@ void *__wrap_realloc(void *p, size_t size)
 	"    class: control-plane\n"
 
 static fleet_err parse(const char *y, struct fleet_inv_device **d, size_t *n,
-		       struct fleet_yaml_error *err)
+		       struct fleet_errctx *err)
 {
 	return fleet_nodes_file_parse((const uint8_t *)y, strlen(y), d, n, err);
 }
@@ -90,11 +90,11 @@ static void refused_at(const char *y, unsigned line, const char *msg_part)
 {
 	struct fleet_inv_device *d = (struct fleet_inv_device *)1;
 	size_t n;
-	struct fleet_yaml_error err;
+	struct fleet_errctx err;
 	fleet_err e = parse(y, &d, &n, &err);
-	if (e == FLEET_OK || err.line != line || !strstr(err.msg, msg_part))
+	if (e == FLEET_OK || err.line != line || !strstr(err.detail, msg_part))
 		fail_msg("want refusal at line %u containing '%s', got %s at %u: %s", line,
-			 msg_part, fleet_err_str(e), err.line, err.msg);
+			 msg_part, fleet_err_str(e), err.line, err.detail);
 	assert_null(d);
 }
 
@@ -103,9 +103,9 @@ static void test_parse_full(void **state)
 	(void)state;
 	struct fleet_inv_device *d;
 	size_t n;
-	struct fleet_yaml_error err;
+	struct fleet_errctx err;
 	if (parse(FULL, &d, &n, &err))
-		fail_msg("line %u: %s", err.line, err.msg);
+		fail_msg("line %u: %s", err.line, err.detail);
 	assert_int_equal(n, 2);
 	assert_string_equal(d[0].name, "w1");
 	assert_string_equal(d[0].serial, "SER-1");

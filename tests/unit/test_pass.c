@@ -42,14 +42,15 @@ static void pass_writes_then_keeps_file_on_inventory_error(void **state)
 		   "version: 1\nnodes:\n  - name: w1\n    serial: SN-1\n    status: active\n"
 		   "    class: worker\n",
 		   0644);
-	char err[512] = "";
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80] = "";
 	struct fleet_inventory *inv = NULL;
 	struct fleet_errctx ec;
 	if (fleet_nodes_file_open(nodes, &inv, &ec) != FLEET_OK)
 		fail_msg("nodes file: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	struct fleet_store *st = NULL;
-	if (fleet_store_open(dir, FLEET_STORE_RW, &st, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("store: %s", err);
+	if (fleet_store_open(dir, FLEET_STORE_RW, &st, &sec) != FLEET_STORE_OK)
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	assert_int_equal(fleet_store_device_record_admission(st, "w1", "SN-1", 0, EK, "", 1000),
 			 FLEET_STORE_OK);
 	struct fleet_store_verdict_in v = {.time = 1000, .device = "w1", .serial = "SN-1",

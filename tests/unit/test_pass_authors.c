@@ -17,6 +17,7 @@
  *           unanswered_device_is_first_again,
  *           malformed_change_log_leaves_record
  *   the view  one_listing_per_pass, nothing_without_callbacks
+ *   fleetd_pass_total  listing_out_of_memory_is_said
  */
 #include "tests/testutil.h"
 
@@ -62,6 +63,7 @@ struct finv {
 	size_t changes_by_id[MAXDEV + 1];
 	long fail_changes_from; /* from this binding_change call on: fail_with (0: never) */
 	fleet_err fail_with;    /* 0: UNAVAILABLE */
+	fleet_err fail_list;    /* the listing answers this (0: it answers) */
 	/* Called before binding_change / get answer for id (the nth change read). */
 	void (*on_change)(struct finv *f, long id, size_t nth);
 	void (*on_get)(struct finv *f, long id);
@@ -112,8 +114,9 @@ static fleet_err f_list(struct fleet_inventory *inv, struct fleet_inv_device **o
 			struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
 	struct finv *f = (struct finv *)inv;
-	(void)ec;
 	f->lists++;
+	if (f->fail_list)
+		return fleet_errctx_msg(ec, f->fail_list, "the listing failed");
 	*out = calloc(f->n + 1, sizeof(**out));
 	*bad = calloc(f->n_bad + 1, sizeof(**bad));
 	assert_true(*out && *bad);
@@ -194,21 +197,18 @@ struct fx {
 };
 
 static fleet_err cb_record(void *ctx, const struct fleet_store_binding_author *r,
-				      char *err, size_t errlen)
+			   struct fleet_errctx *ec)
 {
 	struct fx *f = ctx;
 	fleet_err e = fleet_store_binding_author_record(f->rw, r);
-	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
-	return e;
+	return e ? fleet_store_errctx(f->rw, e, ec) : e;
 }
 
-static fleet_err cb_forget(void *ctx, int64_t id, bool *forgot, char *err,
-				      size_t errlen)
+static fleet_err cb_forget(void *ctx, int64_t id, bool *forgot, struct fleet_errctx *ec)
 {
 	struct fx *f = ctx;
 	fleet_err e = fleet_store_binding_author_forget(f->rw, id, forgot);
-	snprintf(err, errlen, "%s", fleet_store_errmsg(f->rw));
-	return e;
+	return e ? fleet_store_errctx(f->rw, e, ec) : e;
 }
 
 static int setup(void **state)
@@ -219,10 +219,11 @@ static int setup(void **state)
 	fleet_config_defaults(&f->c);
 	snprintf(f->c.state_dir, sizeof(f->c.state_dir), "%s", f->dir);
 	snprintf(f->c.binding_author, sizeof(f->c.binding_author), "terraform");
-	char err[256];
-	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, err, sizeof(err)) ||
-	    fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, err, sizeof(err)))
-		fail_msg("store: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(f->dir, FLEET_STORE_RW, &f->rw, &sec) ||
+	    fleet_store_open(f->dir, FLEET_STORE_READONLY, &f->ro, &sec))
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	f->inv.inv.ops = &F_OPS;
 	f->now = 1000000;
 	*state = f;
@@ -609,6 +610,28 @@ static void malformed_change_log_leaves_record(void **state)
 	assert_false(rec_of(f, 3, &r));
 }
 
+/* fleetd_pass_total{result}: a listing that failed for want of memory is
+ * "out-of-memory", whatever the layer and with or without a SPIRE file to
+ * write; one the inventory did not answer is "inventory-error". */
+static void listing_out_of_memory_is_said(void **state)
+{
+	struct fx *f = *state;
+	planned(f, 1, EA);
+	f->inv.fail_list = FLEET_INV_NOMEM;
+	assert_string_equal(run(f), "out-of-memory");
+	snprintf(f->c.spire_trust_domain, sizeof(f->c.spire_trust_domain), "fleet.example");
+	assert_string_equal(run(f), "out-of-memory");
+	assert_series(f, "fleetd_pass_total{result=\"out-of-memory\"}", 2);
+	f->inv.fail_list = FLEET_INV_UNAVAILABLE;
+	assert_string_equal(run(f), "inventory-error");
+	f->c.spire_trust_domain[0] = '\0';
+	assert_string_equal(run(f), "inventory-error");
+	assert_series(f, "fleetd_pass_total{result=\"inventory-error\"}", 2);
+	assert_series(f, "fleetd_pass_total{result=\"out-of-memory\"}", 2);
+	struct fleet_store_binding_author r;
+	assert_false(rec_of(f, 1, &r)); /* nothing listed: nothing recorded */
+}
+
 /* The view: with a SPIRE file to write, the inventory is still listed once. */
 static void one_listing_per_pass(void **state)
 {
@@ -654,6 +677,7 @@ int main(void)
 		T(out_of_memory_leaves_records),
 		T(unanswered_device_is_first_again),
 		T(malformed_change_log_leaves_record),
+		T(listing_out_of_memory_is_said),
 		T(one_listing_per_pass),
 		T(nothing_without_callbacks),
 	};

@@ -234,9 +234,9 @@ static struct fleet_profile *profile(const char *extra)
 		 "boot_applications: [%s, %s]\n%s",
 		 pcr0, auth, auth, shim, grub, extra ? extra : "");
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	if (fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err))
-		fail_msg("profile: %u:%u: %s", err.line, err.column, err.msg);
+		fail_msg("profile: %u:%u: %s", err.line, err.column, err.detail);
 	return p;
 }
 
@@ -691,7 +691,7 @@ static void judge_bind(enum bind_case which, uint32_t other_type, struct fleet_v
 	static const char *y = "version: 1\nclass: t\nquote: {bank: sha256, pcrs: [7]}\n"
 			       "secure_boot: true\n";
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	ok(fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err));
 	struct fleet_buf raw;
 	struct fleet_errctx ec = {0};
@@ -859,7 +859,7 @@ static void test_startup_locality(void **state)
 	static const char *y = "version: 1\nclass: t\nquote: {bank: sha256, pcrs: [0]}\n"
 			       "secure_boot: any\n";
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	ok(fleet_profile_parse((const uint8_t *)y, strlen(y), &p, &err));
 	struct boot b = clean();
 	b.no_pcr0 = 1;

@@ -5,6 +5,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,7 +21,7 @@
 #define HEAD "version: 1\nclass: worker\nquote:\n  bank: sha256\n  pcrs: [0, 4, 7]\n"
 
 static fleet_err parse(const char *yaml, struct fleet_profile **p,
-		       struct fleet_profile_error *err)
+		       struct fleet_errctx *err)
 {
 	return fleet_profile_parse((const uint8_t *)yaml, strlen(yaml), p, err);
 }
@@ -30,13 +31,13 @@ static void refused_at(const char *yaml, fleet_err e, unsigned line, unsigned co
 		       const char *msg_part)
 {
 	struct fleet_profile *p = (struct fleet_profile *)1;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	fleet_err got = parse(yaml, &p, &err);
 	if (got != e || err.line != line || (column && err.column != column) ||
-	    !strstr(err.msg, msg_part))
+	    !strstr(err.detail, msg_part))
 		fail_msg("want %s at %u:%u containing '%s', got %s at %u:%u: %s",
 			 fleet_err_str(e), line, column, msg_part, fleet_err_str(got), err.line,
-			 err.column, err.msg);
+			 err.column, err.detail);
 	assert_null(p);
 }
 
@@ -53,7 +54,7 @@ static void test_valid_full(void **state)
 			     "boot_applications:\n  - AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA\n"
 			     "pcrs:\n  \"7\": " HB "\n  4: " H0 "\n";
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	assert_int_equal(parse(y, &p, &err), FLEET_OK);
 	assert_string_equal(p->class_name, "worker");
 	assert_int_equal(p->bank, FLEET_ALG_SHA256);
@@ -88,7 +89,7 @@ static void test_valid_minimal(void **state)
 {
 	(void)state;
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	assert_int_equal(parse(HEAD "secure_boot: any\n", &p, &err), FLEET_OK);
 	assert_int_equal(p->secure_boot, FLEET_SECURE_BOOT_ANY);
 	assert_false(p->has_pcr0_by_bios);
@@ -109,7 +110,7 @@ static void test_sha1_bank_lengths(void **state)
 {
 	(void)state;
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	const char *y = "version: 1\nclass: c\nquote: {bank: sha1, pcrs: [0]}\nsecure_boot: any\n"
 			"pcrs: {\"0\": 0123456789abcdef0123456789abcdef01234567}\n";
 	assert_int_equal(parse(y, &p, &err), FLEET_OK);
@@ -192,7 +193,7 @@ static void test_caps(void **state)
 {
 	(void)state;
 	struct fleet_profile *p;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	char *ok = digest_list("allowed_authorities", FLEET_PROFILE_MAX_DIGESTS);
 	assert_int_equal(parse(ok, &p, &err), FLEET_OK);
 	assert_int_equal(p->allowed_authorities.n, FLEET_PROFILE_MAX_DIGESTS);
@@ -297,12 +298,16 @@ static void test_load_file(void **state)
 {
 	(void)state;
 	struct fleet_profile *p = (struct fleet_profile *)1;
-	struct fleet_profile_error err;
+	struct fleet_errctx err;
 	assert_int_equal(fleet_profile_load("/nonexistent/profile.yaml", &p, &err),
 			 FLEET_E_NOT_FOUND);
 	assert_null(p);
 	assert_int_equal(err.line, 0);
-	assert_non_null(strstr(err.msg, "cannot read"));
+	assert_non_null(strstr(err.detail, "cannot read"));
+	/* the reader's reason and errno passed on, not written into the sentence */
+	assert_string_equal(err.reason, "not-found");
+	assert_int_equal(err.sys_errno, ENOENT);
+	assert_null(strstr(err.detail, "No such file"));
 }
 
 int main(void)

@@ -75,9 +75,10 @@ static int setup(void **state)
 	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
 	snprintf(f->out, sizeof(f->out), "%s/out", f->dir);
 	assert_int_equal(mkdir(f->out, 0755), 0);
-	char err[256];
-	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("open: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
+		fail_msg("open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	f->inv.base.ops = &fake_ops;
 	f->key = mint_key_ec();
 	*state = f;

@@ -6,6 +6,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +36,10 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	f->dir = make_temp_dir("store");
 	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
-	char err[256];
-	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)) != FLEET_STORE_OK)
-		fail_msg("open: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
+		fail_msg("open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	*state = f;
 	return 0;
 }
@@ -104,7 +106,7 @@ static void test_schema_and_settings(void **state)
 	sqlite3_close(db);
 	/* Opening again applies nothing twice. */
 	fleet_store_close(f->st);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
 	db = raw(f);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
@@ -134,25 +136,26 @@ static void test_unsafe_modes_refused(void **state)
 	fleet_store_close(f->st);
 	f->st = NULL;
 	struct fleet_store *st;
-	char err[256], p[600];
+	struct fleet_errctx sec = {0};
+	char p[600];
 	assert_int_equal(chmod(f->state, 0770), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
-	assert_non_null(strstr(err, "not writable by group or others"));
+	assert_non_null(strstr(sec.detail, "not writable by group or others"));
 	assert_int_equal(chmod(f->state, 0700), 0);
 	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
 	assert_int_equal(chmod(p, 0640), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
-	assert_non_null(strstr(err, "mode 0600"));
+	assert_non_null(strstr(sec.detail, "mode 0600"));
 	assert_int_equal(chmod(p, 0600), 0);
 	assert_int_equal(chown(p, 65534, 65534), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
 	assert_int_equal(chown(p, 0, 0), 0);
-	assert_int_equal(fleet_store_open("relative/dir", FLEET_STORE_RW, &st, err, sizeof(err)),
+	assert_int_equal(fleet_store_open("relative/dir", FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_INVALID);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec), 0);
 }
 
 static void test_newer_schema_refused(void **state)
@@ -165,16 +168,16 @@ static void test_newer_schema_refused(void **state)
 	fleet_store_close(f->st);
 	f->st = NULL;
 	struct fleet_store *st;
-	char err[256];
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, err, sizeof(err)),
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_SCHEMA);
-	assert_non_null(strstr(err, "newer fleetd"));
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &st, err, sizeof(err)),
+	assert_non_null(strstr(sec.detail, "newer fleetd"));
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &st, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	db = raw(f);
 	sqlite3_exec(db, "DELETE FROM schema_migrations WHERE version = 99", NULL, NULL, NULL);
 	sqlite3_close(db);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, err, sizeof(err)), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec), 0);
 }
 
 static void test_admission_and_lookup(void **state)
@@ -566,9 +569,9 @@ static void test_readonly(void **state)
 	struct fx *f = *state;
 	admit(f, "w1", "SER-1", HA, HB, 1000);
 	struct fleet_store *ro;
-	char err[256];
+	struct fleet_errctx sec = {0};
 	/* Beside the daemon's open handle: WAL lets both be open. */
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
 	struct fleet_store_device d;
 	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-1", &d), 0);
 	assert_int_equal(fleet_store_device_record_admission(ro, "w2", "SER-2", 0, HC, NULL, 1),
@@ -585,8 +588,13 @@ static void test_readonly(void **state)
 	fleet_store_close(ro);
 	char missing[600];
 	snprintf(missing, sizeof(missing), "%s/nothing-here", f->dir);
-	assert_int_equal(fleet_store_open(missing, FLEET_STORE_READONLY, &ro, err, sizeof(err)),
+	assert_int_equal(fleet_store_open(missing, FLEET_STORE_READONLY, &ro, &sec),
 			 FLEET_STORE_E_NOT_FOUND);
+	/* errno beside the sentence, the code passed on in the context. */
+	assert_int_equal(sec.err, FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(sec.sys_errno, ENOENT);
+	assert_non_null(strstr(sec.detail, "no store at "));
+	assert_null(strstr(sec.detail, "No such file"));
 }
 
 static void test_damaged_row_is_corrupt(void **state)
@@ -748,7 +756,7 @@ static void test_migrates_v1(void **state)
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
 	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
@@ -821,7 +829,7 @@ static void test_binding_authors(void **state)
 			 FLEET_STORE_E_INVALID);
 
 	struct fleet_store *ro;
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL, 0), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL), 0);
 	assert_int_equal(fleet_store_binding_author_get(ro, 7, &got), FLEET_STORE_OK);
 	assert_int_equal(fleet_store_binding_author_record(ro, &r), FLEET_STORE_E_READONLY);
 	assert_int_equal(fleet_store_binding_author_forget(ro, 7, NULL), FLEET_STORE_E_READONLY);
@@ -954,11 +962,11 @@ static void test_migrates_v2(void **state)
 			 SQLITE_OK);
 	sqlite3_close(db);
 	struct fleet_store *ro;
-	char err[256];
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)),
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec),
 			 FLEET_STORE_E_SCHEMA);
-	assert_non_null(strstr(err, "start fleetd to migrate it"));
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL, 0), 0);
+	assert_non_null(strstr(sec.detail, "start fleetd to migrate it"));
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
 	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 3);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations"), 3);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
@@ -966,7 +974,7 @@ static void test_migrates_v2(void **state)
 	struct fleet_store_binding_author r = author(1, "SER-1", HA, HB, "terraform", 4), got;
 	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
 	assert_int_equal(fleet_store_binding_author_get(f->st, 1, &got), FLEET_STORE_OK);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL, 0), 0);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL), 0);
 	fleet_store_close(ro);
 }
 
@@ -978,8 +986,8 @@ static void test_snapshot(void **state)
 	struct fx *f = *state;
 	admit(f, "w1", "SER-1", HA, HB, 1000);
 	struct fleet_store *ro;
-	char err[256];
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, err, sizeof(err)), 0);
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
 	struct fleet_store_device *v = NULL;
 	struct fleet_store_device d;
 	size_t n = 0;

@@ -424,12 +424,13 @@ static void pass_during_admissions(void **state)
 	fleet_log_set_max_priority(LOG_WARNING); /* no line per excluded device and pass */
 	make_devices();
 	char *dir = make_temp_dir("storeconc");
-	char err[256] = "";
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
 	struct fleet_store *pass_store = NULL;
-	if (fleet_store_open(dir, FLEET_STORE_RW, &shared, err, sizeof(err)) != FLEET_STORE_OK ||
-	    fleet_store_open(dir, FLEET_STORE_READONLY, &pass_store, err, sizeof(err)) !=
+	if (fleet_store_open(dir, FLEET_STORE_RW, &shared, &sec) != FLEET_STORE_OK ||
+	    fleet_store_open(dir, FLEET_STORE_READONLY, &pass_store, &sec) !=
 		    FLEET_STORE_OK)
-		fail_msg("store: %s", err);
+		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 
 	struct fleet_config c;
 	fleet_config_defaults(&c);

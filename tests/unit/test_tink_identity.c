@@ -2,10 +2,12 @@
  * test_tink_identity.c: what tink-attest reads about the machine before it
  * touches the TPM: SMBIOS and NIC addresses from a sysfs tree, the LLDP
  * neighbour from lldpd's JSON (the shapes lldpd's own integration tests
- * pin), and the pinned CA from a kernel command line.
+ * pin), and the pinned CA from a kernel command line; and how the writer
+ * of its output files says a failure (output.h).
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +15,7 @@
 
 #include "tink-attest/config.h"
 #include "tink-attest/identity.h"
+#include "tink-attest/output.h"
 
 static void put(const char *root, const char *rel, const char *text)
 {
@@ -231,6 +234,26 @@ static void options(void **st)
 	tink_options_free(&o);
 }
 
+/* output.h: a file written whole or not at all; a failure is the sentence
+ * tink-attest prints, with the system's errno beside it. */
+static void output_failure_in_context(void **st)
+{
+	(void)st;
+	char *dir = make_temp_dir("tinkout");
+	char missing[600], path[700], text[600];
+	struct fleet_errctx ec = {0};
+	assert_int_equal(tink_write_file(dir, "code", "abc", 3, 0600, &ec), FLEET_OK);
+	snprintf(path, sizeof(path), "%s/code", dir);
+	assert_int_equal(access(path, R_OK), 0);
+	snprintf(missing, sizeof(missing), "%s/missing", dir);
+	assert_int_equal(tink_write_file(missing, "code", "abc", 3, 0600, &ec), FLEET_E_IO);
+	assert_int_equal(ec.sys_errno, ENOENT);
+	snprintf(path, sizeof(path), "cannot create a file in %s: %s", missing, strerror(ENOENT));
+	assert_string_equal(fleet_errctx_text(&ec, text, sizeof(text)), path);
+	rm_rf(dir);
+	free(dir);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -238,6 +261,7 @@ int main(void)
 		cmocka_unit_test(lldp_shapes),
 		cmocka_unit_test(ca_from_cmdline),
 		cmocka_unit_test(options),
+		cmocka_unit_test(output_failure_in_context),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -6,6 +6,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -47,9 +48,10 @@ static int teardown(void **state)
 static struct fleet_vlog *open_log(struct fx *f, uint64_t max_bytes, unsigned max_files)
 {
 	struct fleet_vlog *log;
-	char err[256];
-	if (fleet_vlog_open(f->dir, max_bytes, max_files, &log, err, sizeof(err)))
-		fail_msg("open: %s", err);
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_vlog_open(f->dir, max_bytes, max_files, &log, &sec))
+		fail_msg("open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	return log;
 }
 
@@ -95,9 +97,9 @@ static void test_line_format(void **state)
 	struct fleet_vlog_record r = {.time = 1764484200, .device = "w1", .serial = "SER-1",
 				      .session = "0a1b", .pass = false, .reasons = reasons,
 				      .n_reasons = 2, .ek_hash = HA, .ek_hash_ecc = ""};
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	struct fleet_vlog_record p = {.time = 0, .serial = "SER-2", .session = "ff", .pass = true};
-	assert_int_equal(fleet_vlog_append(log, &p, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &p, NULL), FLEET_OK);
 	fleet_vlog_close(log);
 	struct fleet_buf b;
 	slurp(f->path, &b);
@@ -128,7 +130,7 @@ static void test_escaping_and_caps(void **state)
 	struct fleet_vlog_record r = {
 		.time = 1, .device = "evil\n{\"result\":\"pass\"}\x1b[2J\r", .serial = longs,
 		.session = "\xff\xfe" "ab", .pass = false, .reasons = many, .n_reasons = 40};
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	fleet_vlog_close(log);
 	struct fleet_buf b;
 	slurp(f->path, &b);
@@ -162,7 +164,7 @@ static void test_rotation_bounded(void **state)
 		snprintf(serial, sizeof(serial), "S%d", i);
 		struct fleet_vlog_record r = {.time = i, .serial = serial, .session = "00",
 					      .pass = true, .ek_hash = HA};
-		assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+		assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	}
 	fleet_vlog_close(log);
 	/* Oldest to newest: .3 .2 .1 and the current file, each under the
@@ -200,7 +202,7 @@ static void test_unfinished_line_cut(void **state)
 	fclose(fp);
 	struct fleet_vlog *log = open_log(f, 1 << 20, 3);
 	struct fleet_vlog_record r = {.time = 5, .serial = "S", .session = "00", .pass = true};
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	fleet_vlog_close(log);
 	json_t *o[4];
 	assert_int_equal(lines(f->path, o, 4), 2);
@@ -214,7 +216,7 @@ static void test_failed_write_reported_and_undone(void **state)
 	struct fx *f = *state;
 	struct fleet_vlog *log = open_log(f, 1 << 20, 3);
 	struct fleet_vlog_record r = {.time = 5, .serial = "S", .session = "00", .pass = true};
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	struct stat before;
 	assert_int_equal(stat(f->path, &before), 0);
 	/* Let the next write get 10 bytes in and then fail (EFBIG). */
@@ -224,17 +226,21 @@ static void test_failed_write_reported_and_undone(void **state)
 	lim.rlim_cur = (rlim_t)before.st_size + 10;
 	void (*old)(int) = signal(SIGXFSZ, SIG_IGN);
 	assert_int_equal(setrlimit(RLIMIT_FSIZE, &lim), 0);
-	char err[256] = "";
-	fleet_err e = fleet_vlog_append(log, &r, err, sizeof(err));
+	struct fleet_errctx sec = {0};
+	fleet_err e = fleet_vlog_append(log, &r, &sec);
 	setrlimit(RLIMIT_FSIZE, &saved);
 	signal(SIGXFSZ, old);
 	assert_int_equal(e, FLEET_E_IO);
-	assert_non_null(strstr(err, "cannot write"));
+	assert_non_null(strstr(sec.detail, "cannot write"));
+	/* the system's reason recorded beside the sentence, not in it */
+	assert_int_equal(sec.sys_errno, EFBIG);
+	char err[sizeof(sec.detail) + 80];
+	assert_non_null(strstr(fleet_errctx_text(&sec, err, sizeof(err)), strerror(EFBIG)));
 	struct stat after;
 	assert_int_equal(stat(f->path, &after), 0);
 	assert_int_equal(after.st_size, before.st_size);
 	/* And the log goes on. */
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	fleet_vlog_close(log);
 	json_t *o[4];
 	assert_int_equal(lines(f->path, o, 4), 2);
@@ -246,14 +252,15 @@ static void test_open_refusals(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_vlog *log;
-	assert_int_equal(fleet_vlog_open(f->dir, 100, 3, &log, NULL, 0), FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_vlog_open(f->dir, 1 << 20, 0, &log, NULL, 0), FLEET_E_INVALID_ARG);
-	assert_int_equal(fleet_vlog_open("rel", 1 << 20, 3, &log, NULL, 0), FLEET_E_INVALID_ARG);
+	assert_int_equal(fleet_vlog_open(f->dir, 100, 3, &log, NULL), FLEET_E_INVALID_ARG);
+	assert_int_equal(fleet_vlog_open(f->dir, 1 << 20, 0, &log, NULL), FLEET_E_INVALID_ARG);
+	assert_int_equal(fleet_vlog_open("rel", 1 << 20, 3, &log, NULL), FLEET_E_INVALID_ARG);
 	/* A symbolic link where the log belongs is not followed. */
 	assert_int_equal(symlink("/etc/passwd", f->path), 0);
-	char err[256];
-	assert_int_equal(fleet_vlog_open(f->dir, 1 << 20, 3, &log, err, sizeof(err)), FLEET_E_IO);
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_vlog_open(f->dir, 1 << 20, 3, &log, &sec), FLEET_E_IO);
 	assert_null(log);
+	assert_int_equal(sec.sys_errno, ELOOP); /* O_NOFOLLOW */
 }
 
 /* The newest line's id, across a rotation, and an old line without one. */
@@ -263,20 +270,20 @@ static void test_last_id(void **state)
 	struct fleet_vlog *log = open_log(f, FLEET_VLOG_MIN_BYTES, 3);
 	int64_t id = -1;
 	bool found = true;
-	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL), FLEET_OK);
 	assert_false(found);
 	assert_int_equal(id, 0);
 	struct fleet_vlog_record r = {.serial = "SER-1", .session = "ab", .pass = true};
 	for (int64_t i = 1; i <= 40; i++) { /* ~170 bytes a line: rotates */
 		r.id = i;
-		assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+		assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	}
-	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL), FLEET_OK);
 	assert_true(found);
 	assert_int_equal(id, 40);
 	r.id = 0; /* a line from before ids */
-	assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
-	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL, 0), FLEET_OK);
+	assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
+	assert_int_equal(fleet_vlog_last_id(log, &id, &found, NULL), FLEET_OK);
 	assert_true(found);
 	assert_int_equal(id, 0);
 	fleet_vlog_close(log);
@@ -287,12 +294,13 @@ static void test_last_id(void **state)
 static void test_reconcile(void **state)
 {
 	struct fx *f = *state;
-	char sdir[600], err[256];
+	char sdir[600];
+	struct fleet_errctx sec = {0};
 	struct fleet_store *st;
 	snprintf(sdir, sizeof(sdir), "%s/state", f->dir);
-	assert_int_equal(fleet_store_open(sdir, FLEET_STORE_RW, &st, err, sizeof(err)), 0);
+	assert_int_equal(fleet_store_open(sdir, FLEET_STORE_RW, &st, &sec), 0);
 	struct fleet_vlog *log;
-	assert_int_equal(fleet_vlog_open(sdir, 1 << 20, 3, &log, err, sizeof(err)), FLEET_OK);
+	assert_int_equal(fleet_vlog_open(sdir, 1 << 20, 3, &log, &sec), FLEET_OK);
 	const char *why[] = {"pcr4-app"};
 	struct fleet_store_verdict_in v = {.time = 1764484200, .device = "w1", .serial = "SER-1",
 					   .session = "0a1b", .pass = false, .reasons = why,
@@ -305,15 +313,15 @@ static void test_reconcile(void **state)
 		struct fleet_vlog_record r = {.id = ids[i], .time = v.time, .device = "w1",
 					      .serial = "SER-1", .session = "0a1b",
 					      .reasons = why, .n_reasons = 1};
-		assert_int_equal(fleet_vlog_append(log, &r, NULL, 0), FLEET_OK);
+		assert_int_equal(fleet_vlog_append(log, &r, NULL), FLEET_OK);
 	}
 	size_t appended = 0;
 	bool ahead = true;
-	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, err, sizeof(err)),
+	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, &sec),
 			 FLEET_OK);
 	assert_int_equal(appended, 3);
 	assert_false(ahead);
-	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, err, sizeof(err)),
+	assert_int_equal(fleet_vlog_reconcile(log, st, &appended, &ahead, &sec),
 			 FLEET_OK);
 	assert_int_equal(appended, 0);
 	fleet_vlog_close(log);

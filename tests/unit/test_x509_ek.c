@@ -4,6 +4,7 @@
  */
 #include "tests/testutil.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -708,6 +709,12 @@ static void test_roots_dir_rules(void **state)
 	assert_null(roots);
 	assert_int_equal(fleet_ek_roots_load("/nonexistent/fleet-roots", &roots, &ec),
 			 FLEET_E_NOT_FOUND);
+	/* errno recorded beside the sentence, not written into it. */
+	assert_int_equal(ec.sys_errno, ENOENT);
+	assert_string_equal(ec.detail, "cannot open roots directory");
+	char text[sizeof(ec.detail) + 80];
+	assert_string_equal(fleet_errctx_text(&ec, text, sizeof(text)),
+			    "cannot open roots directory: No such file or directory");
 	rm_rf(dir);
 	free(dir);
 	maker_free(&mk);
@@ -739,9 +746,21 @@ static void test_roots_links_and_modes(void **state)
 	snprintf(out, sizeof(out), "%s/inter.pem", other);
 	snprintf(path, sizeof(path), "%s/vendor.pem", dir);
 	assert_int_equal(symlink(out, path), 0);
-	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_IO);
+	/* unsafe-permissions with reason symlink, as the file reader says of
+	 * a link (lib/file_read.h), not an I/O failure. */
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_UNSAFE);
+	assert_string_equal(ec.reason, "symlink");
 	assert_non_null(strstr(ec.detail, "vendor.pem"));
 	assert_non_null(strstr(ec.detail, "symlink"));
+	assert_null(roots);
+	unlink(path);
+	/* A link named like c_rehash's but pointing out of the directory: the
+	 * same refusal. */
+	snprintf(path, sizeof(path), "%s/ffff0000.0", dir);
+	assert_int_equal(symlink(out, path), 0);
+	memset(&ec, 0, sizeof(ec));
+	assert_int_equal(fleet_ek_roots_load(dir, &roots, &ec), FLEET_E_UNSAFE);
+	assert_string_equal(ec.reason, "symlink");
 	assert_null(roots);
 	unlink(path);
 	/* A root anyone may write. */
