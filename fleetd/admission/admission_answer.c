@@ -25,6 +25,10 @@ struct round {
 	struct fleet_attest_session s; /* the working copy */
 	char sid[65];
 	struct adm_logf lf;
+	/* What lf.detail points at when a step words its own detail: it lives
+	 * as long as the round, so no journal entry after that step reads a
+	 * buffer of a function that has returned. */
+	char detail[512];
 	uint64_t t0; /* adm_mono_ms() when the round began */
 };
 
@@ -126,10 +130,9 @@ static int check_deadline(struct round *r, const char *what)
 	uint64_t ran_ms;
 	if (!adm_round_late(r->a, r->t0, &ran_ms))
 		return 0;
-	char detail[48];
-	snprintf(detail, sizeof(detail), "%llu ms", (unsigned long long)ran_ms);
+	snprintf(r->detail, sizeof(r->detail), "%llu ms", (unsigned long long)ran_ms);
 	r->lf.reason = "round-late";
-	r->lf.detail = detail;
+	r->lf.detail = r->detail;
 	adm_count(r->counter, "late");
 	adm_log(LOG_WARNING, "round-late", &r->lf,
 		"the round ran past sessions.round_seconds: %s, the session is left as it "
@@ -222,14 +225,14 @@ static int record_claim(struct round *r, struct fleet_buf *reply)
 {
 	struct fleet_admission *a = r->a;
 	const char *serial = r->e->snap.serial[0] ? r->e->snap.serial : r->e->s.serial;
-	char why[256] = "";
+	r->detail[0] = '\0';
 	fleet_err se = fleet_store_claim_upsert(a->d.store, serial, r->e->claim_reason,
 							   r->s.ek_hash, r->s.ek_hash_ecc,
 							   adm_now(a));
 	if (se != FLEET_STORE_OK)
-		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
+		snprintf(r->detail, sizeof(r->detail), "%s", fleet_store_errmsg(a->d.store));
 	r->lf.reason = r->e->claim_reason;
-	r->lf.detail = why;
+	r->lf.detail = r->detail;
 	if (se == FLEET_STORE_OK) {
 		adm_count(r->counter, "pending");
 		adm_log(LOG_NOTICE, "intake-pending", &r->lf,
@@ -260,7 +263,7 @@ static int record_claim(struct round *r, struct fleet_buf *reply)
 static int record_provisional(struct round *r, const struct fleet_wire_verdict *v)
 {
 	struct fleet_admission *a = r->a;
-	char lak[41] = "", ldevid[41] = "", why[256] = "";
+	char lak[41] = "", ldevid[41] = "";
 	struct fleet_store_issue_in in = {
 		.session = r->sid,
 		.serial = r->e->snap.serial,
@@ -273,10 +276,10 @@ static int record_provisional(struct round *r, const struct fleet_wire_verdict *
 	};
 	fleet_err se = fleet_store_provisional_issue(a->d.store, &in, lak, ldevid);
 	if (se != FLEET_STORE_OK)
-		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
+		snprintf(r->detail, sizeof(r->detail), "%s", fleet_store_errmsg(a->d.store));
 	if (se != FLEET_STORE_OK) {
 		r->lf.reason = fleet_err_str(se);
-		r->lf.detail = why;
+		r->lf.detail = r->detail;
 		adm_count(a->m.store_errors, NULL);
 		adm_count(r->counter, "unavailable");
 		adm_log(LOG_ERR, "admission-store-failed", &r->lf,
@@ -425,7 +428,7 @@ static int admit(struct round *r, struct fleet_buf *reply)
 {
 	struct fleet_admission *a = r->a;
 	const struct adm_snapshot *snap = &r->e->snap;
-	char why[256] = "";
+	r->detail[0] = '\0';
 	int64_t verdict_id = 0;
 	struct fleet_store_admit_in in = {
 		.session = r->sid,
@@ -441,13 +444,13 @@ static int admit(struct round *r, struct fleet_buf *reply)
 	adm_verdicts_lock(a);
 	fleet_err se = fleet_store_admit(a->d.store, &in, &verdict_id);
 	if (se != FLEET_STORE_OK)
-		snprintf(why, sizeof(why), "%s", fleet_store_errmsg(a->d.store));
+		snprintf(r->detail, sizeof(r->detail), "%s", fleet_store_errmsg(a->d.store));
 	else
 		adm_vlog_append(a, verdict_id, r->e, true, NULL, 0);
 	adm_verdicts_unlock(a);
 	if (se == FLEET_STORE_OK)
 		return 0;
-	r->lf.detail = why;
+	r->lf.detail = r->detail;
 	if (se == FLEET_STORE_E_BUSY || se == FLEET_STORE_E_IO || se == FLEET_STORE_E_NOMEM) {
 		r->lf.reason = fleet_err_str(se);
 		adm_count(a->m.store_errors, NULL);
