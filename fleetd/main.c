@@ -42,6 +42,7 @@
 #include "fleetd/obs/metrics.h"
 #include "fleetd/pass/pass.h"
 #include "fleetd/pass/pass_runner.h"
+#include "fleetd/provision/install_classes.h"
 #include "fleetd/obs/sdnotify.h"
 #include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
@@ -80,6 +81,9 @@ static void startup_failed(const char *fmt, ...)
 
 struct daemon {
 	struct fleet_config cfg;
+	/* What each class installs (provision.classes_file); n = 0 when
+	 * provisioning is off. */
+	struct fleet_install_classes classes;
 	struct fleet_store *store;
 	/* The pass's own read-only handle. Either handle is safe from any
 	 * thread (store.h, "Threads"), but calls on one handle wait for each
@@ -466,6 +470,32 @@ static int check_local_files(const struct fleet_config *c)
 	return rc;
 }
 
+/* The spec's "fleetd refuses to start while an installing class has no
+ * digest": with provisioning on, classes.json and class-inputs.json must
+ * hold (K1-K5) and name every class fleetd.yaml maps to a profile (K6). */
+static int check_provision(const struct fleet_config *c, struct fleet_install_classes *out)
+{
+	struct fleet_errctx ec;
+	char text[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
+	const char *names[FLEET_CONFIG_MAX_CLASSES];
+	memset(&ec, 0, sizeof(ec));
+	if (!c->provision_enabled)
+		return 0;
+	if (fleet_install_classes_load(c->provision_classes_file,
+				       c->provision_class_inputs_file, out, &ec) != FLEET_OK) {
+		startup_failed("provision: %s%s%s", fleet_errctx_text(&ec, text, sizeof(text)),
+			       ec.reason ? "; reason " : "", ec.reason ? ec.reason : "");
+		return -1;
+	}
+	for (size_t i = 0; i < c->n_classes; i++)
+		names[i] = c->classes[i].name;
+	if (fleet_install_classes_check_profiles(out, names, c->n_classes, &ec) != FLEET_OK) {
+		startup_failed("provision: %s", fleet_errctx_text(&ec, text, sizeof(text)));
+		return -1;
+	}
+	return 0;
+}
+
 static void usage(FILE *f)
 {
 	fprintf(f, "usage: fleetd [--config PATH] [--check-config] "
@@ -517,8 +547,14 @@ int main(int argc, char **argv)
 		startup_failed("%s: %s", path, fleet_errctx_text(&ec, err, sizeof(err)));
 		return 1;
 	}
+	if (check_provision(&d.cfg, &d.classes) != 0) {
+		fleet_install_classes_free(&d.classes);
+		return 1;
+	}
 	if (check_only) {
-		if (check_local_files(&d.cfg) != 0)
+		int bad = check_local_files(&d.cfg);
+		fleet_install_classes_free(&d.classes);
+		if (bad != 0)
 			return 1;
 		printf("%s: configuration OK\n", path);
 		return 0;
@@ -549,6 +585,7 @@ int main(int argc, char **argv)
 	rc = 0;
 out:
 	close_all(&d);
+	fleet_install_classes_free(&d.classes);
 	close(pipefd[0]);
 	close(pipefd[1]);
 	return rc;

@@ -73,7 +73,7 @@ struct key {
 #define SEC(i) (size_t)(i), 0
 
 enum { S_TOP, S_LISTEN, S_TLS, S_INV, S_NETBOX, S_FILE, S_SESS, S_CERT, S_VLOG, S_PASS, S_MET,
-       S_HTTP, S_SPIRE, S__N };
+       S_HTTP, S_SPIRE, S_PROV, S__N };
 
 static const struct key top_keys[] = {
 	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
@@ -92,6 +92,7 @@ static const struct key top_keys[] = {
 	{"metrics", K_MAP, SEC(S_MET), 0, 0},
 	{"http", K_MAP, SEC(S_HTTP), 0, 0},
 	{"spire", K_MAP, SEC(S_SPIRE), 0, 0},
+	{"provision", K_MAP, SEC(S_PROV), 0, 0},
 };
 static const struct key listen_keys[] = {
 	{"address", K_ADDR, F(listen_address), 0, 0},
@@ -146,6 +147,11 @@ static const struct key met_keys[] = {
 static const struct key spire_keys[] = {
 	{"trust_domain", K_STR, F(spire_trust_domain), 0, 0},
 };
+static const struct key prov_keys[] = {
+	{"classes_file", K_PATH, F(provision_classes_file), 0, 0},
+	{"class_inputs_file", K_PATH, F(provision_class_inputs_file), 0, 0},
+	{"auto_provision", K_BOOL, F(provision_auto), 0, 0},
+};
 static const struct key http_keys[] = {
 	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
 };
@@ -169,10 +175,28 @@ static const struct section {
 	S(S_MET, "metrics", met_keys),
 	S(S_HTTP, "http", http_keys),
 	S(S_SPIRE, "spire", spire_keys),
+	S(S_PROV, "provision", prov_keys),
 #undef S
 };
 
-#define MAX_KEYS 16
+/* The most keys a section has; walk() keeps one slot per key on its stack,
+ * so every table below is held to it at compile time. */
+#define MAX_KEYS 24
+#define KEYS_FIT(k) _Static_assert(sizeof(k) / sizeof(k[0]) <= MAX_KEYS, #k " has too many keys")
+KEYS_FIT(top_keys);
+KEYS_FIT(listen_keys);
+KEYS_FIT(tls_keys);
+KEYS_FIT(inv_keys);
+KEYS_FIT(netbox_keys);
+KEYS_FIT(file_keys);
+KEYS_FIT(sess_keys);
+KEYS_FIT(cert_keys);
+KEYS_FIT(vlog_keys);
+KEYS_FIT(pass_keys);
+KEYS_FIT(met_keys);
+KEYS_FIT(spire_keys);
+KEYS_FIT(prov_keys);
+KEYS_FIT(http_keys);
 
 struct cctx {
 	struct fleet_yaml *y;
@@ -380,6 +404,13 @@ static fleet_err cross_checks(struct cctx *x)
 	if (!x->has_classes)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, top,
 				       "classes is required (class name: profile file)");
+	if (x->seen[S_PROV]) {
+		if (!c->provision_classes_file[0] || !c->provision_class_inputs_file[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.classes_file and class_inputs_file are "
+					       "required to install machines");
+		c->provision_enabled = true;
+	}
 	if (!x->seen[S_INV] || !c->inventory)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_INV] ? &x->mark[S_INV] : top,
 				       "inventory.kind is required (netbox or file)");

@@ -83,6 +83,14 @@ struct fleet_config {
 	/* SPIFFE trust domain of spire-nodes.json; "": the pass writes no file. */
 	char spire_trust_domain[256];
 	bool metrics;
+
+	/* provision: installing admitted machines (docs/provision.md). Off
+	 * (provision_enabled false) without the section: fleetd admits, and
+	 * installs nothing. */
+	bool provision_enabled;
+	char provision_classes_file[FLEET_CONFIG_PATH_MAX];       /* classes.json */
+	char provision_class_inputs_file[FLEET_CONFIG_PATH_MAX];  /* class-inputs.json */
+	bool provision_auto;                                      /* auto_provision */
 	uint64_t max_body_bytes;
 };
 

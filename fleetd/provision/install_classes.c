@@ -7,12 +7,15 @@
  */
 #include "fleetd/provision/install_classes.h"
 
+#include <fcntl.h>
 #include <jansson.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/buf.h"
+#include "lib/file_read.h"
 #include "lib/sanitize.h"
 
 /* Refusals go through fleet_errctx_refuse with the class and key in the
@@ -358,6 +361,27 @@ fleet_err fleet_install_classes_parse(const void *classes, size_t classes_len, c
 out:
 	json_decref(croot);
 	json_decref(iroot);
+	return e;
+}
+
+fleet_err fleet_install_classes_load(const char *classes_path, const char *inputs_path,
+				     struct fleet_install_classes *out, struct fleet_errctx *ec)
+{
+	static const struct fleet_file_policy pc =
+		FLEET_FILE_POLICY_CONFIG("the classes file", FLEET_INSTALL_FILE_MAX);
+	static const struct fleet_file_policy pi =
+		FLEET_FILE_POLICY_CONFIG("the class inputs file", FLEET_INSTALL_FILE_MAX);
+	struct fleet_buf a, b;
+	fleet_err e;
+	fb_init(&a);
+	fb_init(&b);
+	if (out)
+		memset(out, 0, sizeof(*out));
+	if ((e = fleet_file_read(AT_FDCWD, classes_path, &pc, &a, ec)) == FLEET_OK &&
+	    (e = fleet_file_read(AT_FDCWD, inputs_path, &pi, &b, ec)) == FLEET_OK)
+		e = fleet_install_classes_parse(a.data, a.len, b.data, b.len, out, ec);
+	fb_free(&a);
+	fb_free(&b);
 	return e;
 }
 

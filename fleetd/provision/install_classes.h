@@ -95,6 +95,12 @@ fleet_err fleet_install_classes_parse(const void *classes, size_t classes_len, c
 				      size_t inputs_len, struct fleet_install_classes *out,
 				      struct fleet_errctx *ec);
 
+/* Read both files (lib/file_read.h, the CONFIG policy: owned by root or
+ * fleetd, writable by nobody else, at most FLEET_INSTALL_FILE_MAX) and
+ * parse them; the reader's refusals pass on with the file's path. */
+fleet_err fleet_install_classes_load(const char *classes_path, const char *inputs_path,
+				     struct fleet_install_classes *out, struct fleet_errctx *ec);
+
 /* K6: names[n] are the classes fleetd.yaml maps to profiles. Each must be
  * in c; FLEET_E_NOT_FOUND (reason "unknown-class") names the first that is
  * not. */

@@ -1011,6 +1011,48 @@ static void startup_refusals(void **state)
 	assert_int_equal(run_fleetd(bad, "--check-config", errf, sizeof(errf)), 1);
 	assert_true(adm_log_count(errf, "class gpu", "is for class", (char *)NULL) >= 1);
 
+	/* Provisioning on: fleetd refuses to start while a class that installs
+	 * has no digest (K1), naming the class; and while a class with a
+	 * profile is missing from classes.json (K6). */
+	static const char inputs_json[] =
+		"{\"version\": 1, \"classes\": {\"worker\": {\"cluster_name\": \"folly\", "
+		"\"endpoint\": \"https://folly.lan:6443\", \"kubernetes_version\": \"1.32.4\"}}}";
+	char classes[900], inputs[900], prov[900], ctext[1024];
+	snprintf(classes, sizeof(classes), "%s/classes.json", D);
+	snprintf(inputs, sizeof(inputs), "%s/class-inputs.json", D);
+	snprintf(prov, sizeof(prov), "%s/fleetd-provision.yaml", D);
+	put(inputs, inputs_json);
+	shf("cp %s/fleetd.yaml %s && printf 'provision:\n  classes_file: %s\n  "
+	    "class_inputs_file: %s\n' >> %s",
+	    D, prov, classes, inputs, prov);
+	const char *digests[] = {"", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234567"
+				     "89abcdef"};
+	for (int i = 0; i < 2; i++) {
+		snprintf(ctext, sizeof(ctext),
+			 "{\"version\": 1, \"classes\": {\"worker\": {\"role\": \"worker\", "
+			 "\"talos_version\": \"v1.13.9\", \"image\": \"ghcr.io/folly/installer\", "
+			 "\"digest\": \"%s\"}}}",
+			 digests[i]);
+		put(classes, ctext);
+		int check = run_fleetd(prov, "--check-config", errf, sizeof(errf));
+		if (i == 0) {
+			assert_int_equal(check, 1);
+			assert_true(adm_log_count(errf, "class worker installs", "no-digest",
+						  (char *)NULL) >= 1);
+			assert_int_equal(run_fleetd(prov, "", errf, sizeof(errf)), 1);
+			assert_true(adm_log_count(errf, "startup-failed", "class worker installs",
+						  (char *)NULL) >= 1);
+		} else {
+			assert_int_equal(check, 0);
+			assert_int_equal(adm_log_count(errf, "configuration OK", (char *)NULL), 1);
+		}
+	}
+	put(classes, "{\"version\": 1, \"classes\": {\"bmc\": {\"role\": \"none\"}}}");
+	put(inputs, "{\"version\": 1, \"classes\": {}}");
+	assert_int_equal(run_fleetd(prov, "--check-config", errf, sizeof(errf)), 1);
+	assert_true(adm_log_count(errf, "class worker has a profile", "not in classes.json",
+				  (char *)NULL) >= 1);
+
 	/* the same file, root's alone: it starts (and stops on SIGTERM) */
 	chmod(nodes, 0644);
 	struct fleetd_proc p;
