@@ -352,6 +352,29 @@ const char *adm_inventory_reason(fleet_err r)
 	return r == FLEET_INV_NOMEM ? "inventory-out-of-memory" : "inventory-unavailable";
 }
 
+const char *adm_missing_declaration(const struct fleet_inv_device *d)
+{
+	if (!d->class_name[0])
+		return "class";
+	if (!d->install_disk[0])
+		return "install_disk";
+	if (!d->install_disk_serial[0])
+		return "install_disk_serial";
+	if (!d->bmc_type[0])
+		return "bmc_type";
+	if (!d->tpm_version[0])
+		return "tpm_version";
+	if (d->amt < 0)
+		return "amt";
+	if (d->secure_boot_expected < 0)
+		return "secure_boot_expected";
+	if (!d->expected_port[0])
+		return "expected_port";
+	if (!d->primary_ip4[0])
+		return "primary_ip4";
+	return NULL;
+}
+
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
 			   const char **reason, struct fleet_errctx *ec)
 {
@@ -406,6 +429,19 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 	    !same_str(d.class_name, snap->class_name) ||
 	    !same_str(d.desired_action, snap->desired_action)) {
 		*reason = "device-changed";
+		return ADM_REREAD_CHANGED;
+	}
+	/* I6 again on this read: the owner may have cleared a declaration, or
+	 * moved the machine's port, since intake. A port other than the one
+	 * the report was held to is a port the machine was never checked
+	 * against. */
+	const char *missing = adm_missing_declaration(&d);
+	if (missing) {
+		*reason = "declaration-missing";
+		return ADM_REREAD_CHANGED;
+	}
+	if (!same_str(d.expected_port, snap->expected_port)) {
+		*reason = "port-mismatch";
 		return ADM_REREAD_CHANGED;
 	}
 	return ADM_REREAD_SAME;

@@ -111,7 +111,11 @@
  *      change id; for an author proven by fleetd's record, that record,
  *      still matching) must equal the intake's snapshot, else refused
  *      ("binding-changed"), journaled, no certificates; so must the
- *      device's serial, name and status ("device-changed").
+ *      device's serial, name and status ("device-changed"); and I6 holds
+ *      again on this read: every declaration still set
+ *      ("declaration-missing") and expected_port the one the report was
+ *      held to ("port-mismatch"), since the owner can change either while
+ *      the session runs.
  *      A round past its deadline (R1): 503, nothing issued.
  *  A5  Issue both certificates (fleet_attest_issue) PROVISIONALLY: they are
  *      recorded under the session (fleet_store_provisional_issue, one

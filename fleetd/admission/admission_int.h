@@ -186,6 +186,10 @@ enum adm_reread {
 };
 /* Read the device and its binding change again and compare them with the
  * intake's snapshot (trust rule 5). */
+/* I6: the first declaration admission needs that d does not set ("class",
+ * "install_disk", ..., "primary_ip4"), or NULL when all are set. */
+const char *adm_missing_declaration(const struct fleet_inv_device *d);
+
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
 			   const char **reason, struct fleet_errctx *ec);
 /* FLEET_REASON for an inventory that could not answer (r): fleetd out of

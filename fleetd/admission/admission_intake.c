@@ -91,30 +91,6 @@ static int pending(struct intake *t, const struct adm_snapshot *snap, const char
 	return challenge(t, NULL, snap, why, reply);
 }
 
-/* I6: every declaration admission needs, and the port. */
-static const char *missing_declaration(const struct fleet_inv_device *d)
-{
-	if (!d->class_name[0])
-		return "class";
-	if (!d->install_disk[0])
-		return "install_disk";
-	if (!d->install_disk_serial[0])
-		return "install_disk_serial";
-	if (!d->bmc_type[0])
-		return "bmc_type";
-	if (!d->tpm_version[0])
-		return "tpm_version";
-	if (d->amt < 0)
-		return "amt";
-	if (d->secure_boot_expected < 0)
-		return "secure_boot_expected";
-	if (!d->expected_port[0])
-		return "expected_port";
-	if (!d->primary_ip4[0])
-		return "primary_ip4";
-	return NULL;
-}
-
 /* expected_port names the switch port the machine's LLDP neighbour reports:
  * the port id alone ("Ethernet12"), or qualified by the neighbour's system
  * name as "sw1/Ethernet12" or "sw1:Ethernet12". Each form is an exact
@@ -389,7 +365,7 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 			      "the device's class has no profile in fleetd.yaml", d->class_name);
 
 	/* I6 */
-	const char *missing = missing_declaration(d);
+	const char *missing = adm_missing_declaration(d);
 	if (missing)
 		return refuse(t, "declaration-missing", reply,
 			      "a declaration admission needs is not set; fleetd fills in none",
@@ -411,6 +387,7 @@ static int decide(struct intake *t, struct fleet_buf *reply)
 	memcpy(snap.status, d->status, sizeof(snap.status));
 	memcpy(snap.class_name, d->class_name, sizeof(snap.class_name));
 	memcpy(snap.desired_action, d->desired_action, sizeof(snap.desired_action));
+	memcpy(snap.expected_port, d->expected_port, sizeof(snap.expected_port));
 	memcpy(snap.approved_ek_hash, d->approved_ek_hash, sizeof(snap.approved_ek_hash));
 	memcpy(snap.approved_ek_hash_ecc, d->approved_ek_hash_ecc,
 	       sizeof(snap.approved_ek_hash_ecc));

@@ -61,6 +61,9 @@ struct adm_snapshot {
 	 * re-read */
 	char class_name[FLEET_INV_STR];
 	char desired_action[32];
+	/* the port I6 held the machine's report to: a later read must name
+	 * the same one (the report cannot change: the quote binds it) */
+	char expected_port[FLEET_INV_STR];
 	char approved_ek_hash[65];
 	char approved_ek_hash_ecc[65];
 	bool change_found;

@@ -183,6 +183,10 @@ static void write_seed(const char *path)
 	seed_more(f, 38, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
 	seed_more(f, 39, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
 	seed_more(f, 40, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	/* w41, w42: approved for A; a declaration cleared after intake, the
+	 * port moved after the answer */
+	seed_more(f, 41, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
+	seed_more(f, 42, "planned", MA.ek, MA.ek_ecc, NULL, NULL, NULL, false);
 	/* w34..w37: approved for A, in a status that admits nothing */
 	for (size_t i = 0; i < N_OTHER_STATUSES; i++)
 		seed_more(f, 34 + (int)i, OTHER_STATUSES[i], MA.ek, MA.ek_ecc, NULL, NULL, NULL,
@@ -1302,6 +1306,73 @@ static void device_changed_in_session(void **state)
 	}
 }
 
+/* I6 again on each re-read (A4, C2): the owner clears a declaration after
+ * the intake, or moves the expected port after the answer; the round that
+ * reads it refuses, and nothing is admitted. */
+static const char *DECL_PATH; /* the round after which the change lands */
+
+static void change_after(struct hooked *h, const char *path, const struct fleet_buf *body,
+			 long status, const struct fleet_buf *reply)
+{
+	(void)body;
+	(void)reply;
+	if (strcmp(path, DECL_PATH) != 0 || status != 200)
+		return;
+	nbf_ctl("/_fake/change", DEVICE_CHANGE);
+	h->seen++;
+}
+
+static void declarations_checked_again(void **state)
+{
+	(void)state;
+	static const struct {
+		const char *serial, *device, *path, *change, *reason;
+	} runs[] = {
+		{"ADM-0041", "w41", "/v1/attest/intake",
+		 "{\"device\": 41, \"user\": \"owner\", \"custom_fields\": "
+		 "{\"install_disk_serial\": null}}",
+		 "declaration-missing"},
+		{"ADM-0042", "w42", "/v1/attest/answer",
+		 "{\"device\": 42, \"user\": \"owner\", \"custom_fields\": "
+		 "{\"expected_port\": \"leaf-07.folly/Ethernet99\"}}",
+		 "port-mismatch"},
+	};
+	for (size_t i = 0; i < sizeof(runs) / sizeof(runs[0]); i++) {
+		char out[800], dev[40], why[80];
+		struct hooked h;
+		snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s ", runs[i].device);
+		snprintf(why, sizeof(why), "FLEET_REASON=%s", runs[i].reason);
+		DEVICE_CHANGE = runs[i].change;
+		DECL_PATH = runs[i].path;
+		memset(&h, 0, sizeof(h));
+		h.after = change_after;
+		assert_int_equal(run_hooked(&MA, runs[i].serial, &h, 2, out, sizeof(out)),
+				 TINK_EXIT_REFUSED);
+		assert_int_equal(h.seen, 1);
+		char event[80];
+		snprintf(event, sizeof(event), "event=%s ", runs[i].reason);
+		assert_int_equal(adm_log_count(LOG, event, dev, why, (char *)NULL), 1);
+		assert_int_equal(adm_log_count(LOG, "event=device-admitted", dev, (char *)NULL), 0);
+		if (i == 0) { /* refused at the answer: nothing was issued */
+			nothing_recorded(runs[i].serial, runs[i].device, out);
+			continue;
+		}
+		/* refused at the confirm: the answer's provisional certificates
+		 * are revoked, nothing is the device's */
+		struct fleet_store_device d;
+		size_t pass, fail, revoked = 0;
+		assert_false(store_device(runs[i].serial, &d));
+		assert_int_equal(store_certs(runs[i].device, NULL), 0);
+		store_verdicts(runs[i].device, &pass, &fail, NULL);
+		assert_int_equal(pass + fail, 0);
+		assert_int_equal(store_provisional(runs[i].device, &revoked), 2);
+		assert_int_equal(revoked, 2);
+		assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", dev, why,
+					       (char *)NULL),
+				 1);
+	}
+}
+
 /* The one line of fleetd's log holding all three needles (malloc'd). */
 static char *log_line(const char *a, const char *b, const char *c)
 {
@@ -1473,6 +1544,7 @@ int main(void)
 		cmocka_unit_test(ecc_secret_missing_refused),
 		cmocka_unit_test(past_planned_store_only),
 		cmocka_unit_test(device_changed_in_session),
+		cmocka_unit_test(declarations_checked_again),
 		cmocka_unit_test(lldp_fields_capped_in_log),
 		cmocka_unit_test(each_declaration_refused),
 		cmocka_unit_test(other_statuses_refused),
