@@ -1262,13 +1262,14 @@ static void past_planned_store_only(void **state)
  * intake and the answer (not the binding): device-changed, no
  * certificates. */
 static const char *DEVICE_CHANGE; /* the /_fake/change body */
+static const char *CHANGE_AFTER;  /* the round after which the change lands */
 
 static void change_device(struct hooked *h, const char *path, const struct fleet_buf *body,
 			  long status, const struct fleet_buf *reply)
 {
 	(void)body;
 	(void)reply;
-	if (strcmp(path, "/v1/attest/intake") != 0 || status != 200)
+	if (strcmp(path, CHANGE_AFTER) != 0 || status != 200)
 		return;
 	nbf_ctl("/_fake/change", DEVICE_CHANGE);
 	h->seen++;
@@ -1291,6 +1292,7 @@ static void device_changed_in_session(void **state)
 		struct hooked h;
 		snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s ", runs[i].device);
 		DEVICE_CHANGE = runs[i].change;
+		CHANGE_AFTER = "/v1/attest/intake";
 		memset(&h, 0, sizeof(h));
 		h.after = change_device;
 		assert_int_equal(run_hooked(&MA, runs[i].serial, &h, 2, out, sizeof(out)),
@@ -1309,19 +1311,6 @@ static void device_changed_in_session(void **state)
 /* I6 again on each re-read (A4, C2): the owner clears a declaration after
  * the intake, or moves the expected port after the answer; the round that
  * reads it refuses, and nothing is admitted. */
-static const char *DECL_PATH; /* the round after which the change lands */
-
-static void change_after(struct hooked *h, const char *path, const struct fleet_buf *body,
-			 long status, const struct fleet_buf *reply)
-{
-	(void)body;
-	(void)reply;
-	if (strcmp(path, DECL_PATH) != 0 || status != 200)
-		return;
-	nbf_ctl("/_fake/change", DEVICE_CHANGE);
-	h->seen++;
-}
-
 static void declarations_checked_again(void **state)
 {
 	(void)state;
@@ -1343,9 +1332,9 @@ static void declarations_checked_again(void **state)
 		snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s ", runs[i].device);
 		snprintf(why, sizeof(why), "FLEET_REASON=%s", runs[i].reason);
 		DEVICE_CHANGE = runs[i].change;
-		DECL_PATH = runs[i].path;
+		CHANGE_AFTER = runs[i].path;
 		memset(&h, 0, sizeof(h));
-		h.after = change_after;
+		h.after = change_device;
 		assert_int_equal(run_hooked(&MA, runs[i].serial, &h, 2, out, sizeof(out)),
 				 TINK_EXIT_REFUSED);
 		assert_int_equal(h.seen, 1);
