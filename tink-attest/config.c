@@ -176,30 +176,25 @@ void tink_options_free(struct tink_options *o)
 	fb_free(&o->curl.ca_pem);
 }
 
-int tink_ca_from_file(const char *path, struct fleet_buf *pem, char *msg, size_t msglen)
+fleet_err tink_ca_from_file(const char *path, struct fleet_buf *pem, struct fleet_errctx *ec)
 {
 	static const struct fleet_file_policy policy =
 		FLEET_FILE_POLICY_CONFIG("fleetd's CA file", 1024 * 1024);
-	struct fleet_errctx fe;
-	char text[sizeof(fe.detail) + 80];
+	fleet_err e;
 	fb_free(pem);
-	if (fleet_file_read(AT_FDCWD, path, &policy, pem, &fe) != FLEET_OK) {
-		snprintf(msg, msglen, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
-		return -1;
-	}
-	if (pem->len == 0) {
-		snprintf(msg, msglen, "fleetd's CA file %s is empty", path);
-		return -1;
-	}
-	return 0;
+	if ((e = fleet_file_read(AT_FDCWD, path, &policy, pem, ec)) != FLEET_OK)
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+	if (pem->len == 0)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "fleetd's CA file %s is empty", path);
+	return FLEET_OK;
 }
 
-int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, size_t msglen)
+fleet_err tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, struct fleet_errctx *ec)
 {
 	struct fleet_buf line;
 	struct fleet_wire_bytes der = {0};
 	static const char key[] = TINK_CMDLINE_CA_PARAM "=";
-	int rc = -1;
+	fleet_err rc = FLEET_E_MALFORMED;
 	/* The kernel's command line carries fleetd's CA, the trust anchor of
 	 * every exchange: configuration (docs/files.md), owned by root (or
 	 * us) and writable by nobody else. /proc says its size is 0: only the
@@ -211,15 +206,14 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 		.forbid = 022,
 		.size_by_read = true,
 	};
-	struct fleet_errctx fe;
-	char text[sizeof(fe.detail) + 80];
+	fleet_err e;
 	fb_init(&line);
-	if (fleet_file_read(AT_FDCWD, path, &policy, &line, &fe) != FLEET_OK) {
-		snprintf(msg, msglen, "cannot read %s", fleet_errctx_text(&fe, text, sizeof(text)));
+	if ((e = fleet_file_read(AT_FDCWD, path, &policy, &line, ec)) != FLEET_OK) {
+		rc = fleet_errctx_wrap(ec, e, "cannot read ", NULL);
 		goto out;
 	}
 	if (fb_put_u8(&line, 0) != FLEET_OK) {
-		snprintf(msg, msglen, "cannot read %s", path);
+		rc = fleet_errctx_msg(ec, FLEET_E_NOMEM, "cannot read %s: out of memory", path);
 		goto out;
 	}
 	/* Parameters are separated by spaces; the value is one word. */
@@ -233,7 +227,7 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 			p++;
 	}
 	if (!v) {
-		snprintf(msg, msglen, "%s has no %s= parameter", path, TINK_CMDLINE_CA_PARAM);
+		rc = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s has no %s= parameter", path, TINK_CMDLINE_CA_PARAM);
 		goto out;
 	}
 	/* base64 or base64url, padded or not (as the HookOS entrypoint takes
@@ -241,7 +235,7 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 	size_t vlen = strcspn(v, " \n\t");
 	char *norm = malloc(vlen + 1);
 	if (!norm) {
-		snprintf(msg, msglen, "out of memory");
+		rc = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
 		goto out;
 	}
 	for (size_t i = 0; i < vlen; i++)
@@ -251,7 +245,7 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 	fleet_err de = fleet_b64url_decode(norm, vlen, FLEET_WIRE_MAX_CERT, &der);
 	free(norm);
 	if (de != FLEET_OK) {
-		snprintf(msg, msglen, "%s= in %s is not base64 DER", TINK_CMDLINE_CA_PARAM,
+		rc = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s= in %s is not base64 DER", TINK_CMDLINE_CA_PARAM,
 			 path);
 		goto out;
 	}
@@ -259,7 +253,7 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 	X509 *cert = d2i_X509(NULL, &p, (long)der.len);
 	if (!cert || p != der.data + der.len) {
 		X509_free(cert);
-		snprintf(msg, msglen, "%s= in %s is not a DER certificate", TINK_CMDLINE_CA_PARAM,
+		rc = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s= in %s is not a DER certificate", TINK_CMDLINE_CA_PARAM,
 			 path);
 		goto out;
 	}
@@ -268,12 +262,12 @@ int tink_ca_from_cmdline(const char *path, struct fleet_buf *pem, char *msg, siz
 	if (b && PEM_write_bio_X509(b, cert)) {
 		long n = BIO_get_mem_data(b, &data);
 		if (fb_put(pem, data, (size_t)n) == FLEET_OK)
-			rc = 0;
+			rc = FLEET_OK;
 	}
 	BIO_free(b);
 	X509_free(cert);
 	if (rc != 0)
-		snprintf(msg, msglen, "cannot convert the command line's CA to PEM");
+		rc = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "cannot convert the command line's CA to PEM");
 out:
 	free(der.data);
 	fb_free(&line);

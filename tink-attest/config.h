@@ -5,6 +5,7 @@
 #define TINK_CONFIG_H
 
 #include "lib/buf.h"
+#include "lib/fleet_err.h"
 #include "tink-attest/tink.h"
 #include "tink-attest/transport_curl.h"
 
@@ -31,18 +32,21 @@ void tink_options_free(struct tink_options *o);
 /*
  * The pinned CA from a kernel command line: the parameter fleet_ca=<DER in
  * base64 or base64url, padding optional> (the HookOS entrypoint's form),
- * turned into PEM for libcurl. 0, or -1 with msg set.
+ * turned into PEM for libcurl. FLEET_OK, or the failure in ec: the file
+ * reader's own (its code, reason and errno), FLEET_E_MALFORMED for a
+ * missing or unreadable parameter.
  */
-int tink_ca_from_cmdline(const char *cmdline_path, struct fleet_buf *pem, char *msg,
-			 size_t msglen);
+fleet_err tink_ca_from_cmdline(const char *cmdline_path, struct fleet_buf *pem,
+			       struct fleet_errctx *ec);
 
 /*
  * --ca FILE: fleetd's CA in PEM, read once here (lib/file_read.h, as
  * configuration: not a symlink, owned by root or us, writable by nobody
  * else) into pem, which libcurl then takes as a blob, so the file is not
- * opened again by path for every connection. 0, or -1 with msg set.
+ * opened again by path for every connection. FLEET_OK, or the failure in
+ * ec (the file reader's own, passed on; FLEET_E_MALFORMED when empty).
  */
-int tink_ca_from_file(const char *path, struct fleet_buf *pem, char *msg, size_t msglen);
+fleet_err tink_ca_from_file(const char *path, struct fleet_buf *pem, struct fleet_errctx *ec);
 
 void tink_usage(FILE *f);
 

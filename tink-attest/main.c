@@ -29,9 +29,11 @@ int main(int argc, char **argv)
 		tink_options_free(&o);
 		return 0;
 	}
-	if (o.cmdline ? tink_ca_from_cmdline(o.cmdline, &o.curl.ca_pem, msg, sizeof(msg)) != 0
-		      : tink_ca_from_file(o.curl.ca_file, &o.curl.ca_pem, msg, sizeof(msg)) != 0) {
-		tink_log("%s", msg);
+	struct fleet_errctx ec = {0};
+	if (o.cmdline ? tink_ca_from_cmdline(o.cmdline, &o.curl.ca_pem, &ec) != FLEET_OK
+		      : tink_ca_from_file(o.curl.ca_file, &o.curl.ca_pem, &ec) != FLEET_OK) {
+		char text[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
+		tink_log("%s", fleet_errctx_text(&ec, text, sizeof(text)));
 		tink_options_free(&o);
 		return TINK_EXIT_USAGE;
 	}

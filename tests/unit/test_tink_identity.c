@@ -166,7 +166,8 @@ static void lldp_shapes(void **st)
 static void ca_from_cmdline(void **st)
 {
 	(void)st;
-	char *dir = make_temp_dir("cmdline"), cmd[2048], path[600], msg[300];
+	char *dir = make_temp_dir("cmdline"), cmd[2048], path[600];
+	struct fleet_errctx ec = {0};
 	struct fleet_buf pem;
 	snprintf(cmd, sizeof(cmd),
 		 "cd '%s' && openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
@@ -181,18 +182,18 @@ static void ca_from_cmdline(void **st)
 	for (int i = 0; i < 2; i++) {
 		fb_init(&pem);
 		snprintf(path, sizeof(path), "%s/%s", dir, good[i]);
-		assert_int_equal(tink_ca_from_cmdline(path, &pem, msg, sizeof(msg)), 0);
+		assert_int_equal(tink_ca_from_cmdline(path, &pem, &ec), FLEET_OK);
 		assert_true(pem.len > 27);
 		assert_memory_equal(pem.data, "-----BEGIN CERTIFICATE-----", 27);
 		fb_free(&pem);
 	}
 	fb_init(&pem);
 	snprintf(path, sizeof(path), "%s/cmdline-bad", dir);
-	assert_int_equal(tink_ca_from_cmdline(path, &pem, msg, sizeof(msg)), -1);
-	assert_non_null(strstr(msg, "not a DER certificate"));
+	assert_int_equal(tink_ca_from_cmdline(path, &pem, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "not a DER certificate"));
 	snprintf(path, sizeof(path), "%s/cmdline-none", dir);
-	assert_int_equal(tink_ca_from_cmdline(path, &pem, msg, sizeof(msg)), -1);
-	assert_non_null(strstr(msg, "no fleet_ca="));
+	assert_int_equal(tink_ca_from_cmdline(path, &pem, &ec), FLEET_E_MALFORMED);
+	assert_non_null(strstr(ec.detail, "no fleet_ca="));
 	fb_free(&pem);
 	rm_rf(dir);
 	free(dir);
