@@ -11,8 +11,12 @@ packages=(
   libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev
   libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
   jq python3 curl ca-certificates dash busybox shellcheck systemd
-  python3-yaml python3-jsonschema kubernetes-client
+  python3-yaml python3-jsonschema
 )
+# kubectl for the Kubernetes fake's test: Debian's kubernetes-client, unless
+# a kubectl is already installed (another package's /usr/bin/kubectl, which
+# kubernetes-client would collide with): the test runs whichever is there.
+command -v kubectl >/dev/null 2>&1 || packages+=(kubernetes-client)
 
 missing=()
 for p in "${packages[@]}"; do
