@@ -22,10 +22,14 @@
  * sentence. Names reach a sentence only after the name rule (letters,
  * digits, . - _) or through fleet_sanitize, so a detail holds nothing a
  * file could use to forge a line. */
+/* Letters, digits, . - _, starting with a letter or digit: a name that
+ * began with '-' would reach talosctl's command line as a flag. */
 static bool name_ok(const char *s)
 {
 	size_t n = strlen(s);
-	if (n == 0 || n > FLEET_INSTALL_NAME_MAX)
+	if (n == 0 || n > FLEET_INSTALL_NAME_MAX ||
+	    !((s[0] >= 'a' && s[0] <= 'z') || (s[0] >= 'A' && s[0] <= 'Z') ||
+	      (s[0] >= '0' && s[0] <= '9')))
 		return false;
 	for (size_t i = 0; i < n; i++) {
 		char c = s[i];

@@ -36,7 +36,9 @@
  *   K4  Every class that installs has inputs; inputs for a class that
  *       classes.json does not list are refused (a typo would otherwise
  *       leave a class rendered with nothing). endpoint is an https URL of
- *       a host and optional port, no path, query or user.
+ *       a host and optional port, no path, query or user; cluster_name
+ *       (like a class name) starts with a letter or digit, so it can never
+ *       reach talosctl's command line as a flag.
  *   K5  Unknown keys are refused at every level; duplicate keys are
  *       refused (jansson's JSON_REJECT_DUPLICATES); each file at most
  *       FLEET_INSTALL_FILE_MAX bytes; at most FLEET_INSTALL_MAX_CLASSES

@@ -27,6 +27,22 @@ static struct fleet_decision failed(fleet_err e)
 	return (struct fleet_decision){.outcome = FLEET_FAILED, .err = e};
 }
 
+/* C3: the request's bytes are its canonical PEM, byte for byte. */
+static struct fleet_decision canonical(X509_REQ *req, const uint8_t *bytes, size_t len)
+{
+	BIO *b = BIO_new(BIO_s_mem());
+	char *data = NULL;
+	if (!b || !PEM_write_bio_X509_REQ(b, req)) {
+		BIO_free(b);
+		return failed(FLEET_E_CRYPTO);
+	}
+	long n = BIO_get_mem_data(b, &data);
+	bool same = n > 0 && (size_t)n == len && memcmp(data, bytes, len) == 0;
+	BIO_free(b);
+	return same ? (struct fleet_decision){.outcome = FLEET_PASSED, .err = FLEET_OK}
+		    : refused("csr-malformed");
+}
+
 /* C6: the set, each usage once. */
 static bool usages_ok(const char *const *u, size_t n)
 {
@@ -88,7 +104,10 @@ struct fleet_decision fleet_kubelet_csr_judge(const struct fleet_kubelet_csr *c,
 	/* C1 */
 	if (!c->signer_name || strcmp(c->signer_name, FLEET_KUBELET_SIGNER) != 0)
 		return refused("csr-signer");
-	/* C2 */
+	/* C2. A token id is 6 characters and a node name at most 63: a value
+	 * that does not fit is refused, never compared cut short. */
+	if (strlen(token_id) != 6 || strlen(node_name) == 0 || strlen(node_name) > 63)
+		return failed(FLEET_E_INVALID_ARG);
 	snprintf(want, sizeof(want), "system:bootstrap:%s", token_id);
 	if (!c->username || strcmp(c->username, want) != 0)
 		return refused("csr-requester");
@@ -128,6 +147,15 @@ struct fleet_decision fleet_kubelet_csr_judge(const struct fleet_kubelet_csr *c,
 		d = refused("csr-malformed");
 		goto out;
 	}
+	/* The bytes must be exactly the canonical encoding of that request
+	 * (what client-go's pem.EncodeToMemory and OpenSSL both write: one
+	 * block, 64-column lines, nothing before or after). Kubernetes reads
+	 * spec.request with Go's encoding/pem, which skips a block its strict
+	 * base64 cannot decode and takes the next one; OpenSSL's reader is
+	 * looser. Any other bytes could show fleetd one request while the
+	 * signer issues another: only one spelling is judged. */
+	if ((d = canonical(req, c->request, c->request_len)).outcome != FLEET_PASSED)
+		goto out;
 	if (!(key = X509_REQ_get_pubkey(req))) {
 		d = refused("csr-key");
 		goto out;

@@ -15,7 +15,12 @@
  *       ("csr-requester").
  *   C3  spec.request is one PEM CERTIFICATE REQUEST that OpenSSL parses
  *       whole and whose self-signature verifies ("csr-malformed",
- *       "csr-signature"); at most FLEET_KUBELET_CSR_MAX bytes.
+ *       "csr-signature"); at most FLEET_KUBELET_CSR_MAX bytes; and the
+ *       bytes are exactly that request's canonical PEM (one block,
+ *       64-column lines, no headers, nothing around it), because
+ *       Kubernetes reads them with Go's encoding/pem, which skips a block
+ *       it cannot decode and takes the next: with any other spelling the
+ *       request fleetd judged need not be the one the signer signs.
  *   C4  its subject is exactly O=system:nodes and CN=system:node:<this
  *       device's name>, nothing else ("csr-subject").
  *   C5  it requests no extension at all: no subject alternative names,

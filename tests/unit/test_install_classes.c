@@ -173,6 +173,9 @@ static void inputs_refused(void **state)
 	/* A patch that is not an object. */
 	refused(CLASSES, edit(INPUTS, "[{\"machine\"", "[\"machine\", {\"machine\""), "malformed",
 		"patch 1");
+	/* A cluster name that talosctl would read as a flag. */
+	refused(CLASSES, edit(INPUTS, "\"cluster_name\": \"folly\"", "\"cluster_name\": \"--with-kubespan\""),
+		"malformed", "\"cluster_name\"");
 	/* A required input missing. */
 	refused(CLASSES, edit(INPUTS, "\"cluster_name\": \"folly\", ", ""), "malformed",
 		"\"cluster_name\"");

@@ -192,12 +192,64 @@ static void no_extensions_no_bad_keys_no_bad_signatures(void **state)
 	free(pem);
 }
 
+/* C3's canonical bytes. The attack an adversarial review found: block A is
+ * this node's request with "-x" after its last base64 line (OpenSSL stops
+ * at the '-' and decodes it; Go's strict base64 refuses it and skips the
+ * block), block B another node's request behind a header line without the
+ * blank line after it (OpenSSL fails on it, so a second read finds
+ * nothing; Go reads it as a header and decodes B). fleetd would judge A
+ * while Kubernetes signs B. Any spelling but the canonical one is refused. */
+static void only_the_canonical_spelling_is_judged(void **state)
+{
+	(void)state;
+	size_t la, lb;
+	struct req_opts mine = GOOD_OPTS;
+	struct req_opts victim = {.cn = "system:node:victim", .o = "system:nodes"};
+	char *a = make_req(&mine, &la), *b = make_req(&victim, &lb);
+	static char both[16384];
+	char *end = strstr(a, "\n-----END");
+	assert_non_null(end);
+	char *bb = strstr(b, "\n") + 1; /* after B's BEGIN line */
+	snprintf(both, sizeof(both), "%.*s-x%s-----BEGIN CERTIFICATE REQUEST-----\nX-Hdr: y\n%s",
+		 (int)(end - a), a, end, bb);
+	expect(judge_with(both, strlen(both), SIGNER, USER, USAGES, 2), "csr-malformed");
+	/* Around the canonical block: text before, after, CRLF line ends. */
+	char around[16384];
+	snprintf(around, sizeof(around), "hello\n%s", a);
+	expect(judge_with(around, strlen(around), SIGNER, USER, USAGES, 2), "csr-malformed");
+	snprintf(around, sizeof(around), "%s\n", a);
+	expect(judge_with(around, strlen(around), SIGNER, USER, USAGES, 2), "csr-malformed");
+	size_t o = 0;
+	for (const char *q = a; *q; q++) {
+		if (*q == '\n')
+			around[o++] = '\r';
+		around[o++] = *q;
+	}
+	around[o] = '\0';
+	expect(judge_with(around, o, SIGNER, USER, USAGES, 2), "csr-malformed");
+	/* The canonical bytes themselves pass. */
+	expect(judge_with(a, la, SIGNER, USER, USAGES, 2), NULL);
+	free(a);
+	free(b);
+	/* A node name or token id that does not fit is no decision to make. */
+	char pem_dummy[] = "x";
+	struct fleet_kubelet_csr c = {.signer_name = SIGNER, .username = USER, .usages = USAGES,
+				      .n_usages = 2, .request = (const uint8_t *)pem_dummy,
+				      .request_len = 1};
+	char longname[200];
+	memset(longname, 'a', sizeof(longname) - 1);
+	longname[sizeof(longname) - 1] = '\0';
+	assert_int_equal(fleet_kubelet_csr_judge(&c, "abcdef", longname).outcome, FLEET_FAILED);
+	assert_int_equal(fleet_kubelet_csr_judge(&c, "abcdefg", "w1").outcome, FLEET_FAILED);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(kubelets_request_passes),
 		cmocka_unit_test(subject_is_this_node_alone),
 		cmocka_unit_test(no_extensions_no_bad_keys_no_bad_signatures),
+		cmocka_unit_test(only_the_canonical_spelling_is_judged),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
