@@ -31,6 +31,8 @@ static const char *const code_names[FLEET_CODE__COUNT] = {
 	[FLEET_CODE_AMBIGUOUS] = "ambiguous",
 	[FLEET_CODE_UNAVAILABLE] = "unavailable",
 	[FLEET_CODE_STATE] = "bad-state",
+	[FLEET_CODE_EXISTS] = "already-exists",
+	[FLEET_CODE_AUTH] = "unauthorized",
 };
 
 static const char *const layer_names[FLEET_LAYER__COUNT] = {
@@ -39,6 +41,7 @@ static const char *const layer_names[FLEET_LAYER__COUNT] = {
 	[FLEET_LAYER_STORE] = "store",
 	[FLEET_LAYER_INVENTORY] = "inventory",
 	[FLEET_LAYER_SPIRE] = "spire",
+	[FLEET_LAYER_KUBE] = "kube",
 };
 
 int fleet_err_valid(fleet_err e)

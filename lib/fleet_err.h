@@ -6,7 +6,8 @@
  * a fleet_err is a 32-bit value in two fields:
  *
  *     bits 16..23  the layer that produced it (FLEET_LAYER_*): the store,
- *                  the inventory, the SPIRE handoff, libfleet ...
+ *                  the inventory, the SPIRE handoff, the Kubernetes client,
+ *                  libfleet ...
  *     bits  0..15  the code (FLEET_CODE_*): what kind of failure
  *
  * FLEET_OK is 0 in every layer. A layer passes on what a lower layer
@@ -57,6 +58,7 @@ enum fleet_layer {
 	FLEET_LAYER_STORE,     /* fleetd/store: SQLite */
 	FLEET_LAYER_INVENTORY, /* fleetd/inventory: NetBox, the nodes file */
 	FLEET_LAYER_SPIRE,     /* fleetd/spire: spire-nodes.json */
+	FLEET_LAYER_KUBE,      /* fleetd/kube: the Kubernetes API client */
 	FLEET_LAYER__COUNT
 };
 
@@ -84,6 +86,8 @@ enum fleet_code {
 	FLEET_CODE_AMBIGUOUS,   /* "ambiguous": more than one answer where one is required */
 	FLEET_CODE_UNAVAILABLE, /* "unavailable": a service did not answer, or refused us */
 	FLEET_CODE_STATE,       /* "bad-state": the state forbids it (a spent serial) */
+	FLEET_CODE_EXISTS,      /* "already-exists": a create of what is already there */
+	FLEET_CODE_AUTH,        /* "unauthorized": a service refused our credentials (401, 403) */
 	FLEET_CODE__COUNT
 };
 
@@ -120,7 +124,7 @@ enum {
 /* The code's stable string, whatever the layer: "truncated", "busy", ...;
  * "unknown-error" for a value no layer defines. */
 const char *fleet_err_str(fleet_err e);
-/* The layer's name: "lib", "store", "inventory", "spire"; "" for FLEET_OK;
+/* The layer's name: "lib", "store", "inventory", "spire", "kube"; "" for FLEET_OK;
  * "unknown" for a layer not defined. */
 const char *fleet_err_layer_str(fleet_err e);
 /* Whether e is one this tree defines (a known layer and code). */

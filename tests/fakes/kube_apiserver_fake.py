@@ -183,6 +183,10 @@ Test control, no auth, under /_fake/ (never part of Kubernetes):
   POST /_fake/compact         empty every watch cache: any resourceVersion
                               older than the current one is then too old
   POST /_fake/clear_log       forget the request log
+  POST /_fake/end_watches     {"expire": bool}: end every open watch stream
+                              now (as an apiserver restart or a cacher
+                              reset does); with expire, each first gets the
+                              ERROR event with the 410 Expired Status
 
 Usage: kube_apiserver_fake.py --tls-cert-file CERT --tls-private-key-file KEY
          --token-auth-file TOKENS [--crd FILE]... [--enable-bootstrap-token-auth]
@@ -1700,6 +1704,8 @@ class Store:
         self.caches = {}
         self.cache_size = cache_size
         self.log = []
+        self.end_watches = 0      # /_fake/end_watches: bumped to end every open watch
+        self.end_expire = False   # ... with an ERROR 410 event first
 
     def register(self, res):
         self.objects.setdefault(res.key, {})
@@ -2459,6 +2465,12 @@ class Handler(BaseHTTPRequestHandler):
                 obj = app.get(res, None, req["name"])
                 obj.setdefault("status", {})["certificate"] = base64.b64encode(req["certificate"].encode()).decode()
                 return self.send_json(200, app.update(res, None, req["name"], obj, "status", {}))
+            if path == "/_fake/end_watches" and method == "POST":
+                with app.store.cond:
+                    app.store.end_watches += 1
+                    app.store.end_expire = bool(req.get("expire"))
+                    app.store.cond.notify_all()
+                    return self.send_json(200, {"ended": app.store.end_watches})
             if path == "/_fake/compact" and method == "POST":
                 with app.store.cond:
                     for c in app.store.caches.values():
@@ -2852,6 +2864,7 @@ class Handler(BaseHTTPRequestHandler):
 
         try:
             with store.cond:
+                gen = store.end_watches
                 cache = store.caches[res.key]
                 if rv > store.rv:
                     store.cond.wait_for(lambda: store.rv >= rv, timeout=3)
@@ -2883,11 +2896,19 @@ class Handler(BaseHTTPRequestHandler):
                         store.cond.wait(timeout=min(1.0, max(0.05, deadline - time.time())))
                         evs = [e for e in c.events if e["type"] and e["rv"] > last]
                     cur_rv = store.rv
+                    ended = store.end_watches != gen
+                    expire = store.end_expire
+                    if ended:
+                        evs = []
                     if c.dropped_rv > last:
                         # events this watcher had not read left the ring: the
                         # cacher ends a watcher that falls behind; the client
                         # watches again from its last resourceVersion (and gets 410)
                         break
+                if ended:
+                    if expire:
+                        send("ERROR", err_expired("too old resource version: %d (%d)" % (last, cur_rv)).status())
+                    break
                 for e in evs:
                     last = e["rv"]
                     now_m, prev_m = matches(e["obj"]), matches(e["prev"])

@@ -18,6 +18,7 @@
 #include <openssl/x509.h>
 
 #include "fleetd/inventory/inventory.h"
+#include "fleetd/kube/kube.h"
 #include "fleetd/spire/spire_nodes.h"
 #include "fleetd/store/store.h"
 #include "lib/fleet_err.h"
@@ -29,6 +30,16 @@ static void layer_and_code_are_two_fields(void **state)
 	assert_int_equal(fleet_err_code(FLEET_STORE_E_BUSY), FLEET_CODE_BUSY);
 	assert_int_equal(fleet_err_layer(FLEET_INV_UNAVAILABLE), FLEET_LAYER_INVENTORY);
 	assert_int_equal(fleet_err_layer(FLEET_SPIRE_E_STATE), FLEET_LAYER_SPIRE);
+	assert_int_equal(fleet_err_layer(FLEET_KUBE_E_EXISTS), FLEET_LAYER_KUBE);
+	assert_string_equal(fleet_err_layer_str(FLEET_KUBE_E_AUTH), "kube");
+	/* the Kubernetes client's two codes of its own, and the ones it shares */
+	assert_string_equal(fleet_err_str(FLEET_KUBE_E_EXISTS), "already-exists");
+	assert_string_equal(fleet_err_str(FLEET_KUBE_E_AUTH), "unauthorized");
+	assert_string_equal(fleet_err_str(FLEET_KUBE_E_INVALID), "invalid-argument");
+	assert_string_equal(fleet_err_str(FLEET_KUBE_E_CONFLICT), "conflict");
+	assert_int_not_equal(FLEET_KUBE_E_EXISTS, FLEET_KUBE_E_CONFLICT);
+	assert_int_not_equal(FLEET_KUBE_E_NOT_FOUND, FLEET_E_NOT_FOUND);
+	assert_int_equal(FLEET_KUBE_OK, 0);
 	assert_int_equal(fleet_err_layer(FLEET_E_MALFORMED), FLEET_LAYER_LIB);
 	/* The same code in two layers is two values, one string. */
 	assert_int_not_equal(FLEET_STORE_E_NOT_FOUND, FLEET_INV_NOT_FOUND);
@@ -88,6 +99,11 @@ static void blame_is_the_inputs_only_for_input_codes(void **state)
 	assert_false(fleet_err_blames_input(FLEET_STORE_E_BUSY));
 	assert_false(fleet_err_blames_input(FLEET_INV_UNAVAILABLE));
 	assert_false(fleet_err_blames_input(FLEET_INV_NOMEM));
+	/* a refusal of our credentials, or a create of what exists, is not
+	 * the input's fault */
+	assert_false(fleet_err_blames_input(FLEET_KUBE_E_AUTH));
+	assert_false(fleet_err_blames_input(FLEET_KUBE_E_EXISTS));
+	assert_true(fleet_err_blames_input(FLEET_KUBE_E_MALFORMED));
 }
 
 static void decisions_are_told_apart_by_outcome(void **state)
