@@ -597,3 +597,64 @@ fleet_err fleet_cert_sha1_fingerprint(X509 *cert, char out[41])
 	OPENSSL_free(der);
 	return e;
 }
+
+fleet_err fleet_ca_sign(const struct fleet_ca *ca, const void *data, size_t len,
+			struct fleet_buf *sig, struct fleet_errctx *ec)
+{
+	EVP_MD_CTX *md;
+	size_t n = 0;
+	fleet_err e;
+
+	if (!ca || !ca->key || (!data && len) || !sig)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no CA, data or output");
+	if (!(md = EVP_MD_CTX_new()))
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "EVP_MD_CTX_new");
+	if (EVP_DigestSignInit(md, NULL, EVP_sha256(), NULL, ca->key) != 1 ||
+	    EVP_DigestSign(md, NULL, &n, data, len) != 1) {
+		e = fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "EVP_DigestSign");
+		goto out;
+	}
+	if ((e = fb_reserve(sig, n)) != FLEET_OK) {
+		e = fleet_errctx_msg(ec, e, "no room for the signature");
+		goto out;
+	}
+	if (EVP_DigestSign(md, sig->data + sig->len, &n, data, len) != 1) {
+		e = fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "EVP_DigestSign");
+		goto out;
+	}
+	sig->len += n;
+	e = FLEET_OK;
+out:
+	EVP_MD_CTX_free(md);
+	return e;
+}
+
+fleet_err fleet_ca_verify(X509 *ca_cert, const void *data, size_t len, const uint8_t *sig,
+			  size_t sig_len, struct fleet_errctx *ec)
+{
+	EVP_PKEY *pk;
+	EVP_MD_CTX *md;
+	int r;
+
+	if (!ca_cert || (!data && len) || !sig)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no certificate, data or signature");
+	if (!(pk = X509_get0_pubkey(ca_cert))) {
+		fleet_openssl_drain(NULL, 0);
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "the CA certificate has no key");
+	}
+	if (EVP_PKEY_get_base_id(pk) != EVP_PKEY_EC)
+		return fleet_errctx_msg(ec, FLEET_E_UNSUPPORTED, "the CA key is not an EC key");
+	if (!(md = EVP_MD_CTX_new()))
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "EVP_MD_CTX_new");
+	if (EVP_DigestVerifyInit(md, NULL, EVP_sha256(), NULL, pk) != 1) {
+		EVP_MD_CTX_free(md);
+		return fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "EVP_DigestVerifyInit");
+	}
+	r = EVP_DigestVerify(md, sig, sig_len, data, len);
+	EVP_MD_CTX_free(md);
+	if (r != 1) {
+		fleet_openssl_drain(NULL, 0);
+		return fleet_errctx_msg(ec, FLEET_E_VERIFY, "the signature is not the CA's");
+	}
+	return FLEET_OK;
+}

@@ -16,6 +16,7 @@
 #include <openssl/x509.h>
 #include <tss2/tss2_tpm2_types.h>
 
+#include "lib/buf.h"
 #include "lib/fleet_err.h"
 
 struct fleet_ca;
@@ -69,6 +70,22 @@ int fleet_ca_subject_ok(const char *name, const char *serial, const char **reaso
  * refuses is FLEET_E_INVALID_ARG, and ec's detail holds the reason. */
 fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_request *req,
 			 X509 **out, struct fleet_errctx *ec);
+
+/*
+ * Sign bytes that are not a certificate with the CA key: ECDSA P-256 over
+ * SHA-256(data), the signature DER (X9.62 Ecdsa-Sig-Value) appended to sig.
+ * The caller makes what it signs unmistakable for a certificate (a
+ * certificate's TBS is DER, a SEQUENCE: its first byte is 0x30) and names
+ * its own purpose inside it (fleetd/provision/code.h's statement starts
+ * with '{' and carries "kind"). Verify with fleet_ca_verify against the CA
+ * certificate: FLEET_OK, FLEET_E_VERIFY when the signature is not the
+ * key's over these bytes (OpenSSL's queue drained), FLEET_E_UNSUPPORTED
+ * when the certificate's key is not an EC key.
+ */
+fleet_err fleet_ca_sign(const struct fleet_ca *ca, const void *data, size_t len,
+			struct fleet_buf *sig, struct fleet_errctx *ec);
+fleet_err fleet_ca_verify(X509 *ca_cert, const void *data, size_t len, const uint8_t *sig,
+			  size_t sig_len, struct fleet_errctx *ec);
 
 /* 40 lowercase hex digits of SHA-1 over the DER certificate (SPIRE's
  * tpm_devid agent ID suffix). */
