@@ -71,6 +71,14 @@ static int drain(int fd, struct fleet_buf *b, size_t cap)
 	return fb_put(b, chunk, (size_t)n) == FLEET_OK ? 1 : -1;
 }
 
+/* SIGKILL to the child's process group, and to the child itself should
+ * its setpgid not have happened (it failed, or the child changed group). */
+static void kill_group(pid_t pid)
+{
+	kill(-pid, SIGKILL);
+	kill(pid, SIGKILL);
+}
+
 fleet_err fleet_runner_run(const char *path, char *const argv[], char *const envp[],
 			   int timeout_seconds, size_t out_cap, struct fleet_buf *out,
 			   struct fleet_buf *err, struct fleet_run_result *r)
@@ -90,8 +98,34 @@ fleet_err fleet_runner_run(const char *path, char *const argv[], char *const env
 		return FLEET_E_IO;
 	}
 	if (pid == 0) {
-		int devnull = open("/dev/null", O_RDONLY);
-		if (devnull < 0 || dup2(devnull, 0) < 0 || dup2(po[1], 1) < 0 || dup2(pe[1], 2) < 0)
+		/* Its own process group, so the deadline kills whatever it
+		 * started too (a grandchild holding the pipes, a daemonised
+		 * helper): kill(-pid). The parent sets it as well, so the
+		 * group exists whichever runs first. */
+		setpgid(0, 0);
+		/* The caller's blocked signals and ignored SIGPIPE (a daemon
+		 * ignores it) would cross execve: the program starts with an
+		 * empty mask and every disposition at its default. */
+		sigset_t none;
+		sigemptyset(&none);
+		sigprocmask(SIG_SETMASK, &none, NULL);
+		struct sigaction dfl;
+		memset(&dfl, 0, sizeof(dfl));
+		dfl.sa_handler = SIG_DFL;
+		sigemptyset(&dfl.sa_mask);
+		for (int sig = 1; sig < NSIG; sig++)
+			if (sig != SIGKILL && sig != SIGSTOP)
+				sigaction(sig, &dfl, NULL);
+		int devnull = open("/dev/null", O_RDONLY | O_CLOEXEC);
+		/* A caller that runs with 0, 1 or 2 closed gets pipes there:
+		 * moved above 2 first, so no dup2 below overwrites a source
+		 * it still needs, and none is a dup2 onto itself (which would
+		 * keep O_CLOEXEC and close the descriptor at execve). */
+		int src[3] = {devnull, po[1], pe[1]};
+		for (int i = 0; i < 3; i++)
+			if (src[i] >= 0 && src[i] <= 2 && (src[i] = fcntl(src[i], F_DUPFD_CLOEXEC, 3)) < 0)
+				_exit(127);
+		if (src[0] < 0 || dup2(src[0], 0) < 0 || dup2(src[1], 1) < 0 || dup2(src[2], 2) < 0)
 			_exit(127);
 		/* Only 0, 1 and 2 cross execve: a descriptor some library
 		 * opened without O_CLOEXEC must not reach the program. */
@@ -100,6 +134,7 @@ fleet_err fleet_runner_run(const char *path, char *const argv[], char *const env
 		execve(path, argv, envp ? envp : environ);
 		_exit(127);
 	}
+	(void)setpgid(pid, pid); /* EACCES once it has run execve: then it set it */
 	close(po[1]);
 	close(pe[1]);
 	long long deadline = now_ms() + (long long)timeout_seconds * 1000;
@@ -127,8 +162,10 @@ fleet_err fleet_runner_run(const char *path, char *const argv[], char *const env
 				*(i ? &open_e : &open_o) = 0;
 		}
 	}
+	/* The group: the child and all it started (it is not reaped yet, so
+	 * the group id is still its own). */
 	if (kill_it)
-		kill(pid, SIGKILL);
+		kill_group(pid);
 	close(po[0]);
 	close(pe[0]);
 	/* Both pipes closed is not the same as exited: wait to the deadline. */
@@ -141,7 +178,7 @@ fleet_err fleet_runner_run(const char *path, char *const argv[], char *const env
 			return FLEET_E_IO;
 		if (w == 0 && now_ms() >= deadline) {
 			r->timed_out = kill_it = 1;
-			kill(pid, SIGKILL);
+			kill_group(pid);
 		} else if (w == 0) {
 			struct timespec ts = {0, 10 * 1000 * 1000};
 			nanosleep(&ts, NULL);

@@ -8,7 +8,11 @@
  * closed before execve, whatever its close-on-exec flag: a daemon's
  * listening socket or database must not leak into talosctl), the
  * environment the caller names (NULL: this process's), and nothing the
- * caller did not pass.
+ * caller did not pass. It starts with an empty signal mask and every
+ * signal at its default disposition (a daemon's ignored SIGPIPE does not
+ * cross execve), in a process group of its own: at the deadline or the
+ * output cap the whole group gets SIGKILL, so nothing it started outlives
+ * it there. A caller whose 0, 1 or 2 is closed is served the same.
  */
 #ifndef FLEET_RUNNER_H
 #define FLEET_RUNNER_H

@@ -289,8 +289,11 @@ fleet_err fleet_code_proof_verify_at(X509 *ca_cert, const void *proof, size_t le
 		return malformed(ec, FLEET_E_MALFORMED, "not a statement line and a signature line");
 	stmt_len = (size_t)(nl - p);
 	sig_txt = nl + 1;
+	/* statement, '\n', at least one signature byte, '\n' */
+	if (len < stmt_len + 3)
+		return malformed(ec, FLEET_E_MALFORMED, "not a statement line and a signature line");
 	sig_len = len - stmt_len - 2;
-	if (sig_len == 0 || memchr(sig_txt, '\n', sig_len))
+	if (memchr(sig_txt, '\n', sig_len))
 		return malformed(ec, FLEET_E_MALFORMED, "not a statement line and a signature line");
 	if (fleet_b64url_decode(sig_txt, sig_len, 256, &sig) != FLEET_OK)
 		return malformed(ec, FLEET_E_MALFORMED, "the signature is not base64url");

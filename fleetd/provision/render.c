@@ -107,16 +107,124 @@ static bool has_alias(const uint8_t *buf, size_t len)
 	return alias;
 }
 
+/* ---- R7: what libyaml and Go's yaml.v3 could read differently ------------ */
+
+static int key_cmp(const void *a, const void *b)
+{
+	const yaml_node_t *x = *(yaml_node_t *const *)a, *y = *(yaml_node_t *const *)b;
+	if (x->data.scalar.length != y->data.scalar.length)
+		return x->data.scalar.length < y->data.scalar.length ? -1 : 1;
+	return memcmp(x->data.scalar.value, y->data.scalar.value, x->data.scalar.length);
+}
+
+/* NULL when node and all under it are unambiguous; else what is wrong. */
+static const char *ambiguous(yaml_document_t *d, yaml_node_t *node, int depth)
+{
+	if (!node)
+		return NULL;
+	if (depth > 64)
+		return "nesting deeper than 64";
+	if (node->type == YAML_SEQUENCE_NODE) {
+		for (yaml_node_item_t *i = node->data.sequence.items.start;
+		     i < node->data.sequence.items.top; i++) {
+			const char *w = ambiguous(d, yaml_document_get_node(d, *i), depth + 1);
+			if (w)
+				return w;
+		}
+		return NULL;
+	}
+	if (node->type != YAML_MAPPING_NODE)
+		return NULL;
+	size_t n = (size_t)(node->data.mapping.pairs.top - node->data.mapping.pairs.start);
+	yaml_node_t **keys = n ? calloc(n, sizeof(*keys)) : NULL;
+	const char *w = NULL;
+	if (n && !keys)
+		return "out of memory";
+	for (size_t i = 0; i < n && !w; i++) {
+		yaml_node_pair_t *p = node->data.mapping.pairs.start + i;
+		yaml_node_t *k = yaml_document_get_node(d, p->key);
+		if (!k || k->type != YAML_SCALAR_NODE)
+			w = "a key that is not a scalar";
+		else if ((k->data.scalar.length == 2 && !memcmp(k->data.scalar.value, "<<", 2)) ||
+			 (k->tag && !strcmp((const char *)k->tag, "tag:yaml.org,2002:merge")))
+			w = "a merge key (<<)";
+		else
+			keys[i] = k;
+	}
+	if (!w && n > 1) {
+		qsort(keys, n, sizeof(*keys), key_cmp);
+		for (size_t i = 1; i < n && !w; i++)
+			if (key_cmp(&keys[i - 1], &keys[i]) == 0)
+				w = "a duplicate key";
+	}
+	for (size_t i = 0; i < n && !w; i++) {
+		yaml_node_pair_t *p = node->data.mapping.pairs.start + i;
+		w = ambiguous(d, yaml_document_get_node(d, p->value), depth + 1);
+	}
+	free(keys);
+	return w;
+}
+
+/* How Talos's decoder (configloader/internal/decoder, decode()) names a
+ * document: it walks the root mapping's nodes, keys and values alike, in
+ * order; "kind" and "apiVersion" take the node after them, machine,
+ * cluster, debug and persist make the version v1alpha1. 1: the v1alpha1
+ * document; 2: a typed document (*kind set); 0: one Talos refuses. */
+enum doc_class { DOC_REFUSED = 0, DOC_V1ALPHA1 = 1, DOC_TYPED = 2 };
+
+static bool scalar_is(const yaml_node_t *n, const char *s)
+{
+	return n && n->type == YAML_SCALAR_NODE && n->data.scalar.length == strlen(s) &&
+	       !memcmp(n->data.scalar.value, s, n->data.scalar.length);
+}
+
+static enum doc_class classify(yaml_document_t *d, yaml_node_t *root, const char **kind)
+{
+	const char *version = NULL;
+	*kind = NULL;
+	if (!root || root->type != YAML_MAPPING_NODE)
+		return DOC_REFUSED;
+	size_t n = 2 * (size_t)(root->data.mapping.pairs.top - root->data.mapping.pairs.start);
+	for (size_t i = 0; i < n; i++) {
+		yaml_node_pair_t *p = root->data.mapping.pairs.start + i / 2;
+		yaml_node_t *c = yaml_document_get_node(d, i % 2 ? p->value : p->key);
+		bool is_kind = scalar_is(c, "kind"), is_version = scalar_is(c, "apiVersion");
+		if (is_kind || is_version) {
+			if (i + 1 >= n)
+				return DOC_REFUSED;
+			yaml_node_pair_t *q = root->data.mapping.pairs.start + (i + 1) / 2;
+			yaml_node_t *v = yaml_document_get_node(d, (i + 1) % 2 ? q->value : q->key);
+			if (!v || v->type != YAML_SCALAR_NODE ||
+			    strlen((const char *)v->data.scalar.value) != v->data.scalar.length)
+				return DOC_REFUSED;
+			if (is_kind)
+				*kind = (const char *)v->data.scalar.value;
+			else
+				version = (const char *)v->data.scalar.value;
+		} else if (scalar_is(c, "machine") || scalar_is(c, "cluster") ||
+			   scalar_is(c, "debug") || scalar_is(c, "persist")) {
+			version = "v1alpha1";
+		}
+	}
+	if (*kind && !**kind)
+		*kind = NULL;
+	if (version && !strcmp(version, "v1alpha1") && !*kind)
+		return DOC_V1ALPHA1;
+	if (!*kind || !version || !*version)
+		return DOC_REFUSED;
+	return DOC_TYPED;
+}
+
 fleet_err fleet_render_check(const void *buf, size_t len, const struct fleet_render_expect *x,
 			     struct fleet_errctx *ec)
 {
 	static const char *const p_version[] = {"version", NULL};
-	static const char *const p_kind[] = {"kind", NULL};
 	static const char *const p_type[] = {"machine", "type", NULL};
 	static const char *const p_image[] = {"machine", "install", "image", NULL};
 	static const char *const p_disk[] = {"machine", "install", "disk", NULL};
 	static const char *const p_serial[] = {"machine", "install", "diskSelector", "serial", NULL};
 	static const char *const p_token[] = {"cluster", "token", NULL};
+	static const char *const p_endpoint[] = {"cluster", "controlPlane", "endpoint", NULL};
 	static const char *const p_hostname[] = {"hostname", NULL};
 	static const char *const p_auto[] = {"auto", NULL};
 
@@ -135,8 +243,8 @@ fleet_err fleet_render_check(const void *buf, size_t len, const struct fleet_ren
 	yaml_parser_set_input_string(&p, buf, len);
 	fleet_err e = FLEET_OK;
 	int n_v1 = 0, n_host = 0, docs = 0;
-	const char *why = NULL;
-	char what[160] = "";
+	const char *why = NULL, *what = "";
+	const char *want_type = x->role == FLEET_ROLE_CONTROLPLANE ? "controlplane" : "worker";
 	for (;;) {
 		yaml_document_t d;
 		if (!yaml_parser_load(&p, &d)) {
@@ -156,35 +264,43 @@ fleet_err fleet_render_check(const void *buf, size_t len, const struct fleet_ren
 						"the rendered configuration has more than 16 documents");
 			break;
 		}
-		const char *kind = scalar_at(&d, root, p_kind);
-		if (eq(scalar_at(&d, root, p_version), "v1alpha1") && !kind) {
-			const char *want_type =
-				x->role == FLEET_ROLE_CONTROLPLANE ? "controlplane" : "worker";
+		const char *amb = ambiguous(&d, root, 0), *kind = NULL;
+		enum doc_class c = amb ? DOC_REFUSED : classify(&d, root, &kind);
+		if (amb) {
+			why = "yaml-ambiguous";
+			what = amb;
+		} else if (c == DOC_REFUSED) {
+			why = "output-malformed";
+			what = "a document Talos cannot name (apiVersion and kind, or the v1alpha1 "
+			       "document)";
+		} else if (c == DOC_V1ALPHA1) {
 			n_v1++;
-			if (!eq(scalar_at(&d, root, p_type), want_type)) {
+			if (!eq(scalar_at(&d, root, p_version), "v1alpha1")) {
+				why = "output-malformed";
+				what = "the v1alpha1 document has no version: v1alpha1";
+			} else if (!eq(scalar_at(&d, root, p_type), want_type)) {
 				why = "role";
-				snprintf(what, sizeof(what), "machine.type is not %s", want_type);
+				what = "machine.type is not the class's role";
 			} else if (!eq(scalar_at(&d, root, p_image), x->image_ref)) {
 				why = "image-not-pinned";
-				snprintf(what, sizeof(what),
-					 "machine.install.image is not the class's pinned digest");
+				what = "machine.install.image is not the class's pinned digest";
 			} else if (!eq(scalar_at(&d, root, p_serial), x->disk_serial) ||
 				   scalar_at(&d, root, p_disk)) {
 				why = "disk-selector";
-				snprintf(what, sizeof(what),
-					 "the install disk is not selected by the declared serial "
-					 "alone");
+				what = "the install disk is not selected by the declared serial alone";
 			} else if (!eq(scalar_at(&d, root, p_token), x->token)) {
 				why = "token";
-				snprintf(what, sizeof(what), "cluster.token is not this machine's token");
+				what = "cluster.token is not this machine's token";
+			} else if (!eq(scalar_at(&d, root, p_endpoint), x->endpoint)) {
+				why = "endpoint";
+				what = "cluster.controlPlane.endpoint is not the class's endpoint";
 			}
 		} else if (eq(kind, "HostnameConfig")) {
 			n_host++;
 			if (!eq(scalar_at(&d, root, p_hostname), x->hostname) ||
 			    !eq(scalar_at(&d, root, p_auto), "off")) {
 				why = "hostname";
-				snprintf(what, sizeof(what),
-					 "the HostnameConfig does not name the device (auto off)");
+				what = "the HostnameConfig does not name the device (auto off)";
 			}
 		}
 		yaml_document_delete(&d);
@@ -194,18 +310,35 @@ fleet_err fleet_render_check(const void *buf, size_t len, const struct fleet_ren
 	yaml_parser_delete(&p);
 	if (e)
 		return e;
-	if (!why && n_v1 != 1) {
-		why = "output-malformed";
-		snprintf(what, sizeof(what), "%d v1alpha1 documents, not one", n_v1);
-	} else if (!why && n_host != 1) {
-		why = "hostname";
-		snprintf(what, sizeof(what), "%d HostnameConfig documents, not one", n_host);
-	}
+	if (!why && n_v1 != 1)
+		return fleet_errctx_refuse(ec, FLEET_E_MALFORMED, "output-malformed",
+					   "the rendered configuration: %d v1alpha1 documents, not one",
+					   n_v1);
+	if (!why && n_host != 1)
+		return fleet_errctx_refuse(ec, FLEET_E_VERIFY, "hostname",
+					   "the rendered configuration: %d HostnameConfig documents, "
+					   "not one",
+					   n_host);
 	if (why)
-		return fleet_errctx_refuse(ec, !strcmp(why, "output-malformed") ? FLEET_E_MALFORMED
-										: FLEET_E_VERIFY,
+		return fleet_errctx_refuse(ec,
+					   !strcmp(why, "output-malformed") ||
+							   !strcmp(why, "yaml-ambiguous")
+						   ? FLEET_E_MALFORMED
+						   : FLEET_E_VERIFY,
 					   why, "the rendered configuration: %s", what);
 	return FLEET_OK;
+}
+
+/* snprintf's result: it wrote all of it. */
+static bool fits(int n, size_t cap)
+{
+	return n >= 0 && (size_t)n < cap;
+}
+
+static fleet_err too_long(struct fleet_errctx *ec, const char *what)
+{
+	return fleet_errctx_refuse(ec, FLEET_E_TOO_LARGE, "render-invalid",
+				   "%s does not fit (the render directory's path is too long)", what);
 }
 
 /* ---- running talosctl ----------------------------------------------------- */
@@ -247,7 +380,7 @@ static char *node_patch(const struct fleet_render_expect *x)
 	char *b = host ? json_dumps(host, JSON_COMPACT | JSON_SORT_KEYS) : NULL;
 	char *out = NULL;
 	if (a && b && (out = malloc(strlen(a) + strlen(b) + 8)))
-		sprintf(out, "%s\n---\n%s\n", a, b);
+		snprintf(out, strlen(a) + strlen(b) + 8, "%s\n---\n%s\n", a, b); /* sized */
 	if (a)
 		explicit_bzero(a, strlen(a));
 	free(a);
@@ -266,6 +399,8 @@ static fleet_err talosctl(const struct fleet_render_env *env, char *const argv[]
 	 * credentials directory) reaches talosctl. */
 	static char *const envp[] = {"PATH=/usr/bin:/bin", "LC_ALL=C", NULL};
 	unsigned t = env->timeout_seconds ? env->timeout_seconds : FLEET_RENDER_TIMEOUT_SECONDS;
+	if (t > FLEET_RENDER_TIMEOUT_MAX) /* and so no (int) of an unsigned past INT_MAX */
+		t = FLEET_RENDER_TIMEOUT_MAX;
 	fleet_err e = fleet_runner_run(env->talosctl, argv, envp, (int)t, FLEET_RENDER_OUTPUT_MAX,
 				       out, err, r);
 	if (e)
@@ -334,6 +469,7 @@ fleet_err fleet_render(const struct fleet_render_env *env, const struct fleet_in
 	x.disk_serial = n->install_disk_serial;
 	x.token = n->bootstrap_token;
 	x.hostname = n->device_name;
+	x.endpoint = k->endpoint;
 
 	if ((dfd = open(env->work_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 		return fleet_errctx_errno(ec, FLEET_E_IO, errno, "cannot open the render directory");
@@ -351,10 +487,14 @@ fleet_err fleet_render(const struct fleet_render_env *env, const struct fleet_in
 	size_t np = 0;
 	for (size_t i = 0; i < k->n_patches; i++, np++) {
 		char name[48];
-		snprintf(name, sizeof(name), "class-patch-%zu.json", i);
+		if (!fits(snprintf(name, sizeof(name), "class-patch-%zu.json", i), sizeof(name)) ||
+		    !fits(snprintf(path[np], sizeof(path[np]), "@%s/%s", env->work_dir, name),
+			  sizeof(path[np]))) {
+			e = too_long(ec, "a class patch's path");
+			goto out;
+		}
 		if ((e = write_private(dfd, name, k->patches[i], ec)))
 			goto out;
-		snprintf(path[np], sizeof(path[np]), "@%s/%s", env->work_dir, name);
 	}
 	if (!(node = node_patch(&x))) {
 		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "out of memory");
@@ -362,8 +502,12 @@ fleet_err fleet_render(const struct fleet_render_env *env, const struct fleet_in
 	}
 	if ((e = write_private(dfd, NODE_PATCH, node, ec)))
 		goto out;
-	snprintf(path[np++], sizeof(path[0]), "@%s/%s", env->work_dir, NODE_PATCH);
-	snprintf(tv, sizeof(tv), "%s", k->talos_version);
+	if (!fits(snprintf(path[np++], sizeof(path[0]), "@%s/%s", env->work_dir, NODE_PATCH),
+		  sizeof(path[0])) ||
+	    !fits(snprintf(tv, sizeof(tv), "%s", k->talos_version), sizeof(tv))) {
+		e = too_long(ec, "the node patch's path or the Talos version");
+		goto out;
+	}
 
 	char *argv[64];
 	size_t a = 0;
@@ -415,7 +559,10 @@ fleet_err fleet_render(const struct fleet_render_env *env, const struct fleet_in
 	free(text);
 	if (e)
 		goto out;
-	snprintf(cfg, sizeof(cfg), "%s/%s", env->work_dir, CONFIG_FILE);
+	if (!fits(snprintf(cfg, sizeof(cfg), "%s/%s", env->work_dir, CONFIG_FILE), sizeof(cfg))) {
+		e = too_long(ec, "the configuration's path");
+		goto out;
+	}
 	char *vargv[] = {"talosctl", "validate", "--config", cfg, "--mode", "metal", "--strict",
 			 NULL};
 	struct fleet_buf vout, verr;
@@ -439,8 +586,9 @@ out:
 		(void)unlinkat(dfd, CONFIG_FILE, 0);
 		for (size_t i = 0; i < k->n_patches; i++) {
 			char name[48];
-			snprintf(name, sizeof(name), "class-patch-%zu.json", i);
-			(void)unlinkat(dfd, name, 0);
+			if (fits(snprintf(name, sizeof(name), "class-patch-%zu.json", i),
+				 sizeof(name)))
+				(void)unlinkat(dfd, name, 0);
 		}
 		close(dfd);
 	}

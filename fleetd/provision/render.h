@@ -18,6 +18,18 @@
  *       names the device (hostname = device name, auto off: Talos 1.13
  *       writes a HostnameConfig with auto: stable, which a hostname
  *       cannot be set beside).
+ *   R5b cluster.controlPlane.endpoint is the class's endpoint.
+ *   R7  the output is read as Talos reads it (its configloader decoder,
+ *       siderolabs/talos pkg/machinery/config/configloader/internal/
+ *       decoder/decoder.go): a document whose top level has machine,
+ *       cluster, debug or persist, or apiVersion v1alpha1, and no kind, is
+ *       the v1alpha1 document (exactly one, with version: v1alpha1); any
+ *       other document needs both apiVersion and kind (either missing is
+ *       refused, as Talos refuses it). YAML that libyaml and Go's yaml.v3
+ *       read differently is refused outright: a merge key (<<: Go merges
+ *       it, libyaml does not), a duplicate key in any mapping (Go refuses
+ *       it, libyaml keeps both and fleetd would read the first), a key
+ *       that is not a scalar, an alias, nesting deeper than 64.
  *   R6  talosctl runs with execve and an argument array (lib/runner.h), an
  *       environment of PATH only, a deadline and capped output; the
  *       patch holding the token is a file of mode 0600 in a private
@@ -41,6 +53,8 @@
  * about 20); anything past this is not one. */
 #define FLEET_RENDER_OUTPUT_MAX (256u * 1024)
 #define FLEET_RENDER_TIMEOUT_SECONDS 60
+/* timeout_seconds above this is clamped to it. */
+#define FLEET_RENDER_TIMEOUT_MAX 600
 
 /* What this node puts in its configuration. */
 struct fleet_render_node {
@@ -53,7 +67,8 @@ struct fleet_render_env {
 	const char *talosctl;     /* an absolute path (fleet_runner_resolve) */
 	const char *secrets_file; /* the worker secrets bundle */
 	const char *work_dir;     /* a private directory of this render (0700, ours) */
-	unsigned timeout_seconds; /* per talosctl run; 0: FLEET_RENDER_TIMEOUT_SECONDS */
+	unsigned timeout_seconds; /* per talosctl run; 0: FLEET_RENDER_TIMEOUT_SECONDS;
+				     at most FLEET_RENDER_TIMEOUT_MAX */
 };
 
 /* What R2-R5 expect of a rendered configuration. */
@@ -63,6 +78,7 @@ struct fleet_render_expect {
 	const char *disk_serial;
 	const char *token;
 	const char *hostname;
+	const char *endpoint; /* R5b: the class's https endpoint */
 };
 
 /*
@@ -72,6 +88,7 @@ struct fleet_render_expect {
  * "talosctl-failed" (gen config did not succeed; ec->detail holds its
  * stderr, sanitised), "validate-failed" (R1), "image-not-pinned" (R2),
  * "disk-selector" (R3), "token" (R4), "role" / "hostname" (R5),
+ * "endpoint" (R5b), "yaml-ambiguous" (R7: merge key, duplicate key),
  * "render-invalid" (a value of n or k that cannot be put in a patch) or
  * "output-malformed".
  */
@@ -81,8 +98,9 @@ fleet_err fleet_render(const struct fleet_render_env *env, const struct fleet_in
 
 /* R2-R5 on a rendered configuration's bytes (all of its YAML documents):
  * FLEET_OK, or FLEET_E_VERIFY with the reason above, or FLEET_E_MALFORMED
- * "output-malformed". Untrusted bytes: parsed by libyaml, at most
- * FLEET_RENDER_OUTPUT_MAX, aliases refused. */
+ * "output-malformed", "yaml-ambiguous" (FLEET_E_MALFORMED). Untrusted
+ * bytes: parsed by libyaml, at most FLEET_RENDER_OUTPUT_MAX, aliases
+ * refused, R7. */
 fleet_err fleet_render_check(const void *buf, size_t len, const struct fleet_render_expect *x,
 			     struct fleet_errctx *ec);
 

@@ -22,6 +22,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	x.disk_serial = "S4EVNF0M123456";
 	x.token = "abcdef.0123456789abcdef";
 	x.hostname = "w1";
+	x.endpoint = "https://folly.lan:6443";
 	struct fleet_errctx ec;
 	memset(&ec, 0, sizeof(ec));
 	fleet_err e = fleet_render_check(data, size, &x, &ec);

@@ -50,6 +50,7 @@ static struct fleet_render_expect expect(void)
 	x.disk_serial = "S4EVNF0M123456";
 	x.token = TOKEN;
 	x.hostname = "w1";
+	x.endpoint = "https://folly.lan:6443";
 	return x;
 }
 
@@ -156,6 +157,88 @@ static void malformed_output(void **state)
 	assert_int_equal(fleet_render_check(big, sizeof(big) - 1, &x, &ec), FLEET_E_TOO_LARGE);
 }
 
+/* R5b */
+static void endpoint_is_the_class(void **state)
+{
+	(void)state;
+	struct fleet_render_expect x = expect();
+	refused(edit("endpoint: https://folly.lan:6443", "endpoint: https://evil.lan:6443"), &x,
+		FLEET_E_VERIFY, "endpoint");
+	refused(edit("  controlPlane:\n    endpoint: https://folly.lan:6443\n", ""), &x,
+		FLEET_E_VERIFY, "endpoint");
+	x.endpoint = NULL; /* no expectation is not "anything goes" */
+	refused(GOOD, &x, FLEET_E_VERIFY, "endpoint");
+}
+
+/* R7: a merge key, which Go's yaml.v3 (Talos) merges and libyaml does not:
+ * here the token fleetd would read first is the good one, while Talos
+ * reads the merged one. */
+static void merge_keys_refused(void **state)
+{
+	(void)state;
+	struct fleet_render_expect x = expect();
+	refused(edit("  clusterName: folly\n", "  clusterName: folly\n  <<: {token: zzzzzz.0123456789abcdef}\n"),
+		&x, FLEET_E_MALFORMED, "yaml-ambiguous");
+	refused(edit("    wipe: false\n", "    wipe: false\n    !!merge x: {disk: /dev/sda}\n"), &x,
+		FLEET_E_MALFORMED, "yaml-ambiguous");
+	/* Deep in a sequence too. */
+	refused(edit("debug: false\n", "debug: false\nextra:\n  - {a: 1}\n  - {<<: {b: 2}}\n"), &x,
+		FLEET_E_MALFORMED, "yaml-ambiguous");
+	/* A key "<<" quoted is still a merge key to nobody, but refused all the same. */
+	refused(edit("debug: false\n", "debug: false\n\"<<\": 1\n"), &x, FLEET_E_MALFORMED,
+		"yaml-ambiguous");
+}
+
+/* R7: a duplicate key anywhere: fleetd's reader takes the first, Go refuses. */
+static void duplicate_keys_refused(void **state)
+{
+	(void)state;
+	struct fleet_render_expect x = expect();
+	/* The second cluster.token: the case that matters. */
+	refused(edit("  token: " TOKEN "\n", "  token: " TOKEN "\n  token: zzzzzz.0123456789abcdef\n"),
+		&x, FLEET_E_MALFORMED, "yaml-ambiguous");
+	/* Top level, a second machine: mapping. */
+	refused(edit("cluster:\n", "machine:\n  type: controlplane\ncluster:\n"), &x,
+		FLEET_E_MALFORMED, "yaml-ambiguous");
+	/* Spelt differently, the same key. */
+	refused(edit("    wipe: false\n", "    wipe: false\n    \"image\": other\n"), &x,
+		FLEET_E_MALFORMED, "yaml-ambiguous");
+	/* In the HostnameConfig. */
+	refused(edit("hostname: w1\n", "hostname: w1\nhostname: w2\n"), &x, FLEET_E_MALFORMED,
+		"yaml-ambiguous");
+	/* A key that is not a scalar. */
+	refused(edit("debug: false\n", "debug: false\n? [a]\n: 1\n"), &x, FLEET_E_MALFORMED,
+		"yaml-ambiguous");
+}
+
+/* R7: documents named the way Talos's decoder names them. */
+static void documents_classified_as_talos_does(void **state)
+{
+	(void)state;
+	struct fleet_render_expect x = expect();
+	/* A typed document without apiVersion, or without kind: Talos refuses it. */
+	refused(edit("apiVersion: v1alpha1\nkind: HostnameConfig\n", "kind: HostnameConfig\n"), &x,
+		FLEET_E_MALFORMED, "output-malformed");
+	refused(edit("apiVersion: v1alpha1\nkind: HostnameConfig\n", "apiVersion: v1alpha2\n"), &x,
+		FLEET_E_MALFORMED, "output-malformed");
+	/* A document with machine: is the v1alpha1 document to Talos, whatever
+	 * version says: a second one is refused, though it has no version. */
+	char extra[8192];
+	snprintf(extra, sizeof(extra), "%s---\nmachine:\n  type: controlplane\n", GOOD);
+	refused(extra, &x, FLEET_E_MALFORMED, "output-malformed");
+	/* The first document with a kind is not the v1alpha1 document to Talos
+	 * (its machine: keys notwithstanding): no v1alpha1 document is left,
+	 * though the bytes still hold every value fleetd checks. */
+	refused(edit("version: v1alpha1\n",
+		     "version: v1alpha1\napiVersion: v1alpha1\nkind: NetworkDefaultActionConfig\n"),
+		&x, FLEET_E_MALFORMED, "output-malformed");
+	/* Talos reads values as well as keys: a value "kind" takes the next key
+	 * as the document's kind, so this is a (bad) HostnameConfig to Talos,
+	 * and to fleetd, not the v1alpha1 document. */
+	refused(edit("debug: false\n", "debug: false\nlabel: kind\nHostnameConfig: 1\n"), &x,
+		FLEET_E_VERIFY, "hostname");
+}
+
 static void token_forms(void **state)
 {
 	(void)state;
@@ -177,6 +260,10 @@ int main(void)
 		cmocka_unit_test(token_is_this_machines),
 		cmocka_unit_test(role_and_hostname),
 		cmocka_unit_test(malformed_output),
+		cmocka_unit_test(endpoint_is_the_class),
+		cmocka_unit_test(merge_keys_refused),
+		cmocka_unit_test(duplicate_keys_refused),
+		cmocka_unit_test(documents_classified_as_talos_does),
 		cmocka_unit_test(token_forms),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
