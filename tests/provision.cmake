@@ -5,3 +5,8 @@ fleet_test(test_render unit unit/test_render.c LIBS fleetd_provision)
 fleet_test(test_render_fake e2e e2e/test_render_fake.c LIBS fleetd_provision)
 fleet_test(test_kubelet_csr unit unit/test_kubelet_csr.c LIBS fleetd_provision OpenSSL::Crypto)
 fleet_test(test_bootstrap_token unit unit/test_bootstrap_token.c LIBS fleetd_provision)
+# GET /config?code=: the one-time, fully acknowledged delivery through a real
+# HTTPS server, real TLS clients, and kill -9 of the serving process.
+fleet_test(test_config_delivery e2e e2e/test_config_delivery.c e2e/http_client.c
+           LIBS fleetdcore OpenSSL::SSL)
+set_tests_properties(test_config_delivery PROPERTIES TIMEOUT 180)
