@@ -9,3 +9,8 @@ fleet_test(test_bootstrap_token unit unit/test_bootstrap_token.c LIBS fleetd_pro
 fleet_test(test_code unit unit/test_code.c LIBS fleetd_provision)
 # D2 on a real TPM: the wrapped code opens through tink-attest's activation.
 fleet_test(test_code_wrap tpm tpm/test_code_wrap.c LIBS fleetd_provision tinkattest fleet_swtpm)
+# GET /config?code=: the one-time, fully acknowledged delivery through a real
+# HTTPS server, real TLS clients, and kill -9 of the serving process.
+fleet_test(test_config_delivery e2e e2e/test_config_delivery.c e2e/http_client.c
+           LIBS fleetdcore OpenSSL::SSL)
+set_tests_properties(test_config_delivery PROPERTIES TIMEOUT 180)

@@ -18,3 +18,6 @@ fleet_script_test(store_cli e2e store_cli.sh $<TARGET_FILE:store_seed>)
 fleet_test(test_store_concurrency unit unit/test_store_concurrency.c
            LIBS fleetd_pass fleetd_store fleet_x509_mint)
 set_tests_properties(test_store_concurrency PROPERTIES TIMEOUT 300)
+# The install runs (schema version 4): one open per device, compare-and-set
+# stages, burned codes across restarts, the config wiped, one CSR per token.
+fleet_test(test_store_provisions unit unit/test_store_provisions.c LIBS fleetd_store)

@@ -28,9 +28,12 @@ const char *const fleet_http_reject_reasons[] = {
 	"unknown-path", "method-not-allowed", "unsupported-media-type",
 	"unsupported-encoding", "length-required", "body-too-large", "expectation-failed",
 	"conditional-request", "range-request", "unexpected-body", "request-deadline",
-	"busy", "rate-limited",
+	"busy", "rate-limited", "write-deadline",
 	/* named by handlers */
 	"malformed-json", "malformed-message", "unsupported-version", "field-too-large",
+	/* GET /config (fleetd/provision/deliver.h) */
+	"malformed-query", "unknown-code", "code-burned", "expired", "delivery-in-progress",
+	"not-started",
 	"other", NULL};
 
 static const char *const response_classes[] = {"2xx", "3xx", "4xx", "5xx", NULL};

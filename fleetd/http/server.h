@@ -70,6 +70,11 @@
  * fleetd_http_rejected_total{reason} and none is journaled: a request that
  * proves nothing must not be able to fill the journal.
  *
+ *       write-deadline          no answer: a reply with a write deadline
+ *                               (fleet_http_reply.write_deadline_ms) still
+ *                               being written then is cut like a late
+ *                               request.
+ *
  * Built-in routes: GET /healthz (200 "ok\n" while the health callback says
  * so, 503 "unavailable\n" otherwise or without a callback) and GET /metrics
  * (the registry in Prometheus text format 0.0.4).
@@ -122,18 +127,62 @@ struct fleet_http_config {
 	bool no_metrics;            /* true: no /metrics route (metrics.enabled: false) */
 };
 
+/* One query argument as sent: nothing percent-decoded; value NULL for a
+ * key without '=' ("?code"). */
+struct fleet_http_arg {
+	const char *key;
+	const char *value;
+};
+#define FLEET_HTTP_MAX_ARGS 8
+
 struct fleet_http_request {
 	const char *method;
 	const char *path;
 	const uint8_t *body; /* NULL for a request without one */
 	size_t body_len;
 	const char *peer; /* the client's address, numeric */
+	/* The query's arguments in order (libmicrohttpd's split at '&' and
+	 * the first '='), at most FLEET_HTTP_MAX_ARGS; args_over: there were
+	 * more. A route that takes none may ignore them (every route did
+	 * before GET /config); one that takes some must refuse what it does
+	 * not know. */
+	const struct fleet_http_arg *args;
+	size_t n_args;
+	bool args_over;
+	long long started_ms; /* CLOCK_MONOTONIC ms when the request's headers were in */
 };
 
+/*
+ * A completion hook (fleet_http_reply.done): called exactly once for a
+ * reply that set it, on the server thread that served the request, when
+ * the request is over. ok is true only when libmicrohttpd wrote the whole
+ * answer (MHD_REQUEST_TERMINATED_COMPLETED_OK) and no deadline cut the
+ * connection; fd is then the connection's socket, still open: with
+ * Connection: close, libmicrohttpd 0.9.75 calls it from
+ * MHD_connection_close_ after only shutting down the sending side (TLS
+ * close_notify, or SHUT_WR) and closes the descriptor after the hook
+ * returns. ok false: fd -1, or the socket for what it is worth (the hook
+ * must not trust it). Written whole means handed to the kernel, not
+ * received: a hook that needs the peer's acknowledgement waits for it on
+ * fd itself (fleetd/provision/deliver.h). The hook blocks that server
+ * thread, and every other connection it serves, for as long as it runs:
+ * it must bound its wait.
+ */
+typedef void (*fleet_http_done_fn)(void *arg, bool ok, int fd);
+
 struct fleet_http_reply {
-	struct fleet_buf body;    /* initialised empty for the handler */
+	struct fleet_buf body;    /* initialised empty for the handler; the
+				   * handler may fb_init_secret it: then the
+				   * server's copy of the answer is wiped too */
 	const char *content_type; /* NULL: application/json */
 	const char *reason;       /* for a 4xx: what fleetd_http_rejected_total counts */
+	bool close;               /* Connection: close */
+	fleet_http_done_fn done;  /* NULL: none; see fleet_http_done_fn */
+	void *done_arg;
+	/* CLOCK_MONOTONIC ms (0: none): the sweep shuts the connection down
+	 * when the answer is still being written then (counted
+	 * write-deadline); the hook then gets ok false. */
+	long long write_deadline_ms;
 };
 
 /* Returns the HTTP status (200..599; anything else is answered as 500).

@@ -3,6 +3,9 @@
  * the request deadline, the memory budget of bodies in flight, and the
  * per-source rate limit of POST routes.
  *
+ * A reply may carry a write deadline too (server.h, write-deadline): the
+ * sweep cuts a connection still handling its request past it the same way.
+ *
  * The deadline. libmicrohttpd 0.9.75's own timeout is an idle timeout (any
  * byte resets it) and it calls us only once the headers are in, so it can
  * cut neither a client trickling its headers nor one trickling its body.
@@ -168,11 +171,28 @@ bool fleet_http_conn_handling(struct fleet_http *s, struct fleet_http_conn *k)
 	return ok;
 }
 
+void fleet_http_conn_write_deadline(struct fleet_http *s, struct fleet_http_conn *k,
+				    long long deadline_ms)
+{
+	pthread_mutex_lock(&s->guard);
+	k->write_deadline_ms = deadline_ms;
+	pthread_mutex_unlock(&s->guard);
+}
+
+bool fleet_http_conn_was_cut(struct fleet_http *s, struct fleet_http_conn *k)
+{
+	pthread_mutex_lock(&s->guard);
+	bool cut = k->cut;
+	pthread_mutex_unlock(&s->guard);
+	return cut;
+}
+
 void fleet_http_conn_idle(struct fleet_http *s, struct fleet_http_conn *k)
 {
 	uint64_t rx = tcp_bytes_received(k->fd);
 	pthread_mutex_lock(&s->guard);
 	k->state = FLEET_CONN_IDLE;
+	k->write_deadline_ms = 0;
 	k->rx_at_idle = rx;
 	pthread_mutex_unlock(&s->guard);
 }
@@ -191,12 +211,18 @@ static void sweep(struct fleet_http *s)
 			}
 			continue;
 		}
-		if (k->state != FLEET_CONN_REQUEST || now < k->deadline_ms)
+		const char *why;
+		if (k->state == FLEET_CONN_REQUEST && now >= k->deadline_ms)
+			why = "request-deadline";
+		else if (k->state == FLEET_CONN_HANDLING && k->write_deadline_ms &&
+			 now >= k->write_deadline_ms)
+			why = "write-deadline"; /* an answer still going out */
+		else
 			continue;
 		k->cut = true;
 		atomic_fetch_add(&s->cuts_open, 1); /* before libmicrohttpd can see it */
 		shutdown(k->fd, SHUT_RDWR);
-		fleet_metric_inc_label(s->rejected, "request-deadline");
+		fleet_metric_inc_label(s->rejected, why);
 	}
 }
 

@@ -36,6 +36,7 @@ struct fleet_http_conn {
 	long long deadline_ms;  /* monotonic; FLEET_CONN_REQUEST only */
 	uint64_t rx_at_idle;    /* TCP bytes received when it went idle */
 	bool cut;               /* the sweep shut it down at its deadline */
+	long long write_deadline_ms; /* FLEET_CONN_HANDLING: 0, or when the answer must be out */
 };
 
 /* One source's token bucket; the table is FLEET_HTTP_RATE_SOURCES of them. */
@@ -127,6 +128,11 @@ struct fleet_http_conn *fleet_http_conn_of(struct MHD_Connection *c);
 bool fleet_http_conn_request(struct fleet_http *s, struct fleet_http_conn *k);
 /* The body is in: the deadline stops. False when it was already cut. */
 bool fleet_http_conn_handling(struct fleet_http *s, struct fleet_http_conn *k);
+/* The answer must be written by deadline_ms (monotonic; 0: no deadline). */
+void fleet_http_conn_write_deadline(struct fleet_http *s, struct fleet_http_conn *k,
+				    long long deadline_ms);
+/* Whether the sweep cut the connection. */
+bool fleet_http_conn_was_cut(struct fleet_http *s, struct fleet_http_conn *k);
 /* The request ended (any way): the connection is idle until the next. */
 void fleet_http_conn_idle(struct fleet_http *s, struct fleet_http_conn *k);
 /* body_memory / FLEET_HTTP_BODY_SHARE_DIV, but at least one body at the cap. */

@@ -34,6 +34,9 @@ struct request {
 	unsigned retry_after; /* for a 429 or 503 */
 	bool refused;  /* a refusal is queued; ignore whatever else arrives */
 	bool has_body; /* the headers announce one */
+	long long started_ms; /* when the headers were in */
+	fleet_http_done_fn done; /* the handler's completion hook, until called */
+	void *done_arg;
 };
 
 /* What the first call learns from the headers, in one pass over them. */
@@ -142,13 +145,38 @@ static void count_response(struct fleet_http *s, unsigned status, const char *re
 		fleet_metric_inc_label(s->rejected, "other");
 }
 
+/* libmicrohttpd's copy of a secret answer: wiped when it lets it go. */
+static void free_secret_copy(void *p)
+{
+	if (!p)
+		return;
+	size_t *len = (size_t *)p - 1;
+	explicit_bzero(len, sizeof(*len) + *len);
+	free(len);
+}
+
+static struct MHD_Response *secret_response(const void *body, size_t len)
+{
+	size_t *copy = malloc(sizeof(size_t) + (len ? len : 1));
+	if (!copy)
+		return NULL;
+	*copy = len;
+	memcpy(copy + 1, body, len);
+	struct MHD_Response *r =
+		MHD_create_response_from_buffer_with_free_callback(len, copy + 1, free_secret_copy);
+	if (!r)
+		free_secret_copy(copy + 1);
+	return r;
+}
+
 static enum MHD_Result send_reply(struct fleet_http *s, struct MHD_Connection *c,
 				  unsigned status, const void *body, size_t len,
 				  const char *content_type, const char *allow, bool close,
-				  unsigned retry_after)
+				  unsigned retry_after, bool secret)
 {
-	struct MHD_Response *r = MHD_create_response_from_buffer(len, (void *)body,
-								 MHD_RESPMEM_MUST_COPY);
+	struct MHD_Response *r = secret ? secret_response(body, len)
+					: MHD_create_response_from_buffer(len, (void *)body,
+									  MHD_RESPMEM_MUST_COPY);
 	if (!r)
 		return MHD_NO;
 	enum MHD_Result ok = MHD_add_response_header(r, MHD_HTTP_HEADER_CONTENT_TYPE,
@@ -182,7 +210,7 @@ static enum MHD_Result refuse(struct fleet_http *s, struct MHD_Connection *c, un
 	if (status >= 500) /* 503 busy: the server's refusal, counted like its 4xx */
 		fleet_metric_inc_label(s->rejected, reason);
 	return send_reply(s, c, status, body, (size_t)n, "application/json", allow, close,
-			  retry_after);
+			  retry_after, false);
 }
 
 /* Every check the headers decide. Returns the status to refuse with (and
@@ -264,33 +292,77 @@ static void peer_address(struct MHD_Connection *c, char *out, size_t cap)
 		snprintf(out, cap, "unknown");
 }
 
+struct args {
+	struct fleet_http_arg v[FLEET_HTTP_MAX_ARGS];
+	size_t n;
+	bool over;
+};
+
+static enum MHD_Result collect_arg(void *cls, enum MHD_ValueKind kind, const char *key,
+				   const char *value)
+{
+	struct args *a = cls;
+	(void)kind;
+	if (a->n == FLEET_HTTP_MAX_ARGS) {
+		a->over = true;
+		return MHD_NO;
+	}
+	a->v[a->n].key = key ? key : "";
+	a->v[a->n].value = value;
+	a->n++;
+	return MHD_YES;
+}
+
+/* The completion hook, once. */
+static void call_done(struct request *req, bool ok, int fd)
+{
+	fleet_http_done_fn done = req->done;
+	req->done = NULL;
+	if (done)
+		done(req->done_arg, ok, fd);
+}
+
 static enum MHD_Result dispatch(struct fleet_http *s, struct MHD_Connection *c, const char *url,
 				const char *method, struct request *req)
 {
 	char peer[64];
 	peer_address(c, peer, sizeof(peer));
+	struct args args = {.n = 0};
+	MHD_get_connection_values(c, MHD_GET_ARGUMENT_KIND, collect_arg, &args);
 	struct fleet_http_request hr = {
 		.method = method,
 		.path = url,
 		.body = req->body.len ? req->body.data : NULL,
 		.body_len = req->body.len,
 		.peer = peer,
+		.args = args.v,
+		.n_args = args.n,
+		.args_over = args.over,
+		.started_ms = req->started_ms,
 	};
 	struct fleet_http_reply reply = {.content_type = NULL, .reason = NULL};
 	fb_init(&reply.body);
 	int status = req->route->handler(req->route->ctx, &hr, &reply);
+	req->done = reply.done;
+	req->done_arg = reply.done_arg;
+	bool secret = reply.body.secret;
 	if (status < 200 || status > 599 || fb_err(&reply.body) != FLEET_OK) {
 		static const char internal[] = "{\"error\":\"internal\"}";
 		fb_free(&reply.body);
+		call_done(req, false, -1);
 		count_response(s, 500, NULL);
 		return send_reply(s, c, 500, internal, sizeof(internal) - 1, "application/json",
-				  NULL, false, 0);
+				  NULL, false, 0, false);
 	}
 	count_response(s, (unsigned)status, reply.reason);
+	if (reply.write_deadline_ms)
+		fleet_http_conn_write_deadline(s, req->conn, reply.write_deadline_ms);
 	enum MHD_Result r = send_reply(s, c, (unsigned)status, reply.body.data, reply.body.len,
 				       reply.content_type ? reply.content_type : "application/json",
-				       NULL, false, 0);
-	fb_free(&reply.body);
+				       NULL, reply.close, 0, secret);
+	fb_free(&reply.body); /* wiped when the handler made it a secret one */
+	if (r != MHD_YES)
+		call_done(req, false, -1);
 	return r;
 }
 
@@ -314,6 +386,7 @@ enum MHD_Result fleet_http_on_request(void *cls, struct MHD_Connection *c, const
 		 * Content-Length once the headers are checked. */
 		fb_init_capped(&req->body, s->max_body);
 		req->conn = conn;
+		req->started_ms = fleet_http_mono_ms();
 		*req_cls = req;
 		const char *reason = NULL;
 		char allow[128];
@@ -368,6 +441,15 @@ void fleet_http_on_completed(void *cls, struct MHD_Connection *c, void **req_cls
 	fleet_openssl_drain(NULL, 0);
 	if (!req)
 		return;
+	if (req->done) {
+		/* Only a whole answer on a connection no deadline cut: then the
+		 * socket is still open (server.h, fleet_http_done_fn). */
+		bool ok = toe == MHD_REQUEST_TERMINATED_COMPLETED_OK &&
+			  !fleet_http_conn_was_cut(s, req->conn);
+		const union MHD_ConnectionInfo *ci =
+			ok ? MHD_get_connection_info(c, MHD_CONNECTION_INFO_CONNECTION_FD) : NULL;
+		call_done(req, ok && ci, ci ? ci->connect_fd : -1);
+	}
 	if (req->reserved)
 		fleet_http_budget_return(s, req->source, req->reserved);
 	fleet_http_conn_idle(s, req->conn);

@@ -2,8 +2,8 @@
  * store.c: opening the store, its schema and migrations, and the helpers
  * every table's code shares. The tables themselves: store_devices.c
  * (devices, claims), store_records.c (verdicts, certificates),
- * store_admission.c (provisional certificates) and store_authors.c
- * (binding authors).
+ * store_admission.c (provisional certificates), store_authors.c
+ * (binding authors) and store_provisions.c (install runs).
  */
 #include "fleetd/store/store_int.h"
 
@@ -150,6 +150,53 @@ static const struct migration {
 	 " changed_at INTEGER NOT NULL CHECK (changed_at >= 0),"
 	 " recorded_at INTEGER NOT NULL CHECK (recorded_at >= 0)"
 	 ") STRICT;"},
+	/* The install runs (store_provisions.c). Rows are never deleted: a
+	 * code's hash must stay to refuse it for ever. The configuration is
+	 * held only while a run can still serve it; one open run per device;
+	 * a token and a CSR belong to one run. */
+	{4, "provisions",
+	 "CREATE TABLE provisions ("
+	 " id INTEGER PRIMARY KEY,"
+	 " device TEXT NOT NULL REFERENCES devices(name) ON DELETE RESTRICT"
+	 "  CHECK (length(device) BETWEEN 1 AND 63),"
+	 " serial TEXT NOT NULL CHECK (length(serial) BETWEEN 1 AND 127),"
+	 " role TEXT NOT NULL CHECK (role IN ('worker', 'controlplane')),"
+	 " stage TEXT NOT NULL"
+	 "  CHECK (stage IN ('rendered', 'started', 'delivered', 'done', 'dropped')),"
+	 " workflow TEXT NOT NULL CHECK (length(workflow) BETWEEN 1 AND 63),"
+	 " token_id TEXT CHECK (token_id IS NULL OR"
+	 "  (length(token_id) = 6 AND token_id NOT GLOB '*[^0-9a-z]*')),"
+	 " token_state TEXT NOT NULL"
+	 "  CHECK (token_state IN ('none', 'pending', 'created', 'deleted')),"
+	 " code_hash BLOB NOT NULL UNIQUE CHECK (length(code_hash) = 32),"
+	 " config BLOB CHECK (config IS NULL OR length(config) BETWEEN 1 AND 262144),"
+	 " csr_name TEXT CHECK (csr_name IS NULL OR length(csr_name) BETWEEN 1 AND 253),"
+	 " csr_uid TEXT CHECK (csr_uid IS NULL OR length(csr_uid) BETWEEN 1 AND 63),"
+	 " csr_approved_at INTEGER,"
+	 " csr_issued INTEGER NOT NULL DEFAULT 0 CHECK (csr_issued IN (0, 1)),"
+	 " created_at INTEGER NOT NULL CHECK (created_at >= 0),"
+	 " expires_at INTEGER NOT NULL,"
+	 " started_at INTEGER,"
+	 " delivered_at INTEGER,"
+	 " ended_at INTEGER,"
+	 " stop_reason TEXT CHECK (stop_reason IS NULL OR length(stop_reason) BETWEEN 1 AND 63),"
+	 " CHECK (expires_at > created_at),"
+	 " CHECK ((role = 'controlplane') = (token_id IS NULL)),"
+	 " CHECK ((token_id IS NULL) = (token_state = 'none')),"
+	 " CHECK ((csr_name IS NULL) = (csr_uid IS NULL)),"
+	 " CHECK ((csr_name IS NULL) = (csr_approved_at IS NULL)),"
+	 " CHECK (csr_issued = 0 OR csr_name IS NOT NULL),"
+	 " CHECK ((stage IN ('rendered', 'started')) = (config IS NOT NULL)),"
+	 " CHECK ((stage = 'dropped') = (stop_reason IS NOT NULL)),"
+	 " CHECK ((stage IN ('done', 'dropped')) = (ended_at IS NOT NULL)),"
+	 " CHECK (stage NOT IN ('delivered', 'done') OR delivered_at IS NOT NULL),"
+	 " CHECK (delivered_at IS NULL OR stage IN ('delivered', 'done', 'dropped')),"
+	 " CHECK (stage = 'rendered' OR stage = 'dropped' OR started_at IS NOT NULL)"
+	 ") STRICT;"
+	 "CREATE UNIQUE INDEX provisions_one_open ON provisions(device)"
+	 " WHERE stage IN ('rendered', 'started', 'delivered');"
+	 "CREATE UNIQUE INDEX provisions_by_token ON provisions(token_id)"
+	 " WHERE token_id IS NOT NULL;"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");
@@ -486,6 +533,10 @@ static fleet_err configure(struct fleet_store *st)
 	if (strcmp(mode, "wal") != 0)
 		return st_fail(st, FLEET_STORE_E_IO, "the store could not enter WAL mode (%s)",
 			       mode);
+	/* secure_delete: the pages a wiped configuration leaves (store.h,
+	 * "Provisions") are zeroed, not left in the file's free list. */
+	if ((e = exec_const(st, "PRAGMA secure_delete = ON", "secure_delete")))
+		return e;
 	return exec_const(st, "PRAGMA synchronous = FULL", "synchronous");
 }
 

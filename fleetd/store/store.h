@@ -38,6 +38,7 @@
 #include <stdint.h>
 #include <time.h>
 
+#include "lib/buf.h"
 #include "lib/fleet_err.h"
 
 /* The store's failures, in the one error space (lib/fleet_err.h): layer
@@ -57,10 +58,11 @@ enum {
 	FLEET_STORE_E_CORRUPT = FLEET_STORE_ERR(CORRUPT),         /* the database holds what it cannot */
 	FLEET_STORE_E_IO = FLEET_STORE_ERR(IO),                   /* SQLite or the file system failed */
 	FLEET_STORE_E_NOMEM = FLEET_STORE_ERR(NOMEM),
+	FLEET_STORE_E_STATE = FLEET_STORE_ERR(STATE),             /* the row's state forbids it (a burned code) */
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 3
+#define FLEET_STORE_SCHEMA_VERSION 4
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -399,5 +401,127 @@ fleet_err fleet_store_binding_authors_after(struct fleet_store *st, int64_t afte
 						       size_t limit,
 						       struct fleet_store_binding_author **out,
 						       size_t *n);
+
+/*
+ * Provisions (schema version 4, store_provisions.c): the install runs
+ * fleetd starts for admitted devices (docs/provision.md, "Delivery"). One
+ * row per run, never deleted: its code_hash stays after the run ends, so a
+ * burned code never serves again, across restarts. At most one open run
+ * (rendered, started or delivered) per device (a partial unique index).
+ * The rendered configuration is a secret: it is held only while the run is
+ * rendered or started (a CHECK makes a delivered, done or dropped row
+ * without one), and the connection runs with secure_delete, so the pages
+ * it leaves are zeroed. What secure_delete does not reach: an older copy of
+ * the page in the WAL file until the WAL is checkpointed and overwritten.
+ * Each call is one transaction.
+ */
+#define FLEET_STORE_CODE_HASH_LEN 32
+/* The cap on a stored configuration: FLEET_RENDER_OUTPUT_MAX
+ * (fleetd/provision/render.h), which the store cannot include. */
+#define FLEET_STORE_CONFIG_MAX ((size_t)256 * 1024)
+#define FLEET_STORE_MAX_PROVISIONS 100000 /* rows one list call returns */
+
+enum fleet_store_provision_stage { /* stored as text */
+	FLEET_PROV_RENDERED = 1, /* "rendered": config rendered and checked, code hash stored; nothing started */
+	FLEET_PROV_STARTED,      /* "started": token Secret and Workflow created; the config waits for its GET */
+	FLEET_PROV_DELIVERED,    /* "delivered": the code consumed, the config wiped, the device active */
+	FLEET_PROV_DONE,         /* "done": kubelet CSR approved and the token deleted (control plane: at delivery) */
+	FLEET_PROV_DROPPED,      /* "dropped": expired, Workflow deleted/failed, or a start that failed; code burned, config wiped */
+};
+enum fleet_store_token_state {
+	FLEET_TOKEN_NONE = 0, /* control plane: nojoin */
+	FLEET_TOKEN_PENDING,  /* "pending": a worker's, not yet created */
+	FLEET_TOKEN_CREATED,  /* "created": its Secret exists */
+	FLEET_TOKEN_DELETED,  /* "deleted" */
+};
+struct fleet_store_provision {
+	int64_t id;
+	char device[64], serial[128], role[16]; /* role "worker" | "controlplane" */
+	enum fleet_store_provision_stage stage;
+	char workflow[64]; /* the Workflow's name in the tinkerbell namespace */
+	char token_id[8];  /* "" for a control plane */
+	enum fleet_store_token_state token_state;
+	char csr_name[254], csr_uid[64]; /* the one CSR approved for this token, "" none */
+	bool csr_issued;                 /* that CSR has its certificate */
+	int64_t created_at, expires_at, delivered_at, ended_at; /* 0: not yet */
+	char stop_reason[64]; /* why it was dropped ("expired", "workflow-deleted", ...) */
+	int64_t started_at;   /* 0: never reached STARTED (added beside the caller's fields) */
+	int64_t csr_approved_at; /* 0: no CSR approved */
+};
+struct fleet_store_provision_in {
+	const char *device, *serial, *role, *workflow, *token_id /* NULL or "" for CP */;
+	const uint8_t *code_hash; /* SHA-256 of the 32 raw code bytes */
+	const void *config;       /* the rendered configuration (secret: wipe buffers) */
+	size_t config_len;        /* 1..FLEET_STORE_CONFIG_MAX */
+	int64_t now, expires_at;  /* expires_at > now >= 0 */
+};
+/* A new run at stage RENDERED (a worker's token PENDING, a control plane's
+ * NONE). The device must have its row in the store with this serial
+ * (NOT_FOUND otherwise). CONFLICT when the device has an open provision
+ * (rendered/started/delivered), the code hash was ever used, or the token
+ * id is another run's. INVALID: a field out of its form (device 1..63,
+ * serial 1..127 and workflow 1..63 printable; role "worker" with a token id
+ * of 6 [a-z0-9], "controlplane" with none). */
+fleet_err fleet_store_provision_create(struct fleet_store *st,
+				       const struct fleet_store_provision_in *in, int64_t *id);
+/* Compare-and-set of the stage: CONFLICT when the row is not at `from`
+ * (NOT_FOUND: no such row). The moves it makes: RENDERED -> STARTED
+ * (started_at; token_state CREATED when it was PENDING) and DELIVERED ->
+ * DONE (ended_at). Any other pair is INVALID: delivery is
+ * fleet_store_provision_consume (it wipes the config), a drop
+ * fleet_store_provision_drop. */
+fleet_err fleet_store_provision_advance(struct fleet_store *st, int64_t id,
+					enum fleet_store_provision_stage from,
+					enum fleet_store_provision_stage to, int64_t now);
+/* Drop an open provision: stage DROPPED, config wiped (set NULL; the page
+ * zeroed: secure_delete), stop_reason (1..63 printable), ended_at. The code
+ * hash stays: a burned code never serves again. NOT_FOUND / CONFLICT (not
+ * open). */
+fleet_err fleet_store_provision_drop(struct fleet_store *st, int64_t id, const char *reason,
+				     int64_t now);
+fleet_err fleet_store_provision_get(struct fleet_store *st, int64_t id,
+				    struct fleet_store_provision *out);
+/* By id; *out malloc'd (free with fleet_store_provisions_free). open_only:
+ * stage rendered/started/delivered, or token_state CREATED, or an approved
+ * CSR not yet issued. More than FLEET_STORE_MAX_PROVISIONS is FULL. */
+fleet_err fleet_store_provisions_list(struct fleet_store *st, bool open_only,
+				      struct fleet_store_provision **out, size_t *n);
+/* Has this device ever had a provision that reached STARTED (P: "the
+ * worker has never run a Workflow")? A dropped run that had started counts. */
+fleet_err fleet_store_provision_ever_started(struct fleet_store *st, const char *device,
+					     bool *yes);
+fleet_err fleet_store_provision_by_token(struct fleet_store *st, const char *token_id,
+					 struct fleet_store_provision *out);
+/* A worker's token only (a control plane's stays NONE: INVALID). */
+fleet_err fleet_store_provision_token_set(struct fleet_store *st, int64_t id,
+					  enum fleet_store_token_state s);
+/* Once per token: record that CSR (name, uid) is approved for this
+ * provision's token. Same uid again: OK (idempotent, for a retry after a
+ * crash). A different uid when one is recorded: CONFLICT. A first approval
+ * needs the token CREATED and the run not dropped (STATE otherwise). */
+fleet_err fleet_store_provision_csr_approve(struct fleet_store *st, int64_t id,
+					    const char *csr_name, const char *csr_uid,
+					    int64_t now);
+/* The approved CSR has its certificate (STATE when none is approved). */
+fleet_err fleet_store_provision_csr_issued(struct fleet_store *st, int64_t id);
+/* Delivery, step 1 (read only): the config for a code. NOT_FOUND: no such
+ * code. FLEET_STORE_E_STATE: the code is burned (delivered, done, dropped)
+ * or the row is at or past its expires_at. CONFLICT: the run is rendered,
+ * not yet started. OK: only a STARTED row serves; config (emptied first)
+ * gets the bytes (make it a secret buffer: fb_init_secret). *id is set for
+ * every answer but NOT_FOUND, so the caller can read the row and say which. */
+fleet_err fleet_store_provision_config_for_code(struct fleet_store *st,
+						const uint8_t code_hash[32], int64_t now,
+						int64_t *id, struct fleet_buf *config);
+/* Delivery, step 2: ONE transaction: STARTED -> DELIVERED (a worker) or
+ * DONE (a control plane, whose token_state is NONE; ended_at too), config
+ * wiped, delivered_at, and the device's row set to state "active".
+ * CONFLICT when it is no longer STARTED (consumed by someone else, or
+ * dropped): then the caller must not count it delivered. Expiry is not
+ * checked again: a delivery that began before it may end after. */
+fleet_err fleet_store_provision_consume(struct fleet_store *st, int64_t id, int64_t now);
+const char *fleet_store_provision_stage_str(enum fleet_store_provision_stage s);
+const char *fleet_store_token_state_str(enum fleet_store_token_state s);
+void fleet_store_provisions_free(struct fleet_store_provision *p, size_t n);
 
 #endif

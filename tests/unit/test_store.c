@@ -751,8 +751,8 @@ static void test_migrates_v1(void **state)
 	f->st = NULL;
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
-					  "binding_authors; DELETE FROM schema_migrations WHERE "
-					  "version >= 2",
+					  "binding_authors; DROP TABLE provisions; DELETE FROM "
+					  "schema_migrations WHERE version >= 2",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -956,8 +956,8 @@ static void test_migrates_v2(void **state)
 	fleet_store_close(f->st);
 	f->st = NULL;
 	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DELETE FROM "
-					  "schema_migrations WHERE version = 3",
+	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
+					  "DELETE FROM schema_migrations WHERE version >= 3",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
 	sqlite3_close(db);
@@ -967,8 +967,10 @@ static void test_migrates_v2(void **state)
 			 FLEET_STORE_E_SCHEMA);
 	assert_non_null(strstr(sec.detail, "start fleetd to migrate it"));
 	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
-	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 3);
-	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations"), 3);
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs"), 2);
 	struct fleet_store_binding_author r = author(1, "SER-1", HA, HB, "terraform", 4), got;
