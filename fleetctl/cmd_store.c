@@ -362,3 +362,67 @@ int cmd_device(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	return device_show(argv[2], dir, json);
 }
+
+/* What an operator asks of the installs (docs/provision.md): each
+ * provision, its stage, its expiry, its token and CSR, and why one
+ * stopped. --all adds the finished ones. */
+int cmd_provisions(int argc, char **argv)
+{
+	const char *dir = NULL;
+	int json = 0;
+	const struct fleetctl_opt opts[] = {{"--state-dir", &dir}};
+	bool all = false;
+	/* --all is a flag: taken out before the option parser sees it */
+	int w = 1;
+	for (int i = 1; i < argc; i++) {
+		if (!strcmp(argv[i], "--all"))
+			all = true;
+		else
+			argv[w++] = argv[i];
+	}
+	argc = w;
+	if (fleetctl_parse_opts("provisions", argc, argv, 1, opts, 1, &json))
+		return FLEETCTL_EXIT_USAGE;
+	struct fleet_store *st = open_store("provisions", dir);
+	if (!st)
+		return FLEETCTL_EXIT_USAGE;
+	struct fleet_store_provision *p;
+	size_t n;
+	fleet_err e = fleet_store_provisions_list(st, !all, &p, &n);
+	if (e)
+		return store_failed("provisions", st, e);
+	json_t *arr = json ? json_array() : NULL;
+	if (!json)
+		printf("%-5s %-20s %-12s %-10s %-20s %-8s %-8s %-24s %s\n", "ID", "DEVICE", "ROLE",
+		       "STAGE", "EXPIRES", "TOKEN", "TOKEN_ST", "CSR", "STOPPED");
+	for (size_t i = 0; i < n; i++) {
+		char exp[32];
+		when(p[i].expires_at, exp);
+		const char *stage = fleet_store_provision_stage_str(p[i].stage);
+		const char *tst = fleet_store_token_state_str(p[i].token_state);
+		if (!json) {
+			printf("%-5lld %-20s %-12s %-10s %-20s %-8s %-8s %-24s %s\n",
+			       (long long)p[i].id, p[i].device, p[i].role, stage, exp,
+			       p[i].token_id[0] ? p[i].token_id : "-", tst,
+			       p[i].csr_name[0] ? p[i].csr_name : "-",
+			       p[i].stop_reason[0] ? p[i].stop_reason : "-");
+			continue;
+		}
+		json_array_append_new(
+			arr, json_pack("{s:I, s:s, s:s, s:s, s:s, s:s, s:o, s:s, s:o, s:b, s:o, s:o, "
+				       "s:o}",
+				       "id", (json_int_t)p[i].id, "device", p[i].device, "role",
+				       p[i].role, "stage", stage, "workflow", p[i].workflow,
+				       "expires_at", exp, "token_id", jstr_or_null(p[i].token_id),
+				       "token_state", tst, "csr", jstr_or_null(p[i].csr_name),
+				       "csr_issued", p[i].csr_issued, "delivered_at",
+				       p[i].delivered_at ? jtime(p[i].delivered_at) : json_null(),
+				       "ended_at", p[i].ended_at ? jtime(p[i].ended_at) : json_null(),
+				       "stop_reason", jstr_or_null(p[i].stop_reason)));
+	}
+	if (json)
+		fleetctl_print_json(json_pack("{s:o}", "provisions", arr));
+	fleet_store_provisions_free(p, n);
+	fleet_store_close(st);
+	return FLEETCTL_EXIT_OK;
+}

@@ -27,5 +27,6 @@ int cmd_devices(int argc, char **argv);
 int cmd_provisional(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
 int cmd_device(int argc, char **argv);
+int cmd_provisions(int argc, char **argv);
 
 #endif

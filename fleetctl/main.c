@@ -26,6 +26,7 @@ static const struct command commands[] = {
 	{"verdicts", cmd_verdicts,
 	 "verdicts [--device NAME] [--limit N] [--state-dir DIR] [--json]"},
 	{"device", cmd_device, "device show NAME [--state-dir DIR] [--json]"},
+	{"provisions", cmd_provisions, "provisions [--all] [--state-dir DIR] [--json]"},
 };
 
 static void usage(FILE *f)

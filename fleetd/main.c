@@ -36,17 +36,21 @@
 #include "fleetd/admission/admission.h"
 #include "fleetd/config/config.h"
 #include "fleetd/http/server.h"
+#include "fleetd/install/install.h"
 #include "fleetd/inventory/netbox.h"
+#include "fleetd/kube/kube.h"
 #include "fleetd/inventory/nodes_file.h"
 #include "fleetd/obs/journal.h"
 #include "fleetd/obs/metrics.h"
 #include "fleetd/pass/pass.h"
 #include "fleetd/pass/pass_runner.h"
+#include "fleetd/provision/deliver.h"
 #include "fleetd/provision/install_classes.h"
 #include "fleetd/obs/sdnotify.h"
 #include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
 #include "lib/ca.h"
+#include "lib/file_read.h"
 #include "lib/x509_ek.h"
 #include "policy/profile.h"
 
@@ -97,6 +101,9 @@ struct daemon {
 	struct fleet_ca *ca;
 	struct fleet_metrics *metrics;
 	struct fleet_admission *adm;
+	struct fleet_kube *kube;       /* provisioning on: the cluster's API */
+	struct fleet_install *install; /* provisioning on: runs in flight */
+	struct fleet_deliver *deliver; /* provisioning on: GET /config */
 	struct fleet_pass *pass;
 	atomic_bool pass_cancel; /* set at stop: the running pass ends early */
 	struct fleet_http *http;
@@ -124,6 +131,123 @@ static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot,
 			       struct fleet_errctx *ec)
 {
 	return fleet_admission_forget_binding_author(ctx, device_id, forgot, ec);
+}
+
+/* The confirm round's installation step (admission.h C2, install.h S1-S8). */
+static void provision_hook(void *ctx, const struct fleet_inv_device *dev,
+			   const struct fleet_attest_session *s, struct fleet_wire_confirm_reply *cr)
+{
+	struct fleet_install_machine m = {.dev = dev, .session = s};
+	const char *why = NULL;
+	(void)fleet_install_start(ctx, &m, cr, &why, NULL, 0);
+}
+
+static void reconcile_installs(void *ctx, time_t now)
+{
+	fleet_install_reconcile(ctx, now);
+}
+
+/* What the delivery did, journaled here (fleetd/provision may not include
+ * the journal): a known code only, never the code itself. */
+static void deliver_event(void *ctx, const struct fleet_deliver_event *ev)
+{
+	char id[24], bytes[24], wait[24];
+	snprintf(id, sizeof(id), "%lld", (long long)ev->provision_id);
+	snprintf(bytes, sizeof(bytes), "%zu", ev->bytes);
+	snprintf(wait, sizeof(wait), "%lld", ev->wait_ms);
+	const char *dev = ev->device ? ev->device : "";
+	switch (ev->kind) {
+	case FLEET_DELIVER_REFUSED:
+		fleet_log(LOG_WARNING, "config-refused",
+			  FLEET_LOG_FIELDS({"FLEET_DEVICE", dev}, {"FLEET_PROVISION", id},
+					   {"FLEET_REASON", ev->reason}, {"FLEET_PEER", ev->peer}),
+			  "a GET of %s's configuration was refused (%s)", dev, ev->reason);
+		break;
+	case FLEET_DELIVER_SERVING:
+		fleet_log(LOG_INFO, "config-serving",
+			  FLEET_LOG_FIELDS({"FLEET_DEVICE", dev}, {"FLEET_PROVISION", id},
+					   {"FLEET_PEER", ev->peer}),
+			  "serving %s's configuration (%s bytes)", dev, bytes);
+		break;
+	case FLEET_DELIVER_DELIVERED:
+		fleet_log(LOG_NOTICE, "config-delivered",
+			  FLEET_LOG_FIELDS({"FLEET_DEVICE", dev}, {"FLEET_PROVISION", id},
+					   {"FLEET_PEER", ev->peer}),
+			  "%s's configuration delivered whole and acknowledged in %s ms: its code "
+			  "is burned",
+			  dev, wait);
+		if (ctx)
+			fleet_install_delivered(ctx, ev->provision_id);
+		break;
+	case FLEET_DELIVER_INCOMPLETE:
+	default:
+		fleet_log(LOG_WARNING, "config-incomplete",
+			  FLEET_LOG_FIELDS({"FLEET_DEVICE", dev}, {"FLEET_PROVISION", id},
+					   {"FLEET_REASON", ev->reason}, {"FLEET_PEER", ev->peer}),
+			  "%s's configuration was not consumed (%s): it stays for a retry", dev,
+			  ev->reason ? ev->reason : "?");
+		break;
+	}
+}
+
+static int route_config(void *ctx, const struct fleet_http_request *req,
+			struct fleet_http_reply *reply)
+{
+	struct fleet_deliver_arg a[FLEET_HTTP_MAX_ARGS];
+	for (size_t i = 0; i < req->n_args; i++)
+		a[i] = (struct fleet_deliver_arg){req->args[i].key, req->args[i].value};
+	struct fleet_deliver_result r;
+	int status = fleet_deliver_get(ctx, a, req->n_args, req->args_over, req->started_ms,
+				       req->peer, &reply->body, &r);
+	reply->reason = r.reason;
+	reply->content_type = r.content_type;
+	reply->close = r.close;
+	reply->done = r.lease ? fleet_deliver_done : NULL;
+	reply->done_arg = r.lease;
+	reply->write_deadline_ms = r.write_deadline_ms;
+	return status;
+}
+
+/* Provisioning's parts: the Kubernetes API and the installer (install.h),
+ * whose CSR watch starts with it. */
+static int open_install(struct daemon *d)
+{
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
+	if (!d->cfg.provision_enabled)
+		return 0;
+	struct fleet_kube_config kc = {
+		.kubeconfig = d->cfg.provision_kubeconfig[0] ? d->cfg.provision_kubeconfig : NULL,
+	};
+	if (fleet_kube_open(&kc, &d->kube, &ec) != FLEET_OK) {
+		startup_failed("provision: the Kubernetes API: %s",
+			       fleet_errctx_text(&ec, err, sizeof(err)));
+		return -1;
+	}
+	struct fleet_install_deps id = {
+		.config = &d->cfg,
+		.classes = &d->classes,
+		.store = d->store,
+		.inventory = d->inv,
+		.kube = d->kube,
+		.ca = d->ca,
+		.metrics = d->metrics,
+	};
+	if (fleet_install_new(&id, &d->install, &ec) != FLEET_OK) {
+		startup_failed("provision: %s", fleet_errctx_text(&ec, err, sizeof(err)));
+		return -1;
+	}
+	struct fleet_deliver_config dc = {
+		.store = d->store,
+		.write_deadline_seconds = d->cfg.provision_delivery_deadline_seconds,
+		.event = deliver_event,
+		.event_ctx = d->install,
+	};
+	if (!(d->deliver = fleet_deliver_new(&dc))) {
+		startup_failed("provision: out of memory");
+		return -1;
+	}
+	return 0;
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
@@ -244,6 +368,8 @@ static int open_all(struct daemon *d)
 		startup_failed("out of memory");
 		return -1;
 	}
+	if (open_install(d) != 0)
+		return -1;
 	struct fleet_admission_deps deps = {
 		.config = &d->cfg,
 		.inventory = d->inv,
@@ -252,6 +378,8 @@ static int open_all(struct daemon *d)
 		.metrics = d->metrics,
 		.roots = d->roots,
 		.ca = d->ca,
+		.provision = d->install ? provision_hook : NULL,
+		.provision_ctx = d->install,
 	};
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_admission_new(&deps, &d->adm, &ec) != FLEET_OK) {
@@ -269,6 +397,8 @@ static int open_all(struct daemon *d)
 		.record_author = record_author,
 		.forget_author = forget_author,
 		.author_ctx = d->adm,
+		.reconcile_installs = d->install ? reconcile_installs : NULL,
+		.installs_ctx = d->install,
 	};
 	if (fleet_pass_new(&pd, &d->pass) != FLEET_OK) {
 		startup_failed("pass: out of memory or bad metrics");
@@ -285,6 +415,9 @@ static void close_all(struct daemon *d)
 	fleet_http_free(d->http); /* stops first: no handler runs past here */
 	fleet_pass_free(d->pass);
 	fleet_admission_free(d->adm);
+	fleet_deliver_free(d->deliver); /* after the server: no lease is left */
+	fleet_install_free(d->install); /* joins the CSR watch */
+	fleet_kube_close(d->kube);
 	if (d->inv)
 		d->inv->ops->close(d->inv);
 	fleet_ca_free(d->ca);
@@ -351,10 +484,18 @@ static int start_http(struct daemon *d)
 		startup_failed("HTTPS listener: the attestation routes could not be registered");
 		return -1;
 	}
+	if (d->deliver && fleet_http_route(d->http, "GET", "/config", route_config, d->deliver)) {
+		startup_failed("HTTPS listener: the /config route could not be registered");
+		return -1;
+	}
 	fleet_http_set_health(d->http, healthy, NULL);
 	if (fleet_http_start(d->http, &ec) != FLEET_OK) {
 		startup_failed("HTTPS listener on [%s]:%u: %s", d->cfg.listen_address,
 			       (unsigned)d->cfg.listen_port, fleet_errctx_text(&ec, err, sizeof(err)));
+		return -1;
+	}
+	if (d->install && fleet_install_watch_start(d->install, &ec) != FLEET_OK) {
+		startup_failed("provision: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
 	return 0;
@@ -491,6 +632,24 @@ static int check_provision(const struct fleet_config *c, struct fleet_install_cl
 		names[i] = c->classes[i].name;
 	if (fleet_install_classes_check_profiles(out, names, c->n_classes, &ec) != FLEET_OK) {
 		startup_failed("provision: %s", fleet_errctx_text(&ec, text, sizeof(text)));
+		return -1;
+	}
+	/* What a render needs, checked now rather than at the first machine:
+	 * talosctl runs by its absolute path (execve, no PATH), and the
+	 * secrets bundle holds the cluster's CA keys, so it must be private. */
+	if (access(c->provision_talosctl, X_OK) != 0) {
+		startup_failed("provision.talosctl %s is not an executable file: %s",
+			       c->provision_talosctl, strerror(errno));
+		return -1;
+	}
+	static const struct fleet_file_policy secrets =
+		FLEET_FILE_POLICY_SECRET("the Talos secrets bundle", 1u << 20);
+	struct fleet_buf b;
+	fb_init(&b);
+	fleet_err fe = fleet_file_read(AT_FDCWD, c->provision_secrets_file, &secrets, &b, &ec);
+	fb_free(&b);
+	if (fe != FLEET_OK) {
+		startup_failed("provision.secrets_file: %s", fleet_errctx_text(&ec, text, sizeof(text)));
 		return -1;
 	}
 	return 0;

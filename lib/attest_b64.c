@@ -121,3 +121,43 @@ malformed:
 	free(p);
 	return FLEET_E_MALFORMED;
 }
+
+/* Standard base64 with padding (RFC 4648, section 4), as Kubernetes
+ * serialises []byte fields (Go's encoding/json: base64.StdEncoding). Held
+ * to its one spelling too: a length of 4n, '=' only as the last one or two
+ * characters and only where the byte count needs it, no URL-safe
+ * characters, no whitespace. Go accepts more (newlines; non-zero trailing
+ * bits): what fleetd refuses it never approves, and what it accepts Go
+ * reads as the same bytes. */
+fleet_err fleet_b64std_decode(const char *in, size_t inlen, size_t max, struct fleet_wire_bytes *out)
+{
+	if (!out || (!in && inlen))
+		return FLEET_E_INVALID_ARG;
+	out->data = NULL;
+	out->len = 0;
+	if (inlen % 4)
+		return FLEET_E_MALFORMED;
+	size_t n = inlen;
+	if (n && in[n - 1] == '=')
+		n--;
+	if (n && in[n - 1] == '=')
+		n--;
+	if (n % 4 == 1 || (inlen - n && n % 4 == 0))
+		return FLEET_E_MALFORMED; /* "===" or padding a whole group */
+	if (max > (SIZE_MAX / 4) * 3 - 3 || n > b64url_encoded_len(max))
+		return FLEET_E_TOO_LARGE;
+	char *t = malloc(n + 1);
+	if (!t)
+		return FLEET_E_NOMEM;
+	for (size_t i = 0; i < n; i++) {
+		char c = in[i];
+		if (c == '-' || c == '_' || c == '=') {
+			free(t);
+			return FLEET_E_MALFORMED;
+		}
+		t[i] = c == '+' ? '-' : c == '/' ? '_' : c;
+	}
+	fleet_err e = fleet_b64url_decode(t, n, max, out);
+	free(t);
+	return e;
+}

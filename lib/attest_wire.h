@@ -268,6 +268,9 @@ bool fleet_wire_text_ok(const char *s, size_t n);
  * anything over max bytes. */
 fleet_err fleet_b64url_encode(const uint8_t *in, size_t len, struct fleet_buf *out);
 fleet_err fleet_b64url_decode(const char *in, size_t inlen, size_t max, struct fleet_wire_bytes *out);
+/* Standard base64 with padding, in its one canonical spelling (what
+ * Kubernetes' JSON holds for bytes: a CSR's request, its certificate). */
+fleet_err fleet_b64std_decode(const char *in, size_t inlen, size_t max, struct fleet_wire_bytes *out);
 
 /* ---- the bindings ------------------------------------------------------- */
 

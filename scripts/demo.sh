@@ -10,6 +10,15 @@
 #              one -> refused, journaled, the binding untouched
 #   machine C: a serial the inventory does not know -> a pending claim
 #
+# Machine A's owner asked for a provision (desired_action: provision), so its
+# confirm goes on to install it, against contract fakes of what cannot run
+# here (talosctl v1.13, the Kubernetes v1.32 API with Tinkerbell's CRDs):
+# its Talos configuration rendered and checked, its bootstrap token Secret
+# and its Workflow created, its code wrapped to its TPM; the configuration
+# fetched once with that code; its kubelet's CSR approved once; its token
+# deleted; and the device active. (Skipped, saying so, without
+# ../shared/contracts, which hold the real Talos schema and CRDs.)
+#
 # Then it prints what an operator looks at: the verdicts, the device, the
 # claim, fleetd's metrics. Installs its own dependencies and builds first.
 # scripts/evidence-walk.sh is the same evidence checked step by step with
@@ -39,8 +48,11 @@ show() { printf '$ %s\n' "$*" >&2; "$@"; }
 . "$root/scripts/swtpm-env.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleetd-demo.XXXXXX")
 fleetd_pid=
+kube_pid=
 cleanup() {
   [ -n "$fleetd_pid" ] && kill "$fleetd_pid" 2>/dev/null && wait "$fleetd_pid" 2>/dev/null
+  # the fake ends on SIGTERM with 143: not the demo's failure
+  if [ -n "$kube_pid" ]; then kill "$kube_pid" 2>/dev/null; wait "$kube_pid" 2>/dev/null || true; fi
   swtpm_env_stop
   [ -n "${FLEET_KEEP_DEMO:-}" ] || rm -rf -- "$work"
 }
@@ -117,12 +129,105 @@ nodes:
 YAML
 chmod 0644 nodes.yaml
 mkdir -p profiles tls state && chmod 0700 state
+contracts="$root/../shared/contracts"
+install_demo=
+if [ -d "$contracts/tinkerbell" ] && [ -f "$contracts/talos/config.schema.json" ]; then
+  install_demo=1
+  # the owner's request: install machine A after its admission
+  python3 - nodes.yaml <<'PY'
+import sys
+p = sys.argv[1]
+t = open(p).read().replace("    expected_port: Ethernet11\n",
+                           "    expected_port: Ethernet11\n    desired_action: provision\n", 1)
+open(p, "w").write(t)
+PY
+else
+  echo "(no ../shared/contracts: the installation steps are skipped)"
+fi
 cp "$root/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
   -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
   -keyout tls/fleetd.key -out tls/fleetd.crt 2>/dev/null
 show "$fleetctl" ca init state/ca --cn "fleetd demo identity CA"
 port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+if [ -n "$install_demo" ]; then
+  step "2b. The cluster side: the Kubernetes API and talosctl (contract fakes)"
+  kube_fake="$root/tests/fakes/kube_apiserver_fake.py"
+  printf 'subjectAltName=IP:127.0.0.1\n' > kube/srv.ext 2>/dev/null || { mkdir -p kube; printf 'subjectAltName=IP:127.0.0.1\n' > kube/srv.ext; }
+  (cd kube &&
+    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
+      -out ca.pem -days 2 -subj /CN=folly-kube-ca 2>/dev/null &&
+    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
+      -out srv.csr -subj /CN=kube-apiserver 2>/dev/null &&
+    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
+      -days 2 -extfile srv.ext 2>/dev/null)
+  sa_token=$(openssl rand -hex 24)
+  printf '%s,system:serviceaccount:tinkerbell:fleetd,uid-fleetd,"system:serviceaccounts"\n' \
+    "$sa_token" > kube/tokens.csv
+  python3 "$kube_fake" --tls-cert-file kube/srv.pem --tls-private-key-file kube/srv.key \
+    --token-auth-file kube/tokens.csv --enable-bootstrap-token-auth \
+    --crd "$contracts/tinkerbell/tinkerbell.org_workflows.yaml" \
+    --crd "$contracts/tinkerbell/tinkerbell.org_templates.yaml" \
+    --crd "$contracts/tinkerbell/tinkerbell.org_hardware.yaml" > kube/port 2> kube/fake.log &
+  kube_pid=$!
+  for _ in $(seq 1 100); do [ -s kube/port ] && break; sleep 0.1; done
+  kport=$(head -n1 kube/port)
+  api="https://127.0.0.1:$kport"
+  kctl() { curl -sS --cacert kube/ca.pem "$api/_fake/$1" "${@:2}"; }
+  kapi() { curl -sS --cacert kube/ca.pem -H "Authorization: Bearer $sa_token" "$@"; }
+  cat > kube/kubeconfig <<KCFG
+apiVersion: v1
+kind: Config
+clusters:
+- name: folly
+  cluster:
+    server: $api
+    certificate-authority: $work/kube/ca.pem
+users:
+- name: fleetd
+  user:
+    tokenFile: $work/kube/sa-token
+contexts:
+- name: folly
+  context: {cluster: folly, user: fleetd}
+current-context: folly
+KCFG
+  printf '%s\n' "$sa_token" > kube/sa-token
+  chmod 0600 kube/kubeconfig kube/sa-token
+  echo "the folly API (fake, Kubernetes v1.32) on $api"
+  # The Tinkerbell side: the namespace, the Template fleetd's Workflows
+  # name, and machine A's Hardware (its MAC is the Workflow's device_1).
+  kctl seed -X POST -H 'Content-Type: application/json' -d @- > /dev/null <<JSON
+{"objects": [
+  {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "tinkerbell"}},
+  {"apiVersion": "tinkerbell.org/v1alpha1", "kind": "Hardware",
+   "metadata": {"name": "worker-a", "namespace": "tinkerbell"},
+   "spec": {"interfaces": [{"dhcp": {"mac": "52:54:00:00:00:01"}}]}}
+]}
+JSON
+  python3 -c 'import json,sys,yaml; print(json.dumps({"objects":[yaml.safe_load(open(sys.argv[1]))]}))' \
+    "$root/clusters/folly/tinkerbell/talos-install-template.yaml" |
+    kctl seed -X POST -H 'Content-Type: application/json' -d @- > /dev/null
+  # talosctl (the fake follows talosctl v1.13.9 and validates against the
+  # real schema), the worker secrets bundle, the classes pinned by digest
+  talosctl="$root/tests/fakes/talosctl_fake.py"
+  "$talosctl" gen secrets -o talos-secrets.yaml >/dev/null
+  chmod 0600 talos-secrets.yaml
+  digest="sha256:$(printf 'demo installer' | sha256sum | cut -c1-64)"
+  cat > classes.json <<JSON
+{"version": 1, "classes": {"worker": {"role": "worker", "talos_version": "v1.13.9",
+  "image": "ghcr.io/folly/talos-installer-worker", "digest": "$digest"}}}
+JSON
+  cp "$root/clusters/folly/fleet/class-inputs.json" class-inputs.json
+  python3 - class-inputs.json <<'PY'
+import json, sys
+p = sys.argv[1]
+d = json.load(open(p))
+d["classes"] = {"worker": d["classes"]["worker"]}
+json.dump(d, open(p, "w"), indent=2)
+PY
+  echo "classes.json pins worker to ghcr.io/folly/talos-installer-worker@$digest"
+fi
 cat > fleetd.yaml <<YAML
 listen:
   address: 127.0.0.1
@@ -141,6 +246,18 @@ inventory:
   file:
     path: $work/nodes.yaml
 YAML
+if [ -n "$install_demo" ]; then
+  cat >> fleetd.yaml <<YAML
+provision:
+  classes_file: $work/classes.json
+  class_inputs_file: $work/class-inputs.json
+  talosctl: $talosctl
+  secrets_file: $work/talos-secrets.yaml
+  kubeconfig: $work/kube/kubeconfig
+  tools_image: ghcr.io/folly/fleet-tools@sha256:$(printf 'tools' | sha256sum | cut -c1-64)
+  config_host: 127.0.0.1:$port
+YAML
+fi
 "$fleetd" --config fleetd.yaml > fleetd.log 2>&1 &
 fleetd_pid=$!
 for _ in $(seq 1 50); do
@@ -156,6 +273,69 @@ machine a DEMO-A-0001 Ethernet11
 attest a && rc=0 || rc=$?
 [ "$rc" -eq 0 ] || { cat fleetd.log; echo "demo: machine A was not admitted ($rc)" >&2; exit 1; }
 openssl x509 -in a/out/ldevid.pem -noout -subject -issuer -enddate
+
+if [ -n "$install_demo" ]; then
+  step "3b. The owner asked for a provision: rendered, token and Workflow, code wrapped to A's TPM"
+  [ -s a/out/code ] && [ -s a/out/proof ] ||
+    { cat fleetd.log; echo "demo: machine A got no provision" >&2; exit 1; }
+  echo "tink-attest activated the code with A's TPM: a/out/code ($(wc -c < a/out/code) hex digits) and a/out/proof"
+  show "$fleetctl" provisions --state-dir "$work/state"
+  kapi "$api/api/v1/namespaces/kube-system/secrets" |
+    python3 -c 'import json,sys; [print("secret", i["metadata"]["name"], i["type"]) for i in json.load(sys.stdin)["items"]]'
+  kapi "$api/apis/tinkerbell.org/v1alpha1/namespaces/tinkerbell/workflows" |
+    python3 -c 'import json,sys; [print("workflow", i["metadata"]["name"], "template", i["spec"]["templateRef"], "hardware", i["spec"]["hardwareRef"]) for i in json.load(sys.stdin)["items"]]'
+  grep -E 'event=(provision-started|desired-action-cleared)' fleetd.log | tail -2 || true
+
+  step "3c. Talos fetches its configuration with the code: once"
+  code=$(cat a/out/code)
+  show curl -sS --cacert tls/fleetd.crt -o a/config.yaml -w 'HTTP %{http_code}, %{size_download} bytes\n' \
+    "https://127.0.0.1:$port/config?code=$code"
+  again=$(curl -sS --cacert tls/fleetd.crt -o /dev/null -w '%{http_code}' "https://127.0.0.1:$port/config?code=$code")
+  echo "the same code again: HTTP $again (burned)"
+  [ "$again" = 410 ] || { cat fleetd.log; echo "demo: a second GET of the code was not refused" >&2; exit 1; }
+  token=$(python3 -c 'import sys,yaml
+for d in yaml.safe_load_all(open(sys.argv[1])):
+    if d and d.get("cluster"):
+        print(d["cluster"]["token"])' a/config.yaml)
+  echo "the configuration's cluster.token: ${token%%.*}.<secret>"
+
+  step "3d. Its kubelet asks for its first client certificate with that token"
+  openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout a/kubelet.key \
+    -out a/kubelet.csr -subj '/O=system:nodes/CN=system:node:worker-a' 2>/dev/null
+  req=$(base64 -w0 a/kubelet.csr)
+  curl -sS --cacert kube/ca.pem -H "Authorization: Bearer $token" -H 'Content-Type: application/json' \
+    -X POST "$api/apis/certificates.k8s.io/v1/certificatesigningrequests" -o /dev/null -d @- <<JSON
+{"apiVersion": "certificates.k8s.io/v1", "kind": "CertificateSigningRequest",
+ "metadata": {"name": "node-csr-worker-a"},
+ "spec": {"request": "$req", "signerName": "kubernetes.io/kube-apiserver-client-kubelet",
+          "usages": ["digital signature", "client auth"]}}
+JSON
+  csr="$api/apis/certificates.k8s.io/v1/certificatesigningrequests/node-csr-worker-a"
+  for _ in $(seq 1 100); do
+    kapi "$csr" | grep -q '"Approved"' && break
+    sleep 0.1
+  done
+  kapi "$csr" | grep -q '"Approved"' || { cat fleetd.log; echo "demo: fleetd did not approve the CSR" >&2; exit 1; }
+  echo "fleetd approved node-csr-worker-a (system:bootstrap:${token%%.*}, CN=system:node:worker-a)"
+  # what kube-controller-manager's signer does next
+  openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout a/issued.key \
+    -out a/issued.pem -days 1 -subj '/O=system:nodes/CN=system:node:worker-a' 2>/dev/null
+  python3 -c 'import json,sys; print(json.dumps({"name": "node-csr-worker-a", "certificate": open(sys.argv[1]).read()}))' \
+    a/issued.pem | kctl certificate -X POST -H 'Content-Type: application/json' -d @- > /dev/null
+  secret="$api/api/v1/namespaces/kube-system/secrets/bootstrap-token-${token%%.*}"
+  for _ in $(seq 1 100); do
+    [ "$(kapi -o /dev/null -w '%{http_code}' "$secret")" = 404 ] && break
+    sleep 0.1
+  done
+  [ "$(kapi -o /dev/null -w '%{http_code}' "$secret")" = 404 ] ||
+    { cat fleetd.log; echo "demo: the token Secret was not deleted" >&2; exit 1; }
+  echo "the certificate is issued: fleetd deleted bootstrap-token-${token%%.*}"
+  show "$fleetctl" provisions --all --state-dir "$work/state"
+  state=$("$fleetctl" device show worker-a --state-dir "$work/state" --json |
+    python3 -c 'import json,sys; print(json.load(sys.stdin)["device"]["state"])')
+  echo "worker-a is $state"
+  [ "$state" = active ] || { echo "demo: worker-a is not active" >&2; exit 1; }
+fi
 
 step "4. Machine B boots HookOS with an EK nobody approved"
 swtpm_env_stop
@@ -179,4 +359,8 @@ echo; echo "fleetd's journal (stderr here):"; grep -E "refused|admitted|claim" f
 echo; echo "metrics:"
 curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$port/metrics" | grep -E '^fleetd_(intake|verdicts)' || true
 
-step "Done: one machine admitted, one refused for its EK, one left pending."
+if [ -n "$install_demo" ]; then
+  step "Done: one machine admitted and installed (configuration fetched once, kubelet bootstrapped once, token deleted, active), one refused for its EK, one left pending."
+else
+  step "Done: one machine admitted, one refused for its EK, one left pending."
+fi

@@ -376,7 +376,8 @@ const char *adm_missing_declaration(const struct fleet_inv_device *d)
 }
 
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
-			   const char **reason, struct fleet_errctx *ec)
+			   const char **reason, struct fleet_errctx *ec,
+			   struct fleet_inv_device *fresh)
 {
 	struct fleet_inventory *inv = a->d.inventory;
 	struct fleet_inv_device d;
@@ -444,6 +445,8 @@ enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot 
 		*reason = "port-mismatch";
 		return ADM_REREAD_CHANGED;
 	}
+	if (fresh)
+		*fresh = d;
 	return ADM_REREAD_SAME;
 }
 

@@ -138,7 +138,10 @@
  *      writes the passing verdict; then verdicts.jsonl, then
  *      ek_hash/ek_hash_ecc to the inventory (fleetd writes only those two
  *      and status; a failure is journaled, the store is the authority);
- *      "confirmed". The session closes.
+ *      then, on that same fresh read, the installation is authorised or
+ *      not (deps.provision: fleetd/install/install.h S1-S8), its code and
+ *      proof in the answer when one started; "confirmed". The session
+ *      closes.
  */
 #ifndef FLEET_ADMISSION_H
 #define FLEET_ADMISSION_H
@@ -174,6 +177,13 @@ struct fleet_admission_deps {
 	/* time source; NULL: time(NULL). */
 	time_t (*now)(void *ctx);
 	void *now_ctx;
+	/* After C2 admitted the machine: whether to install it now, and the
+	 * code and proof in the reply when so (fleetd/install/install.h
+	 * S1-S8, which journals what it did). dev is the confirm's fresh
+	 * read, s the session the TPM proved. NULL: fleetd installs nothing. */
+	void (*provision)(void *ctx, const struct fleet_inv_device *dev,
+			  const struct fleet_attest_session *s, struct fleet_wire_confirm_reply *cr);
+	void *provision_ctx;
 };
 
 /* ec (may be NULL) gets what stopped it: a sentence ("class worker:

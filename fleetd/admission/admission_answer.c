@@ -30,6 +30,7 @@ struct round {
 	 * buffer of a function that has returned. */
 	char detail[512];
 	uint64_t t0; /* adm_mono_ms() when the round began */
+	struct fleet_inv_device fresh; /* the last re-read (A4, C2), when the same */
 };
 
 static void round_begin(struct round *r, struct fleet_admission *a, struct fleet_metric *counter,
@@ -149,7 +150,7 @@ static int check_again(struct round *r, struct fleet_buf *reply)
 	struct fleet_errctx ec = {0};
 	char err[sizeof(ec.detail) + 80];
 	const char *reason = NULL;
-	switch (adm_reread(r->a, &r->e->snap, &reason, &ec)) {
+	switch (adm_reread(r->a, &r->e->snap, &reason, &ec, &r->fresh)) {
 	case ADM_REREAD_SAME:
 		return 0;
 	case ADM_REREAD_UNAVAILABLE:
@@ -510,7 +511,14 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 	struct fleet_wire_confirm_reply cr;
 	memset(&cr, 0, sizeof(cr));
 	cr.status = FLEET_WIRE_CONFIRMED;
-	if ((fe = fleet_wire_confirm_reply_encode(&cr, reply)) != FLEET_OK) {
+	/* Authorise installation, in the same process, on the fresh read the
+	 * admission was decided on (install.h S1-S8); whatever it says, the
+	 * machine is admitted. */
+	if (a->d.provision)
+		a->d.provision(a->d.provision_ctx, &r.fresh, &r.s, &cr);
+	fe = fleet_wire_confirm_reply_encode(&cr, reply);
+	fleet_wire_confirm_reply_free(&cr);
+	if (fe != FLEET_OK) {
 		/* Admitted already (the store says so); the machine's retry of
 		 * the confirm finds no session and starts again. */
 		adm_count(r.counter, "error");

@@ -190,8 +190,10 @@ enum adm_reread {
  * "install_disk", ..., "primary_ip4"), or NULL when all are set. */
 const char *adm_missing_declaration(const struct fleet_inv_device *d);
 
+/* fresh (may be NULL) gets the device as read, when it is the same. */
 enum adm_reread adm_reread(struct fleet_admission *a, const struct adm_snapshot *snap,
-			   const char **reason, struct fleet_errctx *ec);
+			   const char **reason, struct fleet_errctx *ec,
+			   struct fleet_inv_device *fresh);
 /* FLEET_REASON for an inventory that could not answer (r): fleetd out of
  * memory is "inventory-out-of-memory", said as what it is; anything else
  * "inventory-unavailable". The outcome is the same: 503, nothing recorded. */

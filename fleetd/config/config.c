@@ -54,9 +54,56 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->pass_interval_seconds = 3600;
 	c->pass_deadline_seconds = 900;
 	c->metrics = true;
+	snprintf(c->provision_namespace, sizeof(c->provision_namespace), "tinkerbell");
+	snprintf(c->provision_template, sizeof(c->provision_template), "folly-talos-install");
+	c->provision_delivery_deadline_seconds = 30;
+	c->provision_render_timeout_seconds = 60;
 	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
 	 * 1 MiB event log is about 1.4 MiB of JSON. */
 	c->max_body_bytes = FLEET_WIRE_MAX_BODY;
+}
+
+/* A Kubernetes object name of the DNS-1123 label kind (RFC 1123). */
+static bool dns_label_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return false;
+	return true;
+}
+
+/* repository@sha256:<64 lowercase hex>, the repository printable, no space. */
+static bool image_pinned(const char *s)
+{
+	const char *at = strstr(s, "@sha256:");
+	if (!at || at == s || strlen(at + 8) != 64)
+		return false;
+	for (const char *p = s; p < at; p++)
+		if (*p <= ' ' || *p > '~' || *p == '@')
+			return false;
+	for (const char *p = at + 8; *p; p++)
+		if (!((*p >= '0' && *p <= '9') || (*p >= 'a' && *p <= 'f')))
+			return false;
+	return true;
+}
+
+/* A host name, an IPv4 address or a [IPv6] literal, then an optional
+ * :port: what goes into talos.config=https://HOST/config. */
+static bool host_port_ok(const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1 || n > 255)
+		return false;
+	for (size_t i = 0; i < n; i++) {
+		char c = s[i];
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') ||
+		      c == '.' || c == '-' || c == ':' || c == '[' || c == ']'))
+			return false;
+	}
+	return true;
 }
 
 enum kind { K_MAP, K_PATH, K_STR, K_U32, K_U64, K_BOOL, K_ADDR, K_URL, K_INVKIND, K_CLASSES };
@@ -151,6 +198,15 @@ static const struct key prov_keys[] = {
 	{"classes_file", K_PATH, F(provision_classes_file), 0, 0},
 	{"class_inputs_file", K_PATH, F(provision_class_inputs_file), 0, 0},
 	{"auto_provision", K_BOOL, F(provision_auto), 0, 0},
+	{"talosctl", K_PATH, F(provision_talosctl), 0, 0},
+	{"secrets_file", K_PATH, F(provision_secrets_file), 0, 0},
+	{"kubeconfig", K_PATH, F(provision_kubeconfig), 0, 0},
+	{"tinkerbell_namespace", K_STR, F(provision_namespace), 0, 0},
+	{"template", K_STR, F(provision_template), 0, 0},
+	{"tools_image", K_STR, F(provision_tools_image), 0, 0},
+	{"config_host", K_STR, F(provision_config_host), 0, 0},
+	{"delivery_deadline_seconds", K_U32, F(provision_delivery_deadline_seconds), 5, 600},
+	{"render_timeout_seconds", K_U32, F(provision_render_timeout_seconds), 5, 600},
 };
 static const struct key http_keys[] = {
 	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
@@ -405,10 +461,34 @@ static fleet_err cross_checks(struct cctx *x)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, top,
 				       "classes is required (class name: profile file)");
 	if (x->seen[S_PROV]) {
-		if (!c->provision_classes_file[0] || !c->provision_class_inputs_file[0])
+		if (!c->provision_classes_file[0] || !c->provision_class_inputs_file[0] ||
+		    !c->provision_talosctl[0] || !c->provision_secrets_file[0])
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
-					       "provision.classes_file and class_inputs_file are "
-					       "required to install machines");
+					       "provision.classes_file, class_inputs_file, "
+					       "talosctl and secrets_file are required to install "
+					       "machines");
+		if (c->provision_talosctl[0] != '/')
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.talosctl must be an absolute path: "
+					       "fleetd runs it with execve, never through PATH");
+		if (!dns_label_ok(c->provision_namespace) || !dns_label_ok(c->provision_template))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.tinkerbell_namespace and template must "
+					       "be DNS labels ([a-z0-9-], 1..63, alphanumeric at "
+					       "both ends)");
+		if (!c->provision_tools_image[0] || !c->provision_config_host[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.tools_image and config_host are required: "
+					       "the Template runs the one and fetches from the other");
+		if (!image_pinned(c->provision_tools_image))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.tools_image must be pinned by digest "
+					       "(<repository>@sha256:<64 hex>): it runs before the disk "
+					       "is wiped");
+		if (!host_port_ok(c->provision_config_host))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
+					       "provision.config_host must be a host name or address "
+					       "with an optional :port, nothing else");
 		c->provision_enabled = true;
 	}
 	if (!x->seen[S_INV] || !c->inventory)

@@ -91,6 +91,15 @@ struct fleet_config {
 	char provision_classes_file[FLEET_CONFIG_PATH_MAX];       /* classes.json */
 	char provision_class_inputs_file[FLEET_CONFIG_PATH_MAX];  /* class-inputs.json */
 	bool provision_auto;                                      /* auto_provision */
+	char provision_talosctl[FLEET_CONFIG_PATH_MAX];     /* talosctl, an absolute path */
+	char provision_secrets_file[FLEET_CONFIG_PATH_MAX]; /* `talosctl gen secrets` bundle */
+	char provision_kubeconfig[FLEET_CONFIG_PATH_MAX];   /* "": in-cluster service account */
+	char provision_namespace[64];     /* the Tinkerbell namespace (Workflows) */
+	char provision_template[64];      /* the Template each Workflow names */
+	char provision_tools_image[256];  /* the Template's fleet tools image, by digest */
+	char provision_config_host[256];  /* host[:port] Talos fetches /config from */
+	uint32_t provision_delivery_deadline_seconds; /* a GET /config's whole write + ack */
+	uint32_t provision_render_timeout_seconds;    /* each talosctl run */
 	uint64_t max_body_bytes;
 };
 

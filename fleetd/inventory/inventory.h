@@ -108,11 +108,17 @@ struct fleet_inventory_ops {
 			 struct fleet_errctx *ec);
 	fleet_err (*binding_change)(struct fleet_inventory *inv, long id,
 				    struct fleet_inv_binding_change *out, struct fleet_errctx *ec);
-	/* fleetd writes only ek_hash, ek_hash_ecc ("" clears) and status. */
+	/* fleetd writes only ek_hash, ek_hash_ecc ("" clears), status, and
+	 * clears desired_action once the run it asked for has started. */
 	fleet_err (*write_ek_hashes)(struct fleet_inventory *inv, long id, const char *ek_hash,
 				     const char *ek_hash_ecc, struct fleet_errctx *ec);
 	fleet_err (*set_status)(struct fleet_inventory *inv, long id, const char *status,
 				struct fleet_errctx *ec);
+	/* desired_action set to nothing (NetBox: null). The nodes file is the
+	 * operator's and fleetd never writes it: there the value reads as
+	 * cleared until the file's own value changes or fleetd restarts. */
+	fleet_err (*clear_desired_action)(struct fleet_inventory *inv, long id,
+					  struct fleet_errctx *ec);
 	/* Every device (pagination followed to the end), judged one by one:
 	 * the well-formed ones in *out, the malformed ones in *bad (both
 	 * malloc'd, either may be NULL when empty). Only an inventory that

@@ -1039,6 +1039,29 @@ static fleet_err nb_set_status(struct fleet_inventory *inv, long id, const char 
 	return FLEET_INV_OK;
 }
 
+static fleet_err nb_clear_desired_action(struct fleet_inventory *inv, long id,
+					 struct fleet_errctx *ec)
+{
+	struct netbox *nb = (struct netbox *)inv;
+	struct fleet_inv_device after;
+	if (id <= 0)
+		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
+	/* NetBox stores an unset custom field as null. */
+	json_t *body = json_pack("{s:{s:n}}", "custom_fields", "desired_action");
+	if (!body)
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
+	fleet_err r = patch(nb, id, body, &after, ec);
+	json_decref(body);
+	if (r != FLEET_INV_OK)
+		return r;
+	if (after.desired_action[0])
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox accepted clearing desired_action of device %ld but "
+					"answers with one",
+					id);
+	return FLEET_INV_OK;
+}
+
 struct list_ctx {
 	struct netbox *nb;
 	struct fleet_inv_device *v;
@@ -1190,6 +1213,7 @@ static const struct fleet_inventory_ops netbox_ops = {
 	.binding_change = nb_binding_change,
 	.write_ek_hashes = nb_write_ek_hashes,
 	.set_status = nb_set_status,
+	.clear_desired_action = nb_clear_desired_action,
 	.list = nb_list,
 	.list_bounded = nb_list_bounded,
 	.close = nb_close,

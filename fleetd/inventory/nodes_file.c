@@ -33,6 +33,8 @@ struct overlay {
 	bool has_eks;
 	char ek_hash[65];
 	char ek_hash_ecc[65];
+	bool action_cleared;
+	char action_declared[32]; /* the file's desired_action when cleared */
 };
 
 struct nodes_inv {
@@ -201,7 +203,9 @@ static void prune_overlay(struct nodes_inv *ni)
 			continue;
 		if (o->has_status && strcmp(d->status, o->declared) != 0)
 			o->has_status = false;
-		if (o->has_status || o->has_eks)
+		if (o->action_cleared && strcmp(d->desired_action, o->action_declared) != 0)
+			o->action_cleared = false;
+		if (o->has_status || o->has_eks || o->action_cleared)
 			ni->ov[w++] = *o;
 	}
 	ni->n_ov = w;
@@ -290,6 +294,8 @@ static void copy_out(struct nodes_inv *ni, const struct fleet_inv_device *d,
 	const struct overlay *o = overlay_for(ni, d->id, false);
 	if (o && o->has_status)
 		memcpy(out->status, o->status, sizeof(out->status));
+	if (o && o->action_cleared)
+		out->desired_action[0] = '\0';
 	if (o && o->has_eks) {
 		memcpy(out->ek_hash, o->ek_hash, sizeof(out->ek_hash));
 		memcpy(out->ek_hash_ecc, o->ek_hash_ecc, sizeof(out->ek_hash_ecc));
@@ -427,6 +433,28 @@ static fleet_err nf_set_status(struct fleet_inventory *inv, long id, const char 
 	return r;
 }
 
+static fleet_err nf_clear_desired_action(struct fleet_inventory *inv, long id,
+					 struct fleet_errctx *ec)
+{
+	struct nodes_inv *ni = NI(inv);
+	pthread_mutex_lock(&ni->mu);
+	fleet_err r = refresh(ni, ec);
+	const struct fleet_inv_device *d = r == FLEET_INV_OK ? find_id(ni, id) : NULL;
+	if (r == FLEET_INV_OK && !d)
+		r = fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "no node with id %ld in %s", id,
+				     ni->path);
+	struct overlay *o = d ? overlay_for(ni, id, true) : NULL;
+	if (d && !o)
+		r = fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
+	if (o) {
+		d = find_id(ni, id);
+		o->action_cleared = true;
+		memcpy(o->action_declared, d->desired_action, sizeof(o->action_declared));
+	}
+	pthread_mutex_unlock(&ni->mu);
+	return r;
+}
+
 /* The nodes file is the operator's one document, checked whole on every
  * load (entry by entry, with the line named): an entry that does not pass
  * makes the file unreadable, so a listing never has malformed devices. */
@@ -472,6 +500,7 @@ static const struct fleet_inventory_ops nodes_file_ops = {
 	.binding_change = nf_binding_change,
 	.write_ek_hashes = nf_write_ek_hashes,
 	.set_status = nf_set_status,
+	.clear_desired_action = nf_clear_desired_action,
 	.list = nf_list,
 	.close = nf_close,
 };

@@ -366,5 +366,7 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	if (authors && strcmp(result, "cancelled") != 0)
 		pass_authors_run(&p->authors, &listing, now);
 	pass_listing_free(&listing);
+	if (p->d.reconcile_installs && strcmp(result, "cancelled") != 0)
+		p->d.reconcile_installs(p->d.installs_ctx, now);
 	return count(p, result);
 }

@@ -100,6 +100,10 @@ struct fleet_pass_deps {
 	fleet_err (*forget_author)(void *ctx, int64_t device_id, bool *forgot,
 				   struct fleet_errctx *ec);
 	void *author_ctx;
+	/* The installs in flight (fleetd/install/install.h W1-W3, A1-A4),
+	 * reconciled after spire-nodes.json; NULL: none. */
+	void (*reconcile_installs)(void *ctx, time_t now);
+	void *installs_ctx;
 	/* Unproven devices whose change log one pass reads (B2); 0:
 	 * FLEET_PASS_AUTHOR_READS. */
 	unsigned author_reads;

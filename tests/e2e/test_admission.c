@@ -1026,9 +1026,16 @@ static void startup_refusals(void **state)
 	snprintf(inputs, sizeof(inputs), "%s/class-inputs.json", D);
 	snprintf(prov, sizeof(prov), "%s/fleetd-provision.yaml", D);
 	put(inputs, inputs_json);
+	char secrets[900];
+	snprintf(secrets, sizeof(secrets), "%s/talos-secrets.yaml", D);
+	put(secrets, "cluster:\n  id: test\n");
+	chmod(secrets, 0600);
 	shf("cp %s/fleetd.yaml %s && printf 'provision:\n  classes_file: %s\n  "
-	    "class_inputs_file: %s\n' >> %s",
-	    D, prov, classes, inputs, prov);
+	    "class_inputs_file: %s\n  talosctl: /bin/true\n  secrets_file: %s\n"
+	    "  tools_image: ghcr.io/folly/fleet-tools@sha256:"
+	    "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+	    "  config_host: fleetd.folly.lan:8443\n' >> %s",
+	    D, prov, classes, inputs, secrets, prov);
 	const char *digests[] = {"", "sha256:0123456789abcdef0123456789abcdef0123456789abcdef01234567"
 				     "89abcdef"};
 	for (int i = 0; i < 2; i++) {
