@@ -19,6 +19,7 @@
  * Exit status: 0 after a clean stop or a valid --check-config; 1 when the
  * configuration or anything it names cannot be used; 2 on a bad command line.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -158,6 +159,11 @@ static void deliver_event(void *ctx, const struct fleet_deliver_event *ev)
 	const char *dev = ev->device ? ev->device : "";
 	switch (ev->kind) {
 	case FLEET_DELIVER_REFUSED:
+		/* A burned or expired code is no secret any more (it sits in the
+		 * installed disk's META): counted by the server, not journaled,
+		 * so replaying it costs no journal line. */
+		if (ev->reason && (!strcmp(ev->reason, "code-burned") || !strcmp(ev->reason, "expired")))
+			break;
 		fleet_log(LOG_WARNING, "config-refused",
 			  FLEET_LOG_FIELDS({"FLEET_DEVICE", dev}, {"FLEET_PROVISION", id},
 					   {"FLEET_REASON", ev->reason}, {"FLEET_PEER", ev->peer}),
@@ -216,14 +222,19 @@ static int open_install(struct daemon *d)
 	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	if (!d->cfg.provision_enabled)
 		return 0;
+	/* A CSR may be as large as the API server stores (about 2 MiB of
+	 * JSON): pages of 16 within a 48 MiB answer, so a few large ones
+	 * cannot make the whole list fail (install.h A1). */
 	struct fleet_kube_config kc = {
 		.kubeconfig = d->cfg.provision_kubeconfig[0] ? d->cfg.provision_kubeconfig : NULL,
+		.max_response = (size_t)48 << 20,
 	};
 	if (fleet_kube_open(&kc, &d->kube, &ec) != FLEET_OK) {
 		startup_failed("provision: the Kubernetes API: %s",
 			       fleet_errctx_text(&ec, err, sizeof(err)));
 		return -1;
 	}
+	fleet_kube_set_list_page(d->kube, 16);
 	struct fleet_install_deps id = {
 		.config = &d->cfg,
 		.classes = &d->classes,
@@ -248,6 +259,43 @@ static int open_install(struct daemon *d)
 		return -1;
 	}
 	return 0;
+}
+
+/* A render killed midway (kill -9 during talosctl) leaves its private
+ * directory, render.XXXXXX under state_dir, with the node patch (the
+ * bootstrap token) and the configuration in it: nothing else removes them.
+ * Only what a render writes is there, so only files are unlinked. */
+static void remove_render_leftovers(const char *state_dir)
+{
+	DIR *sd = opendir(state_dir);
+	if (!sd)
+		return;
+	struct dirent *e;
+	while ((e = readdir(sd))) {
+		if (strncmp(e->d_name, "render.", 7) != 0 || strlen(e->d_name) != 13)
+			continue;
+		int dfd = openat(dirfd(sd), e->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+		if (dfd < 0)
+			continue;
+		DIR *rd = fdopendir(dfd);
+		if (!rd) {
+			close(dfd);
+			continue;
+		}
+		struct dirent *f;
+		size_t n = 0;
+		while ((f = readdir(rd)))
+			if (strcmp(f->d_name, ".") && strcmp(f->d_name, "..") &&
+			    unlinkat(dfd, f->d_name, 0) == 0)
+				n++;
+		closedir(rd);
+		if (unlinkat(dirfd(sd), e->d_name, AT_REMOVEDIR) == 0)
+			fleet_log(LOG_NOTICE, "render-leftovers-removed",
+				  FLEET_LOG_FIELDS({"FLEET_PATH", e->d_name}),
+				  "a render interrupted at the last stop left %s (%zu file%s): "
+				  "removed", e->d_name, n, n == 1 ? "" : "s");
+	}
+	closedir(sd);
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
@@ -278,6 +326,7 @@ static int recover_state(struct daemon *d)
 			  n, n == 1 ? "" : "s");
 	/* verdicts.jsonl is caught up with the store by the admission, as it
 	 * is made (fleet_admission_new), before anything is served. */
+	remove_render_leftovers(d->cfg.state_dir);
 	return 0;
 }
 

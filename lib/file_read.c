@@ -209,3 +209,14 @@ fleet_err fleet_file_read_data(const char *path, size_t max_size, struct fleet_b
 	const struct fleet_file_policy policy = FLEET_FILE_POLICY_DATA("the file", max_size);
 	return fleet_file_read(AT_FDCWD, path, &policy, out, ec);
 }
+
+int fleet_file_errno(fleet_err e, const struct fleet_errctx *ec, int fallback)
+{
+	if (e == FLEET_E_TOO_LARGE)
+		return EFBIG;
+	if (ec && ec->reason && !strcmp(ec->reason, "symlink"))
+		return ELOOP;
+	if (ec && ec->reason && !strcmp(ec->reason, "not-regular"))
+		return EINVAL;
+	return ec && ec->sys_errno ? ec->sys_errno : fallback;
+}

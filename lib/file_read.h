@@ -141,6 +141,11 @@ void fleet_file_close(struct fleet_file *f);
 fleet_err fleet_file_read(int dirfd, const char *path, const struct fleet_file_policy *policy,
 			  struct fleet_buf *out, struct fleet_errctx *ec);
 
+/* The errno a caller that speaks errno says for a refusal of this reader:
+ * EFBIG for too-large, ELOOP for a symlink, EINVAL for not-regular, the
+ * system call's errno when one failed, else fallback. */
+int fleet_file_errno(fleet_err e, const struct fleet_errctx *ec, int fallback);
+
 /* The same with FLEET_FILE_POLICY_DATA: a file whose content its reader
  * checks (evidence, test inputs), named "the file" in messages. */
 fleet_err fleet_file_read_data(const char *path, size_t max_size, struct fleet_buf *out,

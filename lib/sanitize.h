@@ -61,4 +61,8 @@ const char *fleet_sanitize_keep_backslash(const void *p, size_t len, char *out, 
  * rule). */
 bool fleet_ascii_printable(const void *p, size_t len, unsigned flags);
 
+/* An RFC 1123 label as Kubernetes names objects (DNS-1123): [a-z0-9-],
+ * 1..63, alphanumeric at both ends. */
+bool fleet_dns_label(const char *s);
+
 #endif

@@ -116,6 +116,10 @@ echo "mutants: copying the tree to $src"
 (cd "$root" && git ls-files -z -co --exclude-standard |
   tar --null --ignore-failed-read -T - -cf - 2>/dev/null) | tar -xf - -C "$src"
 
+# Tests read ../shared beside the tree (contracts, data): the copy gets it too,
+# or every test needing it would skip, and a skipped test kills no mutant.
+[ -d "$root/../shared" ] && ln -s "$(cd "$root/../shared" && pwd)" "$scratch/shared"
+
 echo "mutants: building (unmutated)"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$scratch/configure.log" 2>&1 ||
   { cat "$scratch/configure.log"; exit 1; }
@@ -130,6 +134,11 @@ for t in $tests; do
   if ! run_test "$t" "$scratch/baseline-$t.log"; then
     tail -40 "$scratch/baseline-$t.log"
     echo "mutants: $t fails without any mutant; fix that first" >&2
+    exit 1
+  fi
+  if grep -q "Skipped\|\*\*\*Not Run" "$scratch/baseline-$t.log"; then
+    tail -20 "$scratch/baseline-$t.log"
+    echo "mutants: $t skips here, so no mutant of it can be judged" >&2
     exit 1
   fi
   echo "mutants: $t passes unmutated"

@@ -50,11 +50,7 @@ static int read_value(const char *path, char *out, size_t cap)
 	if (e != FLEET_OK) {
 		if (e == FLEET_E_NOT_FOUND)
 			return 1;
-		errno = e == FLEET_E_TOO_LARGE                           ? EFBIG
-			: fe.reason && !strcmp(fe.reason, "symlink")     ? ELOOP
-			: fe.reason && !strcmp(fe.reason, "not-regular") ? EINVAL
-			: fe.sys_errno                                   ? fe.sys_errno
-									 : EIO;
+		errno = fleet_file_errno(e, &fe, EIO);
 		return -1;
 	}
 	size_t n = b.len;

@@ -57,23 +57,12 @@ void fleet_config_defaults(struct fleet_config *c)
 	snprintf(c->provision_namespace, sizeof(c->provision_namespace), "tinkerbell");
 	snprintf(c->provision_template, sizeof(c->provision_template), "folly-talos-install");
 	c->provision_delivery_deadline_seconds = 30;
-	c->provision_render_timeout_seconds = 60;
+	c->provision_render_timeout_seconds = 15;
 	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
 	 * 1 MiB event log is about 1.4 MiB of JSON. */
 	c->max_body_bytes = FLEET_WIRE_MAX_BODY;
 }
 
-/* A Kubernetes object name of the DNS-1123 label kind (RFC 1123). */
-static bool dns_label_ok(const char *s)
-{
-	size_t n = strlen(s);
-	if (n < 1 || n > 63 || s[0] == '-' || s[n - 1] == '-')
-		return false;
-	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
-			return false;
-	return true;
-}
 
 /* repository@sha256:<64 lowercase hex>, the repository printable, no space. */
 static bool image_pinned(const char *s)
@@ -467,11 +456,7 @@ static fleet_err cross_checks(struct cctx *x)
 					       "provision.classes_file, class_inputs_file, "
 					       "talosctl and secrets_file are required to install "
 					       "machines");
-		if (c->provision_talosctl[0] != '/')
-			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
-					       "provision.talosctl must be an absolute path: "
-					       "fleetd runs it with execve, never through PATH");
-		if (!dns_label_ok(c->provision_namespace) || !dns_label_ok(c->provision_template))
+		if (!fleet_dns_label(c->provision_namespace) || !fleet_dns_label(c->provision_template))
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_PROV],
 					       "provision.tinkerbell_namespace and template must "
 					       "be DNS labels ([a-z0-9-], 1..63, alphanumeric at "

@@ -179,6 +179,28 @@ bool inst_workflow_failed(const char *state, const char **reason)
 	return false;
 }
 
+/* Whether the Template's install action ran to success
+ * (status.tasks[].actions[] named INSTALL_ACTION, state SUCCESS or
+ * STATE_SUCCESS). */
+#define INSTALL_ACTION "install-talos"
+bool inst_workflow_installed(json_t *wf)
+{
+	json_t *tasks = json_object_get(json_object_get(wf, "status"), "tasks"), *t, *a;
+	size_t i, j;
+	json_array_foreach(tasks, i, t)
+	{
+		json_array_foreach(json_object_get(t, "actions"), j, a)
+		{
+			const char *n = json_string_value(json_object_get(a, "name"));
+			const char *st = json_string_value(json_object_get(a, "state"));
+			if (n && st && !strcmp(n, INSTALL_ACTION) &&
+			    (!strcmp(st, "SUCCESS") || !strcmp(st, "STATE_SUCCESS")))
+				return true;
+		}
+	}
+	return false;
+}
+
 /* W1, W2 for one started provision. */
 static void reconcile_started(struct fleet_install *in, const struct fleet_store_provision *p,
 			      time_t now)
@@ -200,8 +222,12 @@ static void reconcile_started(struct fleet_install *in, const struct fleet_store
 		return;
 	const char *reason = NULL;
 	inst_workflow_state(wf, state, sizeof(state));
+	bool installed = inst_workflow_installed(wf);
 	json_decref(wf);
-	if (inst_workflow_failed(state, &reason))
+	/* A run that installed Talos and then failed or timed out (its
+	 * reboot never reports success) still needs its configuration: the
+	 * machine is about to fetch it. */
+	if (inst_workflow_failed(state, &reason) && !installed)
 		inst_drop(in, p, reason, false);
 }
 
@@ -224,11 +250,19 @@ static void reconcile_token(struct fleet_install *in, const struct fleet_store_p
 						  FLEET_PROV_DONE, now) == FLEET_OK) {
 			char id[24];
 			snprintf(id, sizeof(id), "%lld", (long long)p->id);
-			fleet_log(LOG_WARNING, "provision-no-csr",
-				  FLEET_LOG_FIELDS({"FLEET_DEVICE", p->device},
-						   {"FLEET_PROVISION", id}),
-				  "the configuration was delivered but no kubelet asked for a "
-				  "certificate before the token expired");
+			if (p->csr_name[0])
+				fleet_log(LOG_WARNING, "provision-no-certificate",
+					  FLEET_LOG_FIELDS({"FLEET_DEVICE", p->device},
+							   {"FLEET_PROVISION", id}),
+					  "the configuration was delivered and CSR %s approved, but "
+					  "no certificate was issued before the token expired",
+					  p->csr_name);
+			else
+				fleet_log(LOG_WARNING, "provision-no-csr",
+					  FLEET_LOG_FIELDS({"FLEET_DEVICE", p->device},
+							   {"FLEET_PROVISION", id}),
+					  "the configuration was delivered but no kubelet asked for "
+					  "a certificate before the token expired");
 		}
 	}
 }
@@ -273,8 +307,11 @@ static void reconcile_csrs(struct fleet_install *in)
 	char rv[64];
 	struct fleet_errctx ec = {0};
 	json_t *list = NULL;
+	/* Only the kubelet signer's: nothing else is fleetd's to judge (A1). */
 	fleet_err e = fleet_kube_list(in->d.kube,
-				      "/apis/certificates.k8s.io/v1/certificatesigningrequests",
+				      "/apis/certificates.k8s.io/v1/certificatesigningrequests"
+				      "?fieldSelector=spec.signerName%3Dkubernetes.io%2Fkube-apiserver-"
+				      "client-kubelet",
 				      &list, rv, sizeof(rv), &ec);
 	if (e != FLEET_OK)
 		return;

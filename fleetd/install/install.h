@@ -19,7 +19,9 @@
  *  S2  An open provision of the device (it booted HookOS again: the run it
  *      had cannot be running) is dropped first, "superseded": its code
  *      burned, its Workflow deleted; its token is deleted by the pass.
- *  S3  A 32-byte code (the CSPRNG), a bootstrap token for a worker
+ *  S3  The device's name must be a DNS-1123 label ("device-name": it names
+ *      the node, its Workflow, its Hardware, and goes into API paths);
+ *      a 32-byte code (the CSPRNG), a bootstrap token for a worker
  *      (bootstrap_token.h T1), nojoin.0000000000000000 for a control plane;
  *      the Hardware object of the device (hardwareRef) must exist and name
  *      an interface MAC for the Workflow's device_1.
@@ -28,8 +30,11 @@
  *  S5  ONE transaction records the provision (stage rendered, the code's
  *      SHA-256 only, the configuration, the token id, the Workflow's name,
  *      the expiry: worker 2 h, control plane 30 min).
- *  S6  The token Secret (worker), then the Workflow (no boot options: the
- *      machine waits in HookOS), then the stage "started". Any failure:
+ *  S6  The token Secret (worker; recorded as made before it is made, so
+ *      a crash or a lost answer leaves one the pass deletes), then the
+ *      Workflow (no boot options: the machine waits in HookOS; its name is
+ *      the row's, so a drop deletes it whatever its create answered), then
+ *      the stage "started". Any failure:
  *      the provision is dropped ("start-failed"), its code burned, what
  *      was created deleted (a Secret that cannot be deleted now is the
  *      pass's: token_state says it exists); the confirm still confirms.
@@ -46,8 +51,10 @@
  *  W2  A started provision whose Workflow is gone is dropped
  *      ("workflow-deleted"); one whose Workflow ended without success
  *      (FAILED, TIMEOUT, STATE_FAILED, STATE_TIMEOUT) is dropped
- *      ("workflow-failed"). The Kubernetes API not answering changes
- *      nothing.
+ *      ("workflow-failed"), unless its install-talos action succeeded
+ *      (then Talos is installed and about to fetch the configuration: a
+ *      reboot that never reports success must not burn it). The
+ *      Kubernetes API not answering changes nothing.
  *  W0  A delivered provision's device is set active in the inventory (the
  *      store's row was set active by the consume itself): at once when the
  *      GET consumed the code (fleet_install_delivered), and again by each
@@ -62,16 +69,24 @@
  *      system:bootstrap:<id> of a token fleetd holds are looked at; others
  *      are not fleetd's (counted, not journaled).
  *  A2  The token's provision must be delivered (the token exists only in
- *      the configuration, which only its GET hands out) and the CSR must
- *      pass kubelet_csr.h C1-C7 for that device's name; else refused,
- *      journaled once per CSR, never approved.
+ *      the configuration, which only its GET hands out), the CSR made
+ *      after that (creationTimestamp no earlier than the delivery, less
+ *      FLEET_INSTALL_CSR_SKEW for the clocks: a CSR made with a token read
+ *      elsewhere before the GET never becomes approvable by waiting), and
+ *      it must pass kubelet_csr.h C1-C7 for that device's name; else
+ *      refused, journaled once per CSR, never approved.
  *  A3  Once per token: the store records the CSR's name and uid as the
  *      token's one approval BEFORE the API call (a crash between leaves
  *      the intent, and the next pass re-approves that same CSR only); a
  *      second CSR of the token is refused ("csr-second").
  *  A4  A CSR with its certificate: the token Secret is deleted, the
  *      provision is done. A kill -9 between the approval and the deletion
- *      leaves the pass to finish it.
+ *      leaves the pass to finish it. The re-approval of a recorded intent
+ *      happens only while the run is delivered and its token unexpired.
+ *  A5  A CSR of the token approved by someone else is the token's one use
+ *      all the same: recorded (no other CSR of it is ever approved),
+ *      journaled as an error (the admission policy should have stopped
+ *      it), its token deleted once the certificate is there.
  */
 #ifndef FLEETD_INSTALL_H
 #define FLEETD_INSTALL_H
@@ -96,6 +111,7 @@
 
 #define FLEET_INSTALL_WORKER_TTL (2 * 3600)
 #define FLEET_INSTALL_CONTROLPLANE_TTL (30 * 60)
+#define FLEET_INSTALL_CSR_SKEW 30 /* seconds between the API server's clock and fleetd's */
 
 struct fleet_install;
 

@@ -8,8 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 
 #include "fleetd/obs/journal.h"
+#include "fleetd/provision/bootstrap_token.h"
 #include "fleetd/provision/kubelet_csr.h"
 #include "lib/attest_wire.h"
 #include "lib/sanitize.h"
@@ -37,6 +39,22 @@ static bool csr_condition(json_t *csr, const char *type)
 			return true;
 	}
 	return false;
+}
+
+/* metadata.creationTimestamp, RFC 3339 in UTC as the API server writes it
+ * ("2026-12-01T19:41:17Z"). */
+static bool csr_created(json_t *csr, time_t *out)
+{
+	const char *t = str_at(csr, "metadata", "creationTimestamp");
+	struct tm tm;
+	memset(&tm, 0, sizeof(tm));
+	if (!t || strlen(t) != 20)
+		return false;
+	const char *end = strptime(t, "%Y-%m-%dT%H:%M:%SZ", &tm);
+	if (!end || *end)
+		return false;
+	*out = timegm(&tm);
+	return *out > 0;
 }
 
 static bool csr_has_certificate(json_t *csr)
@@ -141,15 +159,47 @@ static void csr_locked(struct fleet_install *in, json_t *csr)
 		}
 		if (approved && csr_has_certificate(csr))
 			issued(in, &p);
-		else if (!approved && !denied)
+		else if (!approved && !denied && p.stage == FLEET_PROV_DELIVERED &&
+			 inst_now(in) < p.expires_at + FLEET_BOOTSTRAP_TOKEN_GRACE)
 			(void)approve(in, &p, csr, name); /* the intent survived a crash */
 		return;
 	}
-	if (approved || denied)
-		return; /* decided by someone else: nothing of fleetd's to do */
+	if (denied)
+		return;
+	if (approved) {
+		/* A5: approved by someone else (the admission policy missing, an
+		 * administrator): that is the token's one use all the same. It
+		 * is recorded as such, so no second CSR of the token is ever
+		 * approved, and the token goes once the certificate is there. */
+		if (fleet_store_provision_csr_approve(in->d.store, p.id, name, uid,
+						      inst_now(in)) == FLEET_OK) {
+			fleet_log(LOG_ERR, "csr-approved-elsewhere",
+				  FLEET_LOG_FIELDS({"FLEET_DEVICE", p.device},
+						   {"FLEET_TOKEN_ID", p.token_id}),
+				  "kubelet CSR %s of this machine's bootstrap token was approved by "
+				  "someone other than fleetd: recorded as the token's one use; "
+				  "check clusters/folly/tinkerbell-access/node-client-approval.yaml",
+				  name);
+			if (csr_has_certificate(csr) &&
+			    fleet_store_provision_get(in->d.store, p.id, &p) == FLEET_OK)
+				issued(in, &p);
+		}
+		return;
+	}
 
-	/* A2 */
+	/* A2: after the delivery, and made after it: a CSR the token could
+	 * only have made before the configuration was fetched (the token
+	 * read from somewhere else) never becomes approvable by waiting. */
 	if (p.stage != FLEET_PROV_DELIVERED) {
+		refuse(in, &p, name, uid, "csr-before-delivery");
+		return;
+	}
+	time_t made = 0;
+	if (!csr_created(csr, &made)) {
+		refuse(in, &p, name, uid, "csr-malformed");
+		return;
+	}
+	if (made < p.delivered_at - FLEET_INSTALL_CSR_SKEW) {
 		refuse(in, &p, name, uid, "csr-before-delivery");
 		return;
 	}

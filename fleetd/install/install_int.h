@@ -49,5 +49,6 @@ bool inst_token_delete(struct fleet_install *in, const struct fleet_store_provis
 /* The workflow's state word in out[32] ("" when it has none yet). */
 void inst_workflow_state(json_t *wf, char *out, size_t n);
 bool inst_workflow_failed(const char *state, const char **reason);
+bool inst_workflow_installed(json_t *wf);
 
 #endif

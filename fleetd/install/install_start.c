@@ -13,12 +13,15 @@
 #include <unistd.h>
 
 #include <openssl/crypto.h>
+#include <openssl/rand.h>
 
 #include "fleetd/obs/journal.h"
 #include "fleetd/provision/authorize.h"
 #include "fleetd/provision/bootstrap_token.h"
 #include "fleetd/provision/code.h"
 #include "fleetd/provision/render.h"
+#include "lib/hex.h"
+#include "lib/sanitize.h"
 
 struct start {
 	struct fleet_install *in;
@@ -48,6 +51,7 @@ static enum fleet_install_outcome failed(struct start *s, const char *reason, co
 		  "no installation started: %s", text);
 	return FLEET_INSTALL_FAILED;
 }
+
 
 /* S2: an open provision of this device cannot be running: the machine is
  * in HookOS, confirming. */
@@ -205,10 +209,18 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 	fb_init(&config);
 	int64_t id = 0;
 	char wfname[64], path[512];
-	bool secret_made = false, row_made = false;
+	bool secret_made = false, row_made = false, workflow_tried = false;
 	time_t now = inst_now(in);
 	time_t expires = now + (worker ? FLEET_INSTALL_WORKER_TTL : FLEET_INSTALL_CONTROLPLANE_TTL);
 
+	/* The device's name goes into object names and API paths: a DNS-1123
+	 * label, or nothing is made (the owner's to fix in the inventory). */
+	if (!fleet_dns_label(dev->name)) {
+		out = failed(&s, "device-name",
+			     "the device name is not a DNS-1123 label ([a-z0-9-], 1..63): it names "
+			     "the node, its Workflow and its Hardware");
+		goto done;
+	}
 	if ((e = fleet_install_class_image_ref(k, image_ref, sizeof(image_ref))) != FLEET_OK) {
 		out = failed(&s, "render-refused", "class %s has no pinned image", k->name);
 		goto done;
@@ -229,8 +241,16 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 	}
 
 	/* S5. The Workflow's name must be known before the row: it is
-	 * recorded with it. The time keeps names apart across reprovisions. */
-	snprintf(wfname, sizeof(wfname), "fleet-%.40s-%llx", dev->name, (unsigned long long)now);
+	 * recorded with it. Random bytes keep names apart across reprovisions
+	 * and between devices of one long prefix. */
+	uint8_t salt[4];
+	char salt_hex[9];
+	if (RAND_bytes(salt, sizeof(salt)) != 1) {
+		out = failed(&s, "crypto-error", "the CSPRNG failed");
+		goto done;
+	}
+	fleet_hex_encode(salt, sizeof(salt), salt_hex);
+	snprintf(wfname, sizeof(wfname), "fleet-%.40s-%s", dev->name, salt_hex);
 	struct fleet_store_provision_in pin = {
 		.device = dev->name,
 		.serial = dev->serial,
@@ -253,6 +273,16 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 
 	/* S6 */
 	if (worker) {
+		/* Recorded as made BEFORE it is made: a kill -9, or a create the
+		 * API committed while its answer was lost, must leave a Secret
+		 * the pass deletes (W3), never one nobody knows of. Deleting
+		 * one that was never made is a 404, which is done. */
+		if (fleet_store_provision_token_set(in->d.store, id, FLEET_TOKEN_CREATED) != FLEET_OK) {
+			out = failed(&s, "store-error", "the token Secret could not be recorded: %s",
+				     fleet_store_errmsg(in->d.store));
+			goto done;
+		}
+		secret_made = true;
 		json_t *sec = fleet_bootstrap_secret(&tok, expires);
 		memset(&ec, 0, sizeof(ec));
 		e = sec ? fleet_kube_create(in->d.kube, "/api/v1/namespaces/kube-system/secrets", sec,
@@ -264,13 +294,10 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 				     fleet_errctx_text(&ec, text, sizeof(text)));
 			goto done;
 		}
-		secret_made = true;
-		if (fleet_store_provision_token_set(in->d.store, id, FLEET_TOKEN_CREATED) != FLEET_OK) {
-			out = failed(&s, "store-error", "the token Secret could not be recorded: %s",
-				     fleet_store_errmsg(in->d.store));
-			goto done;
-		}
 	}
+	/* The Workflow's name is the row's since S5: whatever its create
+	 * answers, a drop deletes it (404 when it was never made). */
+	workflow_tried = true;
 	json_t *wf = workflow_object(in, wfname, dev->name, mac, image_ref,
 				     dev->install_disk_serial, id);
 	memset(&ec, 0, sizeof(ec));
@@ -316,8 +343,7 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 		snprintf(p.device, sizeof(p.device), "%.63s", dev->name);
 		snprintf(p.workflow, sizeof(p.workflow), "%s", wfname);
 		inst_drop(in, &p, "start-failed", true);
-		row_made = false; /* dropped: the pass deletes the Secret */
-		secret_made = false;
+		row_made = false; /* dropped, its Workflow deleted; the Secret below */
 		out = failed(&s, "wrap-failed", "the code could not be wrapped to the TPM: %s",
 			     e ? fleet_errctx_text(&ec, text, sizeof(text)) : "out of memory");
 		goto done;
@@ -360,7 +386,8 @@ done:
 	if (row_made) {
 		struct fleet_store_provision p = {.id = id};
 		snprintf(p.device, sizeof(p.device), "%.63s", dev->name);
-		inst_drop(in, &p, "start-failed", false);
+		snprintf(p.workflow, sizeof(p.workflow), "%s", wfname);
+		inst_drop(in, &p, "start-failed", workflow_tried);
 	}
 	if (secret_made) {
 		struct fleet_store_provision p = {.id = id};

@@ -73,7 +73,8 @@
  *       sleep a uniform draw in [d/2, d]; a good event resets it. A stream
  *       that ends within a second without any event counts as a failure.
  *   K13 One event line is at most FLEET_KUBE_EVENT_MAX bytes; a longer one
- *       ends the stream (FLEET_KUBE_E_TOO_LARGE to on_error).
+ *       ends the stream (FLEET_KUBE_E_TOO_LARGE to on_error) and the watch
+ *       lists afresh rather than resume at the same resourceVersion.
  *   K14 *stop is read at least every second (curl's progress callback, the
  *       back-off sleeping in slices of 100 ms); when it is true the watch
  *       returns FLEET_OK. It runs in the caller's thread, which the
@@ -119,7 +120,10 @@ enum {
 
 #define FLEET_KUBE_LIST_MAX 100000u          /* K8: items in one list, all pages */
 #define FLEET_KUBE_LIST_PAGE 500u            /* K8 */
-#define FLEET_KUBE_EVENT_MAX (1024u * 1024u) /* K13: bytes in one watch event line */
+/* K13: bytes in one watch event line: above what one object the API server
+ * stores can take as JSON (etcd's default request limit is 1.5 MiB), so a
+ * valid object never exceeds it. */
+#define FLEET_KUBE_EVENT_MAX (3u * 1024u * 1024u)
 #define FLEET_KUBE_RV_MAX 64u                /* a resourceVersion, with its NUL */
 
 struct fleet_kube;

@@ -3,6 +3,7 @@
  * (kube_config.h).
  */
 #include "fleetd/kube/kube_config.h"
+#include "lib/attest_wire.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -39,21 +40,8 @@ void fleet_kube_auth_free(struct fleet_kube_auth *a)
 
 /* ---- base64, KC9 ---------------------------------------------------------- */
 
-static int b64_val(unsigned char c)
-{
-	if (c >= 'A' && c <= 'Z')
-		return c - 'A';
-	if (c >= 'a' && c <= 'z')
-		return c - 'a' + 26;
-	if (c >= '0' && c <= '9')
-		return c - '0' + 52;
-	if (c == '+')
-		return 62;
-	if (c == '/')
-		return 63;
-	return -1;
-}
-
+/* The one standard-base64 reader (lib/attest_wire.h fleet_b64std_decode:
+ * padded, one spelling); an empty value is no value. */
 fleet_err fleet_kube_b64_decode(const char *in, size_t len, struct fleet_buf *out, int secret,
 				size_t max, struct fleet_errctx *ec)
 {
@@ -61,49 +49,26 @@ fleet_err fleet_kube_b64_decode(const char *in, size_t len, struct fleet_buf *ou
 		fb_init_secret(out, max + 1);
 	else
 		fb_init_capped(out, max + 1);
-	if (len == 0 || len % 4 != 0)
-		goto bad;
-	if (len / 4 * 3 > max) {
-		fb_free(out);
+	struct fleet_wire_bytes w = {0};
+	fleet_err e = len ? fleet_b64std_decode(in, len, max, &w) : FLEET_E_MALFORMED;
+	if (e == FLEET_OK && (fb_put(out, w.data, w.len) || fb_put_u8(out, 0)))
+		e = FLEET_E_NOMEM;
+	if (w.data) {
+		explicit_bzero(w.data, w.len);
+		free(w.data);
+	}
+	if (e == FLEET_OK) {
+		out->len--; /* NUL-terminated, not counted */
+		return FLEET_OK;
+	}
+	fb_free_secret(out);
+	if (e == FLEET_E_TOO_LARGE)
 		return fleet_errctx_refuse(ec, FLEET_KUBE_E_TOO_LARGE, "too-large",
 					   "base64 value of %zu bytes is over the cap", len);
-	}
-	if (fb_reserve(out, len / 4 * 3 + 1))
-		goto nomem;
-	for (size_t i = 0; i < len; i += 4) {
-		int v[4];
-		size_t pad = 0;
-		for (size_t j = 0; j < 4; j++) {
-			unsigned char c = (unsigned char)in[i + j];
-			if (c == '=' && i + 4 == len && j >= 2) {
-				v[j] = 0;
-				pad++;
-				continue;
-			}
-			if (pad) /* "=" then a letter */
-				goto bad;
-			if ((v[j] = b64_val(c)) < 0)
-				goto bad;
-		}
-		uint32_t w = (uint32_t)v[0] << 18 | (uint32_t)v[1] << 12 | (uint32_t)v[2] << 6 |
-			     (uint32_t)v[3];
-		uint8_t o[3] = {(uint8_t)(w >> 16), (uint8_t)(w >> 8), (uint8_t)w};
-		/* the bits the padding leaves out must be zero (canonical) */
-		if ((pad == 1 && (w & 0xff)) || (pad == 2 && (w & 0xffff)))
-			goto bad;
-		fb_put(out, o, 3 - pad);
-	}
-	if (fb_put_u8(out, 0))
-		goto nomem;
-	out->len--; /* NUL-terminated, not counted */
-	return FLEET_OK;
-bad:
-	fb_free_secret(out);
+	if (e == FLEET_E_NOMEM)
+		return fleet_errctx_msg(ec, FLEET_KUBE_E_NOMEM, "out of memory");
 	return fleet_errctx_refuse(ec, FLEET_KUBE_E_MALFORMED, "bad-base64",
 				   "a *-data value is not base64 (standard alphabet, padded, one line)");
-nomem:
-	fb_free_secret(out);
-	return fleet_errctx_msg(ec, FLEET_KUBE_E_NOMEM, "out of memory");
 }
 
 /* ---- tokens, KC10 --------------------------------------------------------- */

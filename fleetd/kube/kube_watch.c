@@ -272,6 +272,11 @@ fleet_err fleet_kube_watch(struct fleet_kube *k, const char *collection_path,
 		if (e == FLEET_OK && w.err)
 			e = w.err, rec = w.ec;
 		if (e) {
+			/* An event past the cap would come again at the same
+			 * resourceVersion, for ever: list afresh instead, past it
+			 * (one object must not stop the watch of all the others). */
+			if (e == FLEET_KUBE_E_TOO_LARGE)
+				need_list = true;
 			if (!back_off(&w, &step, &seed, e, &rec, stop))
 				break;
 			continue;

@@ -117,11 +117,7 @@ static int read_small(struct wctx *w, const char *name, size_t max, char **out, 
 		fb_free(&b);
 		if (e == FLEET_E_NOT_FOUND)
 			return 0;
-		errno = e == FLEET_E_TOO_LARGE			    ? EFBIG
-			: fe.reason && !strcmp(fe.reason, "symlink")	    ? ELOOP
-			: fe.reason && !strcmp(fe.reason, "not-regular") ? EINVAL
-			: fe.sys_errno					    ? fe.sys_errno
-									    : ENOMEM;
+		errno = fleet_file_errno(e, &fe, ENOMEM);
 		return -1;
 	}
 	*out = (char *)b.data; /* malloc'd, NUL-terminated */

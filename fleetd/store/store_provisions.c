@@ -157,7 +157,7 @@ static fleet_err check_in(struct fleet_store *st, const struct fleet_store_provi
 static fleet_err provision_create(struct fleet_store *st, const struct fleet_store_provision_in *in,
 				  int64_t *id)
 {
-	bool worker;
+	bool worker = false;
 	fleet_err e = st_writable(st);
 	if (e || (e = check_in(st, in, &worker)))
 		return e;

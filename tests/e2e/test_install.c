@@ -16,6 +16,23 @@
  *   expiry_and_workflows_drop_and_burn       W1-W3: expired, Workflow
  *       deleted, FAILED / STATE_TIMEOUT: dropped, the code burned, the
  *       token Secret deleted; a running Workflow left as it is
+ *   start_refused_render_starts_nothing      S4: validate fails -> no row,
+ *       no Secret, no Workflow
+ *   start_failing_late_takes_everything_back S6/S8: the wrap fails after the
+ *       Workflow was created -> the row dropped (burned), the Workflow and
+ *       the Secret deleted; the worker's expiry 2 h, a control plane's 30 min
+ *   start_controlplane_needs_its_owner       S1/P3: auto-provision never
+ *       starts a control plane; not-wanted makes nothing
+ *   csr_made_before_delivery_never_approved  A2: a CSR made with a token read
+ *       before the GET stays refused once the run is delivered
+ *   approval_by_someone_else_is_the_use      A5: recorded, token deleted,
+ *       no second CSR approved
+ *   secret_of_a_start_killed_midway_deleted  W1/W3: a rendered run left by a
+ *       crash after its Secret was made: dropped at expiry, Secret deleted
+ *   oversized_csr_does_not_stall_the_watch   K13: one CSR of 1.1 MiB, then
+ *       a good one the watch still approves
+ * (The whole start with a real TPM, through tink-attest, is the demo's:
+ * tests/e2e/demo_fleet.sh.)
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -57,7 +74,8 @@ static char g_state[800];
 static struct fleet_inventory *g_inv; /* the nodes file: every device below, planned */
 static const char *const g_devices[] = {"worker-a", "worker-e", "worker-c", "worker-k",
 					"worker-w", "worker-x", "worker-g", "worker-f",
-					"worker-t", "worker-r"};
+					"worker-t", "worker-r", "worker-p", "worker-q", "worker-z",
+					"worker-b", "worker-i"};
 
 static struct fleet_kube *kube_as(const char *token)
 {
@@ -141,6 +159,7 @@ static int teardown(void **state)
 {
 	fleet_kube_close(g_admin);
 	g_inv->ops->close(g_inv);
+	fleet_install_classes_free(&g_classes);
 	fleet_store_close(g_st);
 	fleet_ca_free(g_ca);
 	return stop_fake(state);
@@ -421,7 +440,13 @@ static void the_watch_approves(void **state)
 	fleet_install_free(in); /* joins the watch */
 }
 
+static void make_workflow_ex(const char *name, const char *state, const char *install_state);
 static void make_workflow(const char *name, const char *state)
+{
+	make_workflow_ex(name, state, NULL);
+}
+
+static void make_workflow_ex(const char *name, const char *state, const char *install_state)
 {
 	json_t *wf = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:s, s:s}}", "apiVersion",
 			       "tinkerbell.org/v1alpha1", "kind", "Workflow", "metadata", "name",
@@ -433,7 +458,16 @@ static void make_workflow(const char *name, const char *state)
 		fail_msg("workflow: %s", ec.detail);
 	json_decref(wf);
 	if (state) {
-		json_object_set_new(created, "status", json_pack("{s:s}", "state", state));
+		json_t *st = json_pack("{s:s}", "state", state);
+		if (install_state)
+			json_object_set_new(
+				st, "tasks",
+				json_pack("[{s:s, s:s, s:s, s:[{s:s, s:s, s:s}, {s:s, s:s, s:s}]}]",
+					  "id", "t1", "agentID", "52:54:00:aa:bb:cc", "name", "install",
+					  "actions", "id", "a3", "name", "install-talos", "state",
+					  install_state, "id", "a4", "name", "reboot", "state",
+					  "STATE_TIMEOUT"));
+		json_object_set_new(created, "status", st);
 		char path[512];
 		snprintf(path, sizeof(path), WORKFLOWS "/%s/status", name);
 		char *text = json_dumps(created, JSON_COMPACT);
@@ -478,6 +512,10 @@ static void expiry_and_workflows_drop_and_burn(void **state)
 	make_provision(&timeout, "worker-t", "wf-timeout", now - 60, now + 3600, UPTO_STARTED);
 	make_workflow("wf-running", "STATE_RUNNING");
 	make_provision(&running, "worker-r", "wf-running", now - 60, now + 3600, UPTO_STARTED);
+	/* timed out in its reboot, after Talos was installed: kept */
+	struct prov rebooted;
+	make_workflow_ex("wf-rebooted", "STATE_TIMEOUT", "STATE_SUCCESS");
+	make_provision(&rebooted, "worker-i", "wf-rebooted", now - 60, now + 3600, UPTO_STARTED);
 
 	struct fleet_install *in = installer(g_st, g_admin);
 	fleet_install_reconcile(in, now);
@@ -492,6 +530,7 @@ static void expiry_and_workflows_drop_and_burn(void **state)
 			 FLEET_KUBE_E_NOT_FOUND);
 	/* the running one is left as it is, its code still serving */
 	assert_int_equal(row(running.id).stage, FLEET_PROV_STARTED);
+	assert_int_equal(row(rebooted.id).stage, FLEET_PROV_STARTED);
 	assert_true(secret_exists(&running));
 	int64_t id = 0;
 	struct fleet_buf cfg;
@@ -503,6 +542,352 @@ static void expiry_and_workflows_drop_and_burn(void **state)
 	fleet_install_free(in);
 }
 
+/* ---- what an adversarial review found ---------------------------------- */
+
+static void csr_made_before_delivery_never_approved(void **state)
+{
+	(void)state;
+	time_t now = time(NULL);
+	struct prov p;
+	make_workflow("wf-p", "STATE_RUNNING");
+	make_provision(&p, "worker-p", "wf-p", now - 60, now + 3600, UPTO_STARTED);
+	struct fleet_install *in = installer(g_st, g_admin);
+	kubelet_csr(&p, "p-early", "system:node:worker-p", "", NULL);
+	fleet_install_reconcile(in, now);
+	assert_false(approved("p-early"));
+	/* the GET two minutes later; the CSR made before it is still refused */
+	assert_int_equal(fleet_store_provision_consume(g_st, p.id, now + 120), FLEET_OK);
+	fleet_install_reconcile(in, now + 120);
+	assert_false(approved("p-early"));
+	assert_string_equal(row(p.id).csr_name, "");
+	fleet_install_free(in);
+}
+
+static void approval_by_someone_else_is_the_use(void **state)
+{
+	(void)state;
+	time_t now = time(NULL);
+	struct prov p;
+	make_provision(&p, "worker-q", "wf-q", now - 60, now + 3600, UPTO_DELIVERED);
+	struct fleet_install *in = installer(g_st, g_admin);
+	kubelet_csr(&p, "q-first", "system:node:worker-q", "", NULL);
+	json_t *o = NULL;
+	struct fleet_errctx ec = {0};
+	assert_int_equal(fleet_kube_get(g_admin, CSRS "/q-first", &o, &ec), FLEET_OK);
+	assert_int_equal(fleet_kube_csr_approve(g_admin, o, "Other", "someone else", &ec), FLEET_OK);
+	json_decref(o);
+	issue_certificate("q-first");
+	/* a second CSR of the token, while it still authenticates */
+	kubelet_csr(&p, "q-second", "system:node:worker-q", "", NULL);
+	fleet_install_reconcile(in, now);
+	assert_string_equal(row(p.id).csr_name, "q-first");
+	assert_false(approved("q-second"));
+	assert_false(secret_exists(&p));
+	assert_int_equal(row(p.id).stage, FLEET_PROV_DONE);
+	fleet_install_reconcile(in, now);
+	assert_false(approved("q-second"));
+	fleet_install_free(in);
+}
+
+static void secret_of_a_start_killed_midway_deleted(void **state)
+{
+	(void)state;
+	time_t now = time(NULL);
+	char ek[65];
+	snprintf(ek, sizeof(ek), "%064d", 4242);
+	assert_int_equal(fleet_store_device_record_admission(g_st, "worker-z", "worker-z", 4242, ek,
+							     "", now - 7300),
+			 FLEET_OK);
+	struct prov p;
+	memset(&p, 0, sizeof(p));
+	assert_int_equal(fleet_bootstrap_token_new(&p.tok), FLEET_OK);
+	assert_int_equal(RAND_bytes(p.code_hash, 32), 1);
+	struct fleet_store_provision_in pin = {
+		.device = "worker-z", .serial = "worker-z", .role = "worker", .workflow = "wf-z",
+		.token_id = p.tok.id, .code_hash = p.code_hash, .config = "version: v1alpha1\n",
+		.config_len = 18, .now = now - 7300, .expires_at = now - 100,
+	};
+	/* S5 and S6 as the start does them: the Secret recorded, then made,
+	 * then fleetd killed before the Workflow */
+	assert_int_equal(fleet_store_provision_create(g_st, &pin, &p.id), FLEET_OK);
+	assert_int_equal(fleet_store_provision_token_set(g_st, p.id, FLEET_TOKEN_CREATED), FLEET_OK);
+	json_t *sec = fleet_bootstrap_secret(&p.tok, now + 3600);
+	struct fleet_errctx ec = {0};
+	assert_int_equal(fleet_kube_create(g_admin, SECRETS, sec, NULL, &ec), FLEET_OK);
+	json_decref(sec);
+	struct fleet_install *in = installer(g_st, g_admin);
+	fleet_install_reconcile(in, now);
+	struct fleet_store_provision r = row(p.id);
+	assert_int_equal(r.stage, FLEET_PROV_DROPPED);
+	assert_string_equal(r.stop_reason, "expired");
+	assert_false(secret_exists(&p));
+	assert_int_equal(r.token_state, FLEET_TOKEN_DELETED);
+	fleet_install_free(in);
+}
+
+static void oversized_csr_does_not_stall_the_watch(void **state)
+{
+	(void)state;
+	time_t now = time(NULL);
+	struct prov p;
+	make_provision(&p, "worker-b", "wf-b", now - 60, now + 3600, UPTO_DELIVERED);
+	struct fleet_install *in = installer(g_st, g_admin);
+	struct fleet_errctx ec = {0};
+	assert_int_equal(fleet_install_watch_start(in, &ec), FLEET_OK);
+	usleep(1500000); /* the watch has listed */
+	/* a valid request and 1.1 MiB after it (Go's pem.Decode reads the
+	 * first block, so the API server takes it) */
+	sh("cd %s && openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes"
+	   " -keyout big.key -out big.csr -subj '/O=system:nodes/CN=system:node:x' 2>/dev/null"
+	   " && head -c 1150000 /dev/zero | tr '\\0' 'A' >> big.csr && base64 -w0 big.csr > big.b64",
+	   g_dir);
+	char path[900];
+	snprintf(path, sizeof(path), "%s/big.b64", g_dir);
+	FILE *f = fopen(path, "r");
+	assert_non_null(f);
+	char *b64 = malloc(2000000);
+	assert_non_null(b64);
+	size_t n = fread(b64, 1, 2000000 - 1, f);
+	fclose(f);
+	b64[n] = '\0';
+	json_t *o = json_pack("{s:s, s:s, s:{s:s}, s:{s:s, s:s, s:[s, s]}}", "apiVersion",
+			      "certificates.k8s.io/v1", "kind", "CertificateSigningRequest",
+			      "metadata", "name", "aaa-big", "spec", "request", b64, "signerName",
+			      "kubernetes.io/kube-apiserver-client-kubelet", "usages",
+			      "digital signature", "client auth");
+	free(b64);
+	assert_int_equal(fleet_kube_create(g_admin, CSRS, o, NULL, &ec), FLEET_OK);
+	json_decref(o);
+	kubelet_csr(&p, "b-good", "system:node:worker-b", "", NULL);
+	bool ok = false;
+	for (int i = 0; i < 150 && !ok; i++) {
+		ok = approved("b-good");
+		if (!ok)
+			usleep(100000);
+	}
+	assert_true(ok);
+	fleet_install_free(in);
+}
+
+/* ---- the start (S1-S8) with the talosctl contract fake ------------------- */
+
+static char g_talosctl[900];
+#define DIGEST "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
+
+static bool start_setup(void)
+{
+	static int ready = -1;
+	if (ready >= 0)
+		return ready;
+	ready = 0;
+	char schema[900];
+	snprintf(schema, sizeof(schema), "%s/../shared/contracts/talos/config.schema.json",
+		 FLEET_SOURCE_DIR);
+	if (access(schema, R_OK) != 0) {
+		printf("(no Talos schema at %s: the start tests are skipped)\n", schema);
+		return false;
+	}
+	snprintf(g_talosctl, sizeof(g_talosctl), "%s/talosctl", g_dir);
+	char text[2048];
+	snprintf(text, sizeof(text),
+		 "#!/bin/sh\n"
+		 "if [ \"$1\" = validate ] && [ -f '%s/fail-validate' ]; then\n"
+		 "  echo '1 error occurred: machine.install.disk: invalid' >&2; exit 1\n"
+		 "fi\n"
+		 "exec /usr/bin/python3 '%s/tests/fakes/talosctl_fake.py' \"$@\"\n",
+		 g_dir, FLEET_SOURCE_DIR);
+	write_text(g_talosctl, text);
+	chmod(g_talosctl, 0755);
+	snprintf(g_cfg.provision_talosctl, sizeof(g_cfg.provision_talosctl), "%.200s", g_talosctl);
+	snprintf(g_cfg.provision_secrets_file, sizeof(g_cfg.provision_secrets_file),
+		 "%.200s/secrets.yaml", g_dir);
+	sh("'%s' gen secrets -o '%s' >/dev/null", g_talosctl, g_cfg.provision_secrets_file);
+	snprintf(g_cfg.provision_tools_image, sizeof(g_cfg.provision_tools_image),
+		 "ghcr.io/folly/fleet-tools@%s", DIGEST);
+	snprintf(g_cfg.provision_config_host, sizeof(g_cfg.provision_config_host), "fleetd:8443");
+	static const char cls[] =
+		"{\"version\": 1, \"classes\": {"
+		" \"worker\": {\"role\": \"worker\", \"talos_version\": \"v1.13.9\","
+		"  \"image\": \"ghcr.io/folly/installer\", \"digest\": \"" DIGEST "\"},"
+		" \"cp\": {\"role\": \"controlplane\", \"talos_version\": \"v1.13.9\","
+		"  \"image\": \"ghcr.io/folly/installer\", \"digest\": \"" DIGEST "\"}}}";
+	static const char inputs[] =
+		"{\"version\": 1, \"classes\": {"
+		" \"worker\": {\"cluster_name\": \"folly\", \"endpoint\": \"https://folly.lan:6443\","
+		"  \"kubernetes_version\": \"1.32.4\"},"
+		" \"cp\": {\"cluster_name\": \"folly\", \"endpoint\": \"https://folly.lan:6443\","
+		"  \"kubernetes_version\": \"1.32.4\"}}}";
+	struct fleet_errctx ec = {0};
+	fleet_install_classes_free(&g_classes);
+	if (fleet_install_classes_parse(cls, strlen(cls), inputs, strlen(inputs), &g_classes, &ec))
+		fail_msg("classes: %s", ec.detail);
+	ready = 1;
+	return true;
+}
+
+static void hardware(const char *name)
+{
+	json_t *hw = json_pack("{s:s, s:s, s:{s:s, s:s}, s:{s:[{s:{s:s}}]}}", "apiVersion",
+			       "tinkerbell.org/v1alpha1", "kind", "Hardware", "metadata", "name",
+			       name, "namespace", "tinkerbell", "spec", "interfaces", "dhcp", "mac",
+			       "52:54:00:aa:bb:cc");
+	struct fleet_errctx ec = {0};
+	if (fleet_kube_create(g_admin,
+			      "/apis/tinkerbell.org/v1alpha1/namespaces/tinkerbell/hardware", hw,
+			      NULL, &ec) != FLEET_OK)
+		fail_msg("hardware: %s", ec.detail);
+	json_decref(hw);
+}
+
+static struct fleet_inv_device machine(const char *name, const char *cls, const char *action)
+{
+	struct fleet_inv_device d;
+	memset(&d, 0, sizeof(d));
+	d.id = 1;
+	snprintf(d.name, sizeof(d.name), "%s", name);
+	snprintf(d.serial, sizeof(d.serial), "%s", name);
+	snprintf(d.status, sizeof(d.status), "planned");
+	snprintf(d.class_name, sizeof(d.class_name), "%s", cls);
+	snprintf(d.install_disk_serial, sizeof(d.install_disk_serial), "S4EVNF0M123456");
+	snprintf(d.desired_action, sizeof(d.desired_action), "%s", action);
+	char ek[65];
+	snprintf(ek, sizeof(ek), "%064d", (int)strlen(name) * 7 + name[strlen(name) - 1]);
+	assert_int_equal(fleet_store_device_record_admission(g_st, name, name, 900 + name[7], ek, "",
+							     time(NULL)),
+			 FLEET_OK);
+	return d;
+}
+
+/* What the API holds: count of Workflows (hardwareRef name) and Secrets. */
+static size_t objects(const char *path, const char *field, const char *value)
+{
+	json_t *list = NULL;
+	char rv[64];
+	struct fleet_errctx ec = {0};
+	assert_int_equal(fleet_kube_list(g_admin, path, &list, rv, sizeof(rv), &ec), FLEET_OK);
+	size_t i, n = 0;
+	json_t *o;
+	json_array_foreach(list, i, o)
+	{
+		const char *v = json_string_value(json_object_get(json_object_get(o, "spec"), field));
+		if (!field || (v && !strcmp(v, value)))
+			n++;
+	}
+	json_decref(list);
+	return n;
+}
+
+static size_t provisions_of(const char *device, struct fleet_store_provision *last)
+{
+	struct fleet_store_provision *v = NULL;
+	size_t n = 0, k = 0;
+	assert_int_equal(fleet_store_provisions_list(g_st, false, &v, &n), FLEET_OK);
+	for (size_t i = 0; i < n; i++)
+		if (!strcmp(v[i].device, device)) {
+			k++;
+			if (last)
+				*last = v[i];
+		}
+	fleet_store_provisions_free(v, n);
+	return k;
+}
+
+static void start_refused_render_starts_nothing(void **state)
+{
+	(void)state;
+	if (!start_setup())
+		return;
+	hardware("worker-s");
+	struct fleet_inv_device d = machine("worker-s", "worker", "provision");
+	struct fleet_attest_session s;
+	memset(&s, 0, sizeof(s));
+	struct fleet_install_machine m = {.dev = &d, .session = &s};
+	struct fleet_wire_confirm_reply cr;
+	memset(&cr, 0, sizeof(cr));
+	char path[900];
+	snprintf(path, sizeof(path), "%s/fail-validate", g_dir);
+	write_text(path, "");
+	size_t secrets_before = objects(SECRETS, NULL, NULL);
+	struct fleet_install *in = installer(g_st, g_admin);
+	const char *why = NULL;
+	char detail[512];
+	assert_int_equal(fleet_install_start(in, &m, &cr, &why, detail, sizeof(detail)),
+			 FLEET_INSTALL_FAILED);
+	unlink(path);
+	assert_string_equal(why, "render-refused");
+	assert_non_null(strstr(detail, "validate-failed"));
+	assert_false(cr.has_provision);
+	assert_int_equal(provisions_of("worker-s", NULL), 0);
+	assert_int_equal(objects(WORKFLOWS, "hardwareRef", "worker-s"), 0);
+	assert_int_equal(objects(SECRETS, NULL, NULL), secrets_before);
+	fleet_install_free(in);
+}
+
+static void start_failing_late_takes_everything_back(void **state)
+{
+	(void)state;
+	if (!start_setup())
+		return;
+	static const struct {
+		const char *name, *cls;
+		int64_t ttl;
+	} v[] = {{"worker-l", "worker", 7200}, {"cp-l0001", "cp", 1800}};
+	for (size_t i = 0; i < 2; i++) {
+		hardware(v[i].name);
+		struct fleet_inv_device d = machine(v[i].name, v[i].cls, "provision");
+		/* a session that never confirmed: the wrap (S8) refuses it, after
+		 * the Secret and the Workflow were made */
+		struct fleet_attest_session s;
+		memset(&s, 0, sizeof(s));
+		struct fleet_install_machine m = {.dev = &d, .session = &s};
+		struct fleet_wire_confirm_reply cr;
+		memset(&cr, 0, sizeof(cr));
+		size_t secrets_before = objects(SECRETS, NULL, NULL);
+		struct fleet_install *in = installer(g_st, g_admin);
+		const char *why = NULL;
+		assert_int_equal(fleet_install_start(in, &m, &cr, &why, NULL, 0),
+				 FLEET_INSTALL_FAILED);
+		assert_string_equal(why, "wrap-failed");
+		assert_false(cr.has_provision);
+		struct fleet_store_provision p;
+		assert_int_equal(provisions_of(v[i].name, &p), 1);
+		assert_int_equal(p.stage, FLEET_PROV_DROPPED);
+		assert_string_equal(p.stop_reason, "start-failed");
+		assert_int_equal(p.expires_at - p.created_at, v[i].ttl); /* 2 h / 30 min */
+		assert_int_equal(objects(WORKFLOWS, "hardwareRef", v[i].name), 0);
+		assert_int_equal(objects(SECRETS, NULL, NULL), secrets_before);
+		/* the run had started: a worker with auto-provision is not
+		 * installed again by it */
+		bool ran = false;
+		assert_int_equal(fleet_store_provision_ever_started(g_st, v[i].name, &ran), FLEET_OK);
+		assert_true(ran);
+		fleet_install_free(in);
+	}
+}
+
+static void start_controlplane_needs_its_owner(void **state)
+{
+	(void)state;
+	if (!start_setup())
+		return;
+	hardware("cp-n0001");
+	struct fleet_inv_device d = machine("cp-n0001", "cp", "");
+	struct fleet_attest_session s;
+	memset(&s, 0, sizeof(s));
+	struct fleet_install_machine m = {.dev = &d, .session = &s};
+	struct fleet_wire_confirm_reply cr;
+	memset(&cr, 0, sizeof(cr));
+	g_cfg.provision_auto = true;
+	struct fleet_install *in = installer(g_st, g_admin);
+	const char *why = NULL;
+	assert_int_equal(fleet_install_start(in, &m, &cr, &why, NULL, 0), FLEET_INSTALL_NONE);
+	assert_string_equal(why, "controlplane-needs-owner");
+	assert_int_equal(provisions_of("cp-n0001", NULL), 0);
+	assert_int_equal(objects(WORKFLOWS, "hardwareRef", "cp-n0001"), 0);
+	g_cfg.provision_auto = false;
+	fleet_install_free(in);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -511,6 +896,13 @@ int main(void)
 		cmocka_unit_test(kill9_between_approval_and_deletion),
 		cmocka_unit_test(the_watch_approves),
 		cmocka_unit_test(expiry_and_workflows_drop_and_burn),
+		cmocka_unit_test(csr_made_before_delivery_never_approved),
+		cmocka_unit_test(approval_by_someone_else_is_the_use),
+		cmocka_unit_test(secret_of_a_start_killed_midway_deleted),
+		cmocka_unit_test(oversized_csr_does_not_stall_the_watch),
+		cmocka_unit_test(start_refused_render_starts_nothing),
+		cmocka_unit_test(start_failing_late_takes_everything_back),
+		cmocka_unit_test(start_controlplane_needs_its_owner),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -153,6 +153,39 @@ static void test_b64url(void **st)
 	assert_int_equal(fleet_b64url_decode("!!!!!!!!", 8, 3, &w), FLEET_E_TOO_LARGE);
 }
 
+/* Standard base64 as Kubernetes writes bytes: one spelling only. */
+static void test_b64std(void **st)
+{
+	(void)st;
+	static const struct {
+		const char *raw;
+		size_t len;
+		const char *enc;
+	} kat[] = {{"", 0, ""}, {"f", 1, "Zg=="}, {"fo", 2, "Zm8="}, {"foo", 3, "Zm9v"},
+		   {"foobar", 6, "Zm9vYmFy"}, {"\xfb\xff\xbf", 3, "+/+/"}};
+	for (size_t i = 0; i < sizeof(kat) / sizeof(kat[0]); i++) {
+		struct fleet_wire_bytes w = {0};
+		assert_int_equal(fleet_b64std_decode(kat[i].enc, strlen(kat[i].enc), 16, &w),
+				 FLEET_OK);
+		assert_int_equal(w.len, kat[i].len);
+		if (w.len)
+			assert_memory_equal(w.data, kat[i].raw, w.len);
+		free(w.data);
+	}
+	/* no padding where it is needed, padding where it is not, the URL
+	 * alphabet, whitespace, leftover bits, '=' inside */
+	static const char *bad[] = {"Zg",   "Zm8",  "Zm9v====", "Zg=", "Zm9v\n", "-_-_",
+				    "Zh==", "Zm9=", "Z===",     "Zg==Zg==", "Zm=v"};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		struct fleet_wire_bytes w = {0};
+		if (fleet_b64std_decode(bad[i], strlen(bad[i]), 16, &w) != FLEET_E_MALFORMED)
+			fail_msg("accepted \"%s\"", bad[i]);
+		assert_null(w.data);
+	}
+	struct fleet_wire_bytes w = {0};
+	assert_int_equal(fleet_b64std_decode("Zm9vYmFy", 8, 5, &w), FLEET_E_TOO_LARGE);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -161,6 +194,7 @@ int main(void)
 		cmocka_unit_test(test_answer_proof),
 		cmocka_unit_test(test_confirm_statement),
 		cmocka_unit_test(test_b64url),
+		cmocka_unit_test(test_b64std),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -135,6 +135,57 @@ static void test_spire_trust_domain(void **state)
 	assert_string_equal(c.spire_trust_domain, "fleet.example");
 }
 
+/* The provision section: what a render and a Workflow need, each refused
+ * when missing or unsafe, with the section's line. */
+#define PROV_OK                                                                               \
+	"provision:\n  classes_file: /etc/fleetd/classes.json\n"                              \
+	"  class_inputs_file: /etc/fleetd/class-inputs.json\n"                                 \
+	"  talosctl: /usr/bin/talosctl\n  secrets_file: /etc/fleetd/talos-secrets.yaml\n"     \
+	"  config_host: fleetd.folly.lan:8443\n"
+#define TOOLS "  tools_image: ghcr.io/folly/fleet-tools@sha256:" \
+	"0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef\n"
+
+static void test_provision_section(void **state)
+{
+	(void)state;
+	struct fleet_config c;
+	struct fleet_errctx err;
+	assert_int_equal(parse(FILE_INV PROV_OK TOOLS, &c, &err), FLEET_OK);
+	assert_true(c.provision_enabled);
+	assert_string_equal(c.provision_talosctl, "/usr/bin/talosctl");
+	assert_string_equal(c.provision_namespace, "tinkerbell");
+	assert_string_equal(c.provision_template, "folly-talos-install");
+	assert_int_equal(c.provision_delivery_deadline_seconds, 30);
+	assert_int_equal(c.provision_render_timeout_seconds, 15);
+	assert_string_equal(c.provision_kubeconfig, ""); /* in-cluster */
+	/* without the section, nothing installs */
+	assert_int_equal(parse(FILE_INV, &c, &err), FLEET_OK);
+	assert_false(c.provision_enabled);
+	unsigned line = 10; /* the provision section's mapping, after FILE_INV */
+	refused_at(FILE_INV "provision:\n  classes_file: /etc/fleetd/classes.json\n"
+			    "  class_inputs_file: /etc/fleetd/class-inputs.json\n",
+		   line, "talosctl and secrets_file are required");
+	refused_at(FILE_INV PROV_OK, line, "tools_image and config_host are required");
+	refused_at(FILE_INV PROV_OK "  tools_image: ghcr.io/folly/fleet-tools:latest\n", line,
+		   "pinned by digest");
+	refused_at(FILE_INV PROV_OK TOOLS "  talosctl_x: 1\n", 17, "talosctl_x");
+	refused_at(FILE_INV
+		   "provision:\n  classes_file: /etc/fleetd/classes.json\n"
+		   "  class_inputs_file: /etc/fleetd/class-inputs.json\n"
+		   "  talosctl: talosctl\n  secrets_file: /etc/fleetd/s.yaml\n"
+		   "  config_host: h\n" TOOLS,
+		   13, "absolute path"); /* execve, never PATH */
+	refused_at(FILE_INV PROV_OK TOOLS "  tinkerbell_namespace: Tink_System\n", line,
+		   "DNS labels");
+	refused_at(FILE_INV
+		   "provision:\n  classes_file: /etc/fleetd/classes.json\n"
+		   "  class_inputs_file: /etc/fleetd/class-inputs.json\n"
+		   "  talosctl: /usr/bin/talosctl\n  secrets_file: /etc/fleetd/s.yaml\n"
+		   "  config_host: \"h/x?y\"\n" TOOLS,
+		   line, "config_host must be a host");
+	refused_at(FILE_INV PROV_OK TOOLS "  delivery_deadline_seconds: 1\n", 17, "delivery_deadline");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -343,6 +394,7 @@ int main(void)
 		cmocka_unit_test(test_minimal_file_inventory_defaults),
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_spire_trust_domain),
+		cmocka_unit_test(test_provision_section),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
 		cmocka_unit_test(test_token_swapped_after_check),

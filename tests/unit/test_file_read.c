@@ -166,6 +166,34 @@ static void test_symlink_refused(void **state)
 	accepted(target, &secret);
 }
 
+/* The errno a refusal is said as, where a caller speaks errno (the SPIRE
+ * writer's previous file, tink-attest's sysfs reads). */
+static void test_errno_of_refusals(void **state)
+{
+	struct temp_file *f = *state;
+	struct fleet_errctx ec;
+	struct fleet_buf b;
+	char target[700];
+	snprintf(target, sizeof(target), "%s/real", f->dir);
+	put(target, "0123456789", 0600);
+	const struct fleet_file_policy small = {.what = "t", .max_size = 4};
+	fb_init(&b);
+	fleet_err e = fleet_file_read(AT_FDCWD, target, &small, &b, &ec);
+	assert_int_equal(fleet_file_errno(e, &ec, EIO), EFBIG);
+	assert_int_equal(symlink(target, f->path), 0);
+	e = fleet_file_read(AT_FDCWD, f->path, &data, &b, &ec);
+	assert_int_equal(fleet_file_errno(e, &ec, EIO), ELOOP);
+	e = fleet_file_read(AT_FDCWD, f->dir, &data, &b, &ec);
+	assert_int_equal(fleet_file_errno(e, &ec, EIO), EINVAL);
+	char missing[800];
+	snprintf(missing, sizeof(missing), "%s/nothing/here", f->dir);
+	e = fleet_file_read(AT_FDCWD, missing, &data, &b, &ec);
+	assert_int_equal(fleet_file_errno(e, &ec, EIO), ENOENT);
+	memset(&ec, 0, sizeof(ec));
+	assert_int_equal(fleet_file_errno(FLEET_E_NOMEM, &ec, ENOMEM), ENOMEM);
+	fb_free(&b);
+}
+
 /* A world- or group-readable key is refused; the shared policy lets the
  * group read, never write; configuration may be read by all, written by
  * nobody else; data has no mode rule. */
@@ -315,6 +343,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_reads_the_bytes, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_missing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_symlink_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_errno_of_refusals, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_mode_rules, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_owner_rule, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_not_regular, setup, teardown),

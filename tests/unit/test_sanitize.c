@@ -357,9 +357,27 @@ static void test_printable_cases(void **state)
 	assert_true(fleet_ascii_printable("abc\x01", 3, 0));
 }
 
+/* Kubernetes object names (DNS-1123 labels): what fleetd puts in a
+ * Workflow's name and in API paths. */
+static void test_dns_label(void **state)
+{
+	(void)state;
+	static const char *const good[] = {"a", "worker-a", "w1", "0", "a-b-c",
+					   "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij123"};
+	static const char *const bad[] = {"", "-a", "a-", "Worker", "a_b", "a.b", "a/b", "a?b",
+					  "a b", "abcdefghijabcdefghijabcdefghijabcdefghijabcdefghijabcdefghij1234"};
+	for (size_t i = 0; i < sizeof(good) / sizeof(good[0]); i++)
+		assert_true(fleet_dns_label(good[i]));
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		if (fleet_dns_label(bad[i]))
+			fail_msg("accepted \"%s\"", bad[i]);
+	assert_false(fleet_dns_label(NULL));
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
+		cmocka_unit_test(test_dns_label),
 		cmocka_unit_test(test_plain_passes),
 		cmocka_unit_test(test_control_bytes_and_del),
 		cmocka_unit_test(test_backslash),
