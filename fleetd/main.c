@@ -533,7 +533,10 @@ static int start_http(struct daemon *d)
 		startup_failed("HTTPS listener: the attestation routes could not be registered");
 		return -1;
 	}
-	if (d->deliver && fleet_http_route(d->http, "GET", "/config", route_config, d->deliver)) {
+	/* GET /config reads the store for any code it is sent: it costs a
+	 * token of the source's bucket, as a POST does. */
+	if (d->deliver && (fleet_http_route(d->http, "GET", "/config", route_config, d->deliver) ||
+			   fleet_http_route_rate_limit(d->http, "GET", "/config"))) {
 		startup_failed("HTTPS listener: the /config route could not be registered");
 		return -1;
 	}

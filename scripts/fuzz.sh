@@ -13,21 +13,29 @@ targets=$(for src in tests/fuzz/fuzz_*.c; do basename "$src" .c; done)
 # shellcheck disable=SC2086 # one target name per word
 cmake --build build-fuzz -j"$(nproc)" --target $targets >/dev/null
 
+# One target per core at a time: each libFuzzer run is one process.
 shared=../shared/data
-for src in tests/fuzz/fuzz_*.c; do
-  name=$(basename "$src" .c)
+export seconds shared
+run_one() {
+  local name=$1 seeds scratch extra=() d rc
   seeds=tests/fuzz/corpus/$name
   scratch=build-fuzz/corpus-$name
   rm -rf "$scratch" && mkdir -p "$scratch"
-  extra=()
   # A target may name shared data directories to seed from, one per line in
   # tests/fuzz/corpus/<target>.shared (paths under ../shared/data).
   if [ -f "tests/fuzz/corpus/$name.shared" ] && [ -d "$shared" ]; then
     while read -r d; do [ -n "$d" ] && [ -d "$shared/$d" ] && extra+=("$shared/$d"); done \
       < "tests/fuzz/corpus/$name.shared"
   fi
-  echo "-- $name: ${seconds}s"
+  set +e
   (cd build-fuzz && ./tests/"$name" -max_total_time="$seconds" -max_len=131072 \
      -rss_limit_mb=2048 -print_final_stats=0 "../$scratch" "../$seeds" \
-     "${extra[@]/#/../}" 2>&1 | tail -3)
-done
+     "${extra[@]/#/../}") > "build-fuzz/log-$name" 2>&1
+  rc=$?
+  set -e
+  { echo "-- $name: ${seconds}s (exit $rc)"; tail -3 "build-fuzz/log-$name"; } | flock build-fuzz -c cat
+  return "$rc"
+}
+export -f run_one
+# shellcheck disable=SC2086 # one target name per word
+printf '%s\n' $targets | xargs -P "$(nproc)" -I{} bash -c 'run_one "$1"' _ {}

@@ -189,7 +189,21 @@ fleet_err fleet_http_route(struct fleet_http *s, const char *method, const char 
 	snprintf(r->path, sizeof(r->path), "%s", path);
 	r->handler = handler;
 	r->ctx = ctx;
+	r->rate_limited = strcmp(method, "POST") == 0;
 	return FLEET_OK;
+}
+
+fleet_err fleet_http_route_rate_limit(struct fleet_http *s, const char *method, const char *path)
+{
+	if (!s || !method || !path || s->daemon)
+		return FLEET_E_INVALID_ARG;
+	for (size_t i = 0; i < s->n_routes; i++)
+		if (strcmp(s->routes[i].path, path) == 0 &&
+		    strcmp(s->routes[i].method, method) == 0) {
+			s->routes[i].rate_limited = true;
+			return FLEET_OK;
+		}
+	return FLEET_E_NOT_FOUND;
 }
 
 void fleet_http_set_health(struct fleet_http *s, fleet_http_health fn, void *ctx)

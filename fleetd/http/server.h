@@ -27,7 +27,8 @@
  *                               If-Unmodified-Since or If-Range
  *   400 range-request           a Range header
  *   400 unexpected-body         a body on a method other than POST
- *   429 rate-limited            a POST to a route past its source's token
+ *   429 rate-limited            a POST to a route (or a request to a route
+ *                               fleet_http_route_rate_limit marks) past its source's token
  *                               bucket (rate_per_second, rate_burst; keyed by
  *                               the IPv4 address or the IPv6 /64, at most
  *                               4096 sources, the least
@@ -204,6 +205,11 @@ struct fleet_http *fleet_http_new(const struct fleet_http_config *cfg,
  * path+method pair is registered once; HEAD cannot be registered. */
 fleet_err fleet_http_route(struct fleet_http *s, const char *method, const char *path,
 			   fleet_http_handler handler, void *ctx);
+
+/* Requests to this route cost a token of their source's bucket too, as
+ * every POST does (a GET whose handler reads the store for whatever it is
+ * sent, GET /config). FLEET_E_NOT_FOUND when it is not registered. */
+fleet_err fleet_http_route_rate_limit(struct fleet_http *s, const char *method, const char *path);
 
 void fleet_http_set_health(struct fleet_http *s, fleet_http_health fn, void *ctx);
 

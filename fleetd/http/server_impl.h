@@ -18,6 +18,7 @@ struct fleet_http_route_entry {
 	char path[FLEET_HTTP_MAX_PATH + 1];
 	fleet_http_handler handler;
 	void *ctx;
+	bool rate_limited; /* POST always; a GET when fleet_http_route_rate_limit says */
 };
 
 /* Where a connection is, for the request deadline (server_guard.c). */

@@ -241,8 +241,9 @@ static unsigned check_headers(struct fleet_http *s, struct MHD_Connection *c, co
 		return *reason = "method-not-allowed", 405;
 	const union MHD_ConnectionInfo *ci =
 		MHD_get_connection_info(c, MHD_CONNECTION_INFO_CLIENT_ADDRESS);
-	if (strcmp(method, "POST") == 0) {
-		/* First: every POST to a route costs a token, refused or not. */
+	if (req->route->rate_limited) {
+		/* First: every POST to a route costs a token, refused or not
+		 * (and every request to a route marked so). */
 		if (!fleet_http_rate_take(s, ci ? ci->client_addr : NULL, &req->retry_after))
 			return *reason = "rate-limited", 429;
 		req->retry_after = 0;

@@ -673,6 +673,14 @@ struct side {
 	uint16_t port;
 };
 
+static int get_ok(void *ctx, const struct fleet_http_request *req, struct fleet_http_reply *reply)
+{
+	(void)ctx;
+	(void)req;
+	fb_put(&reply->body, "{}", 2);
+	return 200;
+}
+
 static void side_start(struct fixture *fx, struct fleet_http_config cfg, struct side *sd)
 {
 	cfg.bind_address = "127.0.0.1";
@@ -685,6 +693,9 @@ static void side_start(struct fixture *fx, struct fleet_http_config cfg, struct 
 		fail_msg("new: %s", ec.detail);
 	assert_int_equal(fleet_http_route(sd->http, "POST", "/v1/echo", echo, NULL), FLEET_OK);
 	assert_int_equal(fleet_http_route(sd->http, "POST", "/v1/sink", sink, NULL), FLEET_OK);
+	assert_int_equal(fleet_http_route(sd->http, "GET", "/v1/limited", get_ok, NULL), FLEET_OK);
+	assert_int_equal(fleet_http_route_rate_limit(sd->http, "GET", "/v1/limited"), FLEET_OK);
+	assert_int_equal(fleet_http_route_rate_limit(sd->http, "GET", "/v1/none"), FLEET_E_NOT_FOUND);
 	fleet_http_set_health(sd->http, health, NULL);
 	if (fleet_http_start(sd->http, &ec) != FLEET_OK)
 		fail_msg("start: %s", ec.detail);
@@ -1192,6 +1203,10 @@ static void test_rate_limit(void **state)
 	assert_int_equal(logged, 0);
 	assert_int_equal(scraped_from(&sd.client, "rate-limited"), limited0 + 2);
 	assert_int_equal(atomic_load(&echo_calls), e0 + ok);
+
+	/* A GET route marked limited shares the source's bucket: empty now. */
+	assert_int_equal(http_get(&sd.client, "/v1/limited", NULL, &r), 429);
+	http_reply_free(&r);
 
 	/* /healthz and /metrics are not limited. */
 	for (int i = 0; i < 3 * BURST; i++) {
