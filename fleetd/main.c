@@ -228,6 +228,7 @@ static int open_install(struct daemon *d)
 	struct fleet_kube_config kc = {
 		.kubeconfig = d->cfg.provision_kubeconfig[0] ? d->cfg.provision_kubeconfig : NULL,
 		.max_response = (size_t)48 << 20,
+		.timeout_seconds = 5, /* inside the confirm round's budget (install.h S9) */
 	};
 	if (fleet_kube_open(&kc, &d->kube, &ec) != FLEET_OK) {
 		startup_failed("provision: the Kubernetes API: %s",

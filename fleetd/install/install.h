@@ -44,6 +44,12 @@
  *  S8  The code is wrapped to the TPM (MakeCredential to the EK, bound to
  *      the AK name) and goes in the confirm answer with the fleetd-signed
  *      proof of the passing check; the plain code is wiped.
+ *  S9  The whole start has a budget (FLEET_INSTALL_START_BUDGET_MS, under
+ *      tink-attest's 30 s per request): past it after the render, or
+ *      before the Workflow, the start is taken back ("late"), since the
+ *      machine may have stopped waiting for the answer that carries its
+ *      code. (The render's own deadline is provision.render_timeout_seconds,
+ *      15 s; each Kubernetes request's 5 s.)
  *
  * Reconcile (fleet_install_reconcile, each pass)
  *  W1  A started provision past its expiry is dropped ("expired"), its
@@ -112,6 +118,7 @@
 #define FLEET_INSTALL_WORKER_TTL (2 * 3600)
 #define FLEET_INSTALL_CONTROLPLANE_TTL (30 * 60)
 #define FLEET_INSTALL_CSR_SKEW 30 /* seconds between the API server's clock and fleetd's */
+#define FLEET_INSTALL_START_BUDGET_MS 20000 /* S9: within tink-attest's 30 s */
 
 struct fleet_install;
 

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/crypto.h>
@@ -52,6 +53,21 @@ static enum fleet_install_outcome failed(struct start *s, const char *reason, co
 	return FLEET_INSTALL_FAILED;
 }
 
+
+static uint64_t mono_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (uint64_t)ts.tv_sec * 1000u + (uint64_t)ts.tv_nsec / 1000000u;
+}
+
+/* S9: the machine waits for the confirm's answer (tink-attest gives up
+ * after 30 s); a start past its budget is taken back rather than finished
+ * for a machine that may no longer listen. */
+static bool past_budget(uint64_t t0)
+{
+	return mono_ms() - t0 > FLEET_INSTALL_START_BUDGET_MS;
+}
 
 /* S2: an open provision of this device cannot be running: the machine is
  * in HookOS, confirming. */
@@ -211,6 +227,7 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 	char wfname[64], path[512];
 	bool secret_made = false, row_made = false, workflow_tried = false;
 	time_t now = inst_now(in);
+	uint64_t t0 = mono_ms();
 	time_t expires = now + (worker ? FLEET_INSTALL_WORKER_TTL : FLEET_INSTALL_CONTROLPLANE_TTL);
 
 	/* The device's name goes into object names and API paths: a DNS-1123
@@ -237,6 +254,13 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 			worker ? tok.token : FLEET_RENDER_NOJOIN_TOKEN, &config, &ec)) != FLEET_OK) {
 		out = failed(&s, "render-refused", "%s%s%s", fleet_errctx_text(&ec, text, sizeof(text)),
 			     ec.reason ? "; reason " : "", ec.reason ? ec.reason : "");
+		goto done;
+	}
+
+	if (past_budget(t0)) {
+		out = failed(&s, "late", "the render took past the start's budget of %u ms: "
+					 "nothing was started",
+			     (unsigned)FLEET_INSTALL_START_BUDGET_MS);
 		goto done;
 	}
 
@@ -294,6 +318,12 @@ enum fleet_install_outcome fleet_install_start(struct fleet_install *in,
 				     fleet_errctx_text(&ec, text, sizeof(text)));
 			goto done;
 		}
+	}
+	if (past_budget(t0)) {
+		out = failed(&s, "late", "past the start's budget of %u ms before the Workflow: "
+					 "taken back",
+			     (unsigned)FLEET_INSTALL_START_BUDGET_MS);
+		goto done;
 	}
 	/* The Workflow's name is the row's since S5: whatever its create
 	 * answers, a drop deletes it (404 when it was never made). */
