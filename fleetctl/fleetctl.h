@@ -6,6 +6,11 @@
  *   1  the input was refused or malformed (the reason is on stderr, or in
  *      the JSON on stdout with --json)
  *   2  usage error, or a file could not be read
+ *
+ * Only `quarantine lift` tells its refusals apart further:
+ *   3  not root (only root lifts a quarantine)
+ *   4  no device by that name in the store
+ *   5  the device is not quarantined (nothing was written)
  */
 #ifndef FLEETCTL_H
 #define FLEETCTL_H
@@ -13,6 +18,9 @@
 #define FLEETCTL_EXIT_OK 0
 #define FLEETCTL_EXIT_REFUSED 1
 #define FLEETCTL_EXIT_USAGE 2
+#define FLEETCTL_EXIT_PERMISSION 3
+#define FLEETCTL_EXIT_NOT_FOUND 4
+#define FLEETCTL_EXIT_STATE 5
 
 /* Each gets argv with argv[0] = the group name ("eventlog"). */
 int cmd_eventlog(int argc, char **argv);
@@ -28,5 +36,7 @@ int cmd_provisional(int argc, char **argv);
 int cmd_verdicts(int argc, char **argv);
 int cmd_device(int argc, char **argv);
 int cmd_provisions(int argc, char **argv);
+/* quarantine list (read-only) | quarantine lift (root; cmd_quarantine.c). */
+int cmd_quarantine(int argc, char **argv);
 
 #endif

@@ -27,6 +27,9 @@ static const struct command commands[] = {
 	 "verdicts [--device NAME] [--limit N] [--state-dir DIR] [--json]"},
 	{"device", cmd_device, "device show NAME [--state-dir DIR] [--json]"},
 	{"provisions", cmd_provisions, "provisions [--all] [--state-dir DIR] [--json]"},
+	{"quarantine", cmd_quarantine,
+	 "quarantine list [--state-dir DIR] [--json] | quarantine lift DEVICE --reason TEXT "
+	 "[--state-dir DIR] [--json]"},
 };
 
 static void usage(FILE *f)
@@ -35,6 +38,10 @@ static void usage(FILE *f)
 	/* `fleetctl GROUP` alone prints that group's full usage. */
 	for (size_t i = 0; i < sizeof(commands) / sizeof(commands[0]); i++)
 		fprintf(f, "  fleetctl %s\n", commands[i].usage);
+	fprintf(f, "\nexit codes: 0 success (a check passed); 1 refused or malformed input;\n"
+		   "2 usage error or a file could not be read. quarantine lift also: 3 not\n"
+		   "root; 4 no such device; 5 the device is not quarantined. A lifted device\n"
+		   "is eligible again only after its next passing check.\n");
 }
 
 int main(int argc, char **argv)

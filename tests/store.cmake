@@ -21,3 +21,6 @@ set_tests_properties(test_store_concurrency PROPERTIES TIMEOUT 300)
 # The install runs (schema version 4): one open per device, compare-and-set
 # stages, burned codes across restarts, the config wiped, one CSR per token.
 fleet_test(test_store_provisions unit unit/test_store_provisions.c LIBS fleetd_store)
+# fleetctl quarantine list | lift (root; the store's operator handle, the
+# journal entry): tests/quarantine_cli.sh, skipped (77) when not root.
+fleet_script_test(quarantine_cli e2e quarantine_cli.sh $<TARGET_FILE:store_seed>)

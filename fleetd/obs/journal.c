@@ -34,6 +34,7 @@
 static _Atomic int g_target = FLEET_LOG_JOURNAL;
 static _Atomic int g_max_priority = LOG_INFO;
 static atomic_flag g_fallback_noted = ATOMIC_FLAG_INIT;
+static const char *_Atomic g_identifier = "fleetd";
 
 fleet_err fleet_log_target_parse(const char *s, enum fleet_log_target *out)
 {
@@ -56,6 +57,17 @@ void fleet_log_set_target(enum fleet_log_target t)
 enum fleet_log_target fleet_log_get_target(void)
 {
 	return (enum fleet_log_target)atomic_load(&g_target);
+}
+
+void fleet_log_set_identifier(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n == 0 || n > 31)
+		return;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+			return;
+	atomic_store(&g_identifier, s);
 }
 
 void fleet_log_set_max_priority(int priority)
@@ -172,7 +184,8 @@ static void write_stderr_line(const struct entry *e, int priority)
 	if (clock_gettime(CLOCK_REALTIME, &now) == 0 && gmtime_r(&now.tv_sec, &tm))
 		strftime(ts, sizeof(ts), "%Y-%m-%dT%H:%M:%SZ", &tm);
 	char head[96];
-	snprintf(head, sizeof(head), "%s fleetd[%ld] %s event=", ts, (long)getpid(),
+	snprintf(head, sizeof(head), "%s %s[%ld] %s event=", ts, atomic_load(&g_identifier),
+		 (long)getpid(),
 		 priority_name(priority));
 	line_put(line, &o, head);
 	line_put(line, &o, e->value[3]);
@@ -226,7 +239,7 @@ void fleet_log_at(const char *file, int line, const char *func, int priority, co
 	entry_add(&e, "MESSAGE", msg, MAX_MESSAGE);
 	snprintf(num, sizeof(num), "%d", priority);
 	entry_add(&e, "PRIORITY", num, sizeof(num));
-	entry_add(&e, "SYSLOG_IDENTIFIER", "fleetd", 16);
+	entry_add(&e, "SYSLOG_IDENTIFIER", atomic_load(&g_identifier), 32);
 	entry_add(&e, "FLEET_EVENT", event_ok(event) ? event : "invalid-event-name", 80);
 	entry_add(&e, "CODE_FILE", file ? file : "", 256);
 	snprintf(num, sizeof(num), "%d", line);
@@ -248,8 +261,9 @@ void fleet_log_at(const char *file, int line, const char *func, int priority, co
 		if (!atomic_flag_test_and_set(&g_fallback_noted)) {
 			char note[160];
 			int k = snprintf(note, sizeof(note),
-					 "fleetd: journald did not take an entry (%s); "
-					 "writing entries to stderr\n", strerror(-r));
+					 "%s: journald did not take an entry (%s); "
+					 "writing entries to stderr\n",
+					 atomic_load(&g_identifier), strerror(-r));
 			if (k > 0)
 				write_all(STDERR_FILENO, note,
 					  (size_t)k < sizeof(note) ? (size_t)k : sizeof(note) - 1);

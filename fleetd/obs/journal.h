@@ -38,6 +38,11 @@ fleet_err fleet_log_target_parse(const char *s, enum fleet_log_target *out);
 void fleet_log_set_target(enum fleet_log_target t);
 enum fleet_log_target fleet_log_get_target(void);
 
+/* SYSLOG_IDENTIFIER, and the name on a stderr line: "fleetd" unless set
+ * (fleetctl sets "fleetctl"). s must outlive the program's logging; at most
+ * 31 bytes of [a-z0-9-] are taken, anything else is ignored. */
+void fleet_log_set_identifier(const char *s);
+
 /* Entries below this priority (numerically greater) are dropped; default
  * LOG_INFO. */
 void fleet_log_set_max_priority(int priority);

@@ -505,6 +505,43 @@ static fleet_err check_db_file(struct fleet_store *st, int dfd, const char *path
 	return e;
 }
 
+/* FLEET_STORE_OPERATOR (store.h): the daemon's directory and file, opened
+ * by root (or their owner) to write beside the daemon. The same closure to
+ * others as check_dir and check_db_file, with the directory's owner in
+ * place of our own uid; nothing is created. */
+static fleet_err check_operator(struct fleet_store *st, const char *dir, const char *path)
+{
+	int dfd = open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (dfd < 0)
+		return st_fail_errno(st, errno == ENOENT ? FLEET_STORE_E_NOT_FOUND : FLEET_STORE_E_IO,
+				     errno, "cannot open the state directory %s", dir);
+	struct stat ds, fs;
+	fleet_err e = FLEET_STORE_OK;
+	int fd = -1;
+	if (fstat(dfd, &ds) != 0 || (ds.st_mode & (S_IWGRP | S_IWOTH))) {
+		e = st_fail(st, FLEET_STORE_E_UNSAFE,
+			    "the state directory %s must not be writable by group or others", dir);
+	} else if (geteuid() != 0 && geteuid() != ds.st_uid) {
+		e = st_fail(st, FLEET_STORE_E_UNSAFE,
+			    "writing the store needs root or its owner, uid %u", (unsigned)ds.st_uid);
+	} else if ((fd = openat(dfd, FLEET_STORE_FILE, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		int err = errno;
+		e = st_fail_errno(st, err == ENOENT ? FLEET_STORE_E_NOT_FOUND : FLEET_STORE_E_IO, err,
+				  "no store at %s", path);
+	} else if (fstat(fd, &fs) != 0 || !S_ISREG(fs.st_mode)) {
+		e = st_fail(st, FLEET_STORE_E_UNSAFE, "%s is not a regular file", path);
+	} else if (fs.st_uid != ds.st_uid || (fs.st_mode & 077)) {
+		e = st_fail(st, FLEET_STORE_E_UNSAFE,
+			    "%s must be owned by its directory's owner, uid %u, with mode 0600 (it is "
+			    "uid %u, %03o)", path, (unsigned)ds.st_uid, (unsigned)fs.st_uid,
+			    (unsigned)(fs.st_mode & 0777));
+	}
+	if (fd >= 0)
+		close(fd);
+	close(dfd);
+	return e;
+}
+
 static fleet_err configure(struct fleet_store *st)
 {
 	int on = 0;
@@ -574,6 +611,7 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 		return fleet_errctx_msg(ec, FLEET_STORE_E_NOMEM, "out of memory");
 	}
 	st->readonly = mode == FLEET_STORE_READONLY;
+	bool operator_mode = mode == FLEET_STORE_OPERATOR;
 	char path[PATH_MAX];
 	fleet_err e = FLEET_STORE_OK;
 	int dfd = -1;
@@ -600,6 +638,10 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 			goto out;
 		}
 		flags |= SQLITE_OPEN_READONLY;
+	} else if (operator_mode) {
+		if ((e = check_operator(st, state_dir, path)))
+			goto out;
+		flags |= SQLITE_OPEN_READWRITE; /* never CREATE */
 	} else {
 		if ((e = check_dir(st, state_dir, &dfd)) || (e = check_db_file(st, dfd, path)))
 			goto out;
@@ -612,7 +654,9 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 	}
 	if ((e = configure(st)))
 		goto out;
-	e = st->readonly ? check_readonly_schema(st) : migrate(st);
+	/* The operator's handle never migrates: that is the daemon's, at its
+	 * start; a fleetctl of another version is refused like a reader. */
+	e = st->readonly || operator_mode ? check_readonly_schema(st) : migrate(st);
 out:
 	if (dfd >= 0)
 		close(dfd);

@@ -84,6 +84,16 @@ struct fleet_store;
 enum fleet_store_mode {
 	FLEET_STORE_RW,       /* the daemon: creates the file, migrates */
 	FLEET_STORE_READONLY, /* fleetctl: SQLITE_OPEN_READONLY, query_only */
+	/* fleetctl's few writes (quarantine lift), run as root beside the
+	 * daemon: the existing file read-write, never created and never
+	 * migrated (the schema must be exactly this program's version, as
+	 * for READONLY). The directory must not be group- or world-writable
+	 * and the file must be a regular file owned by the directory's owner
+	 * (the daemon's user), mode 0600 or stricter; the caller must be root
+	 * or that owner (UNSAFE otherwise). SQLite, run as root, gives the
+	 * -wal and -shm files it creates the database file's owner, so the
+	 * daemon can still open them. */
+	FLEET_STORE_OPERATOR,
 };
 
 /* Open (or, RW, create) state_dir/fleetd.db. RW requires state_dir to be
@@ -175,6 +185,17 @@ fleet_err fleet_store_device_touch(struct fleet_store *st, const char *name,
 /* on: reason required (1..255 printable); off: reason ignored, cleared. */
 fleet_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *name,
 						       bool on, const char *reason, time_t now);
+/* The owner's lift (fleetctl quarantine lift), in one transaction:
+ * NOT_FOUND when there is no device by that name, STATE when it is not
+ * quarantined (nothing is written then); else the quarantine is cleared
+ * and the one it replaced goes out: prev_reason (FLEET_STORE_QREASON_MAX +
+ * 1 bytes, may be NULL) and *prev_at (may be NULL). Who lifted it and why
+ * are the journal's (FLEET_EVENT=quarantine-lifted), not the store's. The
+ * lift makes nothing eligible by itself: the device's last verdict is still
+ * the failed one, and SPIRE eligibility needs a passing one (the next
+ * passing check). */
+fleet_err fleet_store_device_lift_quarantine(struct fleet_store *st, const char *name,
+					     char *prev_reason, int64_t *prev_at);
 /* All devices by name, in one statement (one snapshot); *out malloc'd.
  * Never only some of them: more than FLEET_STORE_MAX_DEVICES (far past any
  * fleet fleetd serves; about 0.7 GB of rows) is FULL. */

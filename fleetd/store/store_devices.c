@@ -355,6 +355,58 @@ fleet_err fleet_store_device_set_quarantine(struct fleet_store *st, const char *
 	return st_unlock(st, device_set_quarantine(st, name, on, reason, now));
 }
 
+static fleet_err device_lift_quarantine(struct fleet_store *st, const char *name,
+					char *prev_reason, int64_t *prev_at)
+{
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	if ((e = st_begin(st)))
+		return e;
+	struct fleet_store_device d;
+	sqlite3_stmt *s;
+	if ((e = device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE name = ?1", name,
+			    "name", &d)))
+		goto fail;
+	if (!d.quarantined) {
+		e = st_fail(st, FLEET_STORE_E_STATE, "the device is not quarantined");
+		goto fail;
+	}
+	/* quarantined = 1 again in the WHERE: the read and the write are one
+	 * transaction (IMMEDIATE), so this only restates the rule. */
+	if ((e = st_prepare(st, "UPDATE devices SET quarantined = 0, quarantine_reason = NULL, "
+				"quarantined_at = NULL WHERE name = ?1 AND quarantined = 1",
+			    &s)))
+		goto fail;
+	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	int changes = 0;
+	if ((e = st_step_done(st, s, "lift quarantine", &changes)))
+		goto fail;
+	if (changes != 1) {
+		e = st_fail(st, FLEET_STORE_E_STATE, "the device is not quarantined");
+		goto fail;
+	}
+	if ((e = st_commit(st)))
+		goto fail;
+	if (prev_reason)
+		memcpy(prev_reason, d.quarantine_reason, sizeof(d.quarantine_reason));
+	if (prev_at)
+		*prev_at = d.quarantined_at;
+	return FLEET_STORE_OK;
+fail:
+	st_rollback(st);
+	return e;
+}
+
+fleet_err fleet_store_device_lift_quarantine(struct fleet_store *st, const char *name,
+					     char *prev_reason, int64_t *prev_at)
+{
+	st_lock(st);
+	return st_unlock(st, device_lift_quarantine(st, name, prev_reason, prev_at));
+}
+
 static fleet_err devices_list(struct fleet_store *st,
 					 struct fleet_store_device **out, size_t *n)
 {

@@ -597,6 +597,67 @@ static void test_readonly(void **state)
 	assert_null(strstr(sec.detail, "No such file"));
 }
 
+/* The owner's lift (fleetctl quarantine lift) on an operator handle beside
+ * the daemon's: one compare-and-clear that hands back the quarantine it
+ * replaced; refused for an unknown device, one not quarantined, and on a
+ * read-only handle. The operator handle never creates or migrates. */
+static void test_lift_quarantine(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	admit(f, "w2", "SER-2", HC, NULL, 1000);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", true, "pcr4-app", 6000), 0);
+	struct fleet_store *op, *ro;
+	struct fleet_errctx sec = {0};
+	char err[sizeof(sec.detail) + 80];
+	if (fleet_store_open(f->state, FLEET_STORE_OPERATOR, &op, &sec))
+		fail_msg("operator open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
+	char prev[FLEET_STORE_QREASON_MAX + 1] = "unchanged";
+	int64_t at = -1;
+	assert_int_equal(fleet_store_device_lift_quarantine(op, "nope", prev, &at),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_device_lift_quarantine(op, "w2", prev, &at),
+			 FLEET_STORE_E_STATE);
+	assert_non_null(strstr(fleet_store_errmsg(op), "not quarantined"));
+	assert_string_equal(prev, "unchanged");
+	assert_int_equal(at, -1);
+	assert_int_equal(fleet_store_device_lift_quarantine(op, "", prev, &at),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
+	assert_int_equal(fleet_store_device_lift_quarantine(ro, "w1", prev, &at),
+			 FLEET_STORE_E_READONLY);
+	fleet_store_close(ro);
+	assert_int_equal(fleet_store_device_lift_quarantine(op, "w1", prev, &at), 0);
+	assert_string_equal(prev, "pcr4-app");
+	assert_int_equal(at, 6000);
+	/* the daemon's handle sees it at once, and a second lift has nothing to do */
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), 0);
+	assert_false(d.quarantined);
+	assert_string_equal(d.quarantine_reason, "");
+	assert_int_equal(d.quarantined_at, 0);
+	assert_int_equal(fleet_store_device_lift_quarantine(op, "w1", NULL, NULL),
+			 FLEET_STORE_E_STATE);
+	fleet_store_close(op);
+	/* never created: an operator handle on a directory with no store */
+	char missing[600];
+	snprintf(missing, sizeof(missing), "%s/nothing-here", f->dir);
+	assert_int_equal(fleet_store_open(missing, FLEET_STORE_OPERATOR, &op, &sec),
+			 FLEET_STORE_E_NOT_FOUND);
+	struct stat sb;
+	assert_int_equal(stat(missing, &sb), -1);
+	/* never migrated: a store at another version is refused, not upgraded */
+	sqlite3 *db = raw(f);
+	assert_int_equal(sqlite3_exec(db, "DELETE FROM schema_migrations WHERE version = 4", NULL,
+				      NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_OPERATOR, &op, &sec),
+			 FLEET_STORE_E_SCHEMA);
+	db = raw(f);
+	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"), 3);
+	sqlite3_close(db);
+}
+
 static void test_damaged_row_is_corrupt(void **state)
 {
 	struct fx *f = *state;
@@ -1034,6 +1095,7 @@ int main(void)
 		T(test_state_touch_quarantine), T(test_claims),
 		T(test_claim_caps),            T(test_verdicts),
 		T(test_certificates),          T(test_readonly),
+		T(test_lift_quarantine),
 		T(test_damaged_row_is_corrupt), T(test_provisional_then_admit),
 		T(test_admit_is_one_transaction), T(test_provisional_revoke_and_prune),
 		T(test_migrates_v1),           T(test_binding_authors),
