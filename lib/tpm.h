@@ -102,6 +102,15 @@ struct fleet_quote_check {
  * endorsement (or platform) hierarchy, as AKs made under the EK are. */
 fleet_err fleet_quote_verify(const struct fleet_quote_check *q, struct fleet_tpm_clock *clock,
 			     const char **reason);
+/* The part of fleet_quote_verify that says who made the quote and for
+ * which challenge: the AK rules, the signature over the attest bytes, magic,
+ * type TPM_ST_ATTEST_QUOTE and extraData, with the same reasons; selection,
+ * values and pcrDigest are not looked at (q->selection and q->values may be
+ * NULL). For a verifier that derives the PCR values from the event log only
+ * once it knows the quote is the TPM's answer to its nonce
+ * (fleetd/reattest/reattest.h). clock is filled on success only. */
+fleet_err fleet_quote_authenticate(const struct fleet_quote_check *q,
+				   struct fleet_tpm_clock *clock, const char **reason);
 
 /*
  * A TPM2_Certify to check: the AK signed that the TPM holds object. The

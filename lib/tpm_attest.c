@@ -322,6 +322,30 @@ static void fill_clock(const TPMS_ATTEST *a, struct fleet_tpm_clock *clock)
 	clock->firmware_version = a->firmwareVersion;
 }
 
+fleet_err fleet_quote_authenticate(const struct fleet_quote_check *q,
+				   struct fleet_tpm_clock *clock, const char **reason)
+{
+	TPMS_ATTEST a;
+	TPMT_SIGNATURE sig;
+	fleet_err e;
+	const char *dummy;
+
+	if (!reason)
+		reason = &dummy;
+	*reason = "attest-malformed";
+	if (clock)
+		memset(clock, 0, sizeof(*clock));
+	if (!q || !q->ak || !q->attest || !q->sig || (q->extra_data_len && !q->extra_data))
+		return FLEET_E_INVALID_ARG;
+	e = attest_common(q->ak, q->attest, q->attest_len, q->sig, q->sig_len, q->extra_data,
+			  q->extra_data_len, TPM2_ST_ATTEST_QUOTE, &a, &sig, reason);
+	if (e != FLEET_OK)
+		return e;
+	fill_clock(&a, clock);
+	*reason = NULL;
+	return FLEET_OK;
+}
+
 fleet_err fleet_quote_verify(const struct fleet_quote_check *q, struct fleet_tpm_clock *clock,
 			     const char **reason)
 {

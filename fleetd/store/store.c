@@ -197,6 +197,16 @@ static const struct migration {
 	 " WHERE stage IN ('rendered', 'started', 'delivered');"
 	 "CREATE UNIQUE INDEX provisions_by_token ON provisions(token_id)"
 	 " WHERE token_id IS NOT NULL;"},
+	/* The hourly re-check's last TPM clock per device (store_reattest.c):
+	 * what resetCount and restartCount may never go back below. */
+	{5, "reattest clock",
+	 "CREATE TABLE reattest_clock ("
+	 " device TEXT PRIMARY KEY REFERENCES devices(name) ON DELETE RESTRICT,"
+	 " reset_count INTEGER NOT NULL CHECK (reset_count BETWEEN 0 AND 4294967295),"
+	 " restart_count INTEGER NOT NULL CHECK (restart_count BETWEEN 0 AND 4294967295),"
+	 " clock INTEGER NOT NULL CHECK (clock >= 0),"
+	 " checked_at INTEGER NOT NULL CHECK (checked_at >= 0)"
+	 ") STRICT;"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");

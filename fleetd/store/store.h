@@ -62,7 +62,7 @@ enum {
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 4
+#define FLEET_STORE_SCHEMA_VERSION 5
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -544,5 +544,29 @@ fleet_err fleet_store_provision_consume(struct fleet_store *st, int64_t id, int6
 const char *fleet_store_provision_stage_str(enum fleet_store_provision_stage s);
 const char *fleet_store_token_state_str(enum fleet_store_token_state s);
 void fleet_store_provisions_free(struct fleet_store_provision *p, size_t n);
+
+/*
+ * The hourly re-check's last TPM clock per device (schema version 5,
+ * store_reattest.c): resetCount and restartCount of the last quote that
+ * fleetd authenticated for the device, which the next may never fall
+ * below (fleetd/reattest/reattest.h, RA9).
+ */
+struct fleet_store_reattest_clock {
+	uint32_t reset_count;
+	uint32_t restart_count;
+	uint64_t clock;     /* TPM milliseconds, at most INT64_MAX */
+	int64_t checked_at; /* when fleetd recorded it */
+};
+/* NOT_FOUND when the device has no clock recorded yet. */
+fleet_err fleet_store_reattest_clock_get(struct fleet_store *st, const char *device,
+					 struct fleet_store_reattest_clock *out);
+/* Record c for a known device (NOT_FOUND otherwise), in one statement that
+ * only moves forwards: CONFLICT, and nothing written, when c's
+ * (reset_count, restart_count) is below the recorded pair (a concurrent
+ * check cannot lower what another recorded). Equal counts are recorded
+ * (the clock and checked_at move on). INVALID for a clock past INT64_MAX
+ * or a negative checked_at. */
+fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *device,
+					    const struct fleet_store_reattest_clock *c);
 
 #endif

@@ -812,7 +812,8 @@ static void test_migrates_v1(void **state)
 	f->st = NULL;
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
-					  "binding_authors; DROP TABLE provisions; DELETE FROM "
+					  "binding_authors; DROP TABLE provisions; DROP TABLE reattest_clock; "
+					  "DELETE FROM "
 					  "schema_migrations WHERE version >= 2",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
@@ -1018,6 +1019,7 @@ static void test_migrates_v2(void **state)
 	f->st = NULL;
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
+					  "DROP TABLE reattest_clock; "
 					  "DELETE FROM schema_migrations WHERE version >= 3",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);

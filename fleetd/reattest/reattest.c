@@ -1,0 +1,642 @@
+/*
+ * reattest.c: the hourly re-check on fleetd's side (reattest.h, RA1-RA12).
+ */
+#include "fleetd/reattest/reattest.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/core_names.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/objects.h>
+#include <openssl/rand.h>
+#include <openssl/x509.h>
+#include <openssl/x509v3.h>
+
+#include "lib/eventlog.h"
+
+#define OID_TCG_KP_AIK_CERTIFICATE "2.23.133.8.3"
+
+static time_t env_now(const struct fleet_reattest_env *env)
+{
+	return env->now ? env->now : time(NULL);
+}
+
+/* ---- the nonce table (RA2, RA3) ------------------------------------------ */
+
+struct nonce_entry {
+	bool live;
+	bool used;
+	uint8_t nonce[FLEET_WIRE_ID_LEN];
+	uint8_t lak[32]; /* SHA-256 of the LAK certificate's DER */
+	time_t issued;
+	uint64_t seq;    /* issue order: the oldest has the lowest */
+};
+
+struct fleet_reattest_nonces {
+	pthread_mutex_t mu;
+	size_t cap;
+	uint64_t seq;
+	struct nonce_entry *e;
+};
+
+fleet_err fleet_reattest_nonces_new(size_t cap, struct fleet_reattest_nonces **out)
+{
+	struct fleet_reattest_nonces *t;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	*out = NULL;
+	if (cap == 0)
+		cap = FLEET_REATTEST_MAX_NONCES;
+	if (cap > FLEET_REATTEST_MAX_NONCES)
+		return FLEET_E_INVALID_ARG;
+	if (!(t = calloc(1, sizeof(*t))) || !(t->e = calloc(cap, sizeof(*t->e)))) {
+		free(t);
+		return FLEET_E_NOMEM;
+	}
+	if (pthread_mutex_init(&t->mu, NULL) != 0) {
+		free(t->e);
+		free(t);
+		return FLEET_E_NOMEM;
+	}
+	t->cap = cap;
+	*out = t;
+	return FLEET_OK;
+}
+
+void fleet_reattest_nonces_free(struct fleet_reattest_nonces *t)
+{
+	if (!t)
+		return;
+	pthread_mutex_destroy(&t->mu);
+	OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
+	free(t->e);
+	free(t);
+}
+
+size_t fleet_reattest_nonces_count(struct fleet_reattest_nonces *t)
+{
+	size_t n = 0;
+	if (!t)
+		return 0;
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->cap; i++)
+		n += t->e[i].live;
+	pthread_mutex_unlock(&t->mu);
+	return n;
+}
+
+static bool expired(const struct nonce_entry *x, time_t now)
+{
+	return now - x->issued > FLEET_REATTEST_NONCE_TTL || now < x->issued;
+}
+
+/* The slot a new nonce for lak goes to (RA3). Under t->mu. */
+static struct nonce_entry *slot_for(struct fleet_reattest_nonces *t, const uint8_t lak[32],
+				    time_t now)
+{
+	struct nonce_entry *free_slot = NULL, *old_expired = NULL, *old_used = NULL,
+			   *old_unused = NULL, *own_oldest = NULL;
+	size_t own = 0;
+
+	for (size_t i = 0; i < t->cap; i++) {
+		struct nonce_entry *x = &t->e[i];
+		if (!x->live) {
+			if (!free_slot)
+				free_slot = x;
+			continue;
+		}
+		if (expired(x, now)) {
+			if (!old_expired || x->seq < old_expired->seq)
+				old_expired = x;
+		} else if (x->used) {
+			if (!old_used || x->seq < old_used->seq)
+				old_used = x;
+		} else {
+			if (!old_unused || x->seq < old_unused->seq)
+				old_unused = x;
+			if (memcmp(x->lak, lak, 32) == 0) {
+				own++;
+				if (!own_oldest || x->seq < own_oldest->seq)
+					own_oldest = x;
+			}
+		}
+	}
+	if (own >= FLEET_REATTEST_NONCES_PER_LAK)
+		return own_oldest;
+	if (free_slot)
+		return free_slot;
+	if (old_expired)
+		return old_expired;
+	return old_used ? old_used : old_unused;
+}
+
+enum take_result { TAKE_OK, TAKE_UNKNOWN, TAKE_EXPIRED, TAKE_REPLAYED };
+
+static enum take_result nonce_take(struct fleet_reattest_nonces *t, const uint8_t nonce[32],
+				   const uint8_t lak[32], time_t now)
+{
+	enum take_result r = TAKE_UNKNOWN;
+
+	pthread_mutex_lock(&t->mu);
+	for (size_t i = 0; i < t->cap; i++) {
+		struct nonce_entry *x = &t->e[i];
+		if (!x->live || CRYPTO_memcmp(x->nonce, nonce, FLEET_WIRE_ID_LEN) != 0 ||
+		    CRYPTO_memcmp(x->lak, lak, 32) != 0)
+			continue;
+		if (x->used)
+			r = TAKE_REPLAYED;
+		else if (expired(x, now))
+			r = TAKE_EXPIRED;
+		else
+			r = TAKE_OK;
+		x->used = true; /* RA2: consumed whatever the check then says */
+		break;
+	}
+	pthread_mutex_unlock(&t->mu);
+	return r;
+}
+
+/* ---- the LAK certificate (RA1, RA4) -------------------------------------- */
+
+static bool has_aik_eku(X509 *x)
+{
+	EXTENDED_KEY_USAGE *eku = X509_get_ext_d2i(x, NID_ext_key_usage, NULL, NULL);
+	ASN1_OBJECT *aik = OBJ_txt2obj(OID_TCG_KP_AIK_CERTIFICATE, 1);
+	bool ok = false;
+
+	for (int i = 0; eku && aik && i < sk_ASN1_OBJECT_num(eku); i++)
+		if (OBJ_cmp(sk_ASN1_OBJECT_value(eku, i), aik) == 0)
+			ok = true;
+	ASN1_OBJECT_free(aik);
+	EXTENDED_KEY_USAGE_free(eku);
+	return ok;
+}
+
+/* The certificate, signed by the CA, an LAK, valid at now. On FLEET_OK *out
+ * is the parsed certificate and lak_hash its DER's SHA-256. */
+static fleet_err lak_verify(const struct fleet_reattest_env *env,
+			    const struct fleet_wire_bytes *der, X509 **out, uint8_t lak_hash[32],
+			    const char **reason)
+{
+	X509 *ca = fleet_ca_cert(env->ca), *x = NULL;
+	const unsigned char *p = der->data;
+	EVP_PKEY *capub;
+	time_t now = env_now(env);
+	fleet_err e;
+
+	*out = NULL;
+	if (!der->data || der->len == 0 || der->len > FLEET_WIRE_MAX_CERT || !ca)
+		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	x = d2i_X509(NULL, &p, (long)der->len);
+	if (!x || p != der->data + der->len)
+		goto unknown;
+	if (!(capub = X509_get0_pubkey(ca)) || X509_verify(x, capub) != 1 ||
+	    X509_check_issued(ca, x) != X509_V_OK || !has_aik_eku(x))
+		goto unknown;
+	if (ASN1_TIME_cmp_time_t(X509_get0_notBefore(x), now) > 0)
+		goto unknown;
+	if (ASN1_TIME_cmp_time_t(X509_get0_notAfter(x), now) < 0) {
+		X509_free(x);
+		ERR_clear_error();
+		return fleet_refuse(reason, "lak-expired", FLEET_E_VERIFY);
+	}
+	if ((e = fleet_hash(FLEET_ALG_SHA256, der->data, der->len, lak_hash)) != FLEET_OK) {
+		X509_free(x);
+		return e;
+	}
+	*out = x;
+	return FLEET_OK;
+unknown:
+	X509_free(x);
+	ERR_clear_error();
+	return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+}
+
+/* The subject CN, 1..FLEET_STORE_NAME_MAX printable ASCII characters. */
+static bool lak_cn(X509 *x, char device[FLEET_STORE_NAME_MAX + 1])
+{
+	X509_NAME *n = X509_get_subject_name(x);
+	int i = n ? X509_NAME_get_index_by_NID(n, NID_commonName, -1) : -1;
+	const ASN1_STRING *s;
+	const unsigned char *d;
+	int len;
+
+	device[0] = '\0';
+	if (i < 0 || !(s = X509_NAME_ENTRY_get_data(X509_NAME_get_entry(n, i))))
+		return false;
+	d = ASN1_STRING_get0_data(s);
+	len = ASN1_STRING_length(s);
+	if (len < 1 || len > FLEET_STORE_NAME_MAX)
+		return false;
+	for (int k = 0; k < len; k++)
+		if (d[k] < 0x21 || d[k] > 0x7e)
+			return false;
+	memcpy(device, d, (size_t)len);
+	device[len] = '\0';
+	return true;
+}
+
+/* RA8: the AK's public area from the certificate's key (ECDSA P-256). */
+static fleet_err ak_from_cert(X509 *x, TPMT_PUBLIC *ak)
+{
+	EVP_PKEY *k = X509_get0_pubkey(x);
+	BIGNUM *bx = NULL, *by = NULL;
+	char group[32];
+	fleet_err e = FLEET_E_UNSUPPORTED;
+
+	memset(ak, 0, sizeof(*ak));
+	if (!k || EVP_PKEY_get_base_id(k) != EVP_PKEY_EC ||
+	    EVP_PKEY_get_group_name(k, group, sizeof(group), NULL) != 1 ||
+	    strcmp(group, "prime256v1") != 0)
+		goto out;
+	if (EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, &bx) != 1 ||
+	    EVP_PKEY_get_bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, &by) != 1)
+		goto out;
+	ak->type = TPM2_ALG_ECC;
+	ak->nameAlg = TPM2_ALG_SHA256;
+	ak->objectAttributes = TPMA_OBJECT_RESTRICTED | TPMA_OBJECT_SIGN_ENCRYPT |
+			       TPMA_OBJECT_FIXEDTPM | TPMA_OBJECT_FIXEDPARENT |
+			       TPMA_OBJECT_SENSITIVEDATAORIGIN | TPMA_OBJECT_USERWITHAUTH;
+	TPMS_ECC_PARMS *c = &ak->parameters.eccDetail;
+	c->symmetric.algorithm = TPM2_ALG_NULL;
+	c->scheme.scheme = TPM2_ALG_ECDSA;
+	c->scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
+	c->curveID = TPM2_ECC_NIST_P256;
+	c->kdf.scheme = TPM2_ALG_NULL;
+	if (BN_bn2binpad(bx, ak->unique.ecc.x.buffer, 32) != 32 ||
+	    BN_bn2binpad(by, ak->unique.ecc.y.buffer, 32) != 32)
+		goto out;
+	ak->unique.ecc.x.size = 32;
+	ak->unique.ecc.y.size = 32;
+	e = FLEET_OK;
+out:
+	BN_free(bx);
+	BN_free(by);
+	ERR_clear_error();
+	return e;
+}
+
+/* ---- the nonce round ------------------------------------------------------ */
+
+static fleet_err nonce_judge(const struct fleet_reattest_env *env,
+			     const struct fleet_reattest_nonce_req *in,
+			     struct fleet_reattest_nonce_reply *out, const char **reason)
+{
+	struct fleet_reattest_nonces *t;
+	struct nonce_entry *slot;
+	uint8_t lak_hash[32];
+	X509 *x = NULL;
+	time_t now;
+	fleet_err e;
+
+	if (!env || !env->ca || !env->nonces || !in || !out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	if ((e = lak_verify(env, &in->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
+		return e;
+	X509_free(x);
+	t = env->nonces;
+	now = env_now(env);
+	pthread_mutex_lock(&t->mu);
+	slot = slot_for(t, lak_hash, now);
+	if (RAND_bytes(out->nonce, FLEET_WIRE_ID_LEN) != 1) {
+		pthread_mutex_unlock(&t->mu);
+		ERR_clear_error();
+		return FLEET_E_CRYPTO;
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->live = true;
+	memcpy(slot->nonce, out->nonce, FLEET_WIRE_ID_LEN);
+	memcpy(slot->lak, lak_hash, 32);
+	slot->issued = now;
+	slot->seq = ++t->seq;
+	pthread_mutex_unlock(&t->mu);
+	out->expires_in = FLEET_REATTEST_NONCE_TTL;
+	return FLEET_OK;
+}
+
+struct fleet_decision fleet_reattest_nonce(const struct fleet_reattest_env *env,
+					   const struct fleet_reattest_nonce_req *in,
+					   struct fleet_reattest_nonce_reply *out)
+{
+	const char *reason = NULL;
+	fleet_err e = nonce_judge(env, in, out, &reason);
+	return fleet_decide(e, reason);
+}
+
+struct fleet_decision fleet_reattest_lak_device(const struct fleet_reattest_env *env,
+						const struct fleet_wire_bytes *lak_cert,
+						char device[FLEET_STORE_NAME_MAX + 1])
+{
+	const char *reason = NULL;
+	uint8_t h[32];
+	X509 *x = NULL;
+	fleet_err e;
+
+	if (!env || !env->ca || !lak_cert || !device)
+		return fleet_decide(FLEET_E_INVALID_ARG, NULL);
+	device[0] = '\0';
+	if ((e = lak_verify(env, lak_cert, &x, h, &reason)) == FLEET_OK && !lak_cn(x, device))
+		e = fleet_refuse(&reason, "lak-unknown", FLEET_E_VERIFY);
+	X509_free(x);
+	return fleet_decide(e, reason);
+}
+
+/* ---- the check ------------------------------------------------------------ */
+
+static void verdict_one(struct fleet_verdict *v, const char *reason, const char *detail)
+{
+	memset(v, 0, sizeof(*v));
+	v->pass = false;
+	v->quote_checked = true;
+	v->n_reasons = 1;
+	v->reasons[0].reason = reason;
+	snprintf(v->reasons[0].detail, sizeof(v->reasons[0].detail), "%s", detail);
+}
+
+/* RA5: this certificate is the device's current, unrevoked LAK. */
+static fleet_err lak_current(struct fleet_store *st, const char *device,
+			     const struct fleet_wire_bytes *der, const char **reason)
+{
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0;
+	const struct fleet_store_cert *mine = NULL, *current = NULL;
+	fleet_err e = fleet_store_certs_for_device(st, device, &c, &n);
+
+	if (e == FLEET_STORE_E_NOT_FOUND)
+		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	if (e != FLEET_STORE_OK)
+		return e;
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(c[i].kind, FLEET_STORE_CERT_LAK) != 0)
+			continue;
+		if (!current && !c[i].revoked)
+			current = &c[i];
+		if (!mine && c[i].der_len == der->len && memcmp(c[i].der, der->data, der->len) == 0)
+			mine = &c[i];
+	}
+	if (!mine)
+		e = fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	else if (mine->revoked)
+		e = fleet_refuse(reason, "lak-revoked", FLEET_E_VERIFY);
+	else if (mine != current)
+		e = fleet_refuse(reason, "lak-not-current", FLEET_E_VERIFY);
+	fleet_store_certs_free(c, n);
+	return e;
+}
+
+/* RA6 */
+static fleet_err device_ok(struct fleet_store *st, const char *device, const char *status,
+			   const char **reason)
+{
+	struct fleet_store_device d;
+	fleet_err e = fleet_store_device_get_by_name(st, device, &d);
+
+	if (e == FLEET_STORE_E_NOT_FOUND)
+		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	if (e != FLEET_STORE_OK)
+		return e;
+	if (strcmp(d.state, FLEET_STORE_STATE_RETIRED) == 0)
+		return fleet_refuse(reason, "device-retired", FLEET_E_VERIFY);
+	if (status && strcmp(status, "planned") == 0)
+		return fleet_refuse(reason, "device-planned", FLEET_E_VERIFY);
+	return FLEET_OK;
+}
+
+/* RA9: not below the recorded pair; then record this one. */
+static fleet_err clock_forwards(struct fleet_store *st, const char *device,
+				const struct fleet_tpm_clock *c, time_t now, const char **reason)
+{
+	struct fleet_store_reattest_clock last, rec = {
+		.reset_count = c->reset_count,
+		.restart_count = c->restart_count,
+		.clock = c->clock > (uint64_t)INT64_MAX ? (uint64_t)INT64_MAX : c->clock,
+		.checked_at = now < 0 ? 0 : (int64_t)now,
+	};
+	fleet_err e = fleet_store_reattest_clock_get(st, device, &last);
+
+	if (e == FLEET_STORE_OK) {
+		if (c->reset_count < last.reset_count ||
+		    (c->reset_count == last.reset_count && c->restart_count < last.restart_count))
+			return fleet_refuse(reason, "clock-backwards", FLEET_E_VERIFY);
+	} else if (e != FLEET_STORE_E_NOT_FOUND) {
+		return e;
+	}
+	e = fleet_store_reattest_clock_record(st, device, &rec);
+	if (e == FLEET_STORE_E_CONFLICT) /* another check got there first, higher */
+		return fleet_refuse(reason, "clock-backwards", FLEET_E_VERIFY);
+	return e;
+}
+
+/* RA10: the log replayed, matched against the quote, judged. */
+static fleet_err judge(const struct fleet_reattest_input *in, const TPMT_PUBLIC *ak,
+		       const uint8_t qual[32], struct fleet_verdict *verdict)
+{
+	const struct fleet_profile *p = in->profile;
+	const struct fleet_reattest_check *m = in->msg;
+	struct fleet_errctx ec = {0};
+	struct fleet_evlog *log = NULL;
+	struct fleet_pcr_replay *replay = NULL;
+	struct fleet_pcr_value values[FLEET_PCR_COUNT];
+	const struct fleet_pcr_bank *bank;
+	TPML_PCR_SELECTION sel;
+	const char *r = NULL;
+	size_t n = 0;
+	char detail[300];
+	fleet_err e;
+
+	e = fleet_evlog_parse(m->eventlog.data, m->eventlog.len, &log, &ec);
+	if (e == FLEET_E_NOMEM)
+		return e;
+	if (e != FLEET_OK) {
+		fleet_errctx_format(&ec, e, detail, sizeof(detail));
+		verdict_one(verdict, "event-log-malformed", detail);
+		return FLEET_OK;
+	}
+	if (!(replay = calloc(1, sizeof(*replay)))) {
+		fleet_evlog_free(log);
+		return FLEET_E_NOMEM;
+	}
+	e = fleet_evlog_replay_one(log, p->bank, replay, &ec);
+	if (e == FLEET_E_MALFORMED || e == FLEET_E_TOO_LARGE || e == FLEET_E_TRUNCATED) {
+		fleet_errctx_format(&ec, e, detail, sizeof(detail));
+		verdict_one(verdict, "event-log-malformed", detail);
+		e = FLEET_OK;
+		goto out;
+	}
+	if (e != FLEET_OK)
+		goto out;
+	bank = fleet_pcr_replay_bank(replay, p->bank);
+	if (!bank || !bank->replayable || bank->size != p->size) {
+		verdict_one(verdict, "bank-not-replayable", "the log has no replayable quoted bank");
+		goto out;
+	}
+	/* The profile's PCRs as the replay gives them, in selection order. */
+	memset(&sel, 0, sizeof(sel));
+	sel.count = 1;
+	sel.pcrSelections[0].hash = p->bank;
+	sel.pcrSelections[0].sizeofSelect = 3;
+	for (unsigned i = 0; i < FLEET_PCR_COUNT; i++) {
+		if (!(p->quote_mask & (1u << i)))
+			continue;
+		sel.pcrSelections[0].pcrSelect[i / 8] |= (uint8_t)(1u << (i % 8));
+		values[n].alg = p->bank;
+		values[n].index = (uint8_t)i;
+		values[n].size = (uint8_t)p->size;
+		memcpy(values[n].digest, bank->pcr[i], p->size);
+		n++;
+	}
+	struct fleet_quote_check q = {
+		.ak = ak,
+		.attest = m->quote_attest.data,
+		.attest_len = m->quote_attest.len,
+		.sig = m->quote_sig.data,
+		.sig_len = m->quote_sig.len,
+		.extra_data = qual,
+		.extra_data_len = 32,
+		.selection = &sel,
+		.values = values,
+		.n_values = n,
+	};
+	e = fleet_quote_verify(&q, NULL, &r);
+	if (e == FLEET_E_NOMEM || e == FLEET_E_CRYPTO)
+		goto out;
+	if (e != FLEET_OK) {
+		snprintf(detail, sizeof(detail), "the replayed log is not what the TPM quoted (%s)",
+			 r ? r : "quote");
+		verdict_one(verdict, "log-quote-mismatch", detail);
+		e = FLEET_OK;
+		goto out;
+	}
+	struct fleet_policy_input pin = {
+		.log = log,
+		.replay = replay,
+		.quoted = values,
+		.n_quoted = n,
+		.bios_version = m->bios_version[0] ? m->bios_version : NULL,
+		.renewal = in->renewal,
+	};
+	e = fleet_policy_evaluate(p, &pin, verdict);
+out:
+	free(replay);
+	fleet_evlog_free(log);
+	return e;
+}
+
+static fleet_err check_judge(const struct fleet_reattest_env *env,
+			     const struct fleet_reattest_input *in, struct fleet_reattest_result *res,
+			     const char **reason)
+{
+	const struct fleet_reattest_check *m;
+	uint8_t lak_hash[32], qual[32];
+	TPMT_PUBLIC ak;
+	TPMT_SIGNATURE rsig;
+	struct fleet_tpm_clock clock;
+	X509 *x = NULL;
+	const char *r = NULL;
+	fleet_err e;
+
+	if (!env || !env->ca || !env->store || !env->nonces || !in || !in->msg || !in->profile ||
+	    !res)
+		return FLEET_E_INVALID_ARG;
+	m = in->msg;
+	/* RA4 */
+	if ((e = lak_verify(env, &m->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
+		return e;
+	if (!lak_cn(x, res->device)) {
+		X509_free(x);
+		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	}
+	e = ak_from_cert(x, &ak);
+	X509_free(x);
+	if (e != FLEET_OK)
+		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
+	/* RA5, RA6 */
+	if ((e = lak_current(env->store, res->device, &m->lak_cert, reason)) != FLEET_OK)
+		return e;
+	if ((e = device_ok(env->store, res->device, in->inventory_status, reason)) != FLEET_OK)
+		return e;
+	/* RA7 */
+	switch (nonce_take(env->nonces, m->nonce, lak_hash, env_now(env))) {
+	case TAKE_OK:
+		break;
+	case TAKE_UNKNOWN:
+		return fleet_refuse(reason, "nonce-unknown", FLEET_E_VERIFY);
+	case TAKE_EXPIRED:
+		return fleet_refuse(reason, "nonce-expired", FLEET_E_VERIFY);
+	case TAKE_REPLAYED:
+		return fleet_refuse(reason, "nonce-replayed", FLEET_E_VERIFY);
+	}
+	/* RA8 */
+	if ((e = fleet_wire_quote_qualifier(m->nonce, &m->report, qual)) != FLEET_OK)
+		return e;
+	struct fleet_quote_check q = {
+		.ak = &ak,
+		.attest = m->quote_attest.data,
+		.attest_len = m->quote_attest.len,
+		.sig = m->quote_sig.data,
+		.sig_len = m->quote_sig.len,
+		.extra_data = qual,
+		.extra_data_len = sizeof(qual),
+	};
+	e = fleet_quote_authenticate(&q, &clock, &r);
+	if (e == FLEET_E_NOMEM || e == FLEET_E_CRYPTO)
+		return e;
+	if (e != FLEET_OK)
+		return fleet_refuse(reason,
+				    r && strcmp(r, "attest-extradata") == 0 ? "quote-extradata"
+									    : "quote-signature",
+				    FLEET_E_VERIFY);
+	if (fleet_tpm_signature_parse(m->report_sig.data, m->report_sig.len, &rsig, NULL) !=
+	    FLEET_OK)
+		return fleet_refuse(reason, "report-signature", FLEET_E_VERIFY);
+	e = fleet_tpm_signature_verify(&ak, m->report.data, m->report.len, &rsig, &r);
+	if (e == FLEET_E_NOMEM || e == FLEET_E_CRYPTO)
+		return e;
+	if (e != FLEET_OK)
+		return fleet_refuse(reason, "report-signature", FLEET_E_VERIFY);
+	if (fleet_network_report_parse(&m->report, &res->report, NULL) != FLEET_OK) {
+		memset(&res->report, 0, sizeof(res->report));
+		return fleet_refuse(reason, "network-report-malformed", FLEET_E_VERIFY);
+	}
+	/* Authenticated from here on (RA11). */
+	res->authenticated = true;
+	res->clock = clock;
+	/* RA9 */
+	if ((e = clock_forwards(env->store, res->device, &clock, env_now(env), reason)) !=
+	    FLEET_OK)
+		return e;
+	/* RA10 */
+	if ((e = judge(in, &ak, qual, &res->verdict)) != FLEET_OK)
+		return e;
+	if (!res->verdict.pass)
+		return fleet_refuse(reason,
+				    res->verdict.n_reasons ? res->verdict.reasons[0].reason
+							   : "boot-policy",
+				    FLEET_E_VERIFY);
+	return FLEET_OK;
+}
+
+struct fleet_decision fleet_reattest_check(const struct fleet_reattest_env *env,
+					   const struct fleet_reattest_input *in,
+					   struct fleet_reattest_result *result)
+{
+	const char *reason = NULL;
+	fleet_err e;
+	struct fleet_decision d;
+
+	if (result)
+		memset(result, 0, sizeof(*result));
+	e = check_judge(env, in, result, &reason);
+	d = fleet_decide(e, reason);
+	/* RA12: fleetd's own trouble says nothing about the TPM. */
+	if (d.outcome == FLEET_FAILED && result)
+		result->authenticated = false;
+	return d;
+}

@@ -1,0 +1,131 @@
+/*
+ * reattest.h: fleetd's side of the hourly re-check of a running node
+ * (spec "Check the running node"; lib/reattest_wire.h is the format). A
+ * component on its own: the daemon wires it to POST /v1/reattest/nonce and
+ * /v1/reattest/check, looks the device's class profile up, and writes the
+ * verdict, the quarantine and the cordon; this file decides.
+ *
+ * The rules (each traced to a test in tests/tpm/test_reattest.c, named
+ * after it, and RA1-RA3 also in tests/unit/test_reattest_nonces.c):
+ *
+ * RA1  A nonce is issued only for a LAK certificate fleetd's CA signed
+ *      (lib/ca.h: its signature, its issuer, its validity at now, the TCG
+ *      AIK extended key usage): anything else gets none, REFUSED
+ *      "lak-unknown", and costs nothing else (no store read, no table row).
+ * RA2  A nonce is 32 random bytes, valid FLEET_REATTEST_NONCE_TTL (60) s,
+ *      bound to the SHA-256 of the LAK certificate it was issued for, and
+ *      used once: the first check that presents it for that LAK consumes it,
+ *      whatever that check's outcome ("nonce-unknown": never issued, or for
+ *      another LAK, or dropped; "nonce-expired"; "nonce-replayed").
+ * RA3  The table is in memory and capped (FLEET_REATTEST_MAX_NONCES, 4096):
+ *      when full, an expired entry goes first, then a used one, then the
+ *      oldest unused. One LAK holds at most FLEET_REATTEST_NONCES_PER_LAK
+ *      unused nonces; its next request drops its own oldest. So requests
+ *      cannot grow memory, and one certificate cannot flush the others'.
+ * RA4  The check's LAK certificate passes RA1's checks ("lak-unknown";
+ *      past its notAfter "lak-expired").
+ * RA5  The store holds this exact certificate as a "lak" of the device its
+ *      subject CN names ("lak-unknown"), not revoked ("lak-revoked"), and
+ *      the device's newest unrevoked "lak" ("lak-not-current").
+ * RA6  The device may be checked: its store state is not "retired"
+ *      ("device-retired"), and the inventory status the caller passes is
+ *      not "planned" ("device-planned"; a planned device cannot renew).
+ * RA7  The nonce passes RA2 for this certificate.
+ * RA8  The quote is signed by the LAK's key ("quote-signature") over
+ *      extraData SHA-256(nonce || SHA-256(report)) ("quote-extradata"),
+ *      the report is signed by the same key ("report-signature") and is a
+ *      network report document ("network-report-malformed"). The AK's
+ *      public area is rebuilt from the certificate's key with the AK rules
+ *      (restricted ECDSA P-256/SHA-256, fixedTPM, fixedParent,
+ *      sensitiveDataOrigin): the CA issued the LAK only for such a key
+ *      (lib/ca.c key_fits_kind), so the certificate vouches for them.
+ * RA9  From here the evidence is the TPM's own answer to our nonce. The
+ *      quote's resetCount and restartCount are not below the last ones
+ *      the store recorded for the device (REFUSED "clock-backwards",
+ *      authenticated); every authenticated check records its clock
+ *      (forwards only: fleet_store_reattest_clock_record).
+ * RA10 The event log is judged as the admission judges it (lib/eventlog.h
+ *      replay in the profile's bank, policy/evaluate.h): the replayed
+ *      values of the profile's PCRs must be what the quote signed (else the
+ *      verdict "log-quote-mismatch"), an unreadable log is the verdict
+ *      "event-log-malformed", PCR 0 comes from pcr0_by_bios for the BIOS
+ *      version the check reports, and renewal adds
+ *      renew_required_authorities. A failing verdict is REFUSED with the
+ *      verdict's first reason, authenticated; result->verdict has them all.
+ * RA11 Only RA9 and RA10 refusals (and a pass) set result->authenticated:
+ *      a bad signature, an unknown or replayed nonce, an unknown or revoked
+ *      LAK never do, and write nothing at all (not even the clock).
+ * RA12 FAILED is fleetd's own trouble (the store, memory, the crypto
+ *      library): the caller answers it with a retryable error, no verdict.
+ */
+#ifndef FLEET_REATTEST_H
+#define FLEET_REATTEST_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <time.h>
+
+#include "fleetd/store/store.h"
+#include "lib/attest_wire.h"
+#include "lib/ca.h"
+#include "lib/reattest_wire.h"
+#include "lib/tpm.h"
+#include "policy/evaluate.h"
+#include "policy/profile.h"
+
+#define FLEET_REATTEST_MAX_NONCES 4096
+#define FLEET_REATTEST_NONCES_PER_LAK 4
+
+/* The nonce table (RA2, RA3); one mutex, so any thread may use it. */
+struct fleet_reattest_nonces;
+/* cap 0: FLEET_REATTEST_MAX_NONCES. */
+fleet_err fleet_reattest_nonces_new(size_t cap, struct fleet_reattest_nonces **out);
+void fleet_reattest_nonces_free(struct fleet_reattest_nonces *t);
+/* Entries held (used ones included), for tests and a metric. */
+size_t fleet_reattest_nonces_count(struct fleet_reattest_nonces *t);
+
+struct fleet_reattest_env {
+	const struct fleet_ca *ca;
+	struct fleet_store *store;            /* read-write: RA9 records the clock */
+	struct fleet_reattest_nonces *nonces;
+	time_t now;                           /* 0: time(NULL) */
+};
+
+/* RA1-RA3: on FLEET_PASSED, *out holds the nonce and expires_in. */
+struct fleet_decision fleet_reattest_nonce(const struct fleet_reattest_env *env,
+					   const struct fleet_reattest_nonce_req *in,
+					   struct fleet_reattest_nonce_reply *out)
+	__attribute__((warn_unused_result));
+
+/* RA4 alone, for the caller to find the device (its class profile, its
+ * inventory status) before the check: the subject CN of a certificate the
+ * CA signed, into device. REFUSED "lak-unknown" / "lak-expired". */
+struct fleet_decision fleet_reattest_lak_device(const struct fleet_reattest_env *env,
+						const struct fleet_wire_bytes *lak_cert,
+						char device[FLEET_STORE_NAME_MAX + 1])
+	__attribute__((warn_unused_result));
+
+struct fleet_reattest_input {
+	const struct fleet_reattest_check *msg;
+	const struct fleet_profile *profile; /* the device's class profile */
+	const char *inventory_status;        /* NetBox's status; NULL: not known */
+	bool renewal;                        /* a renewal: renew_required_authorities too */
+};
+
+struct fleet_reattest_result {
+	/* RA11: true only when the TPM proved the evidence (a pass, or a
+	 * refusal by RA9 or RA10): only then may the caller write a verdict. */
+	bool authenticated;
+	char device[FLEET_STORE_NAME_MAX + 1]; /* from RA5 on */
+	struct fleet_tpm_clock clock;          /* authenticated: the quote's */
+	struct fleet_network_report report;    /* authenticated: the signed report */
+	struct fleet_verdict verdict;          /* RA10's, when it ran */
+};
+
+/* RA4-RA12. result is filled whatever the outcome (zeroed first). */
+struct fleet_decision fleet_reattest_check(const struct fleet_reattest_env *env,
+					   const struct fleet_reattest_input *in,
+					   struct fleet_reattest_result *result)
+	__attribute__((warn_unused_result));
+
+#endif

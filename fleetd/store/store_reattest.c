@@ -1,0 +1,119 @@
+/*
+ * store_reattest.c: the re-check's last TPM clock per device (store.h,
+ * schema version 5).
+ */
+#include "fleetd/store/store_int.h"
+
+#include <stdint.h>
+#include <string.h>
+
+static fleet_err clock_get(struct fleet_store *st, const char *device,
+			   struct fleet_store_reattest_clock *out)
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	int rc;
+
+	memset(out, 0, sizeof(*out));
+	if (!st_text_ok(device, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	if ((e = st_prepare(st,
+			    "SELECT reset_count, restart_count, clock, checked_at "
+			    "FROM reattest_clock WHERE device = ?1",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		sqlite3_int64 r = sqlite3_column_int64(s, 0), t = sqlite3_column_int64(s, 1),
+			      c = sqlite3_column_int64(s, 2), at = sqlite3_column_int64(s, 3);
+		sqlite3_finalize(s);
+		/* The CHECKs hold these; anything else was not written here. */
+		if (r < 0 || r > UINT32_MAX || t < 0 || t > UINT32_MAX || c < 0 || at < 0)
+			return st_fail(st, FLEET_STORE_E_CORRUPT,
+				       "a reattest_clock row holds an impossible value");
+		out->reset_count = (uint32_t)r;
+		out->restart_count = (uint32_t)t;
+		out->clock = (uint64_t)c;
+		out->checked_at = at;
+		return FLEET_STORE_OK;
+	}
+	sqlite3_finalize(s);
+	if (rc == SQLITE_DONE)
+		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no re-check clock for that device");
+	return st_sqlite(st, rc, "read reattest clock");
+}
+
+fleet_err fleet_store_reattest_clock_get(struct fleet_store *st, const char *device,
+					 struct fleet_store_reattest_clock *out)
+{
+	if (!st || !out)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, clock_get(st, device, out));
+}
+
+static fleet_err clock_record(struct fleet_store *st, const char *device,
+			      const struct fleet_store_reattest_clock *c)
+{
+	sqlite3_stmt *s;
+	int changes = 0, known = 0;
+	fleet_err e = st_writable(st);
+
+	if (e)
+		return e;
+	if (!st_text_ok(device, FLEET_STORE_NAME_MAX))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
+	if (c->clock > (uint64_t)INT64_MAX || c->checked_at < 0)
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a clock is 0..INT64_MAX and checked_at not negative");
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_prepare(st, "SELECT count(*) FROM devices WHERE name = ?1", &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		known = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (!known) {
+		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that name");
+		goto out;
+	}
+	/* Forwards only, decided by the row itself under the write lock. */
+	if ((e = st_prepare(st,
+			    "INSERT INTO reattest_clock (device, reset_count, restart_count, clock, "
+			    "checked_at) VALUES (?1, ?2, ?3, ?4, ?5) "
+			    "ON CONFLICT (device) DO UPDATE SET reset_count = excluded.reset_count, "
+			    "restart_count = excluded.restart_count, clock = excluded.clock, "
+			    "checked_at = excluded.checked_at "
+			    "WHERE excluded.reset_count > reattest_clock.reset_count OR "
+			    "(excluded.reset_count = reattest_clock.reset_count AND "
+			    "excluded.restart_count >= reattest_clock.restart_count)",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)c->reset_count);
+	sqlite3_bind_int64(s, 3, (sqlite3_int64)c->restart_count);
+	sqlite3_bind_int64(s, 4, (sqlite3_int64)c->clock);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)c->checked_at);
+	if ((e = st_step_done(st, s, "record reattest clock", &changes)))
+		goto out;
+	if (changes == 0)
+		e = st_fail(st, FLEET_STORE_E_CONFLICT,
+			    "resetCount/restartCount below the recorded ones");
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	return st_commit(st);
+}
+
+fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *device,
+					    const struct fleet_store_reattest_clock *c)
+{
+	if (!st || !c)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, clock_record(st, device, c));
+}

@@ -1,0 +1,297 @@
+/*
+ * reattest_wire.c: encode and decode the four re-check messages
+ * (lib/reattest_wire.h is the format), through the checked readers of
+ * attest_wire_json.c, so the admission and the re-check read JSON alike.
+ */
+#include "lib/reattest_wire.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "lib/attest_wire_json.h"
+
+static void bytes_free(struct fleet_wire_bytes *b)
+{
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+#define TRY(call)                         \
+	do {                              \
+		if ((e = (call)) != FLEET_OK) \
+			goto fail;        \
+	} while (0)
+
+static json_t *start(void)
+{
+	json_t *root = json_object();
+	if (root && json_object_set_new(root, "v", json_integer(FLEET_WIRE_VERSION)) != 0) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
+static fleet_err finish(json_t *root, int rc, struct fleet_buf *out)
+{
+	if (rc != 0) {
+		json_decref(root);
+		return FLEET_E_INVALID_ARG;
+	}
+	return wj_finish(root, out);
+}
+
+static bool bytes_ok(const struct fleet_wire_bytes *b, size_t max)
+{
+	return b->data && b->len > 0 && b->len <= max;
+}
+
+/* ---- nonce request ------------------------------------------------------ */
+
+static const char *const nonce_req_keys[] = {"v", "lak_cert", NULL};
+
+fleet_err fleet_reattest_nonce_req_decode(const uint8_t *body, size_t len,
+					  struct fleet_reattest_nonce_req *out,
+					  struct fleet_errctx *ec)
+{
+	json_t *root = NULL;
+	fleet_err e;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	TRY(wj_load(body, len, nonce_req_keys, &root, ec));
+	TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+		     &out->lak_cert, ec));
+	json_decref(root);
+	return FLEET_OK;
+fail:
+	json_decref(root);
+	fleet_reattest_nonce_req_free(out);
+	return e;
+}
+
+fleet_err fleet_reattest_nonce_req_encode(const struct fleet_reattest_nonce_req *in,
+					  struct fleet_buf *out)
+{
+	json_t *root;
+
+	if (!in || !out || !bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT))
+		return FLEET_E_INVALID_ARG;
+	if (!(root = start()))
+		return FLEET_E_NOMEM;
+	return finish(root, wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len),
+		      out);
+}
+
+void fleet_reattest_nonce_req_free(struct fleet_reattest_nonce_req *m)
+{
+	if (!m)
+		return;
+	bytes_free(&m->lak_cert);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- nonce reply -------------------------------------------------------- */
+
+static const char *const nonce_reply_keys[] = {"v", "nonce", "expires_in", NULL};
+
+fleet_err fleet_reattest_nonce_reply_decode(const uint8_t *body, size_t len,
+					    struct fleet_reattest_nonce_reply *out,
+					    struct fleet_errctx *ec)
+{
+	json_t *root = NULL, *v;
+	fleet_err e = FLEET_OK;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	TRY(wj_load(body, len, nonce_reply_keys, &root, ec));
+	TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
+	if (!(v = wj_need(root, "expires_in", "", &e, ec)))
+		goto fail;
+	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
+	    json_integer_value(v) > FLEET_REATTEST_MAX_EXPIRES) {
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "expires_in: not an integer 1..%d",
+				     FLEET_REATTEST_MAX_EXPIRES);
+		goto fail;
+	}
+	out->expires_in = (unsigned)json_integer_value(v);
+	json_decref(root);
+	return FLEET_OK;
+fail:
+	json_decref(root);
+	fleet_reattest_nonce_reply_free(out);
+	return e;
+}
+
+fleet_err fleet_reattest_nonce_reply_encode(const struct fleet_reattest_nonce_reply *in,
+					    struct fleet_buf *out)
+{
+	json_t *root;
+	int rc = 0;
+
+	if (!in || !out || in->expires_in < 1 || in->expires_in > FLEET_REATTEST_MAX_EXPIRES)
+		return FLEET_E_INVALID_ARG;
+	if (!(root = start()))
+		return FLEET_E_NOMEM;
+	rc |= wj_put_bytes(root, "nonce", in->nonce, FLEET_WIRE_ID_LEN);
+	rc |= json_object_set_new(root, "expires_in", json_integer((json_int_t)in->expires_in));
+	return finish(root, rc, out);
+}
+
+void fleet_reattest_nonce_reply_free(struct fleet_reattest_nonce_reply *m)
+{
+	if (m)
+		memset(m, 0, sizeof(*m));
+}
+
+/* ---- check -------------------------------------------------------------- */
+
+static const char *const check_keys[] = {"v",		 "lak_cert", "nonce",
+					 "quote",	 "eventlog", "bios_version",
+					 "report",	 "report_signature", NULL};
+static const char *const quote_keys[] = {"attest", "signature", NULL};
+
+fleet_err fleet_reattest_check_decode(const uint8_t *body, size_t len,
+				      struct fleet_reattest_check *out, struct fleet_errctx *ec)
+{
+	json_t *root = NULL, *q;
+	fleet_err e = FLEET_OK;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	TRY(wj_load(body, len, check_keys, &root, ec));
+	TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+		     &out->lak_cert, ec));
+	TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
+	if (!(q = wj_need(root, "quote", "", &e, ec)))
+		goto fail;
+	if (!json_is_object(q)) {
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "quote: not an object");
+		goto fail;
+	}
+	TRY(wj_keys(q, quote_keys, "quote", ec));
+	TRY(wj_bytes(json_object_get(q, "attest"), "quote.attest", FLEET_WIRE_MAX_TPM_STRUCT,
+		     &out->quote_attest, ec));
+	TRY(wj_bytes(json_object_get(q, "signature"), "quote.signature",
+		     FLEET_WIRE_MAX_TPM_STRUCT, &out->quote_sig, ec));
+	TRY(wj_bytes(json_object_get(root, "eventlog"), "eventlog", FLEET_WIRE_MAX_EVENTLOG,
+		     &out->eventlog, ec));
+	TRY(wj_string(json_object_get(root, "bios_version"), "bios_version", 0,
+		      FLEET_WIRE_MAX_BIOS, out->bios_version, ec));
+	TRY(wj_bytes(json_object_get(root, "report"), "report", FLEET_WIRE_MAX_REPORT,
+		     &out->report, ec));
+	TRY(wj_bytes(json_object_get(root, "report_signature"), "report_signature",
+		     FLEET_WIRE_MAX_TPM_STRUCT, &out->report_sig, ec));
+	json_decref(root);
+	return FLEET_OK;
+fail:
+	json_decref(root);
+	fleet_reattest_check_free(out);
+	return e;
+}
+
+fleet_err fleet_reattest_check_encode(const struct fleet_reattest_check *in,
+				      struct fleet_buf *out)
+{
+	json_t *root, *q;
+	int rc = 0;
+
+	if (!in || !out || !bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
+	    !bytes_ok(&in->quote_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	    !bytes_ok(&in->quote_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	    !bytes_ok(&in->eventlog, FLEET_WIRE_MAX_EVENTLOG) ||
+	    !bytes_ok(&in->report, FLEET_WIRE_MAX_REPORT) ||
+	    !bytes_ok(&in->report_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	    strnlen(in->bios_version, sizeof(in->bios_version)) > FLEET_WIRE_MAX_BIOS)
+		return FLEET_E_INVALID_ARG;
+	if (!(root = start()))
+		return FLEET_E_NOMEM;
+	rc |= wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len);
+	rc |= wj_put_bytes(root, "nonce", in->nonce, FLEET_WIRE_ID_LEN);
+	if (!(q = json_object()) || json_object_set_new(root, "quote", q) != 0) {
+		json_decref(root);
+		return FLEET_E_NOMEM;
+	}
+	rc |= wj_put_bytes(q, "attest", in->quote_attest.data, in->quote_attest.len);
+	rc |= wj_put_bytes(q, "signature", in->quote_sig.data, in->quote_sig.len);
+	rc |= wj_put_bytes(root, "eventlog", in->eventlog.data, in->eventlog.len);
+	rc |= wj_put_string(root, "bios_version", in->bios_version);
+	rc |= wj_put_bytes(root, "report", in->report.data, in->report.len);
+	rc |= wj_put_bytes(root, "report_signature", in->report_sig.data, in->report_sig.len);
+	return finish(root, rc, out);
+}
+
+void fleet_reattest_check_free(struct fleet_reattest_check *m)
+{
+	if (!m)
+		return;
+	bytes_free(&m->lak_cert);
+	bytes_free(&m->quote_attest);
+	bytes_free(&m->quote_sig);
+	bytes_free(&m->eventlog);
+	bytes_free(&m->report);
+	bytes_free(&m->report_sig);
+	memset(m, 0, sizeof(*m));
+}
+
+/* ---- check reply -------------------------------------------------------- */
+
+static const char *const check_reply_keys[] = {"v", "status", NULL};
+
+fleet_err fleet_reattest_check_reply_decode(const uint8_t *body, size_t len,
+					    struct fleet_reattest_check_reply *out,
+					    struct fleet_errctx *ec)
+{
+	json_t *root = NULL, *v;
+	fleet_err e = FLEET_OK;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	TRY(wj_load(body, len, check_reply_keys, &root, ec));
+	if (!(v = wj_need(root, "status", "", &e, ec)))
+		goto fail;
+	if (json_is_string(v) && strcmp(json_string_value(v), "pass") == 0)
+		out->status = FLEET_REATTEST_PASS;
+	else if (json_is_string(v) && strcmp(json_string_value(v), "refused") == 0)
+		out->status = FLEET_REATTEST_REFUSED;
+	else {
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "status: not pass or refused");
+		goto fail;
+	}
+	json_decref(root);
+	return FLEET_OK;
+fail:
+	json_decref(root);
+	fleet_reattest_check_reply_free(out);
+	return e;
+}
+
+fleet_err fleet_reattest_check_reply_encode(const struct fleet_reattest_check_reply *in,
+					    struct fleet_buf *out)
+{
+	json_t *root;
+	const char *s;
+
+	if (!in || !out)
+		return FLEET_E_INVALID_ARG;
+	if (in->status == FLEET_REATTEST_PASS)
+		s = "pass";
+	else if (in->status == FLEET_REATTEST_REFUSED)
+		s = "refused";
+	else
+		return FLEET_E_INVALID_ARG;
+	if (!(root = start()))
+		return FLEET_E_NOMEM;
+	return finish(root, wj_put_string(root, "status", s), out);
+}
+
+void fleet_reattest_check_reply_free(struct fleet_reattest_check_reply *m)
+{
+	if (m)
+		memset(m, 0, sizeof(*m));
+}

@@ -1,0 +1,709 @@
+/*
+ * test_reattest.c: fleetd's side of the hourly re-check
+ * (fleetd/reattest/reattest.h, RA1-RA12) against a real TPM (swtpm) booted
+ * by the firmware simulator (tests/fwsim/worker.events.yaml), with a real
+ * CA (lib/ca.h) and a real store. Each test has its own store holding one
+ * device, "worker-1", and its LAK certificate for the TPM's AK.
+ *
+ * The AK is a primary in the endorsement hierarchy (the clock fields are
+ * not obfuscated); the report is signed as tpm-reattest signs it: a
+ * restricted key signs only a digest the TPM hashed itself (TPM2_Hash's
+ * ticket, then TPM2_Sign).
+ */
+#include "tests/testutil.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <openssl/x509.h>
+#include <tss2/tss2_mu.h>
+
+#include "fleetd/reattest/reattest.h"
+#include "fleetd/store/store.h"
+#include "lib/eventlog_build.h"
+#include "lib/hex.h"
+#include "lib/reattest_wire.h"
+#include "tests/fwsim/fwsim.h"
+#include "tests/tpm/swtpm_harness.h"
+#include "tests/tpm/tpm_evidence.h"
+
+#define DEVICE "worker-1"
+#define SERIAL "FLEET-SIM-0001"
+#define BIOS "fleetd-sim-1.0"
+#define T0 1900000000 /* the tests' clock */
+#define EK_HASH "1111111111111111111111111111111111111111111111111111111111111111"
+
+static const char report_doc[] =
+	"{\"chassis_id\":\"0c:42:a1:00:07:00\",\"port_id\":\"Ethernet12\","
+	"\"system_name\":\"leaf-07.folly\"}";
+
+static struct {
+	struct swtpm t;
+	ESYS_CONTEXT *e;
+	ESYS_TR ak, other;
+	TPM2B_PUBLIC ak_pub, other_pub;
+	char *base;
+	struct fleet_ca *ca;
+	struct fleet_profile *profile;
+	struct fleet_buf log;
+	char profile_yaml[4096];
+} G;
+
+/* Per test. */
+struct fx {
+	char *dir;
+	struct fleet_store *st;
+	struct fleet_reattest_nonces *nonces;
+	struct fleet_reattest_env env;
+	struct fleet_wire_bytes lak; /* DER */
+	char lak_sha1[41];
+};
+
+static void issue_lak(const TPM2B_PUBLIC *key, const char *device, time_t nb, unsigned days,
+		      struct fleet_wire_bytes *out)
+{
+	struct fleet_issue_request req = {
+		.kind = FLEET_CERT_LAK,
+		.key = &key->publicArea,
+		.device_name = device,
+		.serial = SERIAL,
+		.not_before = nb,
+		.validity_days = days,
+	};
+	struct fleet_errctx ec = {0};
+	unsigned char *der = NULL;
+	X509 *x = NULL;
+	assert_int_equal(fleet_ca_issue(G.ca, &req, &x, &ec), FLEET_OK);
+	int n = i2d_X509(x, &der);
+	assert_true(n > 0);
+	out->data = malloc((size_t)n);
+	assert_non_null(out->data);
+	memcpy(out->data, der, (size_t)n);
+	out->len = (size_t)n;
+	OPENSSL_free(der);
+	X509_free(x);
+}
+
+static void load_profile_text(const char *yaml, struct fleet_profile **out)
+{
+	struct fleet_errctx ec = {0};
+	if (fleet_profile_parse((const uint8_t *)yaml, strlen(yaml), out, &ec) != FLEET_OK)
+		fail_msg("profile %u:%u: %s", ec.line, ec.column, ec.detail);
+}
+
+/* The shipped worker profile with one string replaced. */
+static struct fleet_profile *profile_with(const char *from, const char *to)
+{
+	char y[8192];
+	const char *at = strstr(G.profile_yaml, from);
+	struct fleet_profile *p = NULL;
+	assert_non_null(at);
+	snprintf(y, sizeof(y), "%.*s%s%s", (int)(at - G.profile_yaml), G.profile_yaml, to,
+		 at + strlen(from));
+	load_profile_text(y, &p);
+	return p;
+}
+
+static int group_setup(void **state)
+{
+	struct fleet_errctx ec = {0};
+	struct fwsim_events *ev = NULL;
+	struct fleet_buf pb;
+	char err[300], path[700];
+	(void)state;
+	setenv("TSS2_LOG", "esys+none", 0);
+	if (swtpm_start(&G.t, NULL) != 0 || !(G.e = swtpm_esys(&G.t)))
+		return -1;
+	snprintf(path, sizeof(path), "%s/tests/fwsim/worker.events.yaml", FLEET_SOURCE_DIR);
+	assert_int_equal(fwsim_load(path, &ev, err, sizeof(err)), FLEET_OK);
+	fb_init(&G.log);
+	assert_int_equal(fwsim_apply(G.e, ev, &G.log, err, sizeof(err)), FLEET_OK);
+	fwsim_free(ev);
+
+	TPM2B_PUBLIC t = tev_ecc_template(TEV_AK_ATTRS, TPM2_ALG_ECDSA, 1);
+	G.ak = tev_primary(G.e, ESYS_TR_RH_ENDORSEMENT, &t, &G.ak_pub);
+	t = tev_ecc_template(TEV_AK_ATTRS, TPM2_ALG_ECDSA, 7);
+	G.other = tev_primary(G.e, ESYS_TR_RH_ENDORSEMENT, &t, &G.other_pub);
+
+	G.base = make_temp_dir("reattest");
+	snprintf(path, sizeof(path), "%s/ca", G.base);
+	if (fleet_ca_init(path, "Test Identity CA", 3650, &ec) != FLEET_OK ||
+	    fleet_ca_load(path, &G.ca, &ec) != FLEET_OK)
+		return -1;
+	snprintf(path, sizeof(path), "%s/tests/fwsim/worker.profile.yaml", FLEET_SOURCE_DIR);
+	fb_init(&pb);
+	read_file_or_fail(path, &pb);
+	assert_true(pb.len < sizeof(G.profile_yaml));
+	memcpy(G.profile_yaml, pb.data, pb.len);
+	G.profile_yaml[pb.len] = '\0';
+	fb_free(&pb);
+	load_profile_text(G.profile_yaml, &G.profile);
+	return 0;
+}
+
+static int group_teardown(void **state)
+{
+	(void)state;
+	swtpm_stop(&G.t);
+	fleet_ca_free(G.ca);
+	fleet_profile_free(G.profile);
+	fb_free(&G.log);
+	rm_rf(G.base);
+	free(G.base);
+	return 0;
+}
+
+static int setup(void **state)
+{
+	struct fx *f = calloc(1, sizeof(*f));
+	struct fleet_errctx ec = {0};
+	assert_non_null(f);
+	f->dir = make_temp_dir("reattest-store");
+	assert_int_equal(fleet_store_open(f->dir, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
+	assert_int_equal(fleet_store_device_record_admission(f->st, DEVICE, SERIAL, 0, EK_HASH, "",
+							     T0 - 86400),
+			 FLEET_OK);
+	issue_lak(&G.ak_pub, DEVICE, T0 - 86400, 365, &f->lak);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, f->lak.data,
+						 f->lak.len, T0 - 86400, f->lak_sha1),
+			 FLEET_OK);
+	assert_int_equal(fleet_reattest_nonces_new(0, &f->nonces), FLEET_OK);
+	f->env.ca = G.ca;
+	f->env.store = f->st;
+	f->env.nonces = f->nonces;
+	f->env.now = T0;
+	*state = f;
+	return 0;
+}
+
+static int teardown(void **state)
+{
+	struct fx *f = *state;
+	fleet_reattest_nonces_free(f->nonces);
+	fleet_store_close(f->st);
+	free(f->lak.data);
+	rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static void dup_bytes(struct fleet_wire_bytes *dst, const void *p, size_t n)
+{
+	dst->data = malloc(n);
+	assert_non_null(dst->data);
+	memcpy(dst->data, p, n);
+	dst->len = n;
+}
+
+/* TPM2_Hash (for its ticket), then TPM2_Sign by key: what a restricted key
+ * signs. */
+static void sign_report(ESYS_TR key, const void *msg, size_t len, struct fleet_wire_bytes *sig)
+{
+	TPM2B_MAX_BUFFER data = {.size = (UINT16)len};
+	TPM2B_DIGEST *d = NULL;
+	TPMT_TK_HASHCHECK *tk = NULL;
+	TPMT_SIG_SCHEME scheme = {.scheme = TPM2_ALG_NULL};
+	TPMT_SIGNATURE *s = NULL;
+	uint8_t buf[sizeof(TPMT_SIGNATURE)];
+	size_t off = 0;
+	assert_true(len <= sizeof(data.buffer));
+	memcpy(data.buffer, msg, len);
+	assert_int_equal(Esys_Hash(G.e, ESYS_TR_NONE, ESYS_TR_NONE, ESYS_TR_NONE, &data,
+				   TPM2_ALG_SHA256, ESYS_TR_RH_OWNER, &d, &tk),
+			 TSS2_RC_SUCCESS);
+	assert_int_equal(Esys_Sign(G.e, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE, d,
+				   &scheme, tk, &s),
+			 TSS2_RC_SUCCESS);
+	assert_int_equal(Tss2_MU_TPMT_SIGNATURE_Marshal(s, buf, sizeof(buf), &off),
+			 TSS2_RC_SUCCESS);
+	dup_bytes(sig, buf, off);
+	Esys_Free(d);
+	Esys_Free(tk);
+	Esys_Free(s);
+}
+
+static void get_nonce(struct fx *f, const struct fleet_wire_bytes *lak, uint8_t nonce[32])
+{
+	struct fleet_reattest_nonce_req req = {.lak_cert = *lak};
+	struct fleet_reattest_nonce_reply rep;
+	struct fleet_decision d = fleet_reattest_nonce(&f->env, &req, &rep);
+	assert_int_equal(d.outcome, FLEET_PASSED);
+	assert_int_equal(rep.expires_in, 60);
+	memcpy(nonce, rep.nonce, 32);
+}
+
+struct how {
+	ESYS_TR quote_key;  /* 0: the AK */
+	ESYS_TR report_key; /* 0: the AK */
+	bool wrong_qual;
+	const char *bios;   /* NULL: BIOS */
+};
+
+/* A check message as tpm-reattest makes it. */
+static void make_check(struct fx *f, const uint8_t nonce[32], const struct how *h,
+		       struct fleet_reattest_check *m)
+{
+	struct fleet_wire_bytes rep = {(uint8_t *)report_doc, strlen(report_doc)};
+	TPML_PCR_SELECTION sel;
+	uint8_t qual[32];
+	memset(m, 0, sizeof(*m));
+	dup_bytes(&m->lak_cert, f->lak.data, f->lak.len);
+	memcpy(m->nonce, nonce, 32);
+	assert_int_equal(fleet_wire_quote_qualifier(nonce, &rep, qual), FLEET_OK);
+	if (h && h->wrong_qual)
+		qual[0] ^= 1;
+	assert_int_equal(fleet_pcr_selection_parse("sha256:0,1,2,3,4,5,7", &sel), FLEET_OK);
+	tev_quote(G.e, h && h->quote_key ? h->quote_key : G.ak, qual, sizeof(qual), &sel,
+		  &m->quote_attest, &m->quote_sig);
+	dup_bytes(&m->eventlog, G.log.data, G.log.len);
+	snprintf(m->bios_version, sizeof(m->bios_version), "%s", h && h->bios ? h->bios : BIOS);
+	dup_bytes(&m->report, report_doc, strlen(report_doc));
+	sign_report(h && h->report_key ? h->report_key : G.ak, report_doc, strlen(report_doc),
+		    &m->report_sig);
+}
+
+static struct fleet_decision run_check(struct fx *f, const struct fleet_reattest_check *m,
+				       const struct fleet_profile *p,
+				       struct fleet_reattest_result *res)
+{
+	struct fleet_reattest_input in = {.msg = m, .profile = p ? p : G.profile};
+	struct fleet_decision d = fleet_reattest_check(&f->env, &in, res);
+	printf("  check: outcome %d reason %s authenticated %d\n", d.outcome,
+	       d.reason ? d.reason : "-", res->authenticated);
+	return d;
+}
+
+static bool clock_recorded(struct fx *f, struct fleet_store_reattest_clock *c)
+{
+	struct fleet_store_reattest_clock tmp;
+	return fleet_store_reattest_clock_get(f->st, DEVICE, c ? c : &tmp) == FLEET_STORE_OK;
+}
+
+/* An unauthenticated refusal: the reason, no verdict, nothing written. */
+static void assert_unauthenticated(struct fx *f, struct fleet_decision d,
+				   const struct fleet_reattest_result *res, const char *reason)
+{
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, reason);
+	assert_false(res->authenticated);
+	assert_false(clock_recorded(f, NULL));
+}
+
+/* One full check with a fresh nonce. */
+static struct fleet_decision check_once(struct fx *f, const struct how *h,
+					const struct fleet_profile *p,
+					struct fleet_reattest_result *res)
+{
+	struct fleet_reattest_check m;
+	uint8_t nonce[32];
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, h, &m);
+	struct fleet_decision d = run_check(f, &m, p, res);
+	fleet_reattest_check_free(&m);
+	return d;
+}
+
+/* RA4-RA10: the clean hourly check passes, authenticated, and records the
+ * TPM's clock. */
+static void test_pass(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_store_reattest_clock c;
+	struct fleet_decision d = check_once(f, NULL, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_PASSED);
+	assert_true(res.authenticated);
+	assert_true(res.verdict.pass);
+	assert_true(res.verdict.quote_checked);
+	assert_string_equal(res.device, DEVICE);
+	assert_string_equal(res.report.port_id, "Ethernet12");
+	assert_true(clock_recorded(f, &c));
+	assert_int_equal(c.reset_count, res.clock.reset_count);
+	assert_int_equal(c.restart_count, res.clock.restart_count);
+	assert_int_equal(c.checked_at, T0);
+	/* And the next hour's check passes again. */
+	f->env.now = T0 + 3600;
+	d = check_once(f, NULL, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_PASSED);
+}
+
+/* RA2, RA7, RA11: a nonce is used once; the replay is unauthenticated. */
+static void test_nonce_replayed(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	struct fleet_store_reattest_clock c1, c2;
+	uint8_t nonce[32];
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	assert_true(clock_recorded(f, &c1));
+	f->env.now = T0 + 5;
+	struct fleet_decision d = run_check(f, &m, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "nonce-replayed");
+	assert_false(res.authenticated);
+	assert_true(clock_recorded(f, &c2));
+	assert_int_equal(c2.checked_at, c1.checked_at); /* nothing written */
+	fleet_reattest_check_free(&m);
+}
+
+/* RA2, RA7: a nonce past its 60 seconds; a nonce never issued; a nonce
+ * issued for another LAK certificate. */
+static void test_nonce_expired_unknown(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	struct fleet_wire_bytes other = {0};
+	uint8_t nonce[32];
+
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	f->env.now = T0 + FLEET_REATTEST_NONCE_TTL + 1;
+	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "nonce-expired");
+	fleet_reattest_check_free(&m);
+
+	f->env.now = T0;
+	memset(nonce, 0x5a, sizeof(nonce));
+	make_check(f, nonce, NULL, &m);
+	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "nonce-unknown");
+	fleet_reattest_check_free(&m);
+
+	/* Issued for another device's LAK (CA-signed), presented with ours. */
+	issue_lak(&G.other_pub, "worker-2", T0 - 10, 30, &other);
+	get_nonce(f, &other, nonce);
+	make_check(f, nonce, NULL, &m);
+	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "nonce-unknown");
+	fleet_reattest_check_free(&m);
+	free(other.data);
+}
+
+/* RA8, RA11: a quote (or report) by another key of the same TPM, and a
+ * quote over other qualifying data: unauthenticated. */
+static void test_other_key(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct how h = {.quote_key = G.other};
+	assert_unauthenticated(f, check_once(f, &h, NULL, &res), &res, "quote-signature");
+	h = (struct how){.report_key = G.other};
+	assert_unauthenticated(f, check_once(f, &h, NULL, &res), &res, "report-signature");
+	h = (struct how){.wrong_qual = true};
+	assert_unauthenticated(f, check_once(f, &h, NULL, &res), &res, "quote-extradata");
+}
+
+/* RA1, RA4, RA5: a revoked LAK; a LAK no longer the device's current one;
+ * a certificate the store never recorded; one from another CA. */
+static void test_lak(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_wire_bytes newer = {0}, unrecorded = {0};
+	struct fleet_reattest_check m;
+	uint8_t nonce[32];
+
+	/* Another, newer LAK for the same device: ours is not current. */
+	issue_lak(&G.ak_pub, DEVICE, T0 - 100, 365, &newer);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, newer.data,
+						 newer.len, T0 - 100, NULL),
+			 FLEET_OK);
+	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-not-current");
+
+	/* Revoked (the newest then is the other one anyway). */
+	assert_int_equal(fleet_store_cert_revoke(f->st, f->lak_sha1, T0 - 50), FLEET_OK);
+	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-revoked");
+
+	/* CA-signed but never recorded for the device. */
+	issue_lak(&G.ak_pub, DEVICE, T0 - 10, 365, &unrecorded);
+	free(f->lak.data);
+	f->lak = unrecorded;
+	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-unknown");
+	free(newer.data);
+
+	/* Not fleetd's CA: no nonce (RA1), and no check (RA4). */
+	struct fleet_errctx ec = {0};
+	struct fleet_ca *ca2 = NULL;
+	char dir[700];
+	snprintf(dir, sizeof(dir), "%s/ca2", f->dir);
+	assert_int_equal(fleet_ca_init(dir, "Test Identity CA", 3650, &ec), FLEET_OK);
+	assert_int_equal(fleet_ca_load(dir, &ca2, &ec), FLEET_OK);
+	struct fleet_reattest_env env2 = f->env;
+	env2.ca = ca2;
+	struct fleet_reattest_nonce_req req = {.lak_cert = f->lak};
+	struct fleet_reattest_nonce_reply rep;
+	struct fleet_decision d = fleet_reattest_nonce(&env2, &req, &rep);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "lak-unknown");
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 3);
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	struct fleet_reattest_input in = {.msg = &m, .profile = G.profile};
+	d = fleet_reattest_check(&env2, &in, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "lak-unknown");
+	assert_false(res.authenticated);
+	fleet_reattest_check_free(&m);
+	fleet_ca_free(ca2);
+}
+
+/* RA4: a LAK past its notAfter. */
+static void test_lak_expired(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_nonce_req req = {.lak_cert = f->lak};
+	struct fleet_reattest_nonce_reply rep;
+	f->env.now = T0 + 400 * 86400;
+	struct fleet_decision d = fleet_reattest_nonce(&f->env, &req, &rep);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "lak-expired");
+}
+
+/* RA6: a planned device (the inventory's status), a retired one. */
+static void test_device_planned(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	uint8_t nonce[32];
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	struct fleet_reattest_input in = {.msg = &m, .profile = G.profile,
+					  .inventory_status = "planned"};
+	struct fleet_decision d = fleet_reattest_check(&f->env, &in, &res);
+	assert_unauthenticated(f, d, &res, "device-planned");
+	fleet_reattest_check_free(&m);
+
+	assert_int_equal(fleet_store_device_set_state(f->st, DEVICE, FLEET_STORE_STATE_RETIRED),
+			 FLEET_OK);
+	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "device-retired");
+}
+
+/* RA9, RA11: resetCount below the recorded one is refused, authenticated,
+ * and the recorded clock stays. */
+static void test_clock_backwards(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_store_reattest_clock c;
+	assert_int_equal(check_once(f, NULL, NULL, &res).outcome, FLEET_PASSED);
+	struct fleet_store_reattest_clock high = {
+		.reset_count = res.clock.reset_count + 1,
+		.restart_count = 0,
+		.clock = 1,
+		.checked_at = T0,
+	};
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &high), FLEET_OK);
+	f->env.now = T0 + 3600;
+	struct fleet_decision d = check_once(f, NULL, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "clock-backwards");
+	assert_true(res.authenticated);
+	assert_true(clock_recorded(f, &c));
+	assert_int_equal(c.reset_count, high.reset_count);
+	assert_int_equal(c.checked_at, T0);
+
+	/* restartCount alone going back, with resetCount equal. */
+	high.reset_count = res.clock.reset_count;
+	high.restart_count = res.clock.restart_count + 1;
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &high),
+			 FLEET_STORE_E_CONFLICT); /* the store refuses to go back itself */
+}
+
+/* The store's half of RA9: forwards only, known devices only. */
+static void test_store_clock(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_reattest_clock c = {.reset_count = 5, .restart_count = 2, .clock = 9,
+					       .checked_at = T0},
+					  got;
+	assert_int_equal(fleet_store_reattest_clock_get(f->st, DEVICE, &got),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, "nobody", &c),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &c), FLEET_OK);
+	c.restart_count = 1;
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &c),
+			 FLEET_STORE_E_CONFLICT);
+	c.reset_count = 4;
+	c.restart_count = 9;
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &c),
+			 FLEET_STORE_E_CONFLICT);
+	c.reset_count = 6;
+	c.restart_count = 0;
+	c.checked_at = T0 + 1;
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &c), FLEET_OK);
+	assert_int_equal(fleet_store_reattest_clock_get(f->st, DEVICE, &got), FLEET_OK);
+	assert_int_equal(got.reset_count, 6);
+	assert_int_equal(got.restart_count, 0);
+	assert_int_equal(got.checked_at, T0 + 1);
+	c.clock = (uint64_t)INT64_MAX + 1;
+	assert_int_equal(fleet_store_reattest_clock_record(f->st, DEVICE, &c),
+			 FLEET_STORE_E_INVALID);
+}
+
+/* RA10, RA11: a boot application the profile does not allow is refused
+ * with the profile's reason, authenticated, and the clock recorded. */
+static void test_boot_application(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_profile *p = profile_with(
+		"1a8efbe3a5cf66bee3e538abfe89135d38b7510b1b8a6f2b5e105fe83d6c7d82",
+		"0000000000000000000000000000000000000000000000000000000000000000");
+	struct fleet_decision d = check_once(f, NULL, p, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "boot-application-not-allowed");
+	assert_true(res.authenticated);
+	assert_false(res.verdict.pass);
+	assert_true(fleet_verdict_has(&res.verdict, "boot-application-not-allowed"));
+	assert_true(clock_recorded(f, NULL));
+	fleet_profile_free(p);
+}
+
+/* RA10: a BIOS update whose PCR 0 is in pcr0_by_bios passes; a version
+ * the profile does not list is refused, authenticated. */
+static void test_bios_update(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	/* 1.0's old PCR 0 becomes some other digest; 2.0 carries the one the
+	 * TPM now shows. */
+	struct fleet_profile *p = profile_with(
+		"  \"fleetd-sim-1.0\": \"b89b",
+		"  \"fleetd-sim-1.0\": \"0000000000000000000000000000000000000000000000000000000000000000\"\n"
+		"  \"fleetd-sim-2.0\": \"b89b");
+	struct how h = {.bios = "fleetd-sim-2.0"};
+	assert_int_equal(check_once(f, &h, p, &res).outcome, FLEET_PASSED);
+	assert_true(res.authenticated);
+	h.bios = "fleetd-sim-1.0";
+	struct fleet_decision d = check_once(f, &h, p, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "pcr0-mismatch");
+	assert_true(res.authenticated);
+	h.bios = "fleetd-sim-3.0";
+	d = check_once(f, &h, p, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "pcr0-unknown-bios");
+	assert_true(res.authenticated);
+	fleet_profile_free(p);
+}
+
+/* RA10: a log that does not replay to what the TPM quoted is a failed
+ * verdict (authenticated), and an unreadable one too. */
+static void test_log_mismatch(void **state)
+{
+	static const uint16_t algs[] = {FLEET_ALG_SHA256};
+	static const uint8_t sep[4] = {0};
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	struct fleet_evlog_builder *b = NULL;
+	struct fleet_buf other;
+	uint8_t nonce[32];
+
+	/* A well-formed log of another boot: separators only. */
+	assert_int_equal(fleet_evlog_builder_new(algs, 1, &b), FLEET_OK);
+	for (uint32_t pcr = 0; pcr < 8; pcr++)
+		assert_int_equal(fleet_evlog_builder_add(b, pcr, FLEET_EV_SEPARATOR, sep, 4),
+				 FLEET_OK);
+	fb_init(&other);
+	assert_int_equal(fleet_evlog_builder_finish(b, &other), FLEET_OK);
+	fleet_evlog_builder_free(b);
+
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	free(m.eventlog.data);
+	dup_bytes(&m.eventlog, other.data, other.len);
+	struct fleet_decision d = run_check(f, &m, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "log-quote-mismatch");
+	assert_true(res.authenticated);
+	assert_false(res.verdict.pass);
+	fleet_reattest_check_free(&m);
+	fb_free(&other);
+
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	m.eventlog.len = 3;
+	d = run_check(f, &m, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "event-log-malformed");
+	assert_true(res.authenticated);
+	fleet_reattest_check_free(&m);
+}
+
+/* RA3: the table is capped; a LAK holds at most 4 unused nonces (its
+ * oldest dropped); a full table drops a used one before an unused one,
+ * and the oldest unused before newer ones. */
+static void test_nonce_cap(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_nonces *small = NULL;
+	struct fleet_wire_bytes lak2 = {0}, lak3 = {0};
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	uint8_t n[6][32];
+
+	assert_int_equal(fleet_reattest_nonces_new(FLEET_REATTEST_MAX_NONCES + 1, &small),
+			 FLEET_E_INVALID_ARG);
+	/* Per LAK: the fifth drops the first. */
+	for (int i = 0; i < 5; i++)
+		get_nonce(f, &f->lak, n[i]);
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), FLEET_REATTEST_NONCES_PER_LAK);
+	make_check(f, n[0], NULL, &m);
+	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "nonce-unknown");
+	fleet_reattest_check_free(&m);
+	make_check(f, n[1], NULL, &m);
+	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	fleet_reattest_check_free(&m);
+
+	/* A table of 4: n[1] is used now; two more LAKs fill it. */
+	assert_int_equal(fleet_reattest_nonces_new(4, &small), FLEET_OK);
+	f->env.nonces = small;
+	issue_lak(&G.other_pub, "worker-2", T0 - 10, 30, &lak2);
+	issue_lak(&G.other_pub, "worker-3", T0 - 10, 30, &lak3);
+	get_nonce(f, &f->lak, n[0]);
+	get_nonce(f, &lak2, n[1]);
+	get_nonce(f, &lak2, n[2]);
+	get_nonce(f, &lak3, n[3]);
+	make_check(f, n[0], NULL, &m); /* ours: used */
+	f->env.now = T0 + 1;
+	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	fleet_reattest_check_free(&m);
+	get_nonce(f, &lak3, n[4]); /* full: the used one goes */
+	assert_int_equal(fleet_reattest_nonces_count(small), 4);
+	get_nonce(f, &f->lak, n[5]); /* full, nothing used: the oldest unused (n[1]) goes */
+	assert_int_equal(fleet_reattest_nonces_count(small), 4);
+	make_check(f, n[5], NULL, &m);
+	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	fleet_reattest_check_free(&m);
+	f->env.nonces = f->nonces;
+	fleet_reattest_nonces_free(small);
+	free(lak2.data);
+	free(lak3.data);
+}
+
+int main(void)
+{
+	swtpm_require_or_skip();
+	const struct CMUnitTest tests[] = {
+		cmocka_unit_test_setup_teardown(test_pass, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nonce_replayed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nonce_expired_unknown, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_other_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_lak_expired, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_device_planned, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_clock_backwards, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_store_clock, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_boot_application, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_bios_update, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_log_mismatch, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_nonce_cap, setup, teardown),
+	};
+	return cmocka_run_group_tests(tests, group_setup, group_teardown);
+}
