@@ -648,13 +648,17 @@ static void test_lift_quarantine(void **state)
 	assert_int_equal(stat(missing, &sb), -1);
 	/* never migrated: a store at another version is refused, not upgraded */
 	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "DELETE FROM schema_migrations WHERE version = 4", NULL,
-				      NULL, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db,
+				      "DELETE FROM schema_migrations WHERE version = "
+				      "(SELECT max(version) FROM schema_migrations)",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
 	sqlite3_close(db);
 	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_OPERATOR, &op, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	db = raw(f);
-	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"), 3);
+	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION - 1);
 	sqlite3_close(db);
 }
 
