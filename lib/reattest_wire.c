@@ -95,7 +95,8 @@ void fleet_reattest_nonce_req_free(struct fleet_reattest_nonce_req *m)
 
 /* ---- nonce reply -------------------------------------------------------- */
 
-static const char *const nonce_reply_keys[] = {"v", "nonce", "expires_in", NULL};
+static const char *const nonce_reply_keys[] = {"v", "nonce", "expires_in", "pcr_selection",
+					       NULL};
 
 fleet_err fleet_reattest_nonce_reply_decode(const uint8_t *body, size_t len,
 					    struct fleet_reattest_nonce_reply *out,
@@ -118,6 +119,13 @@ fleet_err fleet_reattest_nonce_reply_decode(const uint8_t *body, size_t len,
 		goto fail;
 	}
 	out->expires_in = (unsigned)json_integer_value(v);
+	TRY(wj_string(json_object_get(root, "pcr_selection"), "pcr_selection", 1,
+		      FLEET_WIRE_MAX_SELECTION, out->pcr_selection, ec));
+	TPML_PCR_SELECTION sel;
+	if (fleet_pcr_selection_parse(out->pcr_selection, &sel) != FLEET_OK) {
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "pcr_selection: not bank:pcr,...");
+		goto fail;
+	}
 	json_decref(root);
 	return FLEET_OK;
 fail:
@@ -132,12 +140,16 @@ fleet_err fleet_reattest_nonce_reply_encode(const struct fleet_reattest_nonce_re
 	json_t *root;
 	int rc = 0;
 
-	if (!in || !out || in->expires_in < 1 || in->expires_in > FLEET_REATTEST_MAX_EXPIRES)
+	TPML_PCR_SELECTION sel;
+	if (!in || !out || in->expires_in < 1 || in->expires_in > FLEET_REATTEST_MAX_EXPIRES ||
+	    strlen(in->pcr_selection) > FLEET_WIRE_MAX_SELECTION ||
+	    fleet_pcr_selection_parse(in->pcr_selection, &sel) != FLEET_OK)
 		return FLEET_E_INVALID_ARG;
 	if (!(root = start()))
 		return FLEET_E_NOMEM;
 	rc |= wj_put_bytes(root, "nonce", in->nonce, FLEET_WIRE_ID_LEN);
 	rc |= json_object_set_new(root, "expires_in", json_integer((json_int_t)in->expires_in));
+	rc |= wj_put_string(root, "pcr_selection", in->pcr_selection);
 	return finish(root, rc, out);
 }
 

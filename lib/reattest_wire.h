@@ -46,6 +46,10 @@ struct fleet_reattest_nonce_req {
 struct fleet_reattest_nonce_reply {
 	uint8_t nonce[FLEET_WIRE_ID_LEN];
 	unsigned expires_in;
+	/* What to quote: the class profile's bank and PCRs, in tpm2-tools
+	 * syntax as the intake reply says it ("sha256:0,1,2,3,4,5,7"), so the
+	 * client never guesses a selection the check would refuse. */
+	char pcr_selection[FLEET_WIRE_MAX_SELECTION + 1];
 };
 
 /* bios_version 0..FLEET_WIRE_MAX_BIOS bytes of text (fleet_wire_text_ok;

@@ -21,6 +21,7 @@
 #include "lib/buf.h"
 #include "lib/file_read.h"
 #include "lib/hex.h"
+#include "lib/tpm_alg.h"
 #include "lib/sanitize.h"
 #include "lib/yaml_strict.h"
 
@@ -444,4 +445,19 @@ bool fleet_digest_list_has(const struct fleet_profile *p, const struct fleet_dig
 		if (!memcmp(list->d[i], digest, p->size))
 			return true;
 	return false;
+}
+
+fleet_err fleet_profile_selection(const struct fleet_profile *p, char *out, size_t cap)
+{
+	const char *bank = fleet_hash_alg_name(p->bank);
+	size_t n;
+
+	if (!bank || cap < 2 || (p->quote_mask & ((1u << FLEET_PCR_COUNT) - 1)) == 0)
+		return FLEET_E_INVALID_ARG;
+	n = (size_t)snprintf(out, cap, "%s:", bank);
+	for (unsigned i = 0; i < FLEET_PCR_COUNT && n < cap; i++)
+		if (p->quote_mask & (1u << i))
+			n += (size_t)snprintf(out + n, cap - n, "%s%u",
+					      out[n - 1] == ':' ? "" : ",", i);
+	return n < cap ? FLEET_OK : FLEET_E_TOO_LARGE;
 }

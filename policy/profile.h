@@ -92,4 +92,9 @@ const uint8_t *fleet_profile_pcr0_for_bios(const struct fleet_profile *p, const 
 bool fleet_digest_list_has(const struct fleet_profile *p, const struct fleet_digest_list *list,
 			   const uint8_t *digest);
 
+/* The profile's bank and quoted PCRs in tpm2-tools syntax ("sha256:0,1,7"),
+ * what a challenge tells the machine to quote. FLEET_E_INVALID_ARG for a
+ * profile that quotes nothing, FLEET_E_TOO_LARGE past cap. */
+fleet_err fleet_profile_selection(const struct fleet_profile *p, char *out, size_t cap);
+
 #endif

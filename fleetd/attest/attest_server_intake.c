@@ -241,21 +241,6 @@ struct fleet_decision fleet_attest_intake(const struct fleet_attest_env *env,
 }
 
 /* "sha256:0,1,2,3,4,5,7": the profile's bank and PCRs, tpm2-tools syntax. */
-static fleet_err render_selection(const struct fleet_profile *p, char *out, size_t cap)
-{
-	const char *bank = fleet_hash_alg_name(p->bank);
-	size_t n;
-
-	if (!bank || (p->quote_mask & ((1u << FLEET_PCR_COUNT) - 1)) == 0)
-		return FLEET_E_INVALID_ARG;
-	n = (size_t)snprintf(out, cap, "%s:", bank);
-	for (unsigned i = 0; i < FLEET_PCR_COUNT && n < cap; i++)
-		if (p->quote_mask & (1u << i))
-			n += (size_t)snprintf(out + n, cap - n, "%s%u",
-					      out[n - 1] == ':' ? "" : ",", i);
-	return n < cap ? FLEET_OK : FLEET_E_TOO_LARGE;
-}
-
 /* Wrap secret to ek, bound to the AK's name, into c. */
 static fleet_err wrap(const TPMT_PUBLIC *ek, const uint8_t *secret, const uint8_t *name,
 		      size_t name_len, struct fleet_wire_credential *c)
@@ -303,7 +288,7 @@ fleet_err fleet_attest_challenge(const struct fleet_attest_env *env,
 	if (!env->profile)
 		snprintf(out->pcr_selection, sizeof(out->pcr_selection), "%s",
 			 FLEET_ATTEST_PROOF_ONLY_SELECTION);
-	else if ((e = render_selection(env->profile, out->pcr_selection,
+	else if ((e = fleet_profile_selection(env->profile, out->pcr_selection,
 				       sizeof(out->pcr_selection))) != FLEET_OK)
 		goto fail;
 	if ((e = fleet_pcr_selection_parse(out->pcr_selection, &s->selection)) != FLEET_OK)

@@ -81,7 +81,7 @@ static void test_check_roundtrip(void **state)
 static void test_nonce_roundtrip(void **state)
 {
 	struct fleet_reattest_nonce_req q = {.lak_cert = blob(500, 9)}, q2;
-	struct fleet_reattest_nonce_reply r = {.expires_in = 60}, r2;
+	struct fleet_reattest_nonce_reply r = {.expires_in = 60, .pcr_selection = "sha256:0,2,4,7"}, r2;
 	struct fleet_reattest_check_reply c = {.status = FLEET_REATTEST_PASS}, c2;
 	struct fleet_buf b;
 	struct fleet_errctx ec = {0};
@@ -96,6 +96,12 @@ static void test_nonce_roundtrip(void **state)
 	assert_int_equal(fleet_reattest_nonce_reply_decode(b.data, b.len, &r2, &ec), FLEET_OK);
 	assert_memory_equal(r.nonce, r2.nonce, 32);
 	assert_int_equal(r2.expires_in, 60);
+	assert_string_equal(r2.pcr_selection, "sha256:0,2,4,7");
+	/* the selection is what the client quotes: one it cannot parse is no reply */
+	struct fleet_reattest_nonce_reply bad = r;
+	snprintf(bad.pcr_selection, sizeof(bad.pcr_selection), "sha999:x");
+	fb_reset(&b);
+	assert_int_equal(fleet_reattest_nonce_reply_encode(&bad, &b), FLEET_E_INVALID_ARG);
 	fb_reset(&b);
 	assert_int_equal(fleet_reattest_check_reply_encode(&c, &b), FLEET_OK);
 	assert_int_equal(b.len, strlen("{\"v\":1,\"status\":\"pass\"}"));
@@ -143,12 +149,14 @@ static void test_refusals(void **state)
 	char body[600];
 	static const struct {
 		const char *nonce_tail, *rest;
-	} replies[] = {{"", ",\"expires_in\":0}"},
-		       {"", ",\"expires_in\":3601}"},
-		       {"", ",\"expires_in\":\"60\"}"},
+	} replies[] = {{"", ",\"expires_in\":0,\"pcr_selection\":\"sha256:0\"}"},
+		       {"", ",\"expires_in\":3601,\"pcr_selection\":\"sha256:0\"}"},
+		       {"", ",\"expires_in\":\"60\",\"pcr_selection\":\"sha256:0\"}"},
 		       {"", "}"},
-		       {"AA", ",\"expires_in\":60}"}};
-	for (size_t i = 0; i < 5; i++) {
+		       {"AA", ",\"expires_in\":60,\"pcr_selection\":\"sha256:0\"}"},
+		       {"", ",\"expires_in\":60}"},
+		       {"", ",\"expires_in\":60,\"pcr_selection\":\"sha256:0,99\"}"}};
+	for (size_t i = 0; i < 7; i++) {
 		struct fleet_reattest_nonce_reply m;
 		snprintf(body, sizeof(body), "{\"v\":1,\"nonce\":\"%s%s\"%s", N,
 			 replies[i].nonce_tail, replies[i].rest);
