@@ -134,6 +134,50 @@ static fleet_err forget_author(void *ctx, int64_t device_id, bool *forgot,
 	return fleet_admission_forget_binding_author(ctx, device_id, forgot, ec);
 }
 
+/* The re-check's role of a class (admission.h R-4): classes.json says,
+ * when provisioning is on; else it is not known. */
+static bool is_controlplane(void *ctx, const char *class_name, bool *known)
+{
+	const struct daemon *d = ctx;
+	const struct fleet_install_class *k =
+		d->classes.n ? fleet_install_class_find(&d->classes, class_name) : NULL;
+	*known = k && k->role != FLEET_ROLE_NONE;
+	return k && k->role == FLEET_ROLE_CONTROLPLANE;
+}
+
+/* A quarantined worker's cordon (spec; the RBAC of
+ * clusters/folly/tinkerbell-access/fleet-controller-cordon.yaml):
+ * spec.unschedulable set on its Node, as kubectl cordon does. */
+static void cordon(void *ctx, const char *device)
+{
+	struct daemon *d = ctx;
+	struct fleet_errctx ec = {0};
+	char path[320], err[sizeof(ec.detail) + 80];
+	if (!d->kube) {
+		fleet_log(LOG_WARNING, "cordon-unavailable", FLEET_LOG_FIELDS({"FLEET_DEVICE", device}),
+			  "no Kubernetes API configured (provision.kubeconfig): %s is not cordoned",
+			  device);
+		return;
+	}
+	snprintf(path, sizeof(path), "/api/v1/nodes/%s", device);
+	static const char patch[] = "{\"spec\":{\"unschedulable\":true}}";
+	long status = 0;
+	struct fleet_buf resp;
+	fb_init(&resp);
+	fleet_err e = fleet_kube_request(d->kube, "PATCH", path,
+					 "application/strategic-merge-patch+json", patch,
+					 sizeof(patch) - 1, &status, &resp, &ec);
+	fb_free(&resp);
+	if (e == FLEET_OK && status / 100 == 2)
+		fleet_log(LOG_NOTICE, "cordon-requested", FLEET_LOG_FIELDS({"FLEET_DEVICE", device}),
+			  "node %s cordoned (spec.unschedulable)", device);
+	else
+		fleet_log(LOG_ERR, "cordon-failed", FLEET_LOG_FIELDS({"FLEET_DEVICE", device}),
+			  "the cordon of node %s was not taken (%s, HTTP %ld): the quarantine "
+			  "stands; cordon it by hand",
+			  device, e ? fleet_errctx_text(&ec, err, sizeof(err)) : "refused", status);
+}
+
 /* The confirm round's installation step (admission.h C2, install.h S1-S8). */
 static void provision_hook(void *ctx, const struct fleet_inv_device *dev,
 			   const struct fleet_attest_session *s, struct fleet_wire_confirm_reply *cr)
@@ -430,6 +474,9 @@ static int open_all(struct daemon *d)
 		.ca = d->ca,
 		.provision = d->install ? provision_hook : NULL,
 		.provision_ctx = d->install,
+		.is_controlplane = is_controlplane,
+		.cordon = cordon,
+		.reattest_ctx = d,
 	};
 	memset(&ec, 0, sizeof(ec));
 	if (fleet_admission_new(&deps, &d->adm, &ec) != FLEET_OK) {
@@ -493,6 +540,20 @@ static int route_answer(void *ctx, const struct fleet_http_request *req,
 	return fleet_admission_answer(ctx, req->body, req->body_len, &reply->body, &reply->reason);
 }
 
+static int route_reattest_nonce(void *ctx, const struct fleet_http_request *req,
+				struct fleet_http_reply *reply)
+{
+	return fleet_admission_reattest_nonce(ctx, req->body, req->body_len, &reply->body,
+					      &reply->reason);
+}
+
+static int route_reattest_check(void *ctx, const struct fleet_http_request *req,
+				struct fleet_http_reply *reply)
+{
+	return fleet_admission_reattest_check(ctx, req->body, req->body_len, &reply->body,
+					      &reply->reason);
+}
+
 static int route_confirm(void *ctx, const struct fleet_http_request *req,
 			 struct fleet_http_reply *reply)
 {
@@ -530,7 +591,9 @@ static int start_http(struct daemon *d)
 	}
 	if (fleet_http_route(d->http, "POST", "/v1/attest/intake", route_intake, d->adm) ||
 	    fleet_http_route(d->http, "POST", "/v1/attest/answer", route_answer, d->adm) ||
-	    fleet_http_route(d->http, "POST", "/v1/attest/confirm", route_confirm, d->adm)) {
+	    fleet_http_route(d->http, "POST", "/v1/attest/confirm", route_confirm, d->adm) ||
+	    fleet_http_route(d->http, "POST", "/v1/reattest/nonce", route_reattest_nonce, d->adm) ||
+	    fleet_http_route(d->http, "POST", "/v1/reattest/check", route_reattest_check, d->adm)) {
 		startup_failed("HTTPS listener: the attestation routes could not be registered");
 		return -1;
 	}

@@ -22,7 +22,10 @@ static const char *const round_results[] = {"admitted",  "confirmed",   "refused
 static const char *const verdict_results[] = {"pass", "fail", NULL};
 static const char *const unproven_reasons[] = {ADM_UNPROVEN_INTAKE, ADM_UNPROVEN_CAPS,
 					       ADM_UNPROVEN_BUDGET, ADM_UNPROVEN_ANSWER,
-					       ADM_UNPROVEN_CONFIRM, NULL};
+					       ADM_UNPROVEN_CONFIRM, ADM_UNPROVEN_REATTEST, NULL};
+static const char *const reattest_results[] = {"pass",        "refused", "unproven",
+					       "unavailable", "error",   NULL};
+static const char *const reattest_roles[] = {"worker", "controlplane", NULL};
 
 time_t adm_now(const struct fleet_admission *a)
 {
@@ -169,26 +172,46 @@ void adm_verdicts_unlock(struct fleet_admission *a)
 	pthread_mutex_unlock(&a->verdict_mu);
 }
 
+/* Who a verdict is about, from a session. */
+static struct adm_verdict_who session_who(const struct adm_session *e, char sid[65])
+{
+	adm_session_hex(e->s.id, sid);
+	return (struct adm_verdict_who){
+		.device = e->snap.name[0] ? e->snap.name : NULL,
+		.serial = e->snap.serial[0] ? e->snap.serial : e->s.serial,
+		.claimed_serial = e->s.serial,
+		.session = sid,
+		.ek_hash = e->s.ek_hash,
+		.ek_hash_ecc = e->s.ek_hash_ecc,
+	};
+}
+
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons)
 {
 	char sid[65];
-	const char *device = e->snap.name[0] ? e->snap.name : NULL;
-	adm_session_hex(e->s.id, sid);
+	struct adm_verdict_who w = session_who(e, sid);
+	return adm_record_verdict_who(a, &w, pass, reasons, n_reasons, NULL);
+}
+
+int adm_record_verdict_who(struct fleet_admission *a, const struct adm_verdict_who *w, bool pass,
+			   const char *const *reasons, size_t n_reasons, int64_t *id_out)
+{
 	struct fleet_store_verdict_in v = {
 		.time = adm_now(a),
-		.device = device,
-		.serial = e->snap.serial[0] ? e->snap.serial : e->s.serial,
-		.session = sid,
+		.device = w->device,
+		.serial = w->serial,
+		.session = w->session,
 		.pass = pass,
 		.reasons = reasons,
 		.n_reasons = n_reasons > FLEET_STORE_MAX_REASONS ? FLEET_STORE_MAX_REASONS
 								 : n_reasons,
-		.ek_hash = e->s.ek_hash,
-		.ek_hash_ecc = e->s.ek_hash_ecc,
+		.ek_hash = w->ek_hash,
+		.ek_hash_ecc = w->ek_hash_ecc,
 	};
-	struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device, .session = sid,
-			      .ek_hash = e->s.ek_hash, .ek_hash_ecc = e->s.ek_hash_ecc};
+	struct adm_logf lf = {.claimed_serial = w->claimed_serial, .device = w->device,
+			      .session = w->session, .ek_hash = w->ek_hash,
+			      .ek_hash_ecc = w->ek_hash_ecc};
 	int64_t id = 0;
 	adm_verdicts_lock(a);
 	fleet_err se = fleet_store_verdict_insert(a->d.store, &v, &id);
@@ -201,36 +224,44 @@ int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, b
 			pass ? "passing" : "failed");
 	}
 	else
-		adm_vlog_append(a, id, e, pass, reasons, n_reasons);
+		adm_vlog_append_who(a, id, w, pass, reasons, n_reasons);
 	adm_verdicts_unlock(a);
+	if (id_out)
+		*id_out = id;
 	return se == FLEET_STORE_OK ? 0 : -1;
 }
 
 void adm_vlog_append(struct fleet_admission *a, int64_t id, const struct adm_session *e,
 		     bool pass, const char *const *reasons, size_t n_reasons)
 {
+	char sid[65];
+	struct adm_verdict_who w = session_who(e, sid);
+	adm_vlog_append_who(a, id, &w, pass, reasons, n_reasons);
+}
+
+void adm_vlog_append_who(struct fleet_admission *a, int64_t id, const struct adm_verdict_who *w,
+			 bool pass, const char *const *reasons, size_t n_reasons)
+{
 	struct fleet_errctx ec = {0};
-	char sid[65], err[sizeof(ec.detail) + 80];
-	const char *device = e->snap.name[0] ? e->snap.name : NULL;
-	adm_session_hex(e->s.id, sid);
+	char err[sizeof(ec.detail) + 80];
 	adm_count(a->m.verdicts, pass ? "pass" : "fail");
 	if (a->vlog_behind)
 		return; /* the catch-up writes it, in order (fleet_admission_reap) */
 	struct fleet_vlog_record r = {
 		.id = id,
 		.time = adm_now(a),
-		.device = device,
-		.serial = e->snap.serial[0] ? e->snap.serial : e->s.serial,
-		.session = sid,
+		.device = w->device,
+		.serial = w->serial,
+		.session = w->session,
 		.pass = pass,
 		.reasons = reasons,
 		.n_reasons = n_reasons,
-		.ek_hash = e->s.ek_hash,
-		.ek_hash_ecc = e->s.ek_hash_ecc,
+		.ek_hash = w->ek_hash,
+		.ek_hash_ecc = w->ek_hash_ecc,
 	};
 	if (fleet_vlog_append(a->d.verdicts, &r, &ec) != FLEET_OK) {
-		struct adm_logf lf = {.claimed_serial = e->s.serial, .device = device,
-				      .session = sid,
+		struct adm_logf lf = {.claimed_serial = w->claimed_serial, .device = w->device,
+				      .session = w->session,
 				      .detail = fleet_errctx_text(&ec, err, sizeof(err))};
 		adm_count(a->m.verdict_log_errors, NULL);
 		adm_log(LOG_ERR, "verdict-log-failed", &lf,
@@ -500,6 +531,13 @@ static fleet_err register_metrics(struct fleet_admission *a, struct fleet_errctx
 	    (e = reg(m, C, "fleetd_provisional_revoked_total",
 		     "Certificates issued at an answer whose session ended without an admission.",
 		     NULL, NULL, &a->m.revoked, ec)) ||
+	    (e = reg(m, C, "fleetd_reattest_total",
+		     "Re-checks of running nodes (tpm-reattest) that decoded, by outcome.", "result",
+		     reattest_results, &a->m.reattest, ec)) ||
+	    (e = reg(m, C, "fleetd_reattest_failed_total",
+		     "Re-checks whose TPM-authenticated evidence failed the boot policy (a failed "
+		     "verdict), by the class's role.",
+		     "role", reattest_roles, &a->m.reattest_failed, ec)) ||
 	    (e = reg(m, FLEET_METRIC_GAUGE, "fleetd_open_sessions",
 		     "Attestation sessions open now (intakes deciding included).", NULL, NULL,
 		     &a->m.open_sessions, ec)))
@@ -570,7 +608,8 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 	if (adm_lookup_init(&a->lookup, deps->inventory,
 			    deps->config->inventory_lookups_per_second,
 			    deps->config->inventory_lookup_cache_ms) != 0 ||
-	    !(a->limit = fleet_log_limit_new(ADM_LOG_WINDOW_S, ADM_LOG_KEYS))) {
+	    !(a->limit = fleet_log_limit_new(ADM_LOG_WINDOW_S, ADM_LOG_KEYS)) ||
+	    fleet_reattest_nonces_new(0, &a->nonces) != FLEET_OK) {
 		adm_lookup_destroy(&a->lookup);
 		adm_sessions_destroy(&a->sessions);
 		e = fleet_errctx_msg(ec, FLEET_E_NOMEM, "admission: out of memory");
@@ -584,6 +623,7 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 fail:
 	for (size_t i = 0; i < a->n_classes; i++)
 		fleet_profile_free(a->classes[i].profile);
+	fleet_reattest_nonces_free(a->nonces);
 	pthread_mutex_destroy(&a->retry_mu);
 	pthread_mutex_destroy(&a->verdict_mu);
 	free(a);

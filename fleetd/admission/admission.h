@@ -184,6 +184,13 @@ struct fleet_admission_deps {
 	void (*provision)(void *ctx, const struct fleet_inv_device *dev,
 			  const struct fleet_attest_session *s, struct fleet_wire_confirm_reply *cr);
 	void *provision_ctx;
+	/* The re-check (admission_reattest.c): whether a class installs
+	 * control planes (NULL, or a class it does not know: handled as a
+	 * control plane, which is never cordoned), and the cordon of a
+	 * quarantined worker's node (NULL: none requested, journaled). */
+	bool (*is_controlplane)(void *ctx, const char *class_name, bool *known);
+	void (*cordon)(void *ctx, const char *device);
+	void *reattest_ctx;
 };
 
 /* ec (may be NULL) gets what stopped it: a sentence ("class worker:
@@ -204,6 +211,32 @@ int fleet_admission_answer(struct fleet_admission *a, const uint8_t *body, size_
 			   struct fleet_buf *reply, const char **reject);
 int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size_t len,
 			    struct fleet_buf *reply, const char **reject);
+
+/* The hourly re-check of a running node (spec "Check the running node";
+ * fleetd/reattest/reattest.h RA1-RA12 decide), rules R-1..R-5:
+ *  R-1 POST /v1/reattest/nonce: a nonce for a LAK certificate fleetd's CA
+ *      signed, with the PCR selection of the device's class profile; the
+ *      device's class is read through intake's bounded lookup (lookup.h),
+ *      so a flood of nonce requests costs at most its budget.
+ *  R-2 POST /v1/reattest/check: anything RA11 calls unauthenticated (a bad
+ *      signature, an unknown or replayed nonce, an unknown, revoked or
+ *      stale LAK, a planned device) writes nothing, quarantines nothing,
+ *      is counted (fleetd_unproven_total{reattest-proof}) and journaled
+ *      only as the first of its kind in a window.
+ *  R-3 A pass writes a passing verdict only when the device's last verdict
+ *      was not one (the next passing check after a quarantine lift restores
+ *      eligibility; an hourly pass is not a row an hour).
+ *  R-4 An authenticated failure writes the failed verdict (store and
+ *      verdicts.jsonl) and counts fleetd_reattest_failed_total{role}. A
+ *      worker is then quarantined in the store and its cordon requested
+ *      (deps.cordon); a control plane (or a class of unknown role) is not:
+ *      a journal entry at crit ("reattest-failed") raises the alert.
+ *  R-5 fleetd's own trouble (the store, memory) or the inventory not
+ *      answering: 503, nothing written, the node retries next hour. */
+int fleet_admission_reattest_nonce(struct fleet_admission *a, const uint8_t *body, size_t len,
+				   struct fleet_buf *reply, const char **reject);
+int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *body, size_t len,
+				   struct fleet_buf *reply, const char **reject);
 
 /* End sessions past their deadline, past their answer window while
  * unproven, or superseded, revoking what they were issued; flush the

@@ -11,6 +11,7 @@
 #include <time.h>
 
 #include "fleetd/admission/admission.h"
+#include "fleetd/reattest/reattest.h"
 #include "fleetd/admission/lookup.h"
 #include "fleetd/admission/sessions.h"
 #include "fleetd/obs/log_limit.h"
@@ -56,6 +57,8 @@ struct fleet_admission {
 	char retry[ADM_REVOKE_RETRY][65];
 	size_t n_classes;
 	struct adm_class classes[FLEET_CONFIG_MAX_CLASSES];
+	/* The re-check's nonces (fleetd/reattest/reattest.h RA2, RA3). */
+	struct fleet_reattest_nonces *nonces;
 	struct {
 		struct fleet_metric *intake;   /* fleetd_intake_total{result} */
 		struct fleet_metric *answer;   /* fleetd_answer_total{result} */
@@ -67,6 +70,8 @@ struct fleet_admission {
 		struct fleet_metric *store_errors;
 		struct fleet_metric *verdict_log_errors;
 		struct fleet_metric *open_sessions;
+		struct fleet_metric *reattest;        /* fleetd_reattest_total{result} */
+		struct fleet_metric *reattest_failed; /* fleetd_reattest_failed_total{role} */
 		struct fleet_metric *reaped;
 		struct fleet_metric *unproven; /* fleetd_unproven_total{reason} */
 		struct fleet_metric *revoked;  /* fleetd_provisional_revoked_total */
@@ -129,6 +134,7 @@ void adm_log_limited(struct fleet_admission *a, const char *key, int priority, c
 #define ADM_UNPROVEN_BUDGET "lookup-budget"   /* the inventory budget said no */
 #define ADM_UNPROVEN_ANSWER "answer-proof"    /* A2 failed */
 #define ADM_UNPROVEN_CONFIRM "confirm-proof"  /* C1 failed */
+#define ADM_UNPROVEN_REATTEST "reattest-proof" /* a re-check not proven by the LAK (RA11) */
 
 /* A session ends other than by its confirm: its provisional certificates
  * (if it was issued any) are revoked with why, and the journal names
@@ -148,6 +154,16 @@ void adm_verdicts_unlock(struct fleet_admission *a);
  * the row is the verdict). Reasons are static strings. Returns 0, or -1
  * when the store refused the row (journaled).
  */
+/* Who a verdict is about, when no session holds it (a re-check). */
+struct adm_verdict_who {
+	const char *device, *serial, *claimed_serial;
+	const char *session; /* lowercase hex: the session, or a re-check's nonce */
+	const char *ek_hash, *ek_hash_ecc;
+};
+int adm_record_verdict_who(struct fleet_admission *a, const struct adm_verdict_who *w, bool pass,
+			   const char *const *reasons, size_t n_reasons, int64_t *id_out);
+void adm_vlog_append_who(struct fleet_admission *a, int64_t id, const struct adm_verdict_who *w,
+			 bool pass, const char *const *reasons, size_t n_reasons);
 int adm_record_verdict(struct fleet_admission *a, const struct adm_session *e, bool pass,
 		       const char *const *reasons, size_t n_reasons);
 /* The verdicts.jsonl line of a verdict the store holds as id; called under

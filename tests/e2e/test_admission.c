@@ -35,6 +35,7 @@
  *   A2 ecc_secret_missing_refused A4 device_changed_in_session
  */
 #include "tests/e2e/admission_fixture.h"
+#include "lib/reattest_wire.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -946,6 +947,54 @@ static void malformed_flood(void **state)
 	assert_int_equal(adm_log_lines(LOG), lines);
 }
 
+/* admission.h R-2: a re-check that proves nothing (here a LAK certificate
+ * fleetd's CA never signed) writes nothing, is counted, and a flood of them
+ * journals one line per kind, not one per request. */
+static void reattest_unproven_writes_nothing(void **state)
+{
+	(void)state;
+	long long proof0 = metric("fleetd_unproven_total{reason=\"reattest-proof\"}");
+	long long pass0 = metric("fleetd_verdicts_total{result=\"pass\"}");
+	long long fail0 = metric("fleetd_verdicts_total{result=\"fail\"}");
+	int journaled0 = adm_log_count(LOG, "event=reattest-unproven", (char *)NULL);
+	uint8_t der[300], sig[8] = {1}, nonce_bytes[32] = {7};
+	for (size_t i = 0; i < sizeof(der); i++)
+		der[i] = (uint8_t)(i * 31 + 7);
+	struct fleet_reattest_nonce_req nq = {.lak_cert = {der, sizeof(der)}};
+	struct fleet_reattest_check ck;
+	memset(&ck, 0, sizeof(ck));
+	ck.lak_cert = (struct fleet_wire_bytes){der, sizeof(der)};
+	memcpy(ck.nonce, nonce_bytes, sizeof(ck.nonce));
+	ck.quote_attest = (struct fleet_wire_bytes){der, 64};
+	ck.quote_sig = (struct fleet_wire_bytes){sig, sizeof(sig)};
+	ck.eventlog = (struct fleet_wire_bytes){der, 32};
+	ck.report = (struct fleet_wire_bytes){(uint8_t *)"{}", 2};
+	ck.report_sig = (struct fleet_wire_bytes){sig, sizeof(sig)};
+	struct fleet_buf nb, cb;
+	fb_init(&nb);
+	fb_init(&cb);
+	assert_int_equal(fleet_reattest_nonce_req_encode(&nq, &nb), FLEET_OK);
+	assert_int_equal(fleet_reattest_check_encode(&ck, &cb), FLEET_OK);
+	struct http_client c;
+	struct http_reply r;
+	http_client_init(&c, FD.port, FD.tls_ca);
+	for (int i = 0; i < 6; i++) {
+		const struct fleet_buf *b = i % 2 ? &cb : &nb;
+		const char *path = i % 2 ? "/v1/reattest/check" : "/v1/reattest/nonce";
+		assert_int_equal(http_post(&c, path, "application/json", b->data, b->len, &r), 200);
+		assert_non_null(strstr(r.body, "\"refused\""));
+		http_reply_free(&r);
+	}
+	http_client_free(&c);
+	fb_free(&nb);
+	fb_free(&cb);
+	assert_int_equal(metric("fleetd_unproven_total{reason=\"reattest-proof\"}") - proof0, 6);
+	assert_int_equal(metric("fleetd_verdicts_total{result=\"pass\"}"), pass0);
+	assert_int_equal(metric("fleetd_verdicts_total{result=\"fail\"}"), fail0);
+	/* one kind (lak-unknown), one line in the window, whatever the count */
+	assert_int_equal(adm_log_count(LOG, "event=reattest-unproven", (char *)NULL) - journaled0, 1);
+}
+
 /* The daemon's first pass runs at start: spire-nodes.json is in the state
  * directory, in the handoff's format, for the configured trust domain. */
 static void pass_writes_spire_nodes(void **state)
@@ -1515,6 +1564,7 @@ int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(pass_writes_spire_nodes),
+		cmocka_unit_test(reattest_unproven_writes_nothing),
 		cmocka_unit_test(impostor_refused),
 		cmocka_unit_test(second_ek_mismatch_refused),
 		cmocka_unit_test(planned_admitted),
