@@ -215,7 +215,8 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 /* The hourly re-check of a running node (spec "Check the running node";
  * fleetd/reattest/reattest.h RA1-RA12 decide), rules R-1..R-5:
  *  R-1 POST /v1/reattest/nonce: a nonce for a LAK certificate fleetd's CA
- *      signed, with the PCR selection of the device's class profile; the
+ *      signed, with the PCR selection of the device's class profile (a
+ *      refusal is HTTP 403: the nonce reply has no status); the
  *      device's class is read through intake's bounded lookup (lookup.h),
  *      so a flood of nonce requests costs at most its budget.
  *  R-2 POST /v1/reattest/check: anything RA11 calls unauthenticated (a bad

@@ -102,14 +102,16 @@ int fleet_admission_reattest_nonce(struct fleet_admission *a, const uint8_t *bod
 	int status = find_device(a, &env, &in.lak_cert, &d, reply);
 	if (status) {
 		fleet_reattest_nonce_req_free(&in);
-		return status;
+		/* A nonce reply has no status: a refusal is the HTTP status
+		 * (403), its body the generic refusal. */
+		return status == 200 ? 403 : status;
 	}
 	struct fleet_reattest_nonce_reply out;
 	memset(&out, 0, sizeof(out));
 	struct fleet_decision dn = fleet_reattest_nonce(&env, &in, &out);
 	fleet_reattest_nonce_req_free(&in);
 	if (dn.outcome == FLEET_REFUSED)
-		return unproven(a, dn.reason, reply);
+		return unproven(a, dn.reason, reply) == 200 ? 403 : 503;
 	if (dn.outcome != FLEET_PASSED)
 		return unavailable(a, "nonce-failed", NULL);
 	if (fleet_profile_selection(d.profile, out.pcr_selection, sizeof(out.pcr_selection)) !=

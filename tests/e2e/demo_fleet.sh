@@ -29,5 +29,6 @@ if ! grep -q "the installation steps are skipped" "$out"; then
   expect "fleetd deleted bootstrap-token-"
   expect "^1 +worker-a +worker +done .* deleted +node-csr-worker-a"
   expect "worker-a is active"
+  expect "the hourly check passed"
 fi
 echo "demo: every machine got its expected outcome"
