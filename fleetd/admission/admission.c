@@ -642,6 +642,7 @@ void fleet_admission_free(struct fleet_admission *a)
 	}
 	for (size_t i = 0; i < a->n_classes; i++)
 		fleet_profile_free(a->classes[i].profile);
+	fleet_reattest_nonces_free(a->nonces);
 	pthread_mutex_destroy(&a->retry_mu);
 	pthread_mutex_destroy(&a->verdict_mu);
 	free(a);
