@@ -554,6 +554,13 @@ static int route_reattest_check(void *ctx, const struct fleet_http_request *req,
 					      &reply->reason);
 }
 
+static int route_reattest_renew(void *ctx, const struct fleet_http_request *req,
+				struct fleet_http_reply *reply)
+{
+	return fleet_admission_reattest_renew(ctx, req->body, req->body_len, &reply->body,
+					      &reply->reason);
+}
+
 static int route_confirm(void *ctx, const struct fleet_http_request *req,
 			 struct fleet_http_reply *reply)
 {
@@ -593,7 +600,8 @@ static int start_http(struct daemon *d)
 	    fleet_http_route(d->http, "POST", "/v1/attest/answer", route_answer, d->adm) ||
 	    fleet_http_route(d->http, "POST", "/v1/attest/confirm", route_confirm, d->adm) ||
 	    fleet_http_route(d->http, "POST", "/v1/reattest/nonce", route_reattest_nonce, d->adm) ||
-	    fleet_http_route(d->http, "POST", "/v1/reattest/check", route_reattest_check, d->adm)) {
+	    fleet_http_route(d->http, "POST", "/v1/reattest/check", route_reattest_check, d->adm) ||
+	    fleet_http_route(d->http, "POST", "/v1/reattest/renew", route_reattest_renew, d->adm)) {
 		startup_failed("HTTPS listener: the attestation routes could not be registered");
 		return -1;
 	}

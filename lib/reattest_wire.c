@@ -1,5 +1,5 @@
 /*
- * reattest_wire.c: encode and decode the four re-check messages
+ * reattest_wire.c: encode and decode the re-check's and renewal's messages
  * (lib/reattest_wire.h is the format), through the checked readers of
  * attest_wire_json.c, so the admission and the re-check read JSON alike.
  */
@@ -163,8 +163,53 @@ void fleet_reattest_nonce_reply_free(struct fleet_reattest_nonce_reply *m)
 
 static const char *const check_keys[] = {"v",		 "lak_cert", "nonce",
 					 "quote",	 "eventlog", "bios_version",
-					 "report",	 "report_signature", NULL};
+					 "report",	 "report_signature", "ldevid", NULL};
 static const char *const quote_keys[] = {"attest", "signature", NULL};
+static const char *const ldevid_keys[] = {"public", "request", "certify_attest",
+					  "certify_signature", NULL};
+
+/* The renewal's "ldevid" object, when the message has one. */
+static fleet_err renew_decode(json_t *root, struct fleet_reattest_check *out,
+			      struct fleet_errctx *ec)
+{
+	json_t *ld = json_object_get(root, "ldevid");
+	fleet_err e;
+
+	if (!ld)
+		return FLEET_OK;
+	if (!json_is_object(ld))
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "ldevid: not an object");
+	out->has_renew = true;
+	if ((e = wj_keys(ld, ldevid_keys, "ldevid", ec)) ||
+	    (e = wj_bytes(json_object_get(ld, "public"), "ldevid.public",
+			  FLEET_WIRE_MAX_TPM_STRUCT, &out->renew_public, ec)) ||
+	    (e = wj_bytes(json_object_get(ld, "request"), "ldevid.request",
+			  FLEET_WIRE_MAX_REQUEST, &out->renew_request, ec)) ||
+	    (e = wj_bytes(json_object_get(ld, "certify_attest"), "ldevid.certify_attest",
+			  FLEET_WIRE_MAX_TPM_STRUCT, &out->renew_certify_attest, ec)) ||
+	    (e = wj_bytes(json_object_get(ld, "certify_signature"), "ldevid.certify_signature",
+			  FLEET_WIRE_MAX_TPM_STRUCT, &out->renew_certify_sig, ec)))
+		return e;
+	return FLEET_OK;
+}
+
+static int renew_encode(json_t *root, const struct fleet_reattest_check *in)
+{
+	json_t *ld;
+	int rc = 0;
+
+	if (!in->has_renew)
+		return 0;
+	if (!(ld = json_object()) || json_object_set_new(root, "ldevid", ld) != 0)
+		return -1;
+	rc |= wj_put_bytes(ld, "public", in->renew_public.data, in->renew_public.len);
+	rc |= wj_put_bytes(ld, "request", in->renew_request.data, in->renew_request.len);
+	rc |= wj_put_bytes(ld, "certify_attest", in->renew_certify_attest.data,
+			   in->renew_certify_attest.len);
+	rc |= wj_put_bytes(ld, "certify_signature", in->renew_certify_sig.data,
+			   in->renew_certify_sig.len);
+	return rc;
+}
 
 fleet_err fleet_reattest_check_decode(const uint8_t *body, size_t len,
 				      struct fleet_reattest_check *out, struct fleet_errctx *ec)
@@ -198,6 +243,7 @@ fleet_err fleet_reattest_check_decode(const uint8_t *body, size_t len,
 		     &out->report, ec));
 	TRY(wj_bytes(json_object_get(root, "report_signature"), "report_signature",
 		     FLEET_WIRE_MAX_TPM_STRUCT, &out->report_sig, ec));
+	TRY(renew_decode(root, out, ec));
 	json_decref(root);
 	return FLEET_OK;
 fail:
@@ -218,7 +264,11 @@ fleet_err fleet_reattest_check_encode(const struct fleet_reattest_check *in,
 	    !bytes_ok(&in->eventlog, FLEET_WIRE_MAX_EVENTLOG) ||
 	    !bytes_ok(&in->report, FLEET_WIRE_MAX_REPORT) ||
 	    !bytes_ok(&in->report_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
-	    strnlen(in->bios_version, sizeof(in->bios_version)) > FLEET_WIRE_MAX_BIOS)
+	    strnlen(in->bios_version, sizeof(in->bios_version)) > FLEET_WIRE_MAX_BIOS ||
+	    (in->has_renew && (!bytes_ok(&in->renew_public, FLEET_WIRE_MAX_TPM_STRUCT) ||
+			       !bytes_ok(&in->renew_request, FLEET_WIRE_MAX_REQUEST) ||
+			       !bytes_ok(&in->renew_certify_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
+			       !bytes_ok(&in->renew_certify_sig, FLEET_WIRE_MAX_TPM_STRUCT))))
 		return FLEET_E_INVALID_ARG;
 	if (!(root = start()))
 		return FLEET_E_NOMEM;
@@ -234,6 +284,7 @@ fleet_err fleet_reattest_check_encode(const struct fleet_reattest_check *in,
 	rc |= wj_put_string(root, "bios_version", in->bios_version);
 	rc |= wj_put_bytes(root, "report", in->report.data, in->report.len);
 	rc |= wj_put_bytes(root, "report_signature", in->report_sig.data, in->report_sig.len);
+	rc |= renew_encode(root, in);
 	return finish(root, rc, out);
 }
 
@@ -247,12 +298,16 @@ void fleet_reattest_check_free(struct fleet_reattest_check *m)
 	bytes_free(&m->eventlog);
 	bytes_free(&m->report);
 	bytes_free(&m->report_sig);
+	bytes_free(&m->renew_public);
+	bytes_free(&m->renew_request);
+	bytes_free(&m->renew_certify_attest);
+	bytes_free(&m->renew_certify_sig);
 	memset(m, 0, sizeof(*m));
 }
 
 /* ---- check reply -------------------------------------------------------- */
 
-static const char *const check_reply_keys[] = {"v", "status", NULL};
+static const char *const check_reply_keys[] = {"v", "status", "lak_cert", "ldevid_cert", NULL};
 
 fleet_err fleet_reattest_check_reply_decode(const uint8_t *body, size_t len,
 					    struct fleet_reattest_check_reply *out,
@@ -271,8 +326,21 @@ fleet_err fleet_reattest_check_reply_decode(const uint8_t *body, size_t len,
 		out->status = FLEET_REATTEST_PASS;
 	else if (json_is_string(v) && strcmp(json_string_value(v), "refused") == 0)
 		out->status = FLEET_REATTEST_REFUSED;
+	else if (json_is_string(v) && strcmp(json_string_value(v), "renewed") == 0)
+		out->status = FLEET_REATTEST_RENEWED;
 	else {
-		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "status: not pass or refused");
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "status: not pass, refused or renewed");
+		goto fail;
+	}
+	/* The certificates come with a renewal and only then. */
+	if (out->status == FLEET_REATTEST_RENEWED) {
+		TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+			     &out->lak_cert, ec));
+		TRY(wj_bytes(json_object_get(root, "ldevid_cert"), "ldevid_cert",
+			     FLEET_WIRE_MAX_CERT, &out->ldevid_cert, ec));
+	} else if (json_object_get(root, "lak_cert") || json_object_get(root, "ldevid_cert")) {
+		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
+				     "lak_cert, ldevid_cert: only with status renewed");
 		goto fail;
 	}
 	json_decref(root);
@@ -288,6 +356,8 @@ fleet_err fleet_reattest_check_reply_encode(const struct fleet_reattest_check_re
 {
 	json_t *root;
 	const char *s;
+	bool certs;
+	int rc;
 
 	if (!in || !out)
 		return FLEET_E_INVALID_ARG;
@@ -295,15 +365,30 @@ fleet_err fleet_reattest_check_reply_encode(const struct fleet_reattest_check_re
 		s = "pass";
 	else if (in->status == FLEET_REATTEST_REFUSED)
 		s = "refused";
+	else if (in->status == FLEET_REATTEST_RENEWED)
+		s = "renewed";
 	else
+		return FLEET_E_INVALID_ARG;
+	certs = in->status == FLEET_REATTEST_RENEWED;
+	if (certs != (in->lak_cert.data != NULL) || certs != (in->ldevid_cert.data != NULL) ||
+	    (certs && (!bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
+		       !bytes_ok(&in->ldevid_cert, FLEET_WIRE_MAX_CERT))))
 		return FLEET_E_INVALID_ARG;
 	if (!(root = start()))
 		return FLEET_E_NOMEM;
-	return finish(root, wj_put_string(root, "status", s), out);
+	rc = wj_put_string(root, "status", s);
+	if (certs) {
+		rc |= wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len);
+		rc |= wj_put_bytes(root, "ldevid_cert", in->ldevid_cert.data, in->ldevid_cert.len);
+	}
+	return finish(root, rc, out);
 }
 
 void fleet_reattest_check_reply_free(struct fleet_reattest_check_reply *m)
 {
-	if (m)
-		memset(m, 0, sizeof(*m));
+	if (!m)
+		return;
+	bytes_free(&m->lak_cert);
+	bytes_free(&m->ldevid_cert);
+	memset(m, 0, sizeof(*m));
 }

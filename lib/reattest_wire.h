@@ -15,11 +15,23 @@
  *      "eventlog":"<b64u>","bios_version":"..","report":"<b64u>",
  *      "report_signature":"<b64u TPMT_SIGNATURE>"}
  *     -> {"v":1,"status":"pass"|"refused"}
+ *   POST /v1/reattest/renew  fleet_reattest_check (with "ldevid") -> fleet_reattest_check_reply
+ *     the check's fields and
+ *     "ldevid":{"public":"<b64u TPM2B_PUBLIC>","request":"<b64u>",
+ *               "certify_attest":"<b64u TPMS_ATTEST>","certify_signature":"<b64u>"}
+ *     -> {"v":1,"status":"renewed","lak_cert":"<b64u DER>","ldevid_cert":"<b64u DER>"}
+ *      | {"v":1,"status":"pass"}     the check passed, the renewal was refused
+ *      | {"v":1,"status":"refused"}  the check was refused
  *
  * Bindings:
  *   quote extraData  = SHA-256(nonce || SHA-256(report))
  *                      (fleet_wire_quote_qualifier, the admission's binding)
  *   report_signature = TPMT_SIGNATURE by the LAK's key over SHA-256(report)
+ *   certify          = TPM2_Certify of the next LDevID key by the LAK with
+ *                      extraData SHA-256(request) (fleet_wire_certify_qualifier);
+ *                      request is the admission's LDevID request document
+ *                      {"v":1,"serial":"..","spki_sha256":".."}
+ *                      (fleet_ldevid_request_parse), naming the new key
  *                      (a restricted key signs a digest the TPM hashed
  *                      itself: TPM2_Hash's ticket, then TPM2_Sign)
  * The report is the admission's network report document
@@ -66,16 +78,28 @@ struct fleet_reattest_check {
 	char bios_version[FLEET_WIRE_MAX_BIOS + 1];
 	struct fleet_wire_bytes report;
 	struct fleet_wire_bytes report_sig;
+	/* A renewal's next LDevID key ("ldevid"; absent in an hourly check):
+	 * public and both certify parts to FLEET_WIRE_MAX_TPM_STRUCT, request
+	 * to FLEET_WIRE_MAX_REQUEST, each required and never empty. */
+	bool has_renew;
+	struct fleet_wire_bytes renew_public;
+	struct fleet_wire_bytes renew_request;
+	struct fleet_wire_bytes renew_certify_attest;
+	struct fleet_wire_bytes renew_certify_sig;
 };
 
 enum fleet_reattest_status {
 	FLEET_REATTEST_PASS = 1,
 	FLEET_REATTEST_REFUSED,
+	FLEET_REATTEST_RENEWED,
 };
 
-/* {"v":1,"status":"pass"|"refused"}, nothing else. */
+/* {"v":1,"status":"pass"|"refused"}, or "renewed" with both certificates
+ * (1..FLEET_WIRE_MAX_CERT bytes each; present only then). */
 struct fleet_reattest_check_reply {
 	enum fleet_reattest_status status;
+	struct fleet_wire_bytes lak_cert;
+	struct fleet_wire_bytes ldevid_cert;
 };
 
 /* Each decode takes the whole body, fills *out (zeroed first; freed and

@@ -144,24 +144,11 @@ static int gather_tpm(struct run *r)
 		tink_log("this TPM has no ECC EK certificate (NV 0x%08x or 0x%08x); the intake "
 			 "says so and fleetd decides",
 			 TINK_NV_EK_ECC_P256, TINK_NV_EK_ECC_P384);
-	if (tink_tpm_public(&r->tpm, TINK_KEY_AK, &r->ak) != 0 ||
-	    tink_tpm_public(&r->tpm, TINK_KEY_LDEVID, &r->ldevid) != 0)
-		return tpm_end(r);
-
 	/* The request names this serial and this key; the AK certifies the
 	 * key over its hash. */
-	struct fleet_ldevid_request req;
-	uint8_t q[32];
-	memset(&req, 0, sizeof(req));
-	memcpy(req.serial, r->id.serial, sizeof(req.serial));
-	if (fleet_tpm_public_spki_sha256(&r->ldevid.publicArea, req.spki_sha256) != FLEET_OK ||
-	    fleet_ldevid_request_encode(&req, &r->request) != FLEET_OK)
-		return end(r, TINK_EXIT_TPM, "the LDevID key's public area cannot be encoded");
-	struct fleet_wire_bytes reqb = wb(&r->request);
-	if (fleet_wire_certify_qualifier(&reqb, q) != FLEET_OK)
-		return end(r, TINK_EXIT_LOCAL, "hashing the LDevID request failed");
-	if (tink_tpm_certify_ldevid(&r->tpm, q, sizeof(q), &r->certify_attest,
-				    &r->certify_sig) != 0)
+	if (tink_tpm_public(&r->tpm, TINK_KEY_AK, &r->ak) != 0 ||
+	    tink_tpm_prove_ldevid(&r->tpm, r->id.serial, &r->ldevid, &r->request,
+				  &r->certify_attest, &r->certify_sig) != 0)
 		return tpm_end(r);
 	if (marshal_public(&r->ak, &r->ak_m) != 0 || marshal_public(&r->ldevid, &r->ldevid_m) != 0)
 		return end(r, TINK_EXIT_TPM, "marshaling the TPM's public areas failed");

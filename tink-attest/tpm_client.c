@@ -80,7 +80,8 @@ static const char *key_name(enum tink_key k)
 
 int tink_tpm_load(struct tink_tpm *t, enum tink_key k, ESYS_TR *h, TPM2B_PUBLIC *pub)
 {
-	TPM2B_PUBLIC tmpl = tink_key_template(k);
+	TPM2B_PUBLIC tmpl =
+		k == TINK_KEY_LDEVID ? tink_ldevid_template(t->ldevid_gen) : tink_key_template(k);
 	TPM2B_SENSITIVE_CREATE sens;
 	TPM2B_DATA outside;
 	TPML_PCR_SELECTION none;

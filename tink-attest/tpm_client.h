@@ -46,8 +46,14 @@ enum tink_key {
 struct tink_tpm {
 	TSS2_TCTI_CONTEXT *tcti;
 	ESYS_CONTEXT *esys;
+	/* Which LDevID key TINK_KEY_LDEVID means: 0 (tink_tpm_open's) is the
+	 * admission's; a renewal moves to the next (tink_ldevid_template). */
+	unsigned ldevid_gen;
 	char err[300];
 };
+
+/* The most LDevID generations a TPM is searched for (tpm-reattest). */
+#define TINK_LDEVID_MAX_GEN 64
 
 /* An EK as read from the TPM: its certificate and public area, checked
  * against each other. */
@@ -63,6 +69,12 @@ void tink_tpm_close(struct tink_tpm *t);
 
 /* The template of a key (exposed for the tests' expectations). */
 TPM2B_PUBLIC tink_key_template(enum tink_key k);
+/* The LDevID of generation gen: the same template with its own unique
+ * field ("fleetd tink-attest LDevID v1" for 0, "fleetd LDevID gen N" after), so
+ * each generation is another key, made again from its template on every
+ * boot like the others, and a renewal's next key is never a stored file
+ * (tpm-reattest/README.md, "Renewal"). */
+TPM2B_PUBLIC tink_ldevid_template(unsigned gen);
 
 /* Read an EK certificate, create the EK from its template, and require the
  * two to carry the same key. *present false (and 0) when the certificate's
@@ -78,6 +90,15 @@ int tink_tpm_public(struct tink_tpm *t, enum tink_key k, TPM2B_PUBLIC *pub);
  * the TPMS_ATTEST bytes, sig the marshaled TPMT_SIGNATURE. */
 int tink_tpm_certify_ldevid(struct tink_tpm *t, const uint8_t *q, size_t qlen,
 			    struct fleet_buf *attest, struct fleet_buf *sig);
+
+/* The LDevID key of t->ldevid_gen proven by the AK, as fleetd checks it at
+ * intake and at renewal: its public area into pub, the request document
+ * {"v":1,"serial":serial,"spki_sha256":..} into request, and TPM2_Certify
+ * of the key by the AK over SHA-256(request) into attest and sig.
+ * 0, or -1 with t->err set. */
+int tink_tpm_prove_ldevid(struct tink_tpm *t, const char *serial, TPM2B_PUBLIC *pub,
+			  struct fleet_buf *request, struct fleet_buf *attest,
+			  struct fleet_buf *sig);
 
 /* TPM2_ActivateCredential(AK, EK) with the EK's policy session; the blob is
  * the two marshaled structures fleetd sent. secret receives the plaintext

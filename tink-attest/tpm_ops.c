@@ -9,6 +9,8 @@
 
 #include "tink-attest/tpm_internal.h"
 
+#include "lib/attest_wire.h"
+
 /* PolicyC (SHA-384): PolicyAuthorizeNV(0x01C07F02), the second branch of the
  * high-range EK templates' PolicyOR. PolicyA's SHA-384 value is read back
  * from the session itself after PolicySecret. */
@@ -63,6 +65,28 @@ out:
 	tink_tpm_unload(t, &key);
 	tink_tpm_unload(t, &ak);
 	return r;
+}
+
+int tink_tpm_prove_ldevid(struct tink_tpm *t, const char *serial, TPM2B_PUBLIC *pub,
+			  struct fleet_buf *request, struct fleet_buf *attest,
+			  struct fleet_buf *sig)
+{
+	struct fleet_ldevid_request req;
+	uint8_t q[32];
+
+	memset(&req, 0, sizeof(req));
+	if (!serial || strlen(serial) >= sizeof(req.serial))
+		return tink_tpm_fail(t, 0, "the LDevID request's serial is too long");
+	memcpy(req.serial, serial, strlen(serial));
+	if (tink_tpm_public(t, TINK_KEY_LDEVID, pub) != 0)
+		return -1;
+	if (fleet_tpm_public_spki_sha256(&pub->publicArea, req.spki_sha256) != FLEET_OK ||
+	    fleet_ldevid_request_encode(&req, request) != FLEET_OK)
+		return tink_tpm_fail(t, 0, "the LDevID key's public area cannot be encoded");
+	struct fleet_wire_bytes reqb = {.data = request->data, .len = request->len};
+	if (fleet_wire_certify_qualifier(&reqb, q) != FLEET_OK)
+		return tink_tpm_fail(t, 0, "hashing the LDevID request failed");
+	return tink_tpm_certify_ldevid(t, q, sizeof(q), attest, sig);
 }
 
 /* A policy session satisfying the EK's authPolicy: PolicySecret on the

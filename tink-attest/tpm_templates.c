@@ -11,6 +11,7 @@
  */
 #include "tink-attest/tpm_client.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* PolicyA (SHA-256): PolicySecret(TPM_RH_ENDORSEMENT). */
@@ -106,4 +107,14 @@ TPM2B_PUBLIC tink_key_template(enum tink_key k)
 		return ecc_signer(SIGNER_ATTRS, ldevid_unique);
 	}
 	return p;
+}
+
+TPM2B_PUBLIC tink_ldevid_template(unsigned gen)
+{
+	char unique[32]; /* at most the curve's size: P-256's 32 bytes */
+
+	if (gen == 0)
+		return ecc_signer(SIGNER_ATTRS, ldevid_unique);
+	snprintf(unique, sizeof(unique), "fleetd LDevID gen %u", gen);
+	return ecc_signer(SIGNER_ATTRS, unique);
 }

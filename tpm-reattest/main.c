@@ -15,19 +15,23 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: tpm-reattest --url URL --ca FILE [--lak-cert FILE] [--tcti TCTI]\n"
-		"                    [--eventlog PATH] [--sysfs-root DIR] [--lldp-file FILE]\n"
-		"                    [--timeout S] [--attempts N]\n"
+		"usage: tpm-reattest --url URL --ca FILE [--lak-cert FILE] [--ldevid-cert FILE]\n"
+		"                    [--tcti TCTI] [--eventlog PATH] [--sysfs-root DIR]\n"
+		"                    [--lldp-file FILE] [--timeout S] [--attempts N]\n"
 		"\n"
 		"Prove to fleetd, with this machine's TPM, that it still boots what its class\n"
 		"allows: a fresh nonce, a quote by the LAK over the class's PCRs, the event log\n"
-		"and the LAK-signed LLDP report, sent with the LAK certificate.\n"
+		"and the LAK-signed LLDP report, sent with the LAK certificate. Within 30 days\n"
+		"of either certificate's end, the same run renews both: the next LDevID key is\n"
+		"made in the TPM and certified by the LAK (never a key file).\n"
 		"\n"
 		"  --url URL          fleetd, https://HOST[:PORT] (paths /v1/reattest/* are added)\n"
 		"  --ca FILE          fleetd's CA certificate (PEM): the only trust anchor\n"
 		"  --lak-cert FILE    the LAK certificate (PEM; default " TPM_REATTEST_DEFAULT_LAK
 		",\n"
 		"                     tink-attest --out-dir's lak.pem kept on the node)\n"
+		"  --ldevid-cert FILE the LDevID certificate (PEM; default\n"
+		"                     " TPM_REATTEST_DEFAULT_LDEVID "); a renewal rewrites both\n"
 		"  --tcti TCTI        TPM access, tpm2-tools syntax; default $TPM2TOOLS_TCTI,\n"
 		"                     then $TCTI, then " TPM_REATTEST_DEFAULT_TCTI "\n"
 		"  --eventlog PATH    firmware event log (default\n"
@@ -48,7 +52,10 @@ static void usage(FILE *f)
 		"  13  the TPM's AK is not the one the LAK certificate names (another TPM, or\n"
 		"      a reset endorsement seed); checked before anything is sent\n"
 		"  14  local error: the LAK certificate, event log, identity or LLDP files, or\n"
-		"      fleetd's answer malformed (protocol)\n");
+		"      fleetd's answer malformed (protocol)\n"
+		"  15  the check passed but a due renewal was not done: fleetd refused it, or\n"
+		"      the TPM could not make or certify the next key (retried with backoff;\n"
+		"      the journal says how much time is left)\n");
 }
 
 static int parse_uint(const char *s, unsigned lo, unsigned hi, unsigned *out)
@@ -68,6 +75,7 @@ int main(int argc, char **argv)
 		{"url", required_argument, NULL, 'u'},
 		{"ca", required_argument, NULL, 'c'},
 		{"lak-cert", required_argument, NULL, 'k'},
+		{"ldevid-cert", required_argument, NULL, 'L'},
 		{"tcti", required_argument, NULL, 't'},
 		{"eventlog", required_argument, NULL, 'e'},
 		{"sysfs-root", required_argument, NULL, 's'},
@@ -79,6 +87,7 @@ int main(int argc, char **argv)
 	};
 	struct tpm_reattest_config cfg = {
 		.lak_cert = TPM_REATTEST_DEFAULT_LAK,
+		.ldevid_cert = TPM_REATTEST_DEFAULT_LDEVID,
 		.eventlog = TPM_REATTEST_DEFAULT_EVENTLOG,
 		.sysfs_root = "/sys",
 	};
@@ -106,6 +115,9 @@ int main(int argc, char **argv)
 			break;
 		case 'k':
 			cfg.lak_cert = optarg;
+			break;
+		case 'L':
+			cfg.ldevid_cert = optarg;
 			break;
 		case 't':
 			cfg.tcti = optarg;

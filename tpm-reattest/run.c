@@ -9,11 +9,13 @@
  */
 #include "tpm-reattest/reattest_client.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/random.h>
 #include <time.h>
 
 #include <openssl/pem.h>
@@ -52,6 +54,8 @@ const char *tpm_reattest_exit_name(int code)
 		return "ak-not-certificate";
 	case TPM_REATTEST_EXIT_LOCAL:
 		return "local-error";
+	case TPM_REATTEST_EXIT_RENEWAL:
+		return "renewal-not-done";
 	}
 	return "unknown";
 }
@@ -84,15 +88,20 @@ void tpm_reattest_evidence_free(struct tpm_reattest_evidence *ev)
 
 /* ---- local inputs --------------------------------------------------------- */
 
-static int read_lak(const char *path, struct fleet_buf *der, char *msg, size_t msglen)
+int tpm_reattest_read_cert(const char *path, const char *what, struct fleet_buf *der,
+			   char *msg, size_t msglen)
 {
-	static const struct fleet_file_policy policy =
+	static const struct fleet_file_policy lak_policy =
 		FLEET_FILE_POLICY_CONFIG("the LAK certificate", 4 * FLEET_WIRE_MAX_CERT);
+	static const struct fleet_file_policy ldevid_policy =
+		FLEET_FILE_POLICY_CONFIG("the LDevID certificate", 4 * FLEET_WIRE_MAX_CERT);
+	const struct fleet_file_policy *policy =
+		strcmp(what, "LAK") == 0 ? &lak_policy : &ldevid_policy;
 	struct fleet_errctx ec = {0};
 	char err[sizeof(ec.detail) + 80];
 	struct fleet_buf pem;
 	fb_init(&pem);
-	if (fleet_file_read(AT_FDCWD, path, &policy, &pem, &ec) != FLEET_OK) {
+	if (fleet_file_read(AT_FDCWD, path, policy, &pem, &ec) != FLEET_OK) {
 		fb_free(&pem);
 		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "%s",
 			   fleet_errctx_text(&ec, err, sizeof(err)));
@@ -107,8 +116,8 @@ static int read_lak(const char *path, struct fleet_buf *der, char *msg, size_t m
 	if (n <= 0 || (size_t)n > FLEET_WIRE_MAX_CERT) {
 		OPENSSL_free(d);
 		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
-			   "the LAK certificate %s is not a PEM certificate (of at most %u bytes)",
-			   path, FLEET_WIRE_MAX_CERT);
+			   "the %s certificate %s is not a PEM certificate (of at most %u bytes)",
+			   what, path, FLEET_WIRE_MAX_CERT);
 	}
 	fb_reset(der);
 	fleet_err e = fb_put(der, d, (size_t)n);
@@ -126,7 +135,7 @@ int tpm_reattest_load_evidence(const struct tpm_reattest_config *cfg,
 	struct tink_identity id;
 	int rc;
 
-	if ((rc = read_lak(cfg->lak_cert, &ev->lak_der, msg, msglen)) != 0)
+	if ((rc = tpm_reattest_read_cert(cfg->lak_cert, "LAK", &ev->lak_der, msg, msglen)) != 0)
 		return rc;
 	memset(&id, 0, sizeof(id));
 	if (tink_identity_read_sysfs(cfg->sysfs_root, &id, &ec) != FLEET_OK)
@@ -421,6 +430,58 @@ static int decode_failed(struct run *r, const char *what, fleet_err e,
 	return end(r, TPM_REATTEST_EXIT_LOCAL, "fleetd's %s does not decode: %s", what, m);
 }
 
+static void sleep_ms(unsigned ms)
+{
+	struct timespec ts = {.tv_sec = ms / 1000, .tv_nsec = (long)(ms % 1000) * 1000000L};
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+/* "12 days 3 h" (or "expired") for the journal. */
+static void left_text(long s, char *out, size_t cap)
+{
+	if (s <= 0)
+		snprintf(out, cap, "none (a certificate has expired)");
+	else
+		snprintf(out, cap, "%ld days %ld h", s / 86400, (s % 86400) / 3600);
+}
+
+/* The next LDevID key, proven by the AK: attempts with capped, jittered
+ * backoff while the TPM fails; a certificate or generation problem is not
+ * retried. 0, or the last failure's code with m set. */
+static int prove_with_backoff(const struct tpm_reattest_config *cfg, struct tink_tpm *t,
+			      const struct tpm_reattest_evidence *ev,
+			      struct tpm_reattest_renewal *rn, char *m, size_t mlen)
+{
+	unsigned base = cfg->renew_backoff_ms ? cfg->renew_backoff_ms : TPM_REATTEST_RENEW_BACKOFF_MS;
+	char left[64];
+	int rc = 0;
+
+	left_text(rn->seconds_left, left, sizeof(left));
+	for (unsigned a = 1; a <= TPM_REATTEST_RENEW_ATTEMPTS; a++) {
+		if ((rc = tpm_reattest_prove_next(t, &ev->lak_der, rn, m, mlen)) == 0)
+			return 0;
+		if (rc != TPM_REATTEST_EXIT_NO_TPM || a == TPM_REATTEST_RENEW_ATTEMPTS) {
+			tpm_reattest_log("renewal attempt %u of %u failed: %s; time left before a "
+					 "certificate expires: %s; the next run tries again",
+					 a, TPM_REATTEST_RENEW_ATTEMPTS, m, left);
+			return rc;
+		}
+		unsigned long d = (unsigned long)base << (a - 1);
+		if (d > TPM_REATTEST_RENEW_BACKOFF_CAP_MS)
+			d = TPM_REATTEST_RENEW_BACKOFF_CAP_MS;
+		uint32_t j = 0;
+		if (getrandom(&j, sizeof(j), 0) != (ssize_t)sizeof(j))
+			j = 0;
+		d += (unsigned long)(j % (d / 2 + 1)); /* up to half again: fleets do not retry in step */
+		tpm_reattest_log("renewal attempt %u of %u failed: %s; time left before a "
+				 "certificate expires: %s; retrying in %lu ms",
+				 a, TPM_REATTEST_RENEW_ATTEMPTS, m, left, d);
+		sleep_ms((unsigned)d);
+	}
+	return rc;
+}
+
 static double now_s(void)
 {
 	struct timespec ts;
@@ -438,6 +499,7 @@ int tpm_reattest_run(const struct tpm_reattest_config *cfg, const struct tink_tr
 	struct fleet_reattest_nonce_reply nr;
 	struct fleet_reattest_check chk;
 	struct fleet_reattest_check_reply cr;
+	struct tpm_reattest_renewal rn;
 	struct fleet_buf body, reply;
 	struct fleet_errctx ec;
 	char m[sizeof(res->message)];
@@ -450,6 +512,7 @@ int tpm_reattest_run(const struct tpm_reattest_config *cfg, const struct tink_tr
 	memset(&chk, 0, sizeof(chk));
 	memset(&cr, 0, sizeof(cr));
 	tpm_reattest_evidence_init(&ev);
+	tpm_reattest_renewal_init(&rn);
 	fb_init_capped(&body, FLEET_WIRE_MAX_BODY);
 	fb_init_capped(&reply, FLEET_WIRE_MAX_BODY); /* fleetd's answer: untrusted */
 
@@ -465,6 +528,29 @@ int tpm_reattest_run(const struct tpm_reattest_config *cfg, const struct tink_tr
 	if ((rc = tpm_reattest_check_ak(&tpm, &ev.lak_der, m, sizeof(m))) != 0) {
 		end(&r, rc, "%s", m);
 		goto out;
+	}
+
+	/* Renewal, when due: the TPM's part first (it needs no nonce), so a
+	 * slow or retried certify never spends the nonce's minute. */
+	char renew_failed[sizeof(m)] = "";
+	bool renewing = false;
+	if (cfg->ldevid_cert) {
+		if (tpm_reattest_read_cert(cfg->ldevid_cert, "LDevID", &rn.ldevid_der, m,
+					   sizeof(m)) != 0) {
+			tpm_reattest_log("no renewal: %s", m);
+		} else {
+			int due = tpm_reattest_renewal_due(&ev.lak_der, &rn.ldevid_der, time(NULL),
+							   &rn.seconds_left);
+			res->renewal_due = due == 1;
+			if (due < 0)
+				snprintf(renew_failed, sizeof(renew_failed),
+					 "the certificates' validity cannot be read");
+			else if (due == 1 &&
+				 prove_with_backoff(cfg, &tpm, &ev, &rn, m, sizeof(m)) != 0)
+				snprintf(renew_failed, sizeof(renew_failed), "%s", m);
+			else
+				renewing = due == 1;
+		}
 	}
 
 	/* Round 1: the nonce. */
@@ -497,11 +583,16 @@ int tpm_reattest_run(const struct tpm_reattest_config *cfg, const struct tink_tr
 	}
 	fb_reset(&body);
 	fb_reset(&reply);
+	if (renewing && tpm_reattest_attach_renewal(&rn, &chk) != 0) {
+		rc = end(&r, TPM_REATTEST_EXIT_LOCAL, "out of memory");
+		goto out;
+	}
 	if (fleet_reattest_check_encode(&chk, &body) != FLEET_OK) {
 		rc = end(&r, TPM_REATTEST_EXIT_LOCAL, "the check does not fit the protocol's caps");
 		goto out;
 	}
-	if ((rc = exchange(&r, "/v1/reattest/check", &body, &reply)) != 0)
+	if ((rc = exchange(&r, renewing ? "/v1/reattest/renew" : "/v1/reattest/check", &body,
+			   &reply)) != 0)
 		goto out;
 	memset(&ec, 0, sizeof(ec));
 	e = fleet_reattest_check_reply_decode(reply.data, reply.len, &cr, &ec);
@@ -509,7 +600,30 @@ int tpm_reattest_run(const struct tpm_reattest_config *cfg, const struct tink_tr
 		rc = decode_failed(&r, "check reply", e, &ec);
 		goto out;
 	}
-	if (cr.status == FLEET_REATTEST_PASS)
+	char left[64];
+	left_text(rn.seconds_left, left, sizeof(left));
+	if (cr.status == FLEET_REATTEST_RENEWED && renewing) {
+		if ((rc = tpm_reattest_store_renewal(cfg, &ev.lak_der, &rn, &cr, m, sizeof(m))) != 0) {
+			end(&r, rc, "fleetd's check passed and it renewed, but %s", m);
+			goto out;
+		}
+		res->renewed = true;
+		rc = end(&r, TPM_REATTEST_EXIT_PASS,
+			 "fleetd's check passed; renewed with LDevID key %u (certified by the LAK): "
+			 "%s and %s rewritten",
+			 rn.gen, cfg->ldevid_cert, cfg->lak_cert);
+	} else if (cr.status == FLEET_REATTEST_RENEWED) {
+		rc = end(&r, TPM_REATTEST_EXIT_LOCAL, "fleetd renewed what was not asked");
+	} else if (cr.status == FLEET_REATTEST_PASS && renewing)
+		rc = end(&r, TPM_REATTEST_EXIT_RENEWAL,
+			 "fleetd's check passed but it refused the renewal (its journal says why); "
+			 "time left: %s",
+			 left);
+	else if (cr.status == FLEET_REATTEST_PASS && renew_failed[0])
+		rc = end(&r, TPM_REATTEST_EXIT_RENEWAL,
+			 "fleetd's check passed; the renewal was not sent: %s; time left: %s",
+			 renew_failed, left);
+	else if (cr.status == FLEET_REATTEST_PASS)
 		rc = end(&r, TPM_REATTEST_EXIT_PASS, "fleetd's check passed");
 	else if (cr.status == FLEET_REATTEST_REFUSED)
 		rc = end(&r, TPM_REATTEST_EXIT_REFUSED,
@@ -524,6 +638,7 @@ out:
 	fleet_reattest_check_free(&chk);
 	fleet_reattest_check_reply_free(&cr);
 	tpm_reattest_evidence_free(&ev);
+	tpm_reattest_renewal_free(&rn);
 	fb_free(&body);
 	fb_free(&reply);
 	return rc;

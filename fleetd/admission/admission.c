@@ -26,6 +26,7 @@ static const char *const unproven_reasons[] = {ADM_UNPROVEN_INTAKE, ADM_UNPROVEN
 static const char *const reattest_results[] = {"pass",        "refused", "unproven",
 					       "unavailable", "error",   NULL};
 static const char *const reattest_roles[] = {"worker", "controlplane", NULL};
+static const char *const renewal_results[] = {"renewed", "refused", "unavailable", NULL};
 
 time_t adm_now(const struct fleet_admission *a)
 {
@@ -538,6 +539,10 @@ static fleet_err register_metrics(struct fleet_admission *a, struct fleet_errctx
 		     "Re-checks whose TPM-authenticated evidence failed the boot policy (a failed "
 		     "verdict), by the class's role.",
 		     "role", reattest_roles, &a->m.reattest_failed, ec)) ||
+	    (e = reg(m, C, "fleetd_renewals_total",
+		     "Renewals of a running node's certificates (after a passing re-check), by "
+		     "outcome.",
+		     "result", renewal_results, &a->m.renewals, ec)) ||
 	    (e = reg(m, FLEET_METRIC_GAUGE, "fleetd_open_sessions",
 		     "Attestation sessions open now (intakes deciding included).", NULL, NULL,
 		     &a->m.open_sessions, ec)))

@@ -213,7 +213,7 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 			    struct fleet_buf *reply, const char **reject);
 
 /* The hourly re-check of a running node (spec "Check the running node";
- * fleetd/reattest/reattest.h RA1-RA12 decide), rules R-1..R-5:
+ * fleetd/reattest/reattest.h RA1-RA12 decide), rules R-1..R-6:
  *  R-1 POST /v1/reattest/nonce: a nonce for a LAK certificate fleetd's CA
  *      signed, with the PCR selection of the device's class profile (a
  *      refusal is HTTP 403: the nonce reply has no status); the
@@ -237,6 +237,17 @@ int fleet_admission_confirm(struct fleet_admission *a, const uint8_t *body, size
 int fleet_admission_reattest_nonce(struct fleet_admission *a, const uint8_t *body, size_t len,
 				   struct fleet_buf *reply, const char **reject);
 int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *body, size_t len,
+				   struct fleet_buf *reply, const char **reject);
+/*  R-6 POST /v1/reattest/renew: the check's message with the next LDevID
+ *      key; R-2..R-5 apply to its check as to an hourly one (renewal adds
+ *      no way around them). Only after that check passed does the renewal
+ *      run (RN1-RN8): "renewed" with both certificates (journaled
+ *      "certificates-renewed" with both SHA-1s), or "pass" with nothing
+ *      issued (journaled "renewal-refused" with the reason, once per device
+ *      and reason in a window), counted in fleetd_renewals_total{result}.
+ *      A check message with the key on /check, or one without it on
+ *      /renew, is malformed (400). */
+int fleet_admission_reattest_renew(struct fleet_admission *a, const uint8_t *body, size_t len,
 				   struct fleet_buf *reply, const char **reject);
 
 /* End sessions past their deadline, past their answer window while

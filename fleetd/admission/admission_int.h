@@ -72,6 +72,7 @@ struct fleet_admission {
 		struct fleet_metric *open_sessions;
 		struct fleet_metric *reattest;        /* fleetd_reattest_total{result} */
 		struct fleet_metric *reattest_failed; /* fleetd_reattest_failed_total{role} */
+		struct fleet_metric *renewals;        /* fleetd_renewals_total{result} */
 		struct fleet_metric *reaped;
 		struct fleet_metric *unproven; /* fleetd_unproven_total{reason} */
 		struct fleet_metric *revoked;  /* fleetd_provisional_revoked_total */

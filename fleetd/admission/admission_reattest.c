@@ -1,6 +1,6 @@
 /*
  * admission_reattest.c: the hourly re-check's two rounds (admission.h
- * R-1..R-5; fleetd/reattest/reattest.h decides, this file writes what the
+ * R-1..R-6; fleetd/reattest/reattest.h decides, this file writes what the
  * decision allows: the verdict, the quarantine, the cordon, the alert).
  */
 #include "fleetd/admission/admission_int.h"
@@ -82,7 +82,12 @@ static int find_device(struct fleet_admission *a, const struct fleet_reattest_en
 static void env_of(struct fleet_admission *a, struct fleet_reattest_env *env)
 {
 	*env = (struct fleet_reattest_env){
-		.ca = a->d.ca, .store = a->d.store, .nonces = a->nonces, .now = adm_now(a)};
+		.ca = a->d.ca,
+		.store = a->d.store,
+		.nonces = a->nonces,
+		.now = adm_now(a),
+		.cert_validity_days = a->d.config->cert_validity_days,
+	};
 }
 
 int fleet_admission_reattest_nonce(struct fleet_admission *a, const uint8_t *body, size_t len,
@@ -135,13 +140,69 @@ static bool last_passed(struct fleet_admission *a, const char *device)
 	return pass;
 }
 
-int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *body, size_t len,
-				   struct fleet_buf *reply, const char **reject)
+static int judged(struct fleet_admission *a, const struct rdev *d,
+		  const struct fleet_reattest_result *res, struct fleet_decision dc,
+		  const char *nonce_hex, struct fleet_buf *reply);
+
+/* R-6: the check passed; now the renewal (RN1-RN8). The reply is
+ * "renewed" with both certificates, or "pass": the check stands, the
+ * renewal was refused, and the reason stays here. */
+static int renew(struct fleet_admission *a, const struct fleet_reattest_env *env,
+		 const struct fleet_reattest_input *ri, const struct fleet_reattest_result *res,
+		 const struct rdev *d, const char *nonce_hex, struct fleet_buf *reply)
+{
+	struct fleet_reattest_renewed out;
+	struct fleet_decision dr = fleet_reattest_renew(env, ri, res, &out);
+	struct adm_logf lf = {.device = d->device, .session = nonce_hex, .status = d->inv.status};
+	char key[FLEET_STORE_NAME_MAX + 64]; /* the limiter keeps its first 128 bytes */
+
+	if (dr.outcome == FLEET_FAILED) {
+		adm_count(a->m.renewals, "unavailable");
+		return unavailable(a, "renewal-failed", NULL);
+	}
+	if (dr.outcome == FLEET_REFUSED) {
+		/* The node proved itself (the check passed): this is its own
+		 * state, journaled once per device and reason per window. */
+		lf.reason = dr.reason;
+		snprintf(key, sizeof(key), "renewal-refused:%.40s:%s", dr.reason, d->device);
+		adm_count(a->m.renewals, "refused");
+		adm_log_limited(a, key, LOG_WARNING, "renewal-refused", &lf,
+				"%s passed its re-check but may not renew (%s): nothing issued",
+				d->device, dr.reason);
+		return adm_reply_status(reply, "pass");
+	}
+	struct fleet_reattest_check_reply r = {
+		.status = FLEET_REATTEST_RENEWED, .lak_cert = out.lak_cert, .ldevid_cert = out.ldevid_cert};
+	reply->len = 0;
+	fleet_err e = fleet_reattest_check_reply_encode(&r, reply);
+	lf.ldevid_sha1 = out.ldevid_sha1;
+	lf.detail = out.lak_sha1;
+	adm_count(a->m.renewals, "renewed");
+	adm_log(LOG_NOTICE, "certificates-renewed", &lf,
+		"%s renewed with a key its LAK certified: LDevID %s, LAK %s; the old ones stay "
+		"listed until their notAfter",
+		d->device, out.ldevid_sha1, out.lak_sha1);
+	fleet_reattest_renewed_free(&out);
+	if (e != FLEET_OK) {
+		/* Recorded but not answered: the node still holds certificates
+		 * that work (RA5) and renews again (RN5 counts this one). */
+		adm_count(a->m.reattest, "error");
+		return 500;
+	}
+	return 200;
+}
+
+static int reattest_round(struct fleet_admission *a, const uint8_t *body, size_t len,
+			  bool renewal, struct fleet_buf *reply, const char **reject)
 {
 	struct fleet_reattest_check in;
 	struct fleet_errctx ec = {0};
 	*reject = NULL;
 	fleet_err fe = fleet_reattest_check_decode(body, len, &in, &ec);
+	if (fe == FLEET_OK && in.has_renew != renewal)
+		fe = fleet_errctx_msg(&ec, FLEET_E_MALFORMED,
+				      renewal ? "ldevid: a renewal carries the next key"
+					      : "ldevid: only in a renewal (/v1/reattest/renew)");
 	if (fe != FLEET_OK) {
 		fleet_reattest_check_free(&in);
 		return adm_reply_malformed(fe, &ec, reject);
@@ -155,31 +216,57 @@ int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *bod
 		return status;
 	}
 	struct fleet_reattest_input ri = {
-		.msg = &in, .profile = d.profile, .inventory_status = d.inv.status, .renewal = false};
+		.msg = &in, .profile = d.profile, .inventory_status = d.inv.status, .renewal = renewal};
 	struct fleet_reattest_result res;
 	struct fleet_decision dc = fleet_reattest_check(&env, &ri, &res);
 	char nonce_hex[2 * FLEET_WIRE_ID_LEN + 1];
 	fleet_hex_encode(in.nonce, FLEET_WIRE_ID_LEN, nonce_hex);
-	fleet_reattest_check_free(&in);
 
-	if (dc.outcome == FLEET_FAILED)
+	if (dc.outcome == FLEET_FAILED) {
+		fleet_reattest_check_free(&in);
 		return unavailable(a, "check-failed", NULL);
-	if (!res.authenticated) /* */
+	}
+	if (!res.authenticated) { /* */
+		fleet_reattest_check_free(&in);
 		return dc.outcome == FLEET_PASSED ? unavailable(a, "check-failed", NULL)
 						  : unproven(a, dc.reason, reply);
+	}
+	status = judged(a, &d, &res, dc, nonce_hex, reply);
+	if (status == 200 && dc.outcome == FLEET_PASSED && renewal)
+		status = renew(a, &env, &ri, &res, &d, nonce_hex, reply);
+	fleet_reattest_check_free(&in);
+	return status;
+}
 
+int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *body, size_t len,
+				   struct fleet_buf *reply, const char **reject)
+{
+	return reattest_round(a, body, len, false, reply, reject);
+}
+
+int fleet_admission_reattest_renew(struct fleet_admission *a, const uint8_t *body, size_t len,
+				   struct fleet_buf *reply, const char **reject)
+{
+	return reattest_round(a, body, len, true, reply, reject);
+}
+
+/* what the TPM-authenticated outcome writes. */
+static int judged(struct fleet_admission *a, const struct rdev *d,
+		  const struct fleet_reattest_result *res, struct fleet_decision dc,
+		  const char *nonce_hex, struct fleet_buf *reply)
+{
 	struct adm_verdict_who who = {
-		.device = d.device,
-		.serial = d.row.serial,
-		.claimed_serial = d.row.serial,
+		.device = d->device,
+		.serial = d->row.serial,
+		.claimed_serial = d->row.serial,
 		.session = nonce_hex,
-		.ek_hash = d.row.ek_hash,
-		.ek_hash_ecc = d.row.ek_hash_ecc,
+		.ek_hash = d->row.ek_hash,
+		.ek_hash_ecc = d->row.ek_hash_ecc,
 	};
-	struct adm_logf lf = {.device = d.device, .session = nonce_hex, .status = d.inv.status};
+	struct adm_logf lf = {.device = d->device, .session = nonce_hex, .status = d->inv.status};
 	if (dc.outcome == FLEET_PASSED) {
 		/* */
-		if (!last_passed(a, d.device) && adm_record_verdict_who(a, &who, true, NULL, 0, NULL))
+		if (!last_passed(a, d->device) && adm_record_verdict_who(a, &who, true, NULL, 0, NULL))
 			return unavailable(a, "store-error", NULL);
 		adm_count(a->m.reattest, "pass");
 		return adm_reply_status(reply, "pass");
@@ -190,19 +277,19 @@ int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *bod
 	const char *reasons[FLEET_STORE_MAX_REASONS];
 	size_t n = 0;
 	reasons[n++] = dc.reason;
-	for (size_t i = 0; i < res.verdict.n_reasons && n < FLEET_STORE_MAX_REASONS; i++)
-		if (res.verdict.reasons[i].reason &&
-		    strcmp(res.verdict.reasons[i].reason, dc.reason) != 0)
-			reasons[n++] = res.verdict.reasons[i].reason;
+	for (size_t i = 0; i < res->verdict.n_reasons && n < FLEET_STORE_MAX_REASONS; i++)
+		if (res->verdict.reasons[i].reason &&
+		    strcmp(res->verdict.reasons[i].reason, dc.reason) != 0)
+			reasons[n++] = res->verdict.reasons[i].reason;
 	if (adm_record_verdict_who(a, &who, false, reasons, n, NULL))
 		return unavailable(a, "store-error", NULL);
 	adm_count(a->m.reattest, "refused");
 	bool known = false;
 	bool cp = !a->d.is_controlplane ||
-		  a->d.is_controlplane(a->d.reattest_ctx, d.inv.class_name, &known) || !known;
+		  a->d.is_controlplane(a->d.reattest_ctx, d->inv.class_name, &known) || !known;
 	adm_count(a->m.reattest_failed, cp ? "controlplane" : "worker");
 	lf.reason = dc.reason;
-	lf.detail = res.verdict.n_reasons ? res.verdict.reasons[0].detail : NULL;
+	lf.detail = res->verdict.n_reasons ? res->verdict.reasons[0].detail : NULL;
 	if (cp) {
 		adm_log(LOG_CRIT, "reattest-failed", &lf,
 			"a %s failed its re-check with TPM-signed evidence (%s): failed verdict "
@@ -213,7 +300,7 @@ int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *bod
 	}
 	char why[FLEET_STORE_QREASON_MAX + 1];
 	snprintf(why, sizeof(why), "reattest: %s", dc.reason);
-	fleet_err se = fleet_store_device_set_quarantine(a->d.store, d.device, true, why, adm_now(a));
+	fleet_err se = fleet_store_device_set_quarantine(a->d.store, d->device, true, why, adm_now(a));
 	if (se != FLEET_STORE_OK) {
 		lf.detail = fleet_store_errmsg(a->d.store);
 		adm_count(a->m.store_errors, NULL);
@@ -227,6 +314,6 @@ int fleet_admission_reattest_check(struct fleet_admission *a, const uint8_t *bod
 		"quarantined, renewal blocked%s",
 		dc.reason, a->d.cordon ? ", cordon requested" : "; no Kubernetes API: no cordon");
 	if (a->d.cordon)
-		a->d.cordon(a->d.reattest_ctx, d.device);
+		a->d.cordon(a->d.reattest_ctx, d->device);
 	return adm_reply_status(reply, "refused");
 }

@@ -2,6 +2,7 @@
  * reattest.c: the hourly re-check on fleetd's side (reattest.h, RA1-RA12).
  */
 #include "fleetd/reattest/reattest.h"
+#include "fleetd/reattest/reattest_int.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -21,7 +22,7 @@
 
 #define OID_TCG_KP_AIK_CERTIFICATE "2.23.133.8.3"
 
-static time_t env_now(const struct fleet_reattest_env *env)
+time_t ra_env_now(const struct fleet_reattest_env *env)
 {
 	return env->now ? env->now : time(NULL);
 }
@@ -180,14 +181,14 @@ static bool has_aik_eku(X509 *x)
 
 /* The certificate, signed by the CA, an LAK, valid at now. On FLEET_OK *out
  * is the parsed certificate and lak_hash its DER's SHA-256. */
-static fleet_err lak_verify(const struct fleet_reattest_env *env,
+fleet_err ra_lak_verify(const struct fleet_reattest_env *env,
 			    const struct fleet_wire_bytes *der, X509 **out, uint8_t lak_hash[32],
 			    const char **reason)
 {
 	X509 *ca = fleet_ca_cert(env->ca), *x = NULL;
 	const unsigned char *p = der->data;
 	EVP_PKEY *capub;
-	time_t now = env_now(env);
+	time_t now = ra_env_now(env);
 	fleet_err e;
 
 	*out = NULL;
@@ -219,7 +220,7 @@ unknown:
 }
 
 /* The subject CN, 1..FLEET_STORE_NAME_MAX printable ASCII characters. */
-static bool lak_cn(X509 *x, char device[FLEET_STORE_NAME_MAX + 1])
+bool ra_lak_cn(X509 *x, char device[FLEET_STORE_NAME_MAX + 1])
 {
 	X509_NAME *n = X509_get_subject_name(x);
 	int i = n ? X509_NAME_get_index_by_NID(n, NID_commonName, -1) : -1;
@@ -243,7 +244,7 @@ static bool lak_cn(X509 *x, char device[FLEET_STORE_NAME_MAX + 1])
 }
 
 /* RA8: the AK's public area from the certificate's key (ECDSA P-256). */
-static fleet_err ak_from_cert(X509 *x, TPMT_PUBLIC *ak)
+fleet_err ra_ak_from_cert(X509 *x, TPMT_PUBLIC *ak)
 {
 	EVP_PKEY *k = X509_get0_pubkey(x);
 	BIGNUM *bx = NULL, *by = NULL;
@@ -298,11 +299,11 @@ static fleet_err nonce_judge(const struct fleet_reattest_env *env,
 	if (!env || !env->ca || !env->nonces || !in || !out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	if ((e = lak_verify(env, &in->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
+	if ((e = ra_lak_verify(env, &in->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
 		return e;
 	X509_free(x);
 	t = env->nonces;
-	now = env_now(env);
+	now = ra_env_now(env);
 	pthread_mutex_lock(&t->mu);
 	slot = slot_for(t, lak_hash, now);
 	if (RAND_bytes(out->nonce, FLEET_WIRE_ID_LEN) != 1) {
@@ -342,7 +343,7 @@ struct fleet_decision fleet_reattest_lak_device(const struct fleet_reattest_env 
 	if (!env || !env->ca || !lak_cert || !device)
 		return fleet_decide(FLEET_E_INVALID_ARG, NULL);
 	device[0] = '\0';
-	if ((e = lak_verify(env, lak_cert, &x, h, &reason)) == FLEET_OK && !lak_cn(x, device))
+	if ((e = ra_lak_verify(env, lak_cert, &x, h, &reason)) == FLEET_OK && !ra_lak_cn(x, device))
 		e = fleet_refuse(&reason, "lak-unknown", FLEET_E_VERIFY);
 	X509_free(x);
 	return fleet_decide(e, reason);
@@ -360,7 +361,26 @@ static void verdict_one(struct fleet_verdict *v, const char *reason, const char 
 	snprintf(v->reasons[0].detail, sizeof(v->reasons[0].detail), "%s", detail);
 }
 
-/* RA5: this certificate is the device's current, unrevoked LAK. */
+/* Do two stored certificates certify the same key? A renewal re-certifies
+ * the same AK (the TPM makes it again from its template on every boot), so
+ * an older LAK certificate of that key stays good until its notAfter: a
+ * node that lost the renewal's answer is not locked out (RA5). */
+static bool same_key(const struct fleet_store_cert *a, const struct fleet_store_cert *b)
+{
+	const unsigned char *pa = a->der, *pb = b->der;
+	X509 *xa = b && a->der ? d2i_X509(NULL, &pa, (long)a->der_len) : NULL;
+	X509 *xb = xa && b->der ? d2i_X509(NULL, &pb, (long)b->der_len) : NULL;
+	EVP_PKEY *ka = xa ? X509_get0_pubkey(xa) : NULL, *kb = xb ? X509_get0_pubkey(xb) : NULL;
+	bool same = ka && kb && EVP_PKEY_eq(ka, kb) == 1;
+
+	X509_free(xa);
+	X509_free(xb);
+	ERR_clear_error();
+	return same;
+}
+
+/* RA5: this certificate is an unrevoked LAK of the device, for the key of
+ * its newest unrevoked one. */
 static fleet_err lak_current(struct fleet_store *st, const char *device,
 			     const struct fleet_wire_bytes *der, const char **reason)
 {
@@ -385,7 +405,7 @@ static fleet_err lak_current(struct fleet_store *st, const char *device,
 		e = fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
 	else if (mine->revoked)
 		e = fleet_refuse(reason, "lak-revoked", FLEET_E_VERIFY);
-	else if (mine != current)
+	else if (mine != current && !same_key(mine, current))
 		e = fleet_refuse(reason, "lak-not-current", FLEET_E_VERIFY);
 	fleet_store_certs_free(c, n);
 	return e;
@@ -434,9 +454,31 @@ static fleet_err clock_forwards(struct fleet_store *st, const char *device,
 	return e;
 }
 
+/* RA10: renew_required_authorities decide the renewal, never the verdict:
+ * a node that boots what its class allows passes its check whether or not
+ * it may renew. The "renew-authority-missing" reasons leave the verdict
+ * (which passes when they were all it had) and set *missing. */
+static void split_renewal(struct fleet_verdict *v, bool *missing)
+{
+	size_t k = 0;
+
+	for (size_t i = 0; i < v->n_reasons; i++) {
+		if (v->reasons[i].reason && strcmp(v->reasons[i].reason, "renew-authority-missing") == 0) {
+			*missing = true;
+			continue;
+		}
+		if (k != i)
+			v->reasons[k] = v->reasons[i];
+		k++;
+	}
+	v->n_reasons = k;
+	if (k == 0 && v->n_dropped == 0 && *missing)
+		v->pass = true;
+}
+
 /* RA10: the log replayed, matched against the quote, judged. */
 static fleet_err judge(const struct fleet_reattest_input *in, const TPMT_PUBLIC *ak,
-		       const uint8_t qual[32], struct fleet_verdict *verdict)
+		       const uint8_t qual[32], struct fleet_verdict *verdict, bool *renew_missing)
 {
 	const struct fleet_profile *p = in->profile;
 	const struct fleet_reattest_check *m = in->msg;
@@ -522,7 +564,8 @@ static fleet_err judge(const struct fleet_reattest_input *in, const TPMT_PUBLIC 
 		.bios_version = m->bios_version[0] ? m->bios_version : NULL,
 		.renewal = in->renewal,
 	};
-	e = fleet_policy_evaluate(p, &pin, verdict);
+	if ((e = fleet_policy_evaluate(p, &pin, verdict)) == FLEET_OK && in->renewal)
+		split_renewal(verdict, renew_missing);
 out:
 	free(replay);
 	fleet_evlog_free(log);
@@ -547,13 +590,13 @@ static fleet_err check_judge(const struct fleet_reattest_env *env,
 		return FLEET_E_INVALID_ARG;
 	m = in->msg;
 	/* RA4 */
-	if ((e = lak_verify(env, &m->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
+	if ((e = ra_lak_verify(env, &m->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
 		return e;
-	if (!lak_cn(x, res->device)) {
+	if (!ra_lak_cn(x, res->device)) {
 		X509_free(x);
 		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
 	}
-	e = ak_from_cert(x, &ak);
+	e = ra_ak_from_cert(x, &ak);
 	X509_free(x);
 	if (e != FLEET_OK)
 		return fleet_refuse(reason, "lak-unknown", FLEET_E_VERIFY);
@@ -563,7 +606,7 @@ static fleet_err check_judge(const struct fleet_reattest_env *env,
 	if ((e = device_ok(env->store, res->device, in->inventory_status, reason)) != FLEET_OK)
 		return e;
 	/* RA7 */
-	switch (nonce_take(env->nonces, m->nonce, lak_hash, env_now(env))) {
+	switch (nonce_take(env->nonces, m->nonce, lak_hash, ra_env_now(env))) {
 	case TAKE_OK:
 		break;
 	case TAKE_UNKNOWN:
@@ -609,11 +652,11 @@ static fleet_err check_judge(const struct fleet_reattest_env *env,
 	res->authenticated = true;
 	res->clock = clock;
 	/* RA9 */
-	if ((e = clock_forwards(env->store, res->device, &clock, env_now(env), reason)) !=
+	if ((e = clock_forwards(env->store, res->device, &clock, ra_env_now(env), reason)) !=
 	    FLEET_OK)
 		return e;
 	/* RA10 */
-	if ((e = judge(in, &ak, qual, &res->verdict)) != FLEET_OK)
+	if ((e = judge(in, &ak, qual, &res->verdict, &res->renew_authority_missing)) != FLEET_OK)
 		return e;
 	if (!res->verdict.pass)
 		return fleet_refuse(reason,

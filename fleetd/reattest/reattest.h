@@ -26,7 +26,10 @@
  *      past its notAfter "lak-expired").
  * RA5  The store holds this exact certificate as a "lak" of the device its
  *      subject CN names ("lak-unknown"), not revoked ("lak-revoked"), and
- *      the device's newest unrevoked "lak" ("lak-not-current").
+ *      for the key of the device's newest unrevoked "lak"
+ *      ("lak-not-current"): a renewal certifies the same AK again, and the
+ *      older certificate stays good until its notAfter, so a node that lost
+ *      the renewal's answer still checks (and renews) with the one it has.
  * RA6  The device may be checked: its store state is not "retired"
  *      ("device-retired"), and the inventory status the caller passes is
  *      not "planned" ("device-planned"; a planned device cannot renew).
@@ -49,14 +52,57 @@
  *      values of the profile's PCRs must be what the quote signed (else the
  *      verdict "log-quote-mismatch"), an unreadable log is the verdict
  *      "event-log-malformed", PCR 0 comes from pcr0_by_bios for the BIOS
- *      version the check reports, and renewal adds
- *      renew_required_authorities. A failing verdict is REFUSED with the
+ *      version the check reports. A failing verdict is REFUSED with the
  *      verdict's first reason, authenticated; result->verdict has them all.
+ *      For a renewal, renew_required_authorities are checked too, but they
+ *      decide the renewal only (RN3): a missing one sets
+ *      result->renew_authority_missing and is not in the verdict.
  * RA11 Only RA9 and RA10 refusals (and a pass) set result->authenticated:
  *      a bad signature, an unknown or replayed nonce, an unknown or revoked
  *      LAK never do, and write nothing at all (not even the clock).
  * RA12 FAILED is fleetd's own trouble (the store, memory, the crypto
  *      library): the caller answers it with a retryable error, no verdict.
+ *
+ * Renewal (POST /v1/reattest/renew: the check's message with the next
+ * LDevID key; spec "Certificate renewal starts 30 days before expiry. A
+ * planned device cannot renew."; tests/tpm/test_reattest.c renew_*):
+ *
+ * RN1  Only after fleet_reattest_check passed the same message with
+ *      renewal set (result->authenticated, verdict pass): the renewal is
+ *      the hourly check plus a key, never instead of it. Otherwise
+ *      FLEET_E_INVALID_ARG: the caller's mistake.
+ * RN2  The message carries the key ("renew-missing").
+ * RN3  renew_required_authorities were all in the log
+ *      ("renew-authority-missing"); an empty list asks for none.
+ * RN4  The binding is fleetd's own, read from its store, never from the
+ *      inventory: the device row is not quarantined ("renew-quarantined":
+ *      a quarantined worker cannot renew; a control plane is never
+ *      quarantined, so this reads the flag, not the role), its state is
+ *      admitted, provisioning or active ("renew-device-state"), and a
+ *      confirm recorded its EK ("renew-not-bound"). A planned device was
+ *      refused by RA6 ("device-planned").
+ * RN5  It is due: the presented LAK certificate, or the device's newest
+ *      current LDevID certificate, ends within FLEET_REATTEST_RENEW_WINDOW
+ *      (30 days), or the device has no current LDevID ("renew-not-due").
+ * RN6  The key: a TPM2B_PUBLIC ("renew-public-malformed"); the request a
+ *      LDevID request document ("renew-request-malformed") naming the
+ *      store's serial ("renew-request-serial"); TPM2_Certify of the key by
+ *      the LAK's own key over SHA-256(request) (the reasons of lib/tpm.h
+ *      fleet_certify_verify: "signature-invalid" for a certify
+ *      another TPM's AK signed (or none did), "attest-extradata" for one
+ *      over another request, "certify-name", "key-not-fixedtpm", ...); not restricted ("ldevid-restricted");
+ *      the request's SPKI hash is the key's ("ldevid-request-key"); and not
+ *      the key of any LDevID certificate the device holds
+ *      ("renew-key-reused": the next key is a new key).
+ * RN7  fleetd's CA issues a LAK certificate for the same AK and a LDevID
+ *      certificate for the key (env->cert_validity_days, the store's name
+ *      and serial), and the store records both in one transaction that
+ *      reads the device again (fleet_store_renewal_issue):
+ *      "renew-device-changed" when it was quarantined or retired
+ *      meanwhile, "renew-too-many" at FLEET_REATTEST_RENEW_MAX_LDEVID
+ *      current LDevID certificates. The old certificates are not revoked:
+ *      they stay listed in spire-nodes.json until their notAfter.
+ * RN8  A refused renewal writes nothing (what the check wrote stands).
  */
 #ifndef FLEET_REATTEST_H
 #define FLEET_REATTEST_H
@@ -75,6 +121,8 @@
 
 #define FLEET_REATTEST_MAX_NONCES 4096
 #define FLEET_REATTEST_NONCES_PER_LAK 4
+#define FLEET_REATTEST_RENEW_WINDOW (30 * 86400) /* renewal starts 30 days before expiry */
+#define FLEET_REATTEST_RENEW_MAX_LDEVID 4        /* current LDevID certificates per device */
 
 /* The nonce table (RA2, RA3); one mutex, so any thread may use it. */
 struct fleet_reattest_nonces;
@@ -89,6 +137,7 @@ struct fleet_reattest_env {
 	struct fleet_store *store;            /* read-write: RA9 records the clock */
 	struct fleet_reattest_nonces *nonces;
 	time_t now;                           /* 0: time(NULL) */
+	unsigned cert_validity_days;          /* renewal (RN7); 0: 90 */
 };
 
 /* RA1-RA3: on FLEET_PASSED, *out holds the nonce and expires_in. */
@@ -120,6 +169,7 @@ struct fleet_reattest_result {
 	struct fleet_tpm_clock clock;          /* authenticated: the quote's */
 	struct fleet_network_report report;    /* authenticated: the signed report */
 	struct fleet_verdict verdict;          /* RA10's, when it ran */
+	bool renew_authority_missing;          /* RA10/RN3, renewal only */
 };
 
 /* RA4-RA12. result is filled whatever the outcome (zeroed first). */
@@ -127,5 +177,21 @@ struct fleet_decision fleet_reattest_check(const struct fleet_reattest_env *env,
 					   const struct fleet_reattest_input *in,
 					   struct fleet_reattest_result *result)
 	__attribute__((warn_unused_result));
+
+/* What a renewal issued (RN7): both certificates' DER, malloc'd. */
+struct fleet_reattest_renewed {
+	struct fleet_wire_bytes lak_cert;
+	struct fleet_wire_bytes ldevid_cert;
+	char lak_sha1[41];
+	char ldevid_sha1[41];
+};
+
+/* RN1-RN8. *out is zeroed first and filled on FLEET_PASSED only. */
+struct fleet_decision fleet_reattest_renew(const struct fleet_reattest_env *env,
+					   const struct fleet_reattest_input *in,
+					   const struct fleet_reattest_result *checked,
+					   struct fleet_reattest_renewed *out)
+	__attribute__((warn_unused_result));
+void fleet_reattest_renewed_free(struct fleet_reattest_renewed *r);
 
 #endif

@@ -569,4 +569,31 @@ fleet_err fleet_store_reattest_clock_get(struct fleet_store *st, const char *dev
 fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *device,
 					    const struct fleet_store_reattest_clock *c);
 
+/*
+ * A renewal's certificates (fleetd/reattest/reattest.h RN7), in ONE
+ * transaction that reads the device row again first, so a quarantine or a
+ * retirement that lands while fleetd checked the evidence still stops it:
+ *   - the device exists by name with this serial (NOT_FOUND / CONFLICT),
+ *     its state admitted, provisioning or active, not quarantined, and at
+ *     least one EK hash recorded (a confirm admitted it): CONFLICT;
+ *   - it holds fewer than max_current LDevID certificates that are not
+ *     revoked and not past notAfter at now: FULL (each renewal lists one
+ *     more certificate in spire-nodes.json until the old one expires);
+ *   - then the LAK and the LDevID certificate are inserted (kinds "lak",
+ *     "ldevid"; notAfter and SHA-1 from the DER, as cert_insert takes them).
+ * Nothing is written unless all of it holds.
+ */
+struct fleet_store_renew_in {
+	const char *device;
+	const char *serial;
+	const uint8_t *lak_der;
+	size_t lak_len;
+	const uint8_t *ldevid_der;
+	size_t ldevid_len;
+	size_t max_current; /* 1.. */
+	time_t now;
+};
+fleet_err fleet_store_renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
+				    char lak_sha1[41], char ldevid_sha1[41]);
+
 #endif

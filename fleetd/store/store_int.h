@@ -60,6 +60,11 @@ fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
  * it): its notAfter and lowercase hex SHA-1 fingerprint. */
 bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41]);
 
+/* The body of fleet_store_cert_insert, inside whatever transaction the
+ * caller holds (store_reattest.c joins two in a renewal). */
+fleet_err st_cert_insert(struct fleet_store *st, const char *device, const char *kind,
+			 const uint8_t *der, size_t der_len, time_t issued_at, char *sha1_out);
+
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */

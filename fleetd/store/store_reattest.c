@@ -1,6 +1,6 @@
 /*
  * store_reattest.c: the re-check's last TPM clock per device (store.h,
- * schema version 5).
+ * schema version 5) and a renewal's one transaction.
  */
 #include "fleetd/store/store_int.h"
 
@@ -116,4 +116,85 @@ fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
 	return st_unlock(st, clock_record(st, device, c));
+}
+
+static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
+			       char lak_sha1[41], char ldevid_sha1[41])
+{
+	struct fleet_store_device d;
+	sqlite3_stmt *s;
+	int current = -1;
+	fleet_err e = st_writable(st);
+
+	if (e)
+		return e;
+	if (!st_text_ok(in->device, FLEET_STORE_NAME_MAX) ||
+	    !st_text_ok(in->serial, FLEET_STORE_NAME_MAX) || in->max_current < 1 ||
+	    in->max_current > FLEET_STORE_LIST_MAX)
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a renewal names a device, its serial and a cap of 1..%d",
+			       FLEET_STORE_LIST_MAX);
+	if ((e = st_begin(st)))
+		return e;
+	/* Read again inside the write transaction: what the caller checked
+	 * before may have changed since (a quarantine, a lift, a retirement). */
+	if ((e = fleet_store_device_get_by_name(st, in->device, &d)))
+		goto out;
+	if (strcmp(d.serial, in->serial) != 0) {
+		e = st_fail(st, FLEET_STORE_E_CONFLICT, "the device has another serial");
+		goto out;
+	}
+	if (d.quarantined) {
+		e = st_fail(st, FLEET_STORE_E_CONFLICT, "the device is quarantined");
+		goto out;
+	}
+	if (strcmp(d.state, FLEET_STORE_STATE_ADMITTED) != 0 &&
+	    strcmp(d.state, FLEET_STORE_STATE_PROVISIONING) != 0 &&
+	    strcmp(d.state, FLEET_STORE_STATE_ACTIVE) != 0) {
+		e = st_fail(st, FLEET_STORE_E_CONFLICT, "the device's state forbids a renewal");
+		goto out;
+	}
+	if (!d.ek_hash[0] && !d.ek_hash_ecc[0]) {
+		e = st_fail(st, FLEET_STORE_E_CONFLICT, "the device has no EK recorded");
+		goto out;
+	}
+	if ((e = st_prepare(st,
+			    "SELECT count(*) FROM certificates WHERE device_id = ?1 AND "
+			    "kind = 'ldevid' AND revoked = 0 AND not_after > ?2",
+			    &s)))
+		goto out;
+	sqlite3_bind_int64(s, 1, d.id);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)in->now);
+	if (sqlite3_step(s) == SQLITE_ROW)
+		current = sqlite3_column_int(s, 0);
+	sqlite3_finalize(s);
+	if (current < 0) {
+		e = st_fail(st, FLEET_STORE_E_IO, "count the device's certificates");
+		goto out;
+	}
+	if ((size_t)current >= in->max_current) {
+		e = st_fail(st, FLEET_STORE_E_FULL,
+			    "the device holds %d current LDevID certificates already", current);
+		goto out;
+	}
+	if ((e = st_cert_insert(st, in->device, FLEET_STORE_CERT_LAK, in->lak_der, in->lak_len,
+				in->now, lak_sha1)) ||
+	    (e = st_cert_insert(st, in->device, FLEET_STORE_CERT_LDEVID, in->ldevid_der,
+				in->ldevid_len, in->now, ldevid_sha1)))
+		goto out;
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	return st_commit(st);
+}
+
+fleet_err fleet_store_renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
+				    char lak_sha1[41], char ldevid_sha1[41])
+{
+	if (!st || !in || !in->device || !in->serial)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, renewal_issue(st, in, lak_sha1, ldevid_sha1));
 }

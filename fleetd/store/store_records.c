@@ -242,7 +242,7 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 	return true;
 }
 
-static fleet_err cert_insert(struct fleet_store *st, const char *device,
+fleet_err st_cert_insert(struct fleet_store *st, const char *device,
 					const char *kind, const uint8_t *der, size_t der_len,
 					time_t issued_at, char *sha1_out)
 {
@@ -285,7 +285,7 @@ fleet_err fleet_store_cert_insert(struct fleet_store *st, const char *device,
 					     time_t issued_at, char *sha1_out)
 {
 	st_lock(st);
-	return st_unlock(st, cert_insert(st, device, kind, der, der_len, issued_at, sha1_out));
+	return st_unlock(st, st_cert_insert(st, device, kind, der, der_len, issued_at, sha1_out));
 }
 
 static fleet_err cert_revoke(struct fleet_store *st, const char *sha1,

@@ -947,9 +947,10 @@ static void malformed_flood(void **state)
 	assert_int_equal(adm_log_lines(LOG), lines);
 }
 
-/* admission.h R-2: a re-check that proves nothing (here a LAK certificate
- * fleetd's CA never signed) writes nothing, is counted, and a flood of them
- * journals one line per kind, not one per request. */
+/* admission.h R-2, R-6: a re-check or renewal that proves nothing (here a
+ * LAK certificate fleetd's CA never signed) writes and issues nothing, is
+ * counted, and a flood of them journals one line per kind, not one per
+ * request. */
 static void reattest_unproven_writes_nothing(void **state)
 {
 	(void)state;
@@ -987,10 +988,37 @@ static void reattest_unproven_writes_nothing(void **state)
 		assert_non_null(strstr(r.body, "\"refused\""));
 		http_reply_free(&r);
 	}
+	/* R-6: the renewal's round is the check's: unproven, it is counted
+	 * the same and issues nothing; the key on /check, or none on /renew,
+	 * is malformed. */
+	struct fleet_buf rb;
+	fb_init(&rb);
+	ck.has_renew = true;
+	ck.renew_public = (struct fleet_wire_bytes){der, 40};
+	ck.renew_request = (struct fleet_wire_bytes){der, 40};
+	ck.renew_certify_attest = (struct fleet_wire_bytes){der, 40};
+	ck.renew_certify_sig = (struct fleet_wire_bytes){sig, sizeof(sig)};
+	assert_int_equal(fleet_reattest_check_encode(&ck, &rb), FLEET_OK);
+	assert_int_equal(http_post(&c, "/v1/reattest/renew", "application/json", rb.data, rb.len,
+				   &r),
+			 200);
+	assert_non_null(strstr(r.body, "\"refused\""));
+	http_reply_free(&r);
+	assert_int_equal(http_post(&c, "/v1/reattest/check", "application/json", rb.data, rb.len,
+				   &r),
+			 400);
+	http_reply_free(&r);
+	assert_int_equal(http_post(&c, "/v1/reattest/renew", "application/json", cb.data, cb.len,
+				   &r),
+			 400);
+	http_reply_free(&r);
+	fb_free(&rb);
 	http_client_free(&c);
 	fb_free(&nb);
 	fb_free(&cb);
-	assert_int_equal(metric("fleetd_unproven_total{reason=\"reattest-proof\"}") - proof0, 6);
+	assert_int_equal(metric("fleetd_renewals_total{result=\"renewed\"}"), 0);
+	assert_int_equal(metric("fleetd_renewals_total{result=\"refused\"}"), 0);
+	assert_int_equal(metric("fleetd_unproven_total{reason=\"reattest-proof\"}") - proof0, 7);
 	assert_int_equal(metric("fleetd_verdicts_total{result=\"pass\"}"), pass0);
 	assert_int_equal(metric("fleetd_verdicts_total{result=\"fail\"}"), fail0);
 	/* one kind (lak-unknown), one line in the window, whatever the count */

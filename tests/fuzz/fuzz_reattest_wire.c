@@ -10,7 +10,8 @@
  * encodes to the same bytes.
  *
  * Seeds (tests/fuzz/corpus/fuzz_reattest_wire/): a valid message of each
- * kind with the kind byte in front.
+ * kind with the kind byte in front, a renewal's check (with "ldevid") and
+ * a "renewed" reply with both certificates among them.
  */
 #include <stdint.h>
 #include <stdlib.h>

@@ -42,7 +42,7 @@ static struct {
 	struct swtpm t;
 	ESYS_CONTEXT *e;
 	ESYS_TR ak, other;
-	TPM2B_PUBLIC ak_pub, other_pub;
+	TPM2B_PUBLIC ak_pub, other_pub, ldevid_pub, next_pub, restricted_pub;
 	char *base;
 	struct fleet_ca *ca;
 	struct fleet_profile *profile;
@@ -60,11 +60,11 @@ struct fx {
 	char lak_sha1[41];
 };
 
-static void issue_lak(const TPM2B_PUBLIC *key, const char *device, time_t nb, unsigned days,
-		      struct fleet_wire_bytes *out)
+static void issue_cert(enum fleet_cert_kind kind, const TPM2B_PUBLIC *key, const char *device,
+		       time_t nb, unsigned days, struct fleet_wire_bytes *out)
 {
 	struct fleet_issue_request req = {
-		.kind = FLEET_CERT_LAK,
+		.kind = kind,
 		.key = &key->publicArea,
 		.device_name = device,
 		.serial = SERIAL,
@@ -83,6 +83,12 @@ static void issue_lak(const TPM2B_PUBLIC *key, const char *device, time_t nb, un
 	out->len = (size_t)n;
 	OPENSSL_free(der);
 	X509_free(x);
+}
+
+static void issue_lak(const TPM2B_PUBLIC *key, const char *device, time_t nb, unsigned days,
+		      struct fleet_wire_bytes *out)
+{
+	issue_cert(FLEET_CERT_LAK, key, device, nb, days, out);
 }
 
 static void load_profile_text(const char *yaml, struct fleet_profile **out)
@@ -105,6 +111,17 @@ static struct fleet_profile *profile_with(const char *from, const char *to)
 	return p;
 }
 
+#define TAG_LDEVID 3
+#define TAG_NEXT 4
+#define TAG_RESTRICTED 5
+
+/* An owner-hierarchy primary signing key: the same key for the same tag. */
+static ESYS_TR owner_key(TPMA_OBJECT attrs, uint8_t tag, TPM2B_PUBLIC *pub)
+{
+	TPM2B_PUBLIC t = tev_ecc_template(attrs, TPM2_ALG_ECDSA, tag);
+	return tev_primary(G.e, ESYS_TR_RH_OWNER, &t, pub);
+}
+
 static int group_setup(void **state)
 {
 	struct fleet_errctx ec = {0};
@@ -125,6 +142,12 @@ static int group_setup(void **state)
 	G.ak = tev_primary(G.e, ESYS_TR_RH_ENDORSEMENT, &t, &G.ak_pub);
 	t = tev_ecc_template(TEV_AK_ATTRS, TPM2_ALG_ECDSA, 7);
 	G.other = tev_primary(G.e, ESYS_TR_RH_ENDORSEMENT, &t, &G.other_pub);
+	/* The admission's LDevID key, the next one a renewal proves, and a
+	 * restricted key posing as one: primaries made again when used (the
+	 * TPM holds three transient objects), so only their public areas. */
+	Esys_FlushContext(G.e, owner_key(TEV_LDEVID_ATTRS, TAG_LDEVID, &G.ldevid_pub));
+	Esys_FlushContext(G.e, owner_key(TEV_LDEVID_ATTRS, TAG_NEXT, &G.next_pub));
+	Esys_FlushContext(G.e, owner_key(TEV_AK_ATTRS, TAG_RESTRICTED, &G.restricted_pub));
 
 	G.base = make_temp_dir("reattest");
 	snprintf(path, sizeof(path), "%s/ca", G.base);
@@ -396,8 +419,9 @@ static void test_other_key(void **state)
 	assert_unauthenticated(f, check_once(f, &h, NULL, &res), &res, "quote-extradata");
 }
 
-/* RA1, RA4, RA5: a revoked LAK; a LAK no longer the device's current one;
- * a certificate the store never recorded; one from another CA. */
+/* RA1, RA4, RA5: a LAK renewed for the same AK still works; one for another
+ * key is no longer current; a revoked LAK; a certificate the store never
+ * recorded; one from another CA. */
 static void test_lak(void **state)
 {
 	struct fx *f = *state;
@@ -406,22 +430,40 @@ static void test_lak(void **state)
 	struct fleet_reattest_check m;
 	uint8_t nonce[32];
 
-	/* Another, newer LAK for the same device: ours is not current. */
-	issue_lak(&G.ak_pub, DEVICE, T0 - 100, 365, &newer);
+	/* A newer LAK for the same AK (a renewal's): ours still works. */
+	issue_lak(&G.ak_pub, DEVICE, T0 - 200, 365, &newer);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, newer.data,
+						 newer.len, T0 - 200, NULL),
+			 FLEET_OK);
+	assert_int_equal(check_once(f, NULL, NULL, &res).outcome, FLEET_PASSED);
+	free(newer.data);
+	/* A newer LAK for another key (the device re-admitted with another
+	 * AK): ours is not current. */
+	issue_lak(&G.other_pub, DEVICE, T0 - 100, 365, &newer);
 	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, newer.data,
 						 newer.len, T0 - 100, NULL),
 			 FLEET_OK);
-	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-not-current");
+	/* (not assert_unauthenticated: the pass above recorded a clock) */
+	struct fleet_decision dn = check_once(f, NULL, NULL, &res);
+	assert_int_equal(dn.outcome, FLEET_REFUSED);
+	assert_string_equal(dn.reason, "lak-not-current");
+	assert_false(res.authenticated);
 
 	/* Revoked (the newest then is the other one anyway). */
 	assert_int_equal(fleet_store_cert_revoke(f->st, f->lak_sha1, T0 - 50), FLEET_OK);
-	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-revoked");
+	dn = check_once(f, NULL, NULL, &res);
+	assert_int_equal(dn.outcome, FLEET_REFUSED);
+	assert_string_equal(dn.reason, "lak-revoked");
+	assert_false(res.authenticated);
 
 	/* CA-signed but never recorded for the device. */
 	issue_lak(&G.ak_pub, DEVICE, T0 - 10, 365, &unrecorded);
 	free(f->lak.data);
 	f->lak = unrecorded;
-	assert_unauthenticated(f, check_once(f, NULL, NULL, &res), &res, "lak-unknown");
+	dn = check_once(f, NULL, NULL, &res);
+	assert_int_equal(dn.outcome, FLEET_REFUSED);
+	assert_string_equal(dn.reason, "lak-unknown");
+	assert_false(res.authenticated);
 	free(newer.data);
 
 	/* Not fleetd's CA: no nonce (RA1), and no check (RA4). */
@@ -438,7 +480,7 @@ static void test_lak(void **state)
 	struct fleet_decision d = fleet_reattest_nonce(&env2, &req, &rep);
 	assert_int_equal(d.outcome, FLEET_REFUSED);
 	assert_string_equal(d.reason, "lak-unknown");
-	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 3);
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 4); /* the four checks above */
 	get_nonce(f, &f->lak, nonce);
 	make_check(f, nonce, NULL, &m);
 	struct fleet_reattest_input in = {.msg = &m, .profile = G.profile};
@@ -687,6 +729,289 @@ static void test_nonce_cap(void **state)
 	free(lak3.data);
 }
 
+
+/* ---- renewal (RN1-RN8) ---------------------------------------------------- */
+
+/* The device's certificates as a renewal finds them: a LAK and a LDevID
+ * certificate (for G.ldevid) ending days_left days after T0. */
+static void renew_setup(struct fx *f, int days_left)
+{
+	struct fleet_wire_bytes ld = {0};
+	time_t nb = T0 + (time_t)days_left * 86400 - 365 * 86400;
+	free(f->lak.data);
+	issue_lak(&G.ak_pub, DEVICE, nb, 365, &f->lak);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, f->lak.data,
+						 f->lak.len, nb, f->lak_sha1),
+			 FLEET_OK);
+	issue_cert(FLEET_CERT_LDEVID, &G.ldevid_pub, DEVICE, nb, 365, &ld);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LDEVID, ld.data,
+						 ld.len, nb, NULL),
+			 FLEET_OK);
+	free(ld.data);
+	f->env.cert_validity_days = 90;
+}
+
+struct renew_how {
+	uint8_t key_tag;      /* 0: TAG_NEXT */
+	TPMA_OBJECT key_attrs; /* 0: TEV_LDEVID_ATTRS */
+	ESYS_TR certifier;    /* 0: the AK */
+	const char *serial;   /* NULL: SERIAL */
+	bool request_other;   /* certify a request other than the one sent */
+};
+
+/* The renewal's part of the message, as tpm-reattest makes it. */
+static void add_renewal(struct fleet_reattest_check *m, const struct renew_how *h)
+{
+	TPM2B_PUBLIC kp;
+	const TPM2B_PUBLIC *pub = &kp;
+	ESYS_TR key = owner_key(h && h->key_attrs ? h->key_attrs : TEV_LDEVID_ATTRS,
+				h && h->key_tag ? h->key_tag : TAG_NEXT, &kp);
+	struct fleet_ldevid_request req;
+	struct fleet_buf rq;
+	uint8_t qual[32];
+	memset(&req, 0, sizeof(req));
+	snprintf(req.serial, sizeof(req.serial), "%s", h && h->serial ? h->serial : SERIAL);
+	assert_int_equal(fleet_tpm_public_spki_sha256(&pub->publicArea, req.spki_sha256), FLEET_OK);
+	fb_init(&rq);
+	assert_int_equal(fleet_ldevid_request_encode(&req, &rq), FLEET_OK);
+	dup_bytes(&m->renew_request, rq.data, rq.len);
+	fb_free(&rq);
+	struct fleet_wire_bytes certified = m->renew_request;
+	uint8_t other[] = "{\"v\":1}";
+	if (h && h->request_other)
+		certified = (struct fleet_wire_bytes){other, sizeof(other) - 1};
+	assert_int_equal(fleet_wire_certify_qualifier(&certified, qual), FLEET_OK);
+	tev_certify(G.e, h && h->certifier ? h->certifier : G.ak, key, qual, sizeof(qual),
+		    &m->renew_certify_attest, &m->renew_certify_sig);
+	Esys_FlushContext(G.e, key);
+	tev_public_bytes(pub, &m->renew_public);
+	m->has_renew = true;
+}
+
+/* A check with renewal set, then the renewal when the check passed. */
+static struct fleet_decision renew_once(struct fx *f, const struct renew_how *h,
+					const struct fleet_profile *p, const char *status,
+					struct fleet_reattest_renewed *out)
+{
+	struct fleet_reattest_check m;
+	struct fleet_reattest_result res;
+	uint8_t nonce[32];
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	add_renewal(&m, h);
+	struct fleet_reattest_input in = {
+		.msg = &m, .profile = p ? p : G.profile, .inventory_status = status, .renewal = true};
+	struct fleet_decision d = fleet_reattest_check(&f->env, &in, &res);
+	if (d.outcome == FLEET_PASSED)
+		d = fleet_reattest_renew(&f->env, &in, &res, out);
+	printf("  renew: outcome %d reason %s\n", d.outcome, d.reason ? d.reason : "-");
+	fleet_reattest_check_free(&m);
+	return d;
+}
+
+static size_t count_certs(struct fx *f, const char *kind)
+{
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0, k = 0;
+	assert_int_equal(fleet_store_certs_for_device(f->st, DEVICE, &c, &n), FLEET_OK);
+	for (size_t i = 0; i < n; i++)
+		k += strcmp(c[i].kind, kind) == 0;
+	fleet_store_certs_free(c, n);
+	return k;
+}
+
+static void assert_renew_refused(struct fx *f, const struct renew_how *h,
+				 const struct fleet_profile *p, const char *status,
+				 const char *reason)
+{
+	struct fleet_reattest_renewed out;
+	size_t lak = count_certs(f, FLEET_STORE_CERT_LAK), ld = count_certs(f, FLEET_STORE_CERT_LDEVID);
+	struct fleet_decision d = renew_once(f, h, p, status, &out);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, reason);
+	assert_null(out.lak_cert.data);
+	assert_null(out.ldevid_cert.data);
+	/* RN8: nothing issued, nothing recorded */
+	assert_int_equal(count_certs(f, FLEET_STORE_CERT_LAK), lak);
+	assert_int_equal(count_certs(f, FLEET_STORE_CERT_LDEVID), ld);
+}
+
+/* RN1-RN7: at 29 days a key the LAK certified renews both certificates;
+ * the old ones stay current (listed until their notAfter) and the old LAK
+ * still checks (RA5); the new LAK checks; the same key again is refused. */
+static void test_renew_at_29_days(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_renewed out;
+	struct fleet_reattest_result res;
+	renew_setup(f, 29);
+	struct fleet_decision d = renew_once(f, NULL, NULL, "active", &out);
+	assert_int_equal(d.outcome, FLEET_PASSED);
+	assert_non_null(out.lak_cert.data);
+	assert_non_null(out.ldevid_cert.data);
+
+	/* The certificates: the LDevID for G.next, the LAK for the AK, both
+	 * for this device, 90 days from now. */
+	const unsigned char *p = out.ldevid_cert.data;
+	X509 *x = d2i_X509(NULL, &p, (long)out.ldevid_cert.len);
+	EVP_PKEY *k = NULL;
+	assert_non_null(x);
+	assert_int_equal(fleet_tpm_public_to_pkey(&G.next_pub.publicArea, &k), FLEET_OK);
+	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x), k), 1);
+	assert_int_equal(ASN1_TIME_cmp_time_t(X509_get0_notAfter(x), T0 + 90 * 86400), 0);
+	EVP_PKEY_free(k);
+	X509_free(x);
+	p = out.lak_cert.data;
+	x = d2i_X509(NULL, &p, (long)out.lak_cert.len);
+	assert_non_null(x);
+	assert_int_equal(fleet_tpm_public_to_pkey(&G.ak_pub.publicArea, &k), FLEET_OK);
+	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x), k), 1);
+	EVP_PKEY_free(k);
+	X509_free(x);
+
+	/* The store: two LAKs, the old LDevID and the new one, all current. */
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0, current_ldevid = 0;
+	assert_int_equal(fleet_store_certs_for_device(f->st, DEVICE, &c, &n), FLEET_OK);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(c[i].kind, FLEET_STORE_CERT_LDEVID) == 0 && !c[i].revoked &&
+		    c[i].not_after > T0)
+			current_ldevid++;
+	fleet_store_certs_free(c, n);
+	assert_int_equal(current_ldevid, 2);
+	assert_int_equal(count_certs(f, FLEET_STORE_CERT_LAK), 3); /* setup's, renew_setup's, new */
+
+	/* The old LAK checks; the new one too. */
+	f->env.now = T0 + 3600;
+	assert_int_equal(check_once(f, NULL, NULL, &res).outcome, FLEET_PASSED);
+	struct fleet_wire_bytes old = f->lak;
+	f->lak = out.lak_cert;
+	assert_int_equal(check_once(f, NULL, NULL, &res).outcome, FLEET_PASSED);
+
+	/* With the new LAK nothing is due (a fresh key is refused); with the
+	 * old one (due) the key that now has a certificate is not new. */
+	struct renew_how h = {.key_tag = 9};
+	assert_renew_refused(f, &h, NULL, "active", "renew-not-due");
+	f->lak = old;
+	assert_renew_refused(f, NULL, NULL, "active", "renew-key-reused");
+	fleet_reattest_renewed_free(&out);
+	free(old.data);
+	f->lak = (struct fleet_wire_bytes){0};
+}
+
+/* RN5: 31 days before the end is not due; a device with no current
+ * LDevID certificate is. */
+static void test_renew_not_due(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_renewed out;
+	renew_setup(f, 31);
+	assert_renew_refused(f, NULL, NULL, "active", "renew-not-due");
+	/* RN5's other arm: the LAK has 31 days, the LDevID has 29. */
+	struct fleet_wire_bytes ld = {0};
+	issue_cert(FLEET_CERT_LDEVID, &G.ldevid_pub, DEVICE, T0 + 29 * 86400 - 365 * 86400, 365, &ld);
+	/* (the setup's LDevID has 31 days and is newer: revoke it) */
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0;
+	assert_int_equal(fleet_store_certs_for_device(f->st, DEVICE, &c, &n), FLEET_OK);
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(c[i].kind, FLEET_STORE_CERT_LDEVID) == 0)
+			assert_int_equal(fleet_store_cert_revoke(f->st, c[i].sha1, T0), FLEET_OK);
+	fleet_store_certs_free(c, n);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LDEVID, ld.data,
+						 ld.len, T0 - 10, NULL),
+			 FLEET_OK);
+	free(ld.data);
+	assert_int_equal(renew_once(f, NULL, NULL, "active", &out).outcome, FLEET_PASSED);
+	fleet_reattest_renewed_free(&out);
+}
+
+/* RN6: a key the LAK did not certify (another AK signed the certify: the
+ * AK of another TPM as far as fleetd can tell), a certify over another
+ * request, another serial, a restricted key; RA6: a planned device. Each
+ * refused, nothing issued. */
+static void test_renew_key_refused(void **state)
+{
+	struct fx *f = *state;
+	renew_setup(f, 29);
+	struct renew_how h = {.certifier = G.other};
+	assert_renew_refused(f, &h, NULL, "active", "signature-invalid");
+	h = (struct renew_how){.request_other = true};
+	assert_renew_refused(f, &h, NULL, "active", "attest-extradata");
+	h = (struct renew_how){.serial = "FLEET-SIM-9999"};
+	assert_renew_refused(f, &h, NULL, "active", "renew-request-serial");
+	h = (struct renew_how){.key_tag = TAG_RESTRICTED, .key_attrs = TEV_AK_ATTRS};
+	assert_renew_refused(f, &h, NULL, "active", "ldevid-restricted");
+	/* A planned device cannot renew (nor be checked: RA6). */
+	assert_renew_refused(f, NULL, NULL, "planned", "device-planned");
+}
+
+/* RN4: a quarantined worker cannot renew; nor a retired device, nor one
+ * whose EK no confirm recorded. The check itself still passes. */
+static void test_renew_quarantined(void **state)
+{
+	struct fx *f = *state;
+	renew_setup(f, 29);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, DEVICE, true, "reattest: test", T0),
+			 FLEET_OK);
+	assert_renew_refused(f, NULL, NULL, "active", "renew-quarantined");
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, DEVICE, false, NULL, T0),
+			 FLEET_OK);
+	struct fleet_reattest_renewed out;
+	assert_int_equal(renew_once(f, NULL, NULL, "active", &out).outcome, FLEET_PASSED);
+	fleet_reattest_renewed_free(&out);
+}
+
+/* RN7: at FLEET_REATTEST_RENEW_MAX_LDEVID current LDevID certificates the
+ * store refuses another ("renew-too-many"), in its own transaction. */
+static void test_renew_too_many(void **state)
+{
+	struct fx *f = *state;
+	renew_setup(f, 29);
+	for (int i = 1; i < FLEET_REATTEST_RENEW_MAX_LDEVID; i++) {
+		struct fleet_wire_bytes ld = {0};
+		TPM2B_PUBLIC pub;
+		Esys_FlushContext(G.e, owner_key(TEV_LDEVID_ATTRS, (uint8_t)(20 + i), &pub));
+		issue_cert(FLEET_CERT_LDEVID, &pub, DEVICE, T0 - 10, 20, &ld);
+		assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LDEVID,
+							 ld.data, ld.len, T0 - 10, NULL),
+				 FLEET_OK);
+		free(ld.data);
+	}
+	assert_renew_refused(f, NULL, NULL, "active", "renew-too-many");
+}
+
+/* RN3 / RA10: a renew-required authority missing from the log refuses the
+ * renewal, never the check (the verdict passes). */
+static void test_renew_authority_missing(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_reattest_result res;
+	struct fleet_reattest_check m;
+	uint8_t nonce[32];
+	struct fleet_profile *p = profile_with(
+		"  - \"21125a8885e79205fdf981f935051ef6fce15260f44267f37db8ec292803f500\"\n"
+		"renew_required_authorities: []",
+		"  - \"21125a8885e79205fdf981f935051ef6fce15260f44267f37db8ec292803f500\"\n"
+		"  - \"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\"\n"
+		"renew_required_authorities:\n"
+		"  - \"ffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff\"");
+	renew_setup(f, 29);
+	assert_renew_refused(f, NULL, p, "active", "renew-authority-missing");
+	/* the same message as a renewal: the check passed, the verdict too */
+	get_nonce(f, &f->lak, nonce);
+	make_check(f, nonce, NULL, &m);
+	add_renewal(&m, NULL);
+	struct fleet_reattest_input in = {
+		.msg = &m, .profile = p, .inventory_status = "active", .renewal = true};
+	assert_int_equal(fleet_reattest_check(&f->env, &in, &res).outcome, FLEET_PASSED);
+	assert_true(res.verdict.pass);
+	assert_int_equal(res.verdict.n_reasons, 0);
+	assert_true(res.renew_authority_missing);
+	fleet_reattest_check_free(&m);
+	fleet_profile_free(p);
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -704,6 +1029,12 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_bios_update, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_log_mismatch, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_nonce_cap, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_at_29_days, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_not_due, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_key_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_quarantined, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_too_many, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_authority_missing, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

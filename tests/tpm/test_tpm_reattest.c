@@ -42,7 +42,7 @@ static const char lldp_json[] =
 
 static struct {
 	struct swtpm t;
-	TPM2B_PUBLIC ak_pub, other_pub;
+	TPM2B_PUBLIC ak_pub, other_pub, ldevid0_pub, ldevid1_pub;
 	char *base;
 	char sysfs[600], lldp[600], log[600];
 	struct fleet_ca *ca;
@@ -53,14 +53,16 @@ static struct {
 struct fx {
 	char *dir;
 	char lak_path[700];
+	char ldevid_path[700];
 	struct fleet_store *st;
 	struct fleet_reattest_nonces *nonces;
 	struct fleet_reattest_env env;
 	const struct fleet_profile *profile; /* the device's class profile */
 	struct tpm_reattest_config cfg;
 	/* What the in-process server saw. */
-	unsigned posts;
-	struct fleet_decision last;
+	unsigned posts, renew_posts;
+	struct fleet_wire_bytes wrong_ldevid; /* set: the renewal answers with it */
+	struct fleet_decision last, renew;
 	struct fleet_reattest_result res;
 };
 
@@ -88,15 +90,16 @@ static void load_profile_text(const char *yaml, struct fleet_profile **out)
 }
 
 /* A LAK certificate for key, as PEM in path; its DER in *der (may be NULL). */
-static void issue_lak_by(const struct fleet_ca *ca, const TPM2B_PUBLIC *key, const char *path,
-			 struct fleet_wire_bytes *der)
+static void issue_cert(const struct fleet_ca *ca, enum fleet_cert_kind kind,
+		       const TPM2B_PUBLIC *key, time_t not_before, const char *path,
+		       struct fleet_wire_bytes *der)
 {
 	struct fleet_issue_request req = {
-		.kind = FLEET_CERT_LAK,
+		.kind = kind,
 		.key = &key->publicArea,
 		.device_name = DEVICE,
 		.serial = SERIAL,
-		.not_before = time(NULL) - 86400,
+		.not_before = not_before,
 		.validity_days = 365,
 	};
 	struct fleet_errctx ec = {0};
@@ -117,6 +120,12 @@ static void issue_lak_by(const struct fleet_ca *ca, const TPM2B_PUBLIC *key, con
 		OPENSSL_free(d);
 	}
 	X509_free(x);
+}
+
+static void issue_lak_by(const struct fleet_ca *ca, const TPM2B_PUBLIC *key, const char *path,
+			 struct fleet_wire_bytes *der)
+{
+	issue_cert(ca, FLEET_CERT_LAK, key, time(NULL) - 86400, path, der);
 }
 
 static void issue_lak(const TPM2B_PUBLIC *key, const char *path, struct fleet_wire_bytes *der)
@@ -149,6 +158,13 @@ static int group_setup(void **state)
 	Esys_FlushContext(e, h);
 	t = tev_ecc_template(TEV_AK_ATTRS, TPM2_ALG_ECDSA, 7);
 	h = tev_primary(e, ESYS_TR_RH_ENDORSEMENT, &t, &G.other_pub);
+	Esys_FlushContext(e, h);
+	/* The admission's LDevID key and the one a first renewal makes. */
+	t = tink_ldevid_template(0);
+	h = tev_primary(e, ESYS_TR_RH_OWNER, &t, &G.ldevid0_pub);
+	Esys_FlushContext(e, h);
+	t = tink_ldevid_template(1);
+	h = tev_primary(e, ESYS_TR_RH_OWNER, &t, &G.ldevid1_pub);
 	Esys_FlushContext(e, h);
 	/* swtpm serves one client at a time: the client opens its own. */
 	Esys_Finalize(&G.t.esys);
@@ -272,17 +288,36 @@ static enum tink_tx_result srv_post(void *ctx, const char *path, const struct fl
 		*http_status = 200;
 		return TINK_TX_OK;
 	}
-	assert_string_equal(path, "/v1/reattest/check");
+	bool renewal = strcmp(path, "/v1/reattest/renew") == 0;
+	if (!renewal)
+		assert_string_equal(path, "/v1/reattest/check");
+	f->renew_posts += renewal;
 	struct fleet_reattest_check m;
 	assert_int_equal(fleet_reattest_check_decode(body->data, body->len, &m, &dec), FLEET_OK);
-	struct fleet_reattest_input in = {.msg = &m, .profile = f->profile};
+	assert_int_equal(m.has_renew, renewal); /* the daemon's R-6 rule */
+	struct fleet_reattest_input in = {.msg = &m, .profile = f->profile, .renewal = renewal};
 	f->last = fleet_reattest_check(&f->env, &in, &f->res);
 	printf("  server: outcome %d reason %s authenticated %d\n", f->last.outcome,
 	       f->last.reason ? f->last.reason : "-", f->res.authenticated);
 	struct fleet_reattest_check_reply r = {
 		.status = f->last.outcome == FLEET_PASSED ? FLEET_REATTEST_PASS
 							 : FLEET_REATTEST_REFUSED};
+	struct fleet_reattest_renewed out;
+	memset(&out, 0, sizeof(out));
+	if (renewal && f->last.outcome == FLEET_PASSED) {
+		f->renew = fleet_reattest_renew(&f->env, &in, &f->res, &out);
+		printf("  server: renewal outcome %d reason %s\n", f->renew.outcome,
+		       f->renew.reason ? f->renew.reason : "-");
+		if (f->renew.outcome == FLEET_PASSED) {
+			r.status = FLEET_REATTEST_RENEWED;
+			r.lak_cert = out.lak_cert;
+			r.ldevid_cert = out.ldevid_cert;
+			if (f->wrong_ldevid.data) /* an answer for a key the node did not ask for */
+				r.ldevid_cert = f->wrong_ldevid;
+		}
+	}
 	assert_int_equal(fleet_reattest_check_reply_encode(&r, reply), FLEET_OK);
+	fleet_reattest_renewed_free(&out);
 	fleet_reattest_check_free(&m);
 	*http_status = 200;
 	return TINK_TX_OK;
@@ -549,6 +584,187 @@ static void test_foreign_lak(void **state)
 	assert_false(clock_recorded(f));
 }
 
+
+/* ---- renewal --------------------------------------------------------------- */
+
+/* The node 29 days before its certificates end: a LAK and a LDevID
+ * certificate (for the admission's key, generation 0) in the store and in
+ * the node's files. */
+static void renew_setup(struct fx *f)
+{
+	struct fleet_wire_bytes der = {0};
+	time_t nb = time(NULL) + 29 * 86400 - 365 * 86400;
+	issue_cert(G.ca, FLEET_CERT_LAK, &G.ak_pub, nb, f->lak_path, &der);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LAK, der.data,
+						 der.len, nb, NULL),
+			 FLEET_OK);
+	free(der.data);
+	snprintf(f->ldevid_path, sizeof(f->ldevid_path), "%s/ldevid.pem", f->dir);
+	issue_cert(G.ca, FLEET_CERT_LDEVID, &G.ldevid0_pub, nb, f->ldevid_path, &der);
+	assert_int_equal(fleet_store_cert_insert(f->st, DEVICE, FLEET_STORE_CERT_LDEVID, der.data,
+						 der.len, nb, NULL),
+			 FLEET_OK);
+	free(der.data);
+	f->cfg.ldevid_cert = f->ldevid_path;
+	f->cfg.renew_backoff_ms = 5;
+	f->env.cert_validity_days = 90;
+}
+
+/* The PEM file's certificate key equals pub's; its notAfter into *end. */
+static bool file_key_is(const char *path, const TPM2B_PUBLIC *pub, time_t *end)
+{
+	FILE *fp = fopen(path, "r");
+	assert_non_null(fp);
+	X509 *x = PEM_read_X509(fp, NULL, NULL, NULL);
+	fclose(fp);
+	assert_non_null(x);
+	EVP_PKEY *k = NULL;
+	assert_int_equal(fleet_tpm_public_to_pkey(&pub->publicArea, &k), FLEET_OK);
+	bool same = EVP_PKEY_eq(X509_get0_pubkey(x), k) == 1;
+	if (end) {
+		struct tm tm;
+		assert_int_equal(ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm), 1);
+		*end = timegm(&tm);
+	}
+	EVP_PKEY_free(k);
+	X509_free(x);
+	return same;
+}
+
+/* 29 days before the end: the run proves LDevID key 1 with the AK, fleetd
+ * renews, and the node's two files now hold the new certificates (the LAK
+ * for the same AK, the LDevID for key 1, 90 days). The next run is an
+ * hourly check again (nothing due), with the new LAK. */
+static void test_renew_due(void **state)
+{
+	struct fx *f = *state;
+	struct tpm_reattest_result res;
+	time_t end = 0;
+	renew_setup(f);
+	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_PASS);
+	assert_true(res.renewal_due);
+	assert_true(res.renewed);
+	assert_int_equal(f->renew_posts, 1);
+	assert_int_equal(f->renew.outcome, FLEET_PASSED);
+	assert_true(file_key_is(f->ldevid_path, &G.ldevid1_pub, &end));
+	assert_true(end > time(NULL) + 89 * 86400);
+	assert_true(file_key_is(f->lak_path, &G.ak_pub, &end));
+	assert_true(end > time(NULL) + 89 * 86400);
+	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_PASS);
+	assert_false(res.renewal_due);
+	assert_false(res.renewed);
+	assert_int_equal(f->renew_posts, 1);
+}
+
+static void snapshot(const char *path, struct fleet_buf *out)
+{
+	fb_init(out);
+	read_file_or_fail(path, out);
+}
+
+static bool same_file(const char *path, const struct fleet_buf *was)
+{
+	struct fleet_buf now;
+	snapshot(path, &now);
+	bool same = now.len == was->len && memcmp(now.data, was->data, now.len) == 0;
+	fb_free(&now);
+	return same;
+}
+
+/* A quarantined worker: fleetd passes the check and refuses the renewal;
+ * the client says so (15) and keeps its files. */
+static void test_renew_refused(void **state)
+{
+	struct fx *f = *state;
+	struct tpm_reattest_result res;
+	struct fleet_buf lak, ld;
+	renew_setup(f);
+	snapshot(f->lak_path, &lak);
+	snapshot(f->ldevid_path, &ld);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, DEVICE, true, "reattest: test",
+							   time(NULL)),
+			 FLEET_OK);
+	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_RENEWAL);
+	assert_int_equal(f->renew.outcome, FLEET_REFUSED);
+	assert_string_equal(f->renew.reason, "renew-quarantined");
+	assert_false(res.renewed);
+	assert_non_null(strstr(res.message, "refused the renewal"));
+	assert_true(same_file(f->lak_path, &lak));
+	assert_true(same_file(f->ldevid_path, &ld));
+	fb_free(&lak);
+	fb_free(&ld);
+}
+
+static int owner_auth(const char *arg)
+{
+	char cmd[1400];
+	snprintf(cmd, sizeof(cmd), "TPM2TOOLS_TCTI='%s' tpm2_changeauth -c owner %s >/dev/null 2>&1",
+		 G.t.tcti, arg);
+	return system(cmd);
+}
+
+/* A TPM that cannot make the next key (its owner hierarchy now has a
+ * password the client does not know): the renewal fails after its
+ * retries, no key file is ever written, nothing is sent to /renew, and the
+ * hourly check still runs and passes (15: the renewal was not done). */
+static void test_renew_tpm_cannot(void **state)
+{
+	struct fx *f = *state;
+	struct tpm_reattest_result res;
+	struct fleet_buf lak, ld;
+	renew_setup(f);
+	snapshot(f->lak_path, &lak);
+	snapshot(f->ldevid_path, &ld);
+	if (owner_auth("fleet-test-owner") != 0) {
+		fb_free(&lak);
+		fb_free(&ld);
+		skip(); /* tpm2_changeauth missing */
+	}
+	int rc = run(f, srv_post, &res);
+	assert_int_equal(owner_auth("-p fleet-test-owner"), 0);
+	assert_int_equal(rc, TPM_REATTEST_EXIT_RENEWAL);
+	assert_true(res.renewal_due);
+	assert_false(res.renewed);
+	assert_int_equal(f->renew_posts, 0);
+	assert_int_equal(f->last.outcome, FLEET_PASSED); /* the hourly check ran */
+	assert_non_null(strstr(res.message, "renewal was not sent"));
+	assert_non_null(strstr(res.message, "time left: 2")); /* 28 or 29 days */
+	assert_non_null(strstr(res.message, " days "));
+	assert_true(same_file(f->lak_path, &lak));
+	assert_true(same_file(f->ldevid_path, &ld));
+	/* Only the two certificates and the store: no key file, no .new. */
+	char cmd[900];
+	snprintf(cmd, sizeof(cmd), "test \"$(ls '%s' | grep -v -e '^fleetd.db' -e '^lak.pem$' "
+				   "-e '^ldevid.pem$' | wc -l)\" = 0", f->dir);
+	assert_int_equal(system(cmd), 0);
+	fb_free(&lak);
+	fb_free(&ld);
+}
+
+/* fleetd (or whoever holds the pin's key) answers a renewal with a LDevID
+ * certificate for another key: the client writes nothing (14), and its
+ * old certificates stay as they were. */
+static void test_renew_wrong_certs(void **state)
+{
+	struct fx *f = *state;
+	struct tpm_reattest_result res;
+	struct fleet_buf lak, ld;
+	char other[800];
+	renew_setup(f);
+	snapshot(f->lak_path, &lak);
+	snapshot(f->ldevid_path, &ld);
+	snprintf(other, sizeof(other), "%s/other.pem", f->dir);
+	issue_cert(G.ca, FLEET_CERT_LDEVID, &G.ldevid0_pub, time(NULL), other, &f->wrong_ldevid);
+	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_LOCAL);
+	assert_false(res.renewed);
+	assert_non_null(strstr(res.message, "not for this TPM's keys"));
+	assert_true(same_file(f->lak_path, &lak));
+	assert_true(same_file(f->ldevid_path, &ld));
+	free(f->wrong_ldevid.data);
+	fb_free(&lak);
+	fb_free(&ld);
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -563,6 +779,10 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_refused, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unknown_lak, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_foreign_lak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_due, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_refused, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_tpm_cannot, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_renew_wrong_certs, setup, teardown),
 	};
 	return cmocka_run_group_tests(tests, group_setup, group_teardown);
 }

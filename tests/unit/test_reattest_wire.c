@@ -219,12 +219,111 @@ static void test_refusals(void **state)
 	fb_free(&b);
 }
 
+
+/* The renewal: the check with "ldevid" round-trips; each of its parts is
+ * required and capped; the reply carries both certificates with
+ * "renewed" and only then. */
+static void test_renewal(void **state)
+{
+	struct fleet_reattest_check a, b;
+	struct fleet_buf e1, e2;
+	struct fleet_errctx ec = {0};
+	(void)state;
+	sample_check(&a);
+	a.has_renew = true;
+	a.renew_public = blob(90, 7);
+	a.renew_request = blob(120, 8);
+	a.renew_certify_attest = blob(150, 9);
+	a.renew_certify_sig = blob(72, 10);
+	fb_init(&e1);
+	fb_init(&e2);
+	assert_int_equal(fleet_reattest_check_encode(&a, &e1), FLEET_OK);
+	assert_int_equal(fleet_reattest_check_decode(e1.data, e1.len, &b, &ec), FLEET_OK);
+	assert_true(b.has_renew);
+	bytes_eq(&a.renew_public, &b.renew_public);
+	bytes_eq(&a.renew_request, &b.renew_request);
+	bytes_eq(&a.renew_certify_attest, &b.renew_certify_attest);
+	bytes_eq(&a.renew_certify_sig, &b.renew_certify_sig);
+	assert_int_equal(fleet_reattest_check_encode(&b, &e2), FLEET_OK);
+	same_bytes(&e1, &e2);
+	fleet_reattest_check_free(&b);
+	/* A part missing, or over its cap, is refused by name. */
+	fb_put(&e1, "", 1);
+	const char *orig = (const char *)e1.data;
+	static const struct {
+		const char *from, *to, *field;
+		fleet_err want;
+	} edits[] = {
+		{"\"request\":", "\"req\":", "ldevid", FLEET_E_MALFORMED},
+		{"\"ldevid\":{", "\"ldevid\":{\"x\":\"AA\",", "ldevid", FLEET_E_MALFORMED},
+		{"\"ldevid\":{", "\"ldevid\":1,\"y\":{", "", FLEET_E_MALFORMED},
+		{"\"public\":\"", "\"public\":\"!", "ldevid.public", FLEET_E_MALFORMED},
+	};
+	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
+		char *at = strstr(orig, edits[i].from);
+		assert_non_null(at);
+		size_t pre = (size_t)(at - orig), n = strlen(orig) + strlen(edits[i].to) + 1;
+		char *s = malloc(n);
+		assert_non_null(s);
+		snprintf(s, n, "%.*s%s%s", (int)pre, orig, edits[i].to, at + strlen(edits[i].from));
+		memset(&ec, 0, sizeof(ec));
+		assert_int_equal(fleet_reattest_check_decode((const uint8_t *)s, strlen(s), &b, &ec),
+				 edits[i].want);
+		assert_non_null(strstr(ec.detail, edits[i].field));
+		assert_false(b.has_renew);
+		assert_null(b.renew_public.data);
+		free(s);
+	}
+	free(a.renew_request.data);
+	a.renew_request = blob(FLEET_WIRE_MAX_REQUEST + 1, 1);
+	fb_reset(&e2);
+	assert_int_equal(fleet_reattest_check_encode(&a, &e2), FLEET_E_INVALID_ARG);
+	fleet_reattest_check_free(&a);
+
+	/* The reply. */
+	struct fleet_reattest_check_reply r = {.status = FLEET_REATTEST_RENEWED,
+					       .lak_cert = blob(500, 1),
+					       .ldevid_cert = blob(480, 2)},
+					  r2;
+	fb_reset(&e2);
+	assert_int_equal(fleet_reattest_check_reply_encode(&r, &e2), FLEET_OK);
+	assert_int_equal(fleet_reattest_check_reply_decode(e2.data, e2.len, &r2, &ec), FLEET_OK);
+	assert_int_equal(r2.status, FLEET_REATTEST_RENEWED);
+	bytes_eq(&r.lak_cert, &r2.lak_cert);
+	bytes_eq(&r.ldevid_cert, &r2.ldevid_cert);
+	fleet_reattest_check_reply_free(&r2);
+	/* renewed without a certificate, pass with one: neither encodes... */
+	struct fleet_reattest_check_reply half = {.status = FLEET_REATTEST_RENEWED,
+						  .lak_cert = r.lak_cert};
+	assert_int_equal(fleet_reattest_check_reply_encode(&half, &e2), FLEET_E_INVALID_ARG);
+	half.status = FLEET_REATTEST_PASS;
+	assert_int_equal(fleet_reattest_check_reply_encode(&half, &e2), FLEET_E_INVALID_ARG);
+	/* ...nor decodes */
+	static const char *bad[] = {
+		"{\"v\":1,\"status\":\"renewed\",\"lak_cert\":\"AAEC\"}",
+		"{\"v\":1,\"status\":\"pass\",\"lak_cert\":\"AAEC\"}",
+		"{\"v\":1,\"status\":\"refused\",\"ldevid_cert\":\"AAEC\"}",
+	};
+	for (size_t i = 0; i < 3; i++) {
+		memset(&ec, 0, sizeof(ec));
+		assert_int_equal(fleet_reattest_check_reply_decode((const uint8_t *)bad[i],
+								   strlen(bad[i]), &r2, &ec),
+				 FLEET_E_MALFORMED);
+		assert_null(r2.lak_cert.data);
+		assert_true(ec.detail[0] != '\0');
+	}
+	fleet_reattest_check_reply_free(&r);
+	fb_free(&e1);
+	fb_free(&e2);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_check_roundtrip),
 		cmocka_unit_test(test_nonce_roundtrip),
 		cmocka_unit_test(test_refusals),
+		cmocka_unit_test(test_renewal),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -1090,6 +1090,76 @@ static void test_snapshot(void **state)
 	assert_int_equal(d.last_seen, 5000);
 }
 
+static size_t cert_count(struct fx *f, const char *device)
+{
+	struct fleet_store_cert *c;
+	size_t n;
+	assert_int_equal(fleet_store_certs_for_device(f->st, device, &c, &n), 0);
+	fleet_store_certs_free(c, n);
+	return n;
+}
+
+/* A renewal's one transaction (store.h fleet_store_renewal_issue): it reads
+ * the device again and refuses a quarantined, retired or unbound one, or
+ * another serial (CONFLICT), and a device at its cap of current LDevIDs
+ * (FULL); each refusal writes nothing, and a pass writes both. */
+static void test_renewal_issue(void **state)
+{
+	struct fx *f = *state;
+	size_t l1, l2;
+	unsigned char *lak = make_cert(&l1, 1900000000), *ld = make_cert(&l2, 1900000000);
+	char s1[41], s2[41];
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	struct fleet_store_renew_in in = {
+		.device = "w1", .serial = "SER-1", .lak_der = lak, .lak_len = l1,
+		.ldevid_der = ld, .ldevid_len = l2, .max_current = 2, .now = 1500,
+	};
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", true, "reattest: x", 1400),
+			 0);
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	assert_int_equal(cert_count(f, "w1"), 0);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", false, NULL, 1400), 0);
+	in.serial = "SER-2";
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	in.serial = "SER-1";
+	in.device = "nobody";
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_NOT_FOUND);
+	in.device = "w1";
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), 0);
+	assert_int_equal(cert_count(f, "w1"), 2);
+	struct fleet_store_cert *c;
+	size_t n;
+	assert_int_equal(fleet_store_certs_for_device(f->st, "w1", &c, &n), 0);
+	for (size_t i = 0; i < n; i++)
+		assert_string_equal(c[i].sha1, strcmp(c[i].kind, "lak") == 0 ? s1 : s2);
+	fleet_store_certs_free(c, n);
+	/* At the cap (2 current LDevIDs, counting this one's and another). */
+	size_t l3, l4;
+	unsigned char *lak2 = make_cert(&l3, 1900000000), *ld2 = make_cert(&l4, 1900000000);
+	in.lak_der = lak2;
+	in.lak_len = l3;
+	in.ldevid_der = ld2;
+	in.ldevid_len = l4;
+	in.max_current = 1;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_FULL);
+	assert_int_equal(cert_count(f, "w1"), 2);
+	/* An expired one does not count. */
+	in.now = 1900000001;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), 0);
+	assert_int_equal(cert_count(f, "w1"), 4);
+	/* Retired: refused. */
+	assert_int_equal(fleet_store_device_set_state(f->st, "w1", FLEET_STORE_STATE_RETIRED), 0);
+	in.max_current = 10;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	/* Nothing named: refused as input, before any transaction. */
+	assert_int_equal(fleet_store_renewal_issue(f->st, &(struct fleet_store_renew_in){0}, s1, s2),
+			 FLEET_STORE_E_INVALID);
+	free(lak);
+	free(ld);
+	free(lak2);
+	free(ld2);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1108,7 +1178,7 @@ int main(void)
 		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),           T(test_snapshot),
-		T(test_devices_list_whole),
+		T(test_devices_list_whole),    T(test_renewal_issue),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
