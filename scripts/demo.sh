@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # The main job of the README: fleetd admitting machines, for real, on this
 # machine. fleetd runs with the nodes-file inventory and a fresh identity
 # CA behind real HTTPS; each machine is a real TPM 2.0 (swtpm) booted by the
@@ -36,24 +37,23 @@ if [ -z "$b" ]; then
   cmake --build build -j"$(nproc)" >/dev/null
   b="$root/build"
 fi
-fleetd="$b/fleetd/fleetd"
-fleetctl="$b/fleetctl/fleetctl"
-fwsim="$b/tests/fleet-fwsim"
-tink="$b/tink-attest/tink-attest"
-reattest="$b/tpm-reattest/tpm-reattest"
+# shellcheck source=swtpm-env.sh
+. "$root/scripts/swtpm-env.sh"
+# The site around fleetd (TLS, the cluster's fakes, classes, machines,
+# fleetd.yaml), shared with the swtpm end-to-end tests.
+# shellcheck source=demo-site.sh
+. "$root/scripts/demo-site.sh"
+site_bins "$b"
+fleetctl=$site_fleetctl
+reattest=$site_reattest
 
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
 show() { printf '$ %s\n' "$*" >&2; "$@"; }
 
-# shellcheck source=swtpm-env.sh
-. "$root/scripts/swtpm-env.sh"
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleetd-demo.XXXXXX")
-fleetd_pid=
-kube_pid=
 cleanup() {
-  [ -n "$fleetd_pid" ] && kill "$fleetd_pid" 2>/dev/null && wait "$fleetd_pid" 2>/dev/null
-  # the fake ends on SIGTERM with 143: not the demo's failure
-  if [ -n "$kube_pid" ]; then kill "$kube_pid" 2>/dev/null; wait "$kube_pid" 2>/dev/null || true; fi
+  site_fleetd_stop || true
+  site_kube_stop
   swtpm_env_stop
   [ -n "${FLEET_KEEP_DEMO:-}" ] || rm -rf -- "$work"
 }
@@ -63,20 +63,12 @@ cd "$work"
 
 # A machine's sysfs, LLDP neighbour and firmware boot, as HookOS sees them.
 machine() { # name serial port
-  mkdir -p "$1/sys/class/dmi/id" "$1/sys/class/net/eth0" "$1/out"
-  echo "$2" > "$1/sys/class/dmi/id/product_serial"
-  echo "4c4c4544-0000-1000-8000-$(printf '%012d' "${#2}")" > "$1/sys/class/dmi/id/product_uuid"
-  echo "fleetd-sim-1.0" > "$1/sys/class/dmi/id/bios_version"
-  echo "52:54:00:00:00:0${#1}" > "$1/sys/class/net/eth0/address"
-  ln -sfn /dev/null "$1/sys/class/net/eth0/device"
-  cat > "$1/lldp.json" <<JSON
-{"lldp":{"interface":{"eth0":{"via":"LLDP","chassis":{"leaf-1":{"id":{"type":"mac","value":"aa:bb:cc:00:00:01"}}},"port":{"id":{"type":"ifname","value":"$3"}}}}}}
-JSON
-  "$fwsim" --events "$root/tests/fwsim/worker.events.yaml" --out "$1/boot.log"
+  site_machine "$1" "$2" "$3"
+  site_boot "$1"
 }
 attest() { # name -> tink-attest's exit status
   set +e
-  show "$tink" --url "https://127.0.0.1:$port" --ca tls/fleetd.crt --sysfs-root "$1/sys" \
+  show "$site_tink" --url "https://127.0.0.1:$port" --ca tls/fleetd.crt --sysfs-root "$1/sys" \
     --lldp-file "$1/lldp.json" --eventlog "$1/boot.log" --out-dir "$1/out" --attempts 3
   local rc=$?
   set -e
@@ -146,55 +138,15 @@ else
   echo "(no ../shared/contracts: the installation steps are skipped)"
 fi
 cp "$root/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
-openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
-  -subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
-  -keyout tls/fleetd.key -out tls/fleetd.crt 2>/dev/null
+site_tls tls
 show "$fleetctl" ca init state/ca --cn "fleetd demo identity CA"
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])')
+port=$(site_free_port)
 if [ -n "$install_demo" ]; then
   step "2b. The cluster side: the Kubernetes API and talosctl (contract fakes)"
-  kube_fake="$root/tests/fakes/kube_apiserver_fake.py"
-  printf 'subjectAltName=IP:127.0.0.1\n' > kube/srv.ext 2>/dev/null || { mkdir -p kube; printf 'subjectAltName=IP:127.0.0.1\n' > kube/srv.ext; }
-  (cd kube &&
-    openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-      -out ca.pem -days 2 -subj /CN=folly-kube-ca 2>/dev/null &&
-    openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
-      -out srv.csr -subj /CN=kube-apiserver 2>/dev/null &&
-    openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
-      -days 2 -extfile srv.ext 2>/dev/null)
-  sa_token=$(openssl rand -hex 24)
-  printf '%s,system:serviceaccount:tinkerbell:fleetd,uid-fleetd,"system:serviceaccounts"\n' \
-    "$sa_token" > kube/tokens.csv
-  python3 "$kube_fake" --tls-cert-file kube/srv.pem --tls-private-key-file kube/srv.key \
-    --token-auth-file kube/tokens.csv --enable-bootstrap-token-auth \
-    --crd "$contracts/tinkerbell/tinkerbell.org_workflows.yaml" \
-    --crd "$contracts/tinkerbell/tinkerbell.org_templates.yaml" \
-    --crd "$contracts/tinkerbell/tinkerbell.org_hardware.yaml" > kube/port 2> kube/fake.log &
-  kube_pid=$!
-  for _ in $(seq 1 100); do [ -s kube/port ] && break; sleep 0.1; done
-  kport=$(head -n1 kube/port)
-  api="https://127.0.0.1:$kport"
-  kctl() { curl -sS --cacert kube/ca.pem "$api/_fake/$1" "${@:2}"; }
-  kapi() { curl -sS --cacert kube/ca.pem -H "Authorization: Bearer $sa_token" "$@"; }
-  cat > kube/kubeconfig <<KCFG
-apiVersion: v1
-kind: Config
-clusters:
-- name: folly
-  cluster:
-    server: $api
-    certificate-authority: $work/kube/ca.pem
-users:
-- name: fleetd
-  user:
-    tokenFile: $work/kube/sa-token
-contexts:
-- name: folly
-  context: {cluster: folly, user: fleetd}
-current-context: folly
-KCFG
-  printf '%s\n' "$sa_token" > kube/sa-token
-  chmod 0600 kube/kubeconfig kube/sa-token
+  site_kube_start "$work/kube" "$contracts"
+  api=$site_api
+  kctl() { site_kctl "$@"; }
+  kapi() { site_kapi "$@"; }
   echo "the folly API (fake, Kubernetes v1.32) on $api"
   # The Tinkerbell side: the namespace, the Template fleetd's Workflows
   # name, and machine A's Hardware (its MAC is the Workflow's device_1).
@@ -211,61 +163,14 @@ JSON
     kctl seed -X POST -H 'Content-Type: application/json' -d @- > /dev/null
   # talosctl (the fake follows talosctl v1.13.9 and validates against the
   # real schema), the worker secrets bundle, the classes pinned by digest
-  talosctl="$root/tests/fakes/talosctl_fake.py"
-  "$talosctl" gen secrets -o talos-secrets.yaml >/dev/null
-  chmod 0600 talos-secrets.yaml
+  site_talos "$work"
   digest="sha256:$(printf 'demo installer' | sha256sum | cut -c1-64)"
-  cat > classes.json <<JSON
-{"version": 1, "classes": {"worker": {"role": "worker", "talos_version": "v1.13.9",
-  "image": "ghcr.io/folly/talos-installer-worker", "digest": "$digest"}}}
-JSON
-  cp "$root/clusters/folly/fleet/class-inputs.json" class-inputs.json
-  python3 - class-inputs.json <<'PY'
-import json, sys
-p = sys.argv[1]
-d = json.load(open(p))
-d["classes"] = {"worker": d["classes"]["worker"]}
-json.dump(d, open(p, "w"), indent=2)
-PY
+  site_classes_json classes.json "$digest" worker:worker
+  site_class_inputs class-inputs.json worker
   echo "classes.json pins worker to ghcr.io/folly/talos-installer-worker@$digest"
 fi
-cat > fleetd.yaml <<YAML
-listen:
-  address: 127.0.0.1
-  port: $port
-tls:
-  cert: $work/tls/fleetd.crt
-  key: $work/tls/fleetd.key
-state_dir: $work/state
-roots_dir: $work/roots
-ca_dir: $work/state/ca
-profiles_dir: $work/profiles
-classes:
-  worker: worker.yaml
-inventory:
-  kind: file
-  file:
-    path: $work/nodes.yaml
-YAML
-if [ -n "$install_demo" ]; then
-  cat >> fleetd.yaml <<YAML
-provision:
-  classes_file: $work/classes.json
-  class_inputs_file: $work/class-inputs.json
-  talosctl: $talosctl
-  secrets_file: $work/talos-secrets.yaml
-  kubeconfig: $work/kube/kubeconfig
-  tools_image: ghcr.io/folly/fleet-tools@sha256:$(printf 'tools' | sha256sum | cut -c1-64)
-  config_host: 127.0.0.1:$port
-YAML
-fi
-"$fleetd" --config fleetd.yaml > fleetd.log 2>&1 &
-fleetd_pid=$!
-for _ in $(seq 1 50); do
-  curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$port/healthz" >/dev/null && break
-  sleep 0.1
-done
-curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$port/healthz" >/dev/null ||
+site_fleetd_yaml "$work" "$port" ${install_demo:+--provision} > fleetd.yaml
+site_fleetd_start fleetd.yaml fleetd.log ||
   { cat fleetd.log; echo "demo: fleetd did not start" >&2; exit 1; }
 echo "fleetd is serving on https://127.0.0.1:$port"
 
@@ -277,7 +182,7 @@ openssl x509 -in a/out/ldevid.pem -noout -subject -issuer -enddate
 
 if [ -n "$install_demo" ]; then
   step "3b. The owner asked for a provision: rendered, token and Workflow, code wrapped to A's TPM"
-  [ -s a/out/code ] && [ -s a/out/proof ] ||
+  { [ -s a/out/code ] && [ -s a/out/proof ]; } ||
     { cat fleetd.log; echo "demo: machine A got no provision" >&2; exit 1; }
   echo "tink-attest activated the code with A's TPM: a/out/code ($(wc -c < a/out/code) hex digits) and a/out/proof"
   show "$fleetctl" provisions --state-dir "$work/state"
