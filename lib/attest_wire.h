@@ -279,6 +279,30 @@ fleet_err fleet_wire_quote_qualifier(const uint8_t nonce[FLEET_WIRE_ID_LEN],
 				     const struct fleet_wire_bytes *report, uint8_t out[32]);
 /* SHA-256(request): the certify's qualifying data. */
 fleet_err fleet_wire_certify_qualifier(const struct fleet_wire_bytes *request, uint8_t out[32]);
+
+/*
+ * An LDevID key proven by an AK, as the intake and a renewal receive it
+ * (lib/ldevid_proof.c; fleetd/attest/attest_server.h, fleetd/reattest RN6):
+ * public parses as a TPM2B_PUBLIC ("ldevid-public-malformed"); request is
+ * an LDevID request document ("ldevid-request-malformed") naming serial
+ * ("ldevid-request-serial"); the certify is TPM2_Certify of that key by ak
+ * over fleet_wire_certify_qualifier(request) (fleet_certify_verify's
+ * reasons: "signature-invalid" when another key signed, "attest-extradata"
+ * for another request, "certify-name", "key-not-fixedtpm", ...); the key is
+ * not restricted ("ldevid-restricted": an LDevID signs whatever its owner
+ * asks); and the request's SPKI hash is the key's ("ldevid-request-key").
+ * On FLEET_OK *key and spki (its SubjectPublicKeyInfo's SHA-256) are set.
+ * Refusals are FLEET_E_VERIFY or FLEET_E_MALFORMED with *reason set.
+ */
+struct fleet_ldevid_proof {
+	const struct fleet_wire_bytes *public_area;
+	const struct fleet_wire_bytes *request;
+	const struct fleet_wire_bytes *certify_attest;
+	const struct fleet_wire_bytes *certify_sig;
+};
+fleet_err fleet_ldevid_proof_verify(const struct fleet_ldevid_proof *p, const TPMT_PUBLIC *ak,
+				    const char *serial, TPM2B_PUBLIC *key, uint8_t spki[32],
+				    const char **reason);
 /* The answer's proof of both activated secrets (secret_ecc NULL when the
  * machine has no ECC EK). */
 fleet_err fleet_wire_answer_proof(const uint8_t secret_rsa[FLEET_WIRE_ID_LEN],

@@ -70,9 +70,11 @@ site_free_port() {
 	python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1",0)); print(s.getsockname()[1])'
 }
 
+# The site's TLS certificates last 100 days: tests/e2e/reattest_e2e.sh runs
+# fleetd and tpm-reattest 61 days ahead (its renewal phase) against them.
 site_tls() {
 	mkdir -p "$1"
-	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 2 \
+	openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 100 \
 		-subj /CN=127.0.0.1 -addext subjectAltName=IP:127.0.0.1 \
 		-keyout "$1/fleetd.key" -out "$1/fleetd.crt" 2>/dev/null
 }
@@ -84,11 +86,11 @@ site_kube_start() {
 	printf 'subjectAltName=IP:127.0.0.1\n' >"$dir/srv.ext"
 	(cd "$dir" &&
 		openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout ca.key \
-			-out ca.pem -days 2 -subj /CN=folly-kube-ca 2>/dev/null &&
+			-out ca.pem -days 100 -subj /CN=folly-kube-ca 2>/dev/null &&
 		openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -keyout srv.key \
 			-out srv.csr -subj /CN=kube-apiserver 2>/dev/null &&
 		openssl x509 -req -in srv.csr -CA ca.pem -CAkey ca.key -CAcreateserial -out srv.pem \
-			-days 2 -extfile srv.ext 2>/dev/null) || return 1
+			-days 100 -extfile srv.ext 2>/dev/null) || return 1
 	site_sa_token=$(openssl rand -hex 24)
 	printf '%s,system:serviceaccount:tinkerbell:fleetd,uid-fleetd,"system:serviceaccounts"\n' \
 		"$site_sa_token" >"$dir/tokens.csv"
@@ -248,12 +250,14 @@ YAML
 }
 
 site_fleetd_pid=
+# NAME=VALUE words fleetd is started with (env(1)), e.g. a shifted clock.
+site_fleetd_env=()
 site_fleetd_start() { # config log [fleetd args]
 	local config="$1" log="$2" _
 	shift 2
 	site_fleetd_tls=$(sed -n 's/^  cert: //p' "$config" | head -n1)
 	site_fleetd_url="https://127.0.0.1:$(sed -n 's/^  port: //p' "$config" | head -n1)"
-	"$site_fleetd" --config "$config" "$@" >>"$log" 2>&1 &
+	env "${site_fleetd_env[@]}" "$site_fleetd" --config "$config" "$@" >>"$log" 2>&1 &
 	site_fleetd_pid=$!
 	for _ in $(seq 1 50); do
 		site_healthz && return 0

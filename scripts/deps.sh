@@ -12,6 +12,9 @@ packages=(
   libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
   jq python3 curl ca-certificates dash busybox shellcheck systemd
   python3-yaml python3-jsonschema
+  # libfaketime: the renewal's end-to-end test runs fleetd and tpm-reattest
+  # 61 days later than now (docs/testing.md, "Time"); tests only.
+  faketime
 )
 # kubectl for the Kubernetes fake's test: Debian's kubernetes-client, unless
 # a kubectl is already installed (another package's /usr/bin/kubectl, which

@@ -9,11 +9,11 @@
  * keys this TPM holds.
  */
 #include "tpm-reattest/reattest_client.h"
+#include "tpm-reattest/client_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -88,16 +88,6 @@ int tpm_reattest_renewal_due(const struct fleet_buf *lak_der, const struct fleet
 	return r;
 }
 
-static int say(char *msg, size_t msglen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int say(char *msg, size_t msglen, int code, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, msglen, fmt, ap);
-	va_end(ap);
-	return code;
-}
 
 /* The subject serialNumber fleetd put in the LAK certificate: the store's
  * serial, which RN6 wants in the request (not sysfs', which might differ
@@ -131,7 +121,7 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 
 	if (!want || lak_serial(lak_der, serial) != 0) {
 		X509_free(cur);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "the LAK or LDevID certificate cannot be read for a renewal");
 	}
 	/* Which generation is the current key? (the admission's is 0) */
@@ -140,7 +130,7 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 		EVP_PKEY *k = NULL;
 		t->ldevid_gen = gen;
 		if (tink_tpm_public(t, TINK_KEY_LDEVID, &pub) != 0) {
-			rc = say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
+			rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
 				 "the TPM cannot make LDevID key %u: %s", gen, t->err);
 			break;
 		}
@@ -154,7 +144,7 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 	if (rc != 0)
 		return rc;
 	if (gen + 1 >= TINK_LDEVID_MAX_GEN)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "no LDevID generation below %u of this TPM holds the LDevID "
 			   "certificate's key (or it is the last): cannot renew",
 			   TINK_LDEVID_MAX_GEN);
@@ -165,7 +155,7 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 	fb_reset(&rn->sig);
 	fb_reset(&rn->public_m);
 	if (tink_tpm_prove_ldevid(t, serial, &rn->key, &rn->request, &rn->attest, &rn->sig) != 0)
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
 			 "the TPM could not make and certify LDevID key %u: %s", rn->gen, t->err);
 	t->ldevid_gen = 0;
 	if (rc != 0)
@@ -174,7 +164,7 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 	size_t off = 0;
 	if (Tss2_MU_TPM2B_PUBLIC_Marshal(&rn->key, m, sizeof(m), &off) != TSS2_RC_SUCCESS ||
 	    fb_put(&rn->public_m, m, off) != FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "the next LDevID key's public area does not marshal");
 	return 0;
 }
@@ -212,11 +202,11 @@ static int write_pem(const char *path, X509 *x, char *msg, size_t msglen)
 	if (snprintf(tmp, sizeof(tmp), "%s.new", path) >= (int)sizeof(tmp) ||
 	    snprintf(dir, sizeof(dir), "%s", path) >= (int)sizeof(dir)) {
 		BIO_free(b);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "path too long: %s", path);
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "path too long: %s", path);
 	}
 	if (!b || PEM_write_bio_X509(b, x) != 1 || (n = BIO_get_mem_data(b, &pem)) <= 0) {
 		BIO_free(b);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "PEM encoding failed");
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "PEM encoding failed");
 	}
 	(void)unlink(tmp); /* a crash's leftover */
 	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644)) < 0)
@@ -248,7 +238,7 @@ fail:
 		if (fd >= 0)
 			close(fd);
 		(void)unlink(tmp);
-		say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "cannot write %s: %s", path,
+		tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "cannot write %s: %s", path,
 		    strerror(err));
 		r = TPM_REATTEST_EXIT_LOCAL;
 	}
@@ -274,7 +264,7 @@ int tpm_reattest_store_renewal(const struct tpm_reattest_config *cfg,
 	int rc;
 
 	if (!old || !lak || !ldevid) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			 "fleetd's renewed certificates do not parse; nothing written");
 		goto out;
 	}
@@ -285,7 +275,7 @@ int tpm_reattest_store_renewal(const struct tpm_reattest_config *cfg,
 	    EVP_PKEY_eq(X509_get0_pubkey(ldevid), key) != 1 ||
 	    X509_NAME_cmp(X509_get_subject_name(lak), X509_get_subject_name(old)) != 0 ||
 	    X509_NAME_cmp(X509_get_subject_name(ldevid), X509_get_subject_name(old)) != 0) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			 "fleetd's renewed certificates are not for this TPM's keys and name; "
 			 "nothing written");
 		goto out;

@@ -8,6 +8,7 @@
  * functions fleetd checks them with.
  */
 #include "tpm-reattest/reattest_client.h"
+#include "tpm-reattest/client_int.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -60,9 +61,7 @@ const char *tpm_reattest_exit_name(int code)
 	return "unknown";
 }
 
-static int say(char *msg, size_t msglen, int code, const char *fmt, ...)
-	__attribute__((format(printf, 4, 5)));
-static int say(char *msg, size_t msglen, int code, const char *fmt, ...)
+int tpm_reattest_say(char *msg, size_t msglen, int code, const char *fmt, ...)
 {
 	va_list ap;
 	va_start(ap, fmt);
@@ -103,7 +102,7 @@ int tpm_reattest_read_cert(const char *path, const char *what, struct fleet_buf 
 	fb_init(&pem);
 	if (fleet_file_read(AT_FDCWD, path, policy, &pem, &ec) != FLEET_OK) {
 		fb_free(&pem);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "%s",
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "%s",
 			   fleet_errctx_text(&ec, err, sizeof(err)));
 	}
 	BIO *bio = BIO_new_mem_buf(pem.data, (int)pem.len);
@@ -115,7 +114,7 @@ int tpm_reattest_read_cert(const char *path, const char *what, struct fleet_buf 
 	X509_free(x);
 	if (n <= 0 || (size_t)n > FLEET_WIRE_MAX_CERT) {
 		OPENSSL_free(d);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "the %s certificate %s is not a PEM certificate (of at most %u bytes)",
 			   what, path, FLEET_WIRE_MAX_CERT);
 	}
@@ -123,7 +122,7 @@ int tpm_reattest_read_cert(const char *path, const char *what, struct fleet_buf 
 	fleet_err e = fb_put(der, d, (size_t)n);
 	OPENSSL_free(d);
 	if (e != FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "out of memory");
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "out of memory");
 	return 0;
 }
 
@@ -139,16 +138,16 @@ int tpm_reattest_load_evidence(const struct tpm_reattest_config *cfg,
 		return rc;
 	memset(&id, 0, sizeof(id));
 	if (tink_identity_read_sysfs(cfg->sysfs_root, &id, &ec) != FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "machine identity: %s",
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "machine identity: %s",
 			   fleet_errctx_text(&ec, err, sizeof(err)));
 	memcpy(ev->bios_version, id.bios_version, sizeof(ev->bios_version));
 	memset(&ec, 0, sizeof(ec));
 	if (tink_lldp_read(cfg->lldp_file, &id.lldp, &ec) != FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "LLDP: %s",
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "LLDP: %s",
 			   fleet_errctx_text(&ec, err, sizeof(err)));
 	fb_reset(&ev->report);
 	if (fleet_network_report_encode(&id.lldp, &ev->report) != FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "the network report cannot be encoded");
 	/* securityfs says the log's size is 0; the read bounds it. */
 	static const struct fleet_file_policy evlog_policy =
@@ -157,12 +156,12 @@ int tpm_reattest_load_evidence(const struct tpm_reattest_config *cfg,
 	fb_reset(&ev->eventlog);
 	if (fleet_file_read(AT_FDCWD, cfg->eventlog, &evlog_policy, &ev->eventlog, &ec) !=
 	    FLEET_OK)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "cannot read the event log %s (or it is over %u bytes): %s",
 			   cfg->eventlog, FLEET_WIRE_MAX_EVENTLOG,
 			   ec.reason ? ec.reason : "error");
 	if (ev->eventlog.len == 0)
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "the event log %s is empty",
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "the event log %s is empty",
 			   cfg->eventlog);
 	return 0;
 }
@@ -293,17 +292,17 @@ int tpm_reattest_check_ak(struct tink_tpm *t, const struct fleet_buf *lak_der, c
 	int rc;
 	if (!c || p != lak_der->data + lak_der->len) {
 		X509_free(c);
-		return say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		return tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			   "the LAK certificate does not parse");
 	}
 	if (tink_tpm_public(t, TINK_KEY_AK, &ak) != 0) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
 			 "TPM error, nothing sent: %s", t->err);
 	} else if (fleet_tpm_public_to_pkey(&ak.publicArea, &key) != FLEET_OK) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM,
 			 "the TPM's AK public area cannot be read as a key");
 	} else if (EVP_PKEY_eq(X509_get0_pubkey(c), key) != 1) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_AK_MISMATCH,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_AK_MISMATCH,
 			 "the TPM's AK is not the one the certificate names: another TPM or a "
 			 "reset endorsement seed; nothing sent");
 	} else {
@@ -340,20 +339,20 @@ int tpm_reattest_build_check(struct tink_tpm *t, const struct tpm_reattest_evide
 	fb_init(&qs);
 	fb_init(&rs);
 	if (fleet_pcr_selection_parse(nonce->pcr_selection, &sel) != FLEET_OK) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			 "fleetd's PCR selection \"%s\" does not parse", nonce->pcr_selection);
 		goto out;
 	}
 	struct fleet_wire_bytes rep = {.data = ev->report.data, .len = ev->report.len};
 	if (fleet_wire_quote_qualifier(nonce->nonce, &rep, q) != FLEET_OK) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
 			 "computing the quote's qualifying data failed");
 		goto out;
 	}
 	if (tink_tpm_quote(t, &sel, q, sizeof(q), &qa, &qs, values,
 			   sizeof(values) / sizeof(values[0]), &n_values) != 0 ||
 	    tpm_reattest_sign_ak(t, ev->report.data, ev->report.len, &rs) != 0) {
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM, "TPM error, no check sent: %s",
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_NO_TPM, "TPM error, no check sent: %s",
 			 t->err);
 		goto out;
 	}
@@ -365,7 +364,7 @@ int tpm_reattest_build_check(struct tink_tpm *t, const struct tpm_reattest_evide
 	    dup_wb(&out->eventlog, ev->eventlog.data, ev->eventlog.len) != 0 ||
 	    dup_wb(&out->report, ev->report.data, ev->report.len) != 0 ||
 	    dup_wb(&out->report_sig, rs.data, rs.len) != 0)
-		rc = say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "out of memory");
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL, "out of memory");
 out:
 	if (rc != 0) {
 		fleet_reattest_check_free(out);

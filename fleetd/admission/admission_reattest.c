@@ -156,6 +156,7 @@ static int renew(struct fleet_admission *a, const struct fleet_reattest_env *env
 	struct adm_logf lf = {.device = d->device, .session = nonce_hex, .status = d->inv.status};
 	char key[FLEET_STORE_NAME_MAX + 64]; /* the limiter keeps its first 128 bytes */
 
+	fb_reset(reply); /* the check's "pass" is replaced by the renewal's answer */
 	if (dr.outcome == FLEET_FAILED) {
 		adm_count(a->m.renewals, "unavailable");
 		return unavailable(a, "renewal-failed", NULL);
@@ -173,15 +174,20 @@ static int renew(struct fleet_admission *a, const struct fleet_reattest_env *env
 	}
 	struct fleet_reattest_check_reply r = {
 		.status = FLEET_REATTEST_RENEWED, .lak_cert = out.lak_cert, .ldevid_cert = out.ldevid_cert};
-	reply->len = 0;
 	fleet_err e = fleet_reattest_check_reply_encode(&r, reply);
 	lf.ldevid_sha1 = out.ldevid_sha1;
 	lf.detail = out.lak_sha1;
 	adm_count(a->m.renewals, "renewed");
-	adm_log(LOG_NOTICE, "certificates-renewed", &lf,
-		"%s renewed with a key its LAK certified: LDevID %s, LAK %s; the old ones stay "
-		"listed until their notAfter",
-		d->device, out.ldevid_sha1, out.lak_sha1);
+	if (out.again)
+		adm_log(LOG_NOTICE, "certificates-renewed", &lf,
+			"%s asked again for the renewal of a key it already has a certificate "
+			"for (an answer lost): LDevID %s and LAK %s sent again, nothing issued",
+			d->device, out.ldevid_sha1, out.lak_sha1);
+	else
+		adm_log(LOG_NOTICE, "certificates-renewed", &lf,
+			"%s renewed with a key its LAK certified: LDevID %s, LAK %s; the old ones "
+			"stay listed until their notAfter",
+			d->device, out.ldevid_sha1, out.lak_sha1);
 	fleet_reattest_renewed_free(&out);
 	if (e != FLEET_OK) {
 		/* Recorded but not answered: the node still holds certificates

@@ -138,44 +138,18 @@ static fleet_err check_ak(const struct fleet_wire_intake *in, TPM2B_PUBLIC *ak,
 }
 
 /* The LDevID key: certified by the AK over the exact request bytes, and
- * the request names this machine and this key. */
+ * the request names this machine and this key (lib/attest_wire.h). */
 static fleet_err check_ldevid(const struct fleet_wire_intake *in, const TPM2B_PUBLIC *ak,
 			      TPM2B_PUBLIC *key, const char **reason)
 {
-	struct fleet_ldevid_request req;
-	uint8_t qual[32], spki[32];
-	fleet_err e;
-
-	if (fleet_tpm_public_parse(in->ldevid_public.data, in->ldevid_public.len, key, NULL) !=
-	    FLEET_OK)
-		return fleet_refuse(reason, "ldevid-public-malformed", FLEET_E_MALFORMED);
-	if (fleet_ldevid_request_parse(&in->ldevid_request, &req, NULL) != FLEET_OK)
-		return fleet_refuse(reason, "ldevid-request-malformed", FLEET_E_MALFORMED);
-	if (strcmp(req.serial, in->serial) != 0)
-		return fleet_refuse(reason, "ldevid-request-serial", FLEET_E_VERIFY);
-	if ((e = fleet_wire_certify_qualifier(&in->ldevid_request, qual)) != FLEET_OK)
-		return fleet_refuse(reason, "ldevid-request-malformed", e);
-	struct fleet_certify_check c = {
-		.ak = &ak->publicArea,
-		.attest = in->ldevid_certify_attest.data,
-		.attest_len = in->ldevid_certify_attest.len,
-		.sig = in->ldevid_certify_sig.data,
-		.sig_len = in->ldevid_certify_sig.len,
-		.extra_data = qual,
-		.extra_data_len = sizeof(qual),
-		.object = &key->publicArea,
+	uint8_t spki[32];
+	struct fleet_ldevid_proof p = {
+		.public_area = &in->ldevid_public,
+		.request = &in->ldevid_request,
+		.certify_attest = &in->ldevid_certify_attest,
+		.certify_sig = &in->ldevid_certify_sig,
 	};
-	if ((e = fleet_certify_verify(&c, spki, reason)) != FLEET_OK)
-		return e;
-	/* fleet_certify_verify lets a restricted key pass (an AK may certify
-	 * an AK); an LDevID signs whatever its owner asks, so it must not be
-	 * restricted. Refused here, before a challenge is spent, rather than
-	 * at issue time after a verdict (found in review). */
-	if (key->publicArea.objectAttributes & TPMA_OBJECT_RESTRICTED)
-		return fleet_refuse(reason, "ldevid-restricted", FLEET_E_VERIFY);
-	if (CRYPTO_memcmp(spki, req.spki_sha256, sizeof(spki)) != 0)
-		return fleet_refuse(reason, "ldevid-request-key", FLEET_E_VERIFY);
-	return FLEET_OK;
+	return fleet_ldevid_proof_verify(&p, &ak->publicArea, in->serial, key, spki, reason);
 }
 
 static fleet_err intake_judge(const struct fleet_attest_env *env,

@@ -79,21 +79,31 @@
  *      a quarantined worker cannot renew; a control plane is never
  *      quarantined, so this reads the flag, not the role), its state is
  *      admitted, provisioning or active ("renew-device-state"), and a
- *      confirm recorded its EK ("renew-not-bound"). A planned device was
- *      refused by RA6 ("device-planned").
+ *      confirm recorded its EK ("renew-not-bound"). The inventory's
+ *      status is active or staged ("renew-inventory-status": a
+ *      decommissioning, failed or offline device, or one whose status is
+ *      not known, gets nothing new); a planned device was refused by RA6
+ *      ("device-planned").
  * RN5  It is due: the presented LAK certificate, or the device's newest
  *      current LDevID certificate, ends within FLEET_REATTEST_RENEW_WINDOW
  *      (30 days), or the device has no current LDevID ("renew-not-due").
- * RN6  The key: a TPM2B_PUBLIC ("renew-public-malformed"); the request a
- *      LDevID request document ("renew-request-malformed") naming the
- *      store's serial ("renew-request-serial"); TPM2_Certify of the key by
- *      the LAK's own key over SHA-256(request) (the reasons of lib/tpm.h
- *      fleet_certify_verify: "signature-invalid" for a certify
- *      another TPM's AK signed (or none did), "attest-extradata" for one
- *      over another request, "certify-name", "key-not-fixedtpm", ...); not restricted ("ldevid-restricted");
- *      the request's SPKI hash is the key's ("ldevid-request-key"); and not
- *      the key of any LDevID certificate the device holds
- *      ("renew-key-reused": the next key is a new key).
+ * RN6  The key passes the intake's own check, fleet_ldevid_proof_verify
+ *      (lib/attest_wire.h), for the LAK's key and the store's serial: a
+ *      TPM2B_PUBLIC ("ldevid-public-malformed"), the request document
+ *      ("ldevid-request-malformed") naming the serial
+ *      ("ldevid-request-serial"), TPM2_Certify by the LAK's own key over
+ *      SHA-256(request) ("signature-invalid" when another TPM's AK signed
+ *      it, or none did; "attest-extradata" for another request; the other
+ *      reasons of fleet_certify_verify), not restricted
+ *      ("ldevid-restricted"), the request's SPKI hash the key's
+ *      ("ldevid-request-key"); and it is not the key of a revoked or
+ *      expired LDevID certificate of the device ("renew-key-reused": the
+ *      next key is a new key). A key that has a current LDevID certificate
+ *      is a renewal whose answer the node lost: that certificate and the
+ *      device's newest current LAK certificate are answered again
+ *      (out->again), whether or not RN5 holds, and nothing is written, so
+ *      the node's next run recovers instead of being refused until its
+ *      certificates expire.
  * RN7  fleetd's CA issues a LAK certificate for the same AK and a LDevID
  *      certificate for the key (env->cert_validity_days, the store's name
  *      and serial), and the store records both in one transaction that
@@ -184,6 +194,7 @@ struct fleet_reattest_renewed {
 	struct fleet_wire_bytes ldevid_cert;
 	char lak_sha1[41];
 	char ldevid_sha1[41];
+	bool again; /* RN6: what an earlier renewal of this key issued, sent again */
 };
 
 /* RN1-RN8. *out is zeroed first and filled on FLEET_PASSED only. */

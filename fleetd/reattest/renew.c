@@ -54,15 +54,31 @@ static fleet_err binding_ok(const struct fleet_store_device *d, const char **rea
 	return FLEET_OK;
 }
 
-/* RN5 and RN6's "not reused": one pass over the device's certificates. */
+static fleet_err dup_der(const struct fleet_store_cert *c, struct fleet_wire_bytes *b,
+			 char sha1[41])
+{
+	if (!(b->data = malloc(c->der_len ? c->der_len : 1)))
+		return FLEET_E_NOMEM;
+	memcpy(b->data, c->der, c->der_len);
+	b->len = c->der_len;
+	memcpy(sha1, c->sha1, 41);
+	return FLEET_OK;
+}
+
+/* RN5, and RN6's "a new key": one pass over the device's certificates.
+ * A key that already has a current LDevID certificate is a renewal whose
+ * answer the node lost: out gets that certificate and the device's newest
+ * current LAK certificate again (out->again), and nothing new is issued. */
 static fleet_err due_and_new(const struct fleet_reattest_env *env, const char *device,
-			     X509 *lak, const uint8_t spki[32], const char **reason)
+			     X509 *lak, const uint8_t spki[32], struct fleet_reattest_renewed *out,
+			     const char **reason)
 {
 	struct fleet_store_cert *c = NULL;
+	const struct fleet_store_cert *same = NULL, *newest_lak = NULL;
 	size_t n = 0;
 	time_t now = ra_env_now(env), edge = now + FLEET_REATTEST_RENEW_WINDOW;
 	int64_t newest = -1;
-	bool due = ASN1_TIME_cmp_time_t(X509_get0_notAfter(lak), edge) <= 0;
+	bool due = ASN1_TIME_cmp_time_t(X509_get0_notAfter(lak), edge) <= 0, reused = false;
 	fleet_err e = fleet_store_certs_for_device(env->store, device, &c, &n);
 
 	if (e != FLEET_STORE_OK)
@@ -70,57 +86,52 @@ static fleet_err due_and_new(const struct fleet_reattest_env *env, const char *d
 						    : e;
 	for (size_t i = 0; i < n; i++) {
 		uint8_t h[32];
+		bool current = !c[i].revoked && c[i].not_after > now;
+		if (strcmp(c[i].kind, FLEET_STORE_CERT_LAK) == 0) {
+			if (current && !newest_lak) /* newest first */
+				newest_lak = &c[i];
+			continue;
+		}
 		if (strcmp(c[i].kind, FLEET_STORE_CERT_LDEVID) != 0)
 			continue;
 		if (cert_spki_hash(&c[i], h) && CRYPTO_memcmp(h, spki, 32) == 0) {
-			fleet_store_certs_free(c, n);
-			return fleet_refuse(reason, "renew-key-reused", FLEET_E_VERIFY);
+			if (current && !same)
+				same = &c[i];
+			else
+				reused = true;
 		}
-		if (!c[i].revoked && c[i].not_after > now && c[i].not_after > newest)
+		if (current && c[i].not_after > newest)
 			newest = c[i].not_after;
 	}
+	if (same && newest_lak) {
+		out->again = true;
+		if ((e = dup_der(same, &out->ldevid_cert, out->ldevid_sha1)) == FLEET_OK)
+			e = dup_der(newest_lak, &out->lak_cert, out->lak_sha1);
+	} else if (same || reused) {
+		e = fleet_refuse(reason, "renew-key-reused", FLEET_E_VERIFY);
+	} else {
+		if (newest < 0 || newest <= (int64_t)edge)
+			due = true;
+		e = due ? FLEET_OK : fleet_refuse(reason, "renew-not-due", FLEET_E_VERIFY);
+	}
 	fleet_store_certs_free(c, n);
-	if (newest < 0 || newest <= (int64_t)edge)
-		due = true;
-	return due ? FLEET_OK : fleet_refuse(reason, "renew-not-due", FLEET_E_VERIFY);
+	if (e != FLEET_OK)
+		fleet_reattest_renewed_free(out);
+	return e;
 }
 
-/* RN6: the key the LAK certified, for this serial. */
+/* RN6: the key the LAK certified, for this serial: the intake's check
+ * (lib/attest_wire.h fleet_ldevid_proof_verify). */
 static fleet_err key_ok(const struct fleet_reattest_check *m, const TPMT_PUBLIC *ak,
 			const char *serial, TPM2B_PUBLIC *key, uint8_t spki[32], const char **reason)
 {
-	struct fleet_ldevid_request req;
-	uint8_t qual[32];
-	fleet_err e;
-
-	if (fleet_tpm_public_parse(m->renew_public.data, m->renew_public.len, key, NULL) !=
-	    FLEET_OK)
-		return fleet_refuse(reason, "renew-public-malformed", FLEET_E_MALFORMED);
-	if (fleet_ldevid_request_parse(&m->renew_request, &req, NULL) != FLEET_OK)
-		return fleet_refuse(reason, "renew-request-malformed", FLEET_E_MALFORMED);
-	if (strcmp(req.serial, serial) != 0)
-		return fleet_refuse(reason, "renew-request-serial", FLEET_E_VERIFY);
-	if ((e = fleet_wire_certify_qualifier(&m->renew_request, qual)) != FLEET_OK)
-		return e;
-	struct fleet_certify_check c = {
-		.ak = ak,
-		.attest = m->renew_certify_attest.data,
-		.attest_len = m->renew_certify_attest.len,
-		.sig = m->renew_certify_sig.data,
-		.sig_len = m->renew_certify_sig.len,
-		.extra_data = qual,
-		.extra_data_len = sizeof(qual),
-		.object = &key->publicArea,
+	struct fleet_ldevid_proof p = {
+		.public_area = &m->renew_public,
+		.request = &m->renew_request,
+		.certify_attest = &m->renew_certify_attest,
+		.certify_sig = &m->renew_certify_sig,
 	};
-	if ((e = fleet_certify_verify(&c, spki, reason)) != FLEET_OK)
-		return e;
-	/* As at intake: an LDevID signs what its owner asks, so never a
-	 * restricted key (fleet_certify_verify lets an AK certify an AK). */
-	if (key->publicArea.objectAttributes & TPMA_OBJECT_RESTRICTED)
-		return fleet_refuse(reason, "ldevid-restricted", FLEET_E_VERIFY);
-	if (CRYPTO_memcmp(spki, req.spki_sha256, 32) != 0)
-		return fleet_refuse(reason, "ldevid-request-key", FLEET_E_VERIFY);
-	return FLEET_OK;
+	return fleet_ldevid_proof_verify(&p, ak, serial, key, spki, reason);
 }
 
 static fleet_err der_of(X509 *x, struct fleet_wire_bytes *b)
@@ -220,6 +231,11 @@ static fleet_err renew_judge(const struct fleet_reattest_env *env,
 			       : e;
 	if ((e = binding_ok(&d, reason)) != FLEET_OK)
 		return e;
+	/* RN4: a running node by the inventory too (a decommissioning, failed
+	 * or offline one gets nothing new; planned was RA6's). */
+	if (!in->inventory_status || (strcmp(in->inventory_status, "active") != 0 &&
+				      strcmp(in->inventory_status, "staged") != 0))
+		return fleet_refuse(reason, "renew-inventory-status", FLEET_E_VERIFY);
 	/* The LAK again: the check proved it; here its key and notAfter. */
 	if ((e = ra_lak_verify(env, &m->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
 		return e;
@@ -229,9 +245,9 @@ static fleet_err renew_judge(const struct fleet_reattest_env *env,
 	}
 	/* RN6, then RN5 (which needs the key's SPKI for "renew-key-reused") */
 	if ((e = key_ok(m, &ak, d.serial, &key, spki, reason)) == FLEET_OK)
-		e = due_and_new(env, d.name, x, spki, reason);
+		e = due_and_new(env, d.name, x, spki, out, reason);
 	X509_free(x);
-	if (e != FLEET_OK)
+	if (e != FLEET_OK || out->again)
 		return e;
 	/* RN7 */
 	return issue(env, &d, &ak, &key, out, reason);

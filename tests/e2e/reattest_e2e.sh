@@ -21,6 +21,11 @@
 #         a good reboot and check                   -> eligible at the next pass
 #      3  resetCount backwards (an old snapshot of
 #         its TPM state booted)                     -> exit 10, clock-backwards
+#      8  29 days before the end (fleetd and tpm-reattest 61 days ahead):
+#         a changed boot application -> exit 10, quarantined; a good boot ->
+#         the check passes, the renewal refused (15); the lift; a renewal ->
+#         new LAK (same AK) and LDevID (key 1) certificates, both LDevIDs
+#         listed at the next pass; the hour after, nothing due
 #      7a a LAK certificate of another CA           -> exit 10, nothing written
 #   P  controlplane-p, class controlplane (role controlplane)
 #      6  admitted, a clean check passes; a changed boot application -> exit
@@ -246,12 +251,14 @@ attest() { # dir -> tink-attest's exit status
 # The hourly check: tpm-reattest as its service runs it. Sets rc; its last
 # line (the journal's) is printed.
 checks=0
+reattest_env=() # NAME=VALUE words for tpm-reattest (the renewal's later clock)
 reattest() { # dir [--lak-cert FILE]
 	local d="$1" lak="$1/out/lak.pem"
 	[ "${2:-}" = --lak-cert ] && lak=$3
 	checks=$((checks + 1))
 	set +e
-	"$site_reattest" --url "$site_fleetd_url" --ca tls/fleetd.crt --lak-cert "$lak" \
+	env "${reattest_env[@]}" "$site_reattest" --url "$site_fleetd_url" --ca tls/fleetd.crt \
+		--lak-cert "$lak" --ldevid-cert "$d/out/ldevid.pem" \
 		--tcti "$TPM2TOOLS_TCTI" --eventlog "$d/boot.log" --sysfs-root "$d/sys" \
 		--lldp-file "$d/lldp.json" --attempts 2 >"$d/reattest.$checks.log" 2>&1
 	rc=$?
@@ -451,12 +458,102 @@ phase_w_lift() {
 	expect_eligible worker-w
 }
 
-# Renewal goes here, while W passes and is not quarantined: tpm-reattest's
-# renewal mode (the LAK-certified next LDevID key; docs/reattest.md "Not
-# yet") checked against this fleetd, and refused for a quarantined worker
-# (phase_w_tampered_boot leaves one to try it on).
+# Renewal starts 30 days before the end, and fleetd's shortest validity is 31
+# days: fleetd and tpm-reattest run 61 days from now (libfaketime, preloaded
+# into those two programs only; production code never knows), when W's
+# 90-day certificates have 29 days left. Everything else (swtpm, curl,
+# fleetctl, the fakes) keeps the real clock. docs/testing.md, "Time".
+faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
+later=(LD_PRELOAD="$faketime_lib" FAKETIME=+61d FAKETIME_DONT_FAKE_MONOTONIC=1
+	"ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0")
+der_sha1() { openssl x509 -in "$1" -outform DER | sha1sum | cut -c1-40; }
+pubkey_of() { openssl x509 -in "$1" -noout -pubkey; }
+ldevid_listed() { # device sha1 -> whether its eligible entry lists that LDevID
+	python3 - state/spire-nodes.json "$1" "$2" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+sys.exit(0 if any(e["name"] == sys.argv[2] and sys.argv[3] in e["ldevid_sha1"]
+                  for e in d["eligible"]) else 1)
+PY
+}
+fleetd_clock() { # later|now: fleetd restarted on its state with that clock
+	site_fleetd_stop || fail "fleetd did not stop cleanly"
+	if [ "$1" = later ]; then site_fleetd_env=("${later[@]}"); else site_fleetd_env=(); fi
+	mark_log
+	site_fleetd_start fleetd.yaml fleetd.log --log-target stderr || fail "fleetd did not start ($1)"
+}
+
 phase_w_renewal() {
-	phase "renewal (not yet: tpm-reattest has no renewal mode)"
+	phase "8. W renews, 29 days before its certificates end"
+	[ -f "$faketime_lib" ] || fail "libfaketime is not installed ($faketime_lib; scripts/deps.sh installs faketime)"
+	cp w/out/lak.pem w/lak.before.pem
+	cp w/out/ldevid.pem w/ldevid.before.pem
+	local old_ldevid new_ldevid
+	old_ldevid=$(der_sha1 w/ldevid.before.pem)
+	fleetd_clock later
+	reattest_env=("${later[@]}")
+	ok "fleetd and tpm-reattest run 61 days from now: W's certificates end $(openssl x509 -in w/out/lak.pem -noout -enddate | cut -d= -f2)"
+
+	# A changed boot application while the renewal is due: the check is
+	# refused (the renewal is the check plus a key, never instead of it).
+	reboot w worker-unknown-shim.events.yaml fleetd-sim-1.0
+	expect_check w 10 "changed shim, renewal due"
+	expect_log "event=device-quarantined FLEET_DEVICE=worker-w" "device-quarantined for worker-w"
+	cmp -s w/out/ldevid.pem w/ldevid.before.pem || fail "a refused check changed W's LDevID certificate"
+	# A quarantined worker cannot renew: a good boot passes its check, the
+	# renewal is refused, the node's files stay.
+	reboot w worker.events.yaml fleetd-sim-1.0
+	mark_log
+	expect_check w 15 "quarantined, renewal due"
+	grep -q "refused the renewal" "w/reattest.$checks.log" || fail "tpm-reattest did not say the renewal was refused"
+	expect_log "event=renewal-refused FLEET_DEVICE=worker-w .*FLEET_REASON=renew-quarantined" \
+		"renewal-refused (renew-quarantined)"
+	if ! cmp -s w/out/lak.pem w/lak.before.pem || ! cmp -s w/out/ldevid.pem w/ldevid.before.pem; then
+		fail "a refused renewal changed W's certificates"
+	fi
+	ok "W's certificates are untouched"
+	"$fleetctl" quarantine lift worker-w --reason "e2e: renewal" --state-dir "$work/state" \
+		>/dev/null 2>&1 || fail "fleetctl quarantine lift exited $?"
+	ok "the owner lifted W's quarantine"
+
+	# The renewal: LDevID key 1, certified by the LAK, both certificates new.
+	mark_log
+	expect_check w 0 "renewal at 29 days"
+	grep -q "renewed with LDevID key 1" "w/reattest.$checks.log" || fail "tpm-reattest did not renew"
+	expect_log "event=certificates-renewed FLEET_DEVICE=worker-w" "certificates-renewed for worker-w"
+	expect_metric 'fleetd_renewals_total{result="renewed"}' 1
+	new_ldevid=$(der_sha1 w/out/ldevid.pem)
+	[ "$new_ldevid" != "$old_ldevid" ] || fail "W's LDevID certificate is the old one"
+	[ "$(pubkey_of w/out/lak.pem)" = "$(pubkey_of w/lak.before.pem)" ] || fail "the new LAK certificate is for another key"
+	! cmp -s w/out/lak.pem w/lak.before.pem || fail "W's LAK certificate was not renewed"
+	[ "$(pubkey_of w/out/ldevid.pem)" != "$(pubkey_of w/ldevid.before.pem)" ] ||
+		fail "the new LDevID certificate is for the old key"
+	ok "W holds a new LAK certificate (same AK) and a LDevID certificate for a new key"
+	local f
+	for f in w/out/*; do
+		case "${f##*/}" in
+		lak.pem | ldevid.pem | ca.pem | code | proof) ;;
+		*) ls -l w/out; fail "a renewal left another file: $f" ;;
+		esac
+	done
+	ok "no key file and no leftover: the new key is in the TPM"
+	next_pass
+	expect_eligible worker-w
+	ldevid_listed worker-w "$new_ldevid" || fail "spire-nodes.json does not list W's new LDevID"
+	ldevid_listed worker-w "$old_ldevid" || fail "spire-nodes.json no longer lists W's old LDevID"
+	ok "spire-nodes.json lists W's new LDevID and, until its notAfter, the old one"
+	# The hour after: nothing due, a plain check.
+	expect_check w 0 "the hour after the renewal"
+	! grep -q "renewed" "w/reattest.$checks.log" || fail "tpm-reattest renewed again"
+	ok "no renewal the hour after (nothing due)"
+
+	# Back to now. The new certificates begin 61 days from now, so W keeps
+	# its old ones, which fleetd still accepts (RA5: a LAK of the same AK).
+	reattest_env=()
+	cp w/lak.before.pem w/out/lak.pem
+	cp w/ldevid.before.pem w/out/ldevid.pem
+	fleetd_clock now
+	expect_check w 0 "the old certificates after the renewal, now"
 }
 
 phase_w_clock_backwards() {

@@ -838,7 +838,8 @@ static void assert_renew_refused(struct fx *f, const struct renew_how *h,
 
 /* RN1-RN7: at 29 days a key the LAK certified renews both certificates;
  * the old ones stay current (listed until their notAfter) and the old LAK
- * still checks (RA5); the new LAK checks; the same key again is refused. */
+ * still checks (RA5); the new LAK checks; the same key again (a lost
+ * answer) gets the same certificates; once revoked, the key is spent. */
 static void test_renew_at_29_days(void **state)
 {
 	struct fx *f = *state;
@@ -892,7 +893,22 @@ static void test_renew_at_29_days(void **state)
 	 * old one (due) the key that now has a certificate is not new. */
 	struct renew_how h = {.key_tag = 9};
 	assert_renew_refused(f, &h, NULL, "active", "renew-not-due");
+	/* The node lost the answer: it asks again with its old LAK and the
+	 * same key, and gets the same two certificates, nothing new issued. */
 	f->lak = old;
+	struct fleet_reattest_renewed again;
+	size_t laks = count_certs(f, FLEET_STORE_CERT_LAK), lds = count_certs(f, FLEET_STORE_CERT_LDEVID);
+	assert_int_equal(renew_once(f, NULL, NULL, "active", &again).outcome, FLEET_PASSED);
+	assert_true(again.again);
+	assert_int_equal(again.ldevid_cert.len, out.ldevid_cert.len);
+	assert_memory_equal(again.ldevid_cert.data, out.ldevid_cert.data, out.ldevid_cert.len);
+	assert_int_equal(again.lak_cert.len, out.lak_cert.len);
+	assert_memory_equal(again.lak_cert.data, out.lak_cert.data, out.lak_cert.len);
+	assert_int_equal(count_certs(f, FLEET_STORE_CERT_LAK), laks);
+	assert_int_equal(count_certs(f, FLEET_STORE_CERT_LDEVID), lds);
+	fleet_reattest_renewed_free(&again);
+	/* Once that certificate is revoked, its key is spent. */
+	assert_int_equal(fleet_store_cert_revoke(f->st, out.ldevid_sha1, T0 + 3600), FLEET_OK);
 	assert_renew_refused(f, NULL, NULL, "active", "renew-key-reused");
 	fleet_reattest_renewed_free(&out);
 	free(old.data);
@@ -939,11 +955,17 @@ static void test_renew_key_refused(void **state)
 	h = (struct renew_how){.request_other = true};
 	assert_renew_refused(f, &h, NULL, "active", "attest-extradata");
 	h = (struct renew_how){.serial = "FLEET-SIM-9999"};
-	assert_renew_refused(f, &h, NULL, "active", "renew-request-serial");
+	assert_renew_refused(f, &h, NULL, "active", "ldevid-request-serial");
 	h = (struct renew_how){.key_tag = TAG_RESTRICTED, .key_attrs = TEV_AK_ATTRS};
 	assert_renew_refused(f, &h, NULL, "active", "ldevid-restricted");
-	/* A planned device cannot renew (nor be checked: RA6). */
+	/* A planned device cannot renew (nor be checked: RA6); nor one the
+	 * inventory is retiring, or whose status it does not give (RN4). */
 	assert_renew_refused(f, NULL, NULL, "planned", "device-planned");
+	assert_renew_refused(f, NULL, NULL, "decommissioning", "renew-inventory-status");
+	assert_renew_refused(f, NULL, NULL, NULL, "renew-inventory-status");
+	struct fleet_reattest_renewed out;
+	assert_int_equal(renew_once(f, NULL, NULL, "staged", &out).outcome, FLEET_PASSED);
+	fleet_reattest_renewed_free(&out);
 }
 
 /* RN4: a quarantined worker cannot renew; nor a retired device, nor one

@@ -295,7 +295,8 @@ static enum tink_tx_result srv_post(void *ctx, const char *path, const struct fl
 	struct fleet_reattest_check m;
 	assert_int_equal(fleet_reattest_check_decode(body->data, body->len, &m, &dec), FLEET_OK);
 	assert_int_equal(m.has_renew, renewal); /* the daemon's R-6 rule */
-	struct fleet_reattest_input in = {.msg = &m, .profile = f->profile, .renewal = renewal};
+	struct fleet_reattest_input in = {
+		.msg = &m, .profile = f->profile, .inventory_status = "active", .renewal = renewal};
 	f->last = fleet_reattest_check(&f->env, &in, &f->res);
 	printf("  server: outcome %d reason %s authenticated %d\n", f->last.outcome,
 	       f->last.reason ? f->last.reason : "-", f->res.authenticated);
@@ -671,16 +672,32 @@ static bool same_file(const char *path, const struct fleet_buf *was)
 	return same;
 }
 
+/* The node's two certificate files as they were, to prove a run left them. */
+struct kept {
+	struct fleet_buf lak, ld;
+};
+static void keep_files(struct fx *f, struct kept *k)
+{
+	snapshot(f->lak_path, &k->lak);
+	snapshot(f->ldevid_path, &k->ld);
+}
+static void assert_files_kept(struct fx *f, struct kept *k)
+{
+	assert_true(same_file(f->lak_path, &k->lak));
+	assert_true(same_file(f->ldevid_path, &k->ld));
+	fb_free(&k->lak);
+	fb_free(&k->ld);
+}
+
 /* A quarantined worker: fleetd passes the check and refuses the renewal;
  * the client says so (15) and keeps its files. */
 static void test_renew_refused(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
-	struct fleet_buf lak, ld;
+	struct kept k;
 	renew_setup(f);
-	snapshot(f->lak_path, &lak);
-	snapshot(f->ldevid_path, &ld);
+	keep_files(f, &k);
 	assert_int_equal(fleet_store_device_set_quarantine(f->st, DEVICE, true, "reattest: test",
 							   time(NULL)),
 			 FLEET_OK);
@@ -689,10 +706,7 @@ static void test_renew_refused(void **state)
 	assert_string_equal(f->renew.reason, "renew-quarantined");
 	assert_false(res.renewed);
 	assert_non_null(strstr(res.message, "refused the renewal"));
-	assert_true(same_file(f->lak_path, &lak));
-	assert_true(same_file(f->ldevid_path, &ld));
-	fb_free(&lak);
-	fb_free(&ld);
+	assert_files_kept(f, &k);
 }
 
 static int owner_auth(const char *arg)
@@ -711,13 +725,12 @@ static void test_renew_tpm_cannot(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
-	struct fleet_buf lak, ld;
+	struct kept k;
 	renew_setup(f);
-	snapshot(f->lak_path, &lak);
-	snapshot(f->ldevid_path, &ld);
+	keep_files(f, &k);
 	if (owner_auth("fleet-test-owner") != 0) {
-		fb_free(&lak);
-		fb_free(&ld);
+		fb_free(&k.lak);
+		fb_free(&k.ld);
 		skip(); /* tpm2_changeauth missing */
 	}
 	int rc = run(f, srv_post, &res);
@@ -730,15 +743,12 @@ static void test_renew_tpm_cannot(void **state)
 	assert_non_null(strstr(res.message, "renewal was not sent"));
 	assert_non_null(strstr(res.message, "time left: 2")); /* 28 or 29 days */
 	assert_non_null(strstr(res.message, " days "));
-	assert_true(same_file(f->lak_path, &lak));
-	assert_true(same_file(f->ldevid_path, &ld));
+	assert_files_kept(f, &k);
 	/* Only the two certificates and the store: no key file, no .new. */
 	char cmd[900];
 	snprintf(cmd, sizeof(cmd), "test \"$(ls '%s' | grep -v -e '^fleetd.db' -e '^lak.pem$' "
 				   "-e '^ldevid.pem$' | wc -l)\" = 0", f->dir);
 	assert_int_equal(system(cmd), 0);
-	fb_free(&lak);
-	fb_free(&ld);
 }
 
 /* fleetd (or whoever holds the pin's key) answers a renewal with a LDevID
@@ -748,21 +758,17 @@ static void test_renew_wrong_certs(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
-	struct fleet_buf lak, ld;
+	struct kept k;
 	char other[800];
 	renew_setup(f);
-	snapshot(f->lak_path, &lak);
-	snapshot(f->ldevid_path, &ld);
+	keep_files(f, &k);
 	snprintf(other, sizeof(other), "%s/other.pem", f->dir);
 	issue_cert(G.ca, FLEET_CERT_LDEVID, &G.ldevid0_pub, time(NULL), other, &f->wrong_ldevid);
 	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_LOCAL);
 	assert_false(res.renewed);
 	assert_non_null(strstr(res.message, "not for this TPM's keys"));
-	assert_true(same_file(f->lak_path, &lak));
-	assert_true(same_file(f->ldevid_path, &ld));
+	assert_files_kept(f, &k);
 	free(f->wrong_ldevid.data);
-	fb_free(&lak);
-	fb_free(&ld);
 }
 
 int main(void)

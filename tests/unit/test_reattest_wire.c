@@ -45,6 +45,18 @@ static void sample_check(struct fleet_reattest_check *m)
 	m->report_sig = blob(72, 6);
 }
 
+/* orig with its first "from" replaced by "to" (malloc'd). */
+static char *edited(const char *orig, const char *from, const char *to)
+{
+	const char *at = strstr(orig, from);
+	assert_non_null(at);
+	size_t pre = (size_t)(at - orig), n = strlen(orig) + strlen(to) + 1;
+	char *s = malloc(n);
+	assert_non_null(s);
+	snprintf(s, n, "%.*s%s%s", (int)pre, orig, to, at + strlen(from));
+	return s;
+}
+
 static void test_check_roundtrip(void **state)
 {
 	struct fleet_reattest_check a, b;
@@ -195,12 +207,7 @@ static void test_refusals(void **state)
 		{"\"report\":\"", "\"report\":\"!", "report", FLEET_E_MALFORMED},
 	};
 	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
-		char *at = strstr(orig, edits[i].from);
-		assert_non_null(at);
-		size_t pre = (size_t)(at - orig), n = strlen(orig) + strlen(edits[i].to) + 1;
-		char *s = malloc(n);
-		assert_non_null(s);
-		snprintf(s, n, "%.*s%s%s", (int)pre, orig, edits[i].to, at + strlen(edits[i].from));
+		char *s = edited(orig, edits[i].from, edits[i].to);
 		memset(&ec, 0, sizeof(ec));
 		assert_int_equal(fleet_reattest_check_decode((const uint8_t *)s, strlen(s), &m, &ec),
 				 edits[i].want);
@@ -260,12 +267,7 @@ static void test_renewal(void **state)
 		{"\"public\":\"", "\"public\":\"!", "ldevid.public", FLEET_E_MALFORMED},
 	};
 	for (size_t i = 0; i < sizeof(edits) / sizeof(edits[0]); i++) {
-		char *at = strstr(orig, edits[i].from);
-		assert_non_null(at);
-		size_t pre = (size_t)(at - orig), n = strlen(orig) + strlen(edits[i].to) + 1;
-		char *s = malloc(n);
-		assert_non_null(s);
-		snprintf(s, n, "%.*s%s%s", (int)pre, orig, edits[i].to, at + strlen(edits[i].from));
+		char *s = edited(orig, edits[i].from, edits[i].to);
 		memset(&ec, 0, sizeof(ec));
 		assert_int_equal(fleet_reattest_check_decode((const uint8_t *)s, strlen(s), &b, &ec),
 				 edits[i].want);
