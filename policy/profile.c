@@ -351,6 +351,11 @@ static fleet_err walk(struct pctx *c, yaml_node_t *root)
 						  "renew_required_authorities",
 						  &c->p->renew_required_authorities)))
 		return e;
+	if (c->p->renew_required_authorities.n > FLEET_PROFILE_MAX_RENEW_AUTHORITIES)
+		return fleet_yaml_fail(c->y, FLEET_E_TOO_LARGE, &marks[K_RENEW],
+				       "renew_required_authorities has %zu entries, at most %d",
+				       c->p->renew_required_authorities.n,
+				       FLEET_PROFILE_MAX_RENEW_AUTHORITIES);
 	if (vals[K_APPS] && (e = get_digest_list(c, vals[K_APPS], &marks[K_APPS],
 						 "boot_applications", &c->p->boot_applications)))
 		return e;

@@ -25,6 +25,11 @@
 /* Caps. A real profile is a few KiB with a handful of digests per list. */
 #define FLEET_PROFILE_MAX_SIZE (64u * 1024)  /* bytes of YAML */
 #define FLEET_PROFILE_MAX_DIGESTS 256        /* entries in one digest list */
+/* renew_required_authorities: fewer than half of FLEET_VERDICT_MAX_REASONS
+ * (32), so a verdict that overflows always holds a real failure besides
+ * them and a renewal's missing authorities can never fail a check
+ * (fleetd/reattest/reattest.h RA10; found in review). */
+#define FLEET_PROFILE_MAX_RENEW_AUTHORITIES 16
 #define FLEET_PROFILE_MAX_BIOS 64            /* entries in pcr0_by_bios */
 #define FLEET_PROFILE_MAX_NAME 64            /* class name, BIOS version */
 

@@ -149,9 +149,12 @@ int tpm_reattest_prove_next(struct tink_tpm *t, const struct fleet_buf *lak_der,
 int tpm_reattest_attach_renewal(const struct tpm_reattest_renewal *rn,
 				struct fleet_reattest_check *chk);
 /* Check what fleetd issued (the LAK certificate for the same AK key as the
- * old one, the LDevID certificate for rn->key, both for the old subject)
- * and write both PEM files, each through a temporary file, fsync and
- * rename (the LDevID first: an old LAK certificate keeps working, RA5).
+ * old one, the LDevID certificate for rn->key, both for the old subject,
+ * from the old one's CA by issuer name and key identifier, valid now and
+ * ending after the old ones) and write both PEM files, each through a
+ * temporary file, fsync and rename, the replaced one kept as FILE.prev (the
+ * LAK first: a crash between leaves the old LDevID, and the next run's
+ * renewal of the same key gets the same answer again, fleetd RN6).
  * 0, or TPM_REATTEST_EXIT_LOCAL with msg set. */
 int tpm_reattest_store_renewal(const struct tpm_reattest_config *cfg,
 			       const struct fleet_buf *old_lak_der,

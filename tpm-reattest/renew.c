@@ -18,11 +18,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <openssl/err.h>
 #include <openssl/pem.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 #include <tss2/tss2_mu.h>
 
 #include "lib/tpm.h"
@@ -224,6 +226,12 @@ static int write_pem(const char *path, X509 *x, char *msg, size_t msglen)
 		goto fail;
 	}
 	fd = -1;
+	/* The certificate it replaces stays beside it as FILE.prev (a hard
+	 * link: FILE never goes missing), for the owner to put back. */
+	char prev[4200];
+	snprintf(prev, sizeof(prev), "%s.prev", path);
+	(void)unlink(prev);
+	(void)link(path, prev);
 	if (rename(tmp, path) != 0)
 		goto fail;
 	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -250,6 +258,29 @@ static X509 *parse_wire(const struct fleet_wire_bytes *w)
 {
 	struct fleet_buf b = {.data = w->data, .len = w->len};
 	return parse(&b);
+}
+
+static bool same_issuer(X509 *x, X509 *old)
+{
+	const ASN1_OCTET_STRING *a = X509_get0_authority_key_id(x),
+				*b = X509_get0_authority_key_id(old);
+	if (X509_NAME_cmp(X509_get_issuer_name(x), X509_get_issuer_name(old)) != 0)
+		return false;
+	if (!a || !b) /* fleetd's CA writes the extension: both or neither */
+		return !a && !b;
+	return ASN1_OCTET_STRING_cmp(a, b) == 0;
+}
+
+#define CLOCK_SKEW 300 /* seconds the node's clock may lag fleetd's */
+
+static bool fresh(X509 *x, X509 *old)
+{
+	time_t now = time(NULL), soon = now + CLOCK_SKEW;
+	int day = 0, sec = 0;
+	return ASN1_TIME_cmp_time_t(X509_get0_notBefore(x), soon) <= 0 &&
+	       ASN1_TIME_cmp_time_t(X509_get0_notAfter(x), now) > 0 &&
+	       ASN1_TIME_diff(&day, &sec, X509_get0_notAfter(old), X509_get0_notAfter(x)) == 1 &&
+	       (day > 0 || (day == 0 && sec >= 0)); /* equal: the same renewal again (RN6) */
 }
 
 int tpm_reattest_store_renewal(const struct tpm_reattest_config *cfg,
@@ -280,8 +311,27 @@ int tpm_reattest_store_renewal(const struct tpm_reattest_config *cfg,
 			 "nothing written");
 		goto out;
 	}
-	if ((rc = write_pem(cfg->ldevid_cert, ldevid, msg, msglen)) != 0 ||
-	    (rc = write_pem(cfg->lak_cert, lak, msg, msglen)) != 0)
+	/* From the CA that issued the old one (its name and key identifier: a
+	 * fleetd restored with another CA would lock the node out), and good
+	 * now and not ending before the old one (a fleetd with a wrong clock
+	 * would too). Found in review. */
+	if (!same_issuer(lak, old) || !same_issuer(ldevid, old)) {
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+			 "fleetd's renewed certificates are not from the CA of the old LAK "
+			 "certificate; nothing written");
+		goto out;
+	}
+	if (!fresh(lak, old) || !fresh(ldevid, old)) {
+		rc = tpm_reattest_say(msg, msglen, TPM_REATTEST_EXIT_LOCAL,
+			 "fleetd's renewed certificates are not valid now, or end before the old "
+			 "ones (is fleetd's clock wrong?); nothing written");
+		goto out;
+	}
+	/* The LAK first: a crash between the two leaves the old LDevID, whose
+	 * next renewal asks for the same key and gets the same certificates
+	 * again (fleetd RN6), instead of spending another key. */
+	if ((rc = write_pem(cfg->lak_cert, lak, msg, msglen)) != 0 ||
+	    (rc = write_pem(cfg->ldevid_cert, ldevid, msg, msglen)) != 0)
 		goto out;
 	rc = 0;
 out:

@@ -5,6 +5,7 @@
 #include "fleetd/reattest/reattest_int.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,7 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/objects.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
@@ -27,22 +29,32 @@ time_t ra_env_now(const struct fleet_reattest_env *env)
 	return env->now ? env->now : time(NULL);
 }
 
-/* ---- the nonce table (RA2, RA3) ------------------------------------------ */
+/* ---- nonces (RA2, RA3) --------------------------------------------------- */
 
-struct nonce_entry {
+/*
+ * A nonce is r (12 random bytes) || t (its issue time, u32 big-endian) ||
+ * the first 16 bytes of HMAC-SHA256(key, label || SHA-256(LAK cert) || r ||
+ * t), key made at start. Issuing one writes nothing; a check's nonce is
+ * proven by its MAC and age, and recorded as used only once the quote over
+ * it verified (RA8). So nobody without the TPM (a copy of a LAK
+ * certificate is not secret: it travels in every request) can evict a
+ * node's nonce or fill the table.
+ */
+#define NONCE_R 12
+#define NONCE_MAC_AT 16
+static const char nonce_label[] = "fleetd reattest nonce v1"; /* sizeof counts the NUL */
+
+struct used_entry {
 	bool live;
-	bool used;
 	uint8_t nonce[FLEET_WIRE_ID_LEN];
-	uint8_t lak[32]; /* SHA-256 of the LAK certificate's DER */
 	time_t issued;
-	uint64_t seq;    /* issue order: the oldest has the lowest */
 };
 
 struct fleet_reattest_nonces {
 	pthread_mutex_t mu;
+	uint8_t key[32];
 	size_t cap;
-	uint64_t seq;
-	struct nonce_entry *e;
+	struct used_entry *e;
 };
 
 fleet_err fleet_reattest_nonces_new(size_t cap, struct fleet_reattest_nonces **out)
@@ -60,7 +72,14 @@ fleet_err fleet_reattest_nonces_new(size_t cap, struct fleet_reattest_nonces **o
 		free(t);
 		return FLEET_E_NOMEM;
 	}
+	if (RAND_bytes(t->key, sizeof(t->key)) != 1) {
+		ERR_clear_error();
+		free(t->e);
+		free(t);
+		return FLEET_E_CRYPTO;
+	}
 	if (pthread_mutex_init(&t->mu, NULL) != 0) {
+		OPENSSL_cleanse(t->key, sizeof(t->key));
 		free(t->e);
 		free(t);
 		return FLEET_E_NOMEM;
@@ -75,6 +94,7 @@ void fleet_reattest_nonces_free(struct fleet_reattest_nonces *t)
 	if (!t)
 		return;
 	pthread_mutex_destroy(&t->mu);
+	OPENSSL_cleanse(t->key, sizeof(t->key));
 	OPENSSL_cleanse(t->e, t->cap * sizeof(*t->e));
 	free(t->e);
 	free(t);
@@ -92,72 +112,76 @@ size_t fleet_reattest_nonces_count(struct fleet_reattest_nonces *t)
 	return n;
 }
 
-static bool expired(const struct nonce_entry *x, time_t now)
+static bool expired_at(time_t issued, time_t now)
 {
-	return now - x->issued > FLEET_REATTEST_NONCE_TTL || now < x->issued;
+	return now - issued > FLEET_REATTEST_NONCE_TTL || now < issued;
 }
 
-/* The slot a new nonce for lak goes to (RA3). Under t->mu. */
-static struct nonce_entry *slot_for(struct fleet_reattest_nonces *t, const uint8_t lak[32],
-				    time_t now)
+static fleet_err nonce_mac(const struct fleet_reattest_nonces *t, const uint8_t lak[32],
+			   const uint8_t nonce[NONCE_MAC_AT], uint8_t mac[32])
 {
-	struct nonce_entry *free_slot = NULL, *old_expired = NULL, *old_used = NULL,
-			   *old_unused = NULL, *own_oldest = NULL;
-	size_t own = 0;
+	uint8_t msg[sizeof(nonce_label) + 32 + NONCE_MAC_AT];
+	unsigned int len = 0;
 
-	for (size_t i = 0; i < t->cap; i++) {
-		struct nonce_entry *x = &t->e[i];
-		if (!x->live) {
-			if (!free_slot)
-				free_slot = x;
-			continue;
-		}
-		if (expired(x, now)) {
-			if (!old_expired || x->seq < old_expired->seq)
-				old_expired = x;
-		} else if (x->used) {
-			if (!old_used || x->seq < old_used->seq)
-				old_used = x;
-		} else {
-			if (!old_unused || x->seq < old_unused->seq)
-				old_unused = x;
-			if (memcmp(x->lak, lak, 32) == 0) {
-				own++;
-				if (!own_oldest || x->seq < own_oldest->seq)
-					own_oldest = x;
-			}
-		}
+	memcpy(msg, nonce_label, sizeof(nonce_label));
+	memcpy(msg + sizeof(nonce_label), lak, 32);
+	memcpy(msg + sizeof(nonce_label) + 32, nonce, NONCE_MAC_AT);
+	if (!HMAC(EVP_sha256(), t->key, sizeof(t->key), msg, sizeof(msg), mac, &len) || len != 32) {
+		ERR_clear_error();
+		return FLEET_E_CRYPTO;
 	}
-	if (own >= FLEET_REATTEST_NONCES_PER_LAK)
-		return own_oldest;
-	if (free_slot)
-		return free_slot;
-	if (old_expired)
-		return old_expired;
-	return old_used ? old_used : old_unused;
+	return FLEET_OK;
 }
 
-enum take_result { TAKE_OK, TAKE_UNKNOWN, TAKE_EXPIRED, TAKE_REPLAYED };
-
-static enum take_result nonce_take(struct fleet_reattest_nonces *t, const uint8_t nonce[32],
-				   const uint8_t lak[32], time_t now)
+static time_t nonce_time(const uint8_t nonce[FLEET_WIRE_ID_LEN])
 {
-	enum take_result r = TAKE_UNKNOWN;
+	return (time_t)(((uint32_t)nonce[NONCE_R] << 24) | ((uint32_t)nonce[NONCE_R + 1] << 16) |
+			((uint32_t)nonce[NONCE_R + 2] << 8) | (uint32_t)nonce[NONCE_R + 3]);
+}
+
+enum take_result { TAKE_OK, TAKE_UNKNOWN, TAKE_EXPIRED, TAKE_REPLAYED, TAKE_FULL, TAKE_ERROR };
+
+/* RA7: fleetd issued this nonce for this LAK, and it is young. */
+static enum take_result nonce_verify(const struct fleet_reattest_nonces *t,
+				     const uint8_t nonce[FLEET_WIRE_ID_LEN], const uint8_t lak[32],
+				     time_t now)
+{
+	uint8_t mac[32];
+
+	if (nonce_mac(t, lak, nonce, mac) != FLEET_OK)
+		return TAKE_ERROR;
+	bool ours = CRYPTO_memcmp(mac, nonce + NONCE_MAC_AT, FLEET_WIRE_ID_LEN - NONCE_MAC_AT) == 0;
+	OPENSSL_cleanse(mac, sizeof(mac));
+	if (!ours)
+		return TAKE_UNKNOWN;
+	return expired_at(nonce_time(nonce), now) ? TAKE_EXPIRED : TAKE_OK;
+}
+
+/* RA2: record a proven nonce as used, once. A slot is free, or holds a
+ * nonce past its TTL (which nonce_verify refuses anyway); never is an
+ * unexpired one evicted, which would let it be replayed. */
+static enum take_result nonce_consume(struct fleet_reattest_nonces *t,
+				      const uint8_t nonce[FLEET_WIRE_ID_LEN], time_t now)
+{
+	struct used_entry *slot = NULL;
+	enum take_result r = TAKE_OK;
 
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->cap; i++) {
-		struct nonce_entry *x = &t->e[i];
-		if (!x->live || CRYPTO_memcmp(x->nonce, nonce, FLEET_WIRE_ID_LEN) != 0 ||
-		    CRYPTO_memcmp(x->lak, lak, 32) != 0)
-			continue;
-		if (x->used)
+		struct used_entry *x = &t->e[i];
+		if (x->live && CRYPTO_memcmp(x->nonce, nonce, FLEET_WIRE_ID_LEN) == 0) {
 			r = TAKE_REPLAYED;
-		else if (expired(x, now))
-			r = TAKE_EXPIRED;
-		else
-			r = TAKE_OK;
-		x->used = true; /* RA2: consumed whatever the check then says */
-		break;
+			break;
+		}
+		if (!slot && (!x->live || expired_at(x->issued, now)))
+			slot = x;
+	}
+	if (r == TAKE_OK && !slot)
+		r = TAKE_FULL;
+	if (r == TAKE_OK) {
+		slot->live = true;
+		memcpy(slot->nonce, nonce, FLEET_WIRE_ID_LEN);
+		slot->issued = nonce_time(nonce);
 	}
 	pthread_mutex_unlock(&t->mu);
 	return r;
@@ -289,9 +313,7 @@ static fleet_err nonce_judge(const struct fleet_reattest_env *env,
 			     const struct fleet_reattest_nonce_req *in,
 			     struct fleet_reattest_nonce_reply *out, const char **reason)
 {
-	struct fleet_reattest_nonces *t;
-	struct nonce_entry *slot;
-	uint8_t lak_hash[32];
+	uint8_t lak_hash[32], mac[32];
 	X509 *x = NULL;
 	time_t now;
 	fleet_err e;
@@ -302,22 +324,21 @@ static fleet_err nonce_judge(const struct fleet_reattest_env *env,
 	if ((e = ra_lak_verify(env, &in->lak_cert, &x, lak_hash, reason)) != FLEET_OK)
 		return e;
 	X509_free(x);
-	t = env->nonces;
 	now = ra_env_now(env);
-	pthread_mutex_lock(&t->mu);
-	slot = slot_for(t, lak_hash, now);
-	if (RAND_bytes(out->nonce, FLEET_WIRE_ID_LEN) != 1) {
-		pthread_mutex_unlock(&t->mu);
+	if (now < 0 || (uint64_t)now > UINT32_MAX)
+		return FLEET_E_INVALID_ARG;
+	if (RAND_bytes(out->nonce, NONCE_R) != 1) {
 		ERR_clear_error();
 		return FLEET_E_CRYPTO;
 	}
-	memset(slot, 0, sizeof(*slot));
-	slot->live = true;
-	memcpy(slot->nonce, out->nonce, FLEET_WIRE_ID_LEN);
-	memcpy(slot->lak, lak_hash, 32);
-	slot->issued = now;
-	slot->seq = ++t->seq;
-	pthread_mutex_unlock(&t->mu);
+	out->nonce[NONCE_R] = (uint8_t)((uint64_t)now >> 24);
+	out->nonce[NONCE_R + 1] = (uint8_t)((uint64_t)now >> 16);
+	out->nonce[NONCE_R + 2] = (uint8_t)((uint64_t)now >> 8);
+	out->nonce[NONCE_R + 3] = (uint8_t)now;
+	if ((e = nonce_mac(env->nonces, lak_hash, out->nonce, mac)) != FLEET_OK)
+		return e;
+	memcpy(out->nonce + NONCE_MAC_AT, mac, FLEET_WIRE_ID_LEN - NONCE_MAC_AT);
+	OPENSSL_cleanse(mac, sizeof(mac));
 	out->expires_in = FLEET_REATTEST_NONCE_TTL;
 	return FLEET_OK;
 }
@@ -572,6 +593,25 @@ out:
 	return e;
 }
 
+static fleet_err nonce_result(enum take_result r, const char **reason)
+{
+	switch (r) {
+	case TAKE_OK:
+		return FLEET_OK;
+	case TAKE_UNKNOWN:
+		return fleet_refuse(reason, "nonce-unknown", FLEET_E_VERIFY);
+	case TAKE_EXPIRED:
+		return fleet_refuse(reason, "nonce-expired", FLEET_E_VERIFY);
+	case TAKE_REPLAYED:
+		return fleet_refuse(reason, "nonce-replayed", FLEET_E_VERIFY);
+	case TAKE_FULL: /* fleetd's capacity, not the node's fault: retry (RA12) */
+		return FLEET_E_UNAVAILABLE;
+	case TAKE_ERROR:
+		break;
+	}
+	return FLEET_E_CRYPTO;
+}
+
 static fleet_err check_judge(const struct fleet_reattest_env *env,
 			     const struct fleet_reattest_input *in, struct fleet_reattest_result *res,
 			     const char **reason)
@@ -605,17 +645,11 @@ static fleet_err check_judge(const struct fleet_reattest_env *env,
 		return e;
 	if ((e = device_ok(env->store, res->device, in->inventory_status, reason)) != FLEET_OK)
 		return e;
-	/* RA7 */
-	switch (nonce_take(env->nonces, m->nonce, lak_hash, ra_env_now(env))) {
-	case TAKE_OK:
-		break;
-	case TAKE_UNKNOWN:
-		return fleet_refuse(reason, "nonce-unknown", FLEET_E_VERIFY);
-	case TAKE_EXPIRED:
-		return fleet_refuse(reason, "nonce-expired", FLEET_E_VERIFY);
-	case TAKE_REPLAYED:
-		return fleet_refuse(reason, "nonce-replayed", FLEET_E_VERIFY);
-	}
+	/* RA7: ours, for this LAK, young; not yet recorded (that waits for
+	 * RA8, so an unproven check spends nothing). */
+	if ((e = nonce_result(nonce_verify(env->nonces, m->nonce, lak_hash, ra_env_now(env)),
+			      reason)) != FLEET_OK)
+		return e;
 	/* RA8 */
 	if ((e = fleet_wire_quote_qualifier(m->nonce, &m->report, qual)) != FLEET_OK)
 		return e;
@@ -648,6 +682,10 @@ static fleet_err check_judge(const struct fleet_reattest_env *env,
 		memset(&res->report, 0, sizeof(res->report));
 		return fleet_refuse(reason, "network-report-malformed", FLEET_E_VERIFY);
 	}
+	/* RA2: the TPM answered this nonce; now it is spent, once. */
+	if ((e = nonce_result(nonce_consume(env->nonces, m->nonce, ra_env_now(env)), reason)) !=
+	    FLEET_OK)
+		return e;
 	/* Authenticated from here on (RA11). */
 	res->authenticated = true;
 	res->clock = clock;

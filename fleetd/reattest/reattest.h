@@ -6,22 +6,25 @@
  * verdict, the quarantine and the cordon; this file decides.
  *
  * The rules (each traced to a test in tests/tpm/test_reattest.c, named
- * after it, and RA1-RA3 also in tests/unit/test_reattest_nonces.c):
+ * after it; the adversarial ones in tests/tpm/test_reattest_attack.c):
  *
  * RA1  A nonce is issued only for a LAK certificate fleetd's CA signed
  *      (lib/ca.h: its signature, its issuer, its validity at now, the TCG
  *      AIK extended key usage): anything else gets none, REFUSED
- *      "lak-unknown", and costs nothing else (no store read, no table row).
- * RA2  A nonce is 32 random bytes, valid FLEET_REATTEST_NONCE_TTL (60) s,
- *      bound to the SHA-256 of the LAK certificate it was issued for, and
- *      used once: the first check that presents it for that LAK consumes it,
- *      whatever that check's outcome ("nonce-unknown": never issued, or for
- *      another LAK, or dropped; "nonce-expired"; "nonce-replayed").
- * RA3  The table is in memory and capped (FLEET_REATTEST_MAX_NONCES, 4096):
- *      when full, an expired entry goes first, then a used one, then the
- *      oldest unused. One LAK holds at most FLEET_REATTEST_NONCES_PER_LAK
- *      unused nonces; its next request drops its own oldest. So requests
- *      cannot grow memory, and one certificate cannot flush the others'.
+ *      "lak-unknown", and costs nothing else (no store read).
+ * RA2  A nonce is 32 bytes: 12 random, its issue time, and a 16-byte
+ *      HMAC-SHA256 under a key fleetd makes at start over the LAK
+ *      certificate's SHA-256 and both. It is valid FLEET_REATTEST_NONCE_TTL
+ *      (60) s, for that LAK only ("nonce-unknown": not fleetd's, another
+ *      LAK's, or a key of an earlier fleetd process; "nonce-expired"), and
+ *      used once: it is recorded as used when a check's quote over it
+ *      verified (RA8), and a second such check is "nonce-replayed".
+ * RA3  Issuing a nonce writes nothing, and an unproven check records
+ *      nothing: whoever holds a copy of a LAK certificate (it travels in
+ *      every request) can neither evict a node's nonce nor fill memory.
+ *      The used set holds FLEET_REATTEST_MAX_NONCES nonces, each for its
+ *      60 s; a proven check that finds it full is FAILED (retryable, RA12),
+ *      never answered by evicting a live entry (that would allow a replay).
  * RA4  The check's LAK certificate passes RA1's checks ("lak-unknown";
  *      past its notAfter "lak-expired").
  * RA5  The store holds this exact certificate as a "lak" of the device its
@@ -30,10 +33,14 @@
  *      ("lak-not-current"): a renewal certifies the same AK again, and the
  *      older certificate stays good until its notAfter, so a node that lost
  *      the renewal's answer still checks (and renews) with the one it has.
+ *      So whoever revokes a LAK to stop a node must revoke every LAK
+ *      certificate of that key (nothing in fleetd revokes LAKs today;
+ *      tests/tpm/test_reattest_attack.c pins this).
  * RA6  The device may be checked: its store state is not "retired"
  *      ("device-retired"), and the inventory status the caller passes is
  *      not "planned" ("device-planned"; a planned device cannot renew).
- * RA7  The nonce passes RA2 for this certificate.
+ * RA7  The nonce passes RA2's MAC and age for this certificate; it is
+ *      spent only after RA8.
  * RA8  The quote is signed by the LAK's key ("quote-signature") over
  *      extraData SHA-256(nonce || SHA-256(report)) ("quote-extradata"),
  *      the report is signed by the same key ("report-signature") and is a
@@ -84,9 +91,10 @@
  *      decommissioning, failed or offline device, or one whose status is
  *      not known, gets nothing new); a planned device was refused by RA6
  *      ("device-planned").
- * RN5  It is due: the presented LAK certificate, or the device's newest
- *      current LDevID certificate, ends within FLEET_REATTEST_RENEW_WINDOW
- *      (30 days), or the device has no current LDevID ("renew-not-due").
+ * RN5  It is due by the store: the device's newest current LAK or LDevID
+ *      certificate ends within FLEET_REATTEST_RENEW_WINDOW (30 days), or it
+ *      has none ("renew-not-due"). Never by the certificate presented: a
+ *      node that keeps an older LAK (RA5) must not renew again and again.
  * RN6  The key passes the intake's own check, fleet_ldevid_proof_verify
  *      (lib/attest_wire.h), for the LAK's key and the store's serial: a
  *      TPM2B_PUBLIC ("ldevid-public-malformed"), the request document
@@ -107,10 +115,13 @@
  * RN7  fleetd's CA issues a LAK certificate for the same AK and a LDevID
  *      certificate for the key (env->cert_validity_days, the store's name
  *      and serial), and the store records both in one transaction that
- *      reads the device again (fleet_store_renewal_issue):
- *      "renew-device-changed" when it was quarantined or retired
- *      meanwhile, "renew-too-many" at FLEET_REATTEST_RENEW_MAX_LDEVID
- *      current LDevID certificates. The old certificates are not revoked:
+ *      reads the device and its certificates again
+ *      (fleet_store_renewal_issue): "renew-device-changed" when it was
+ *      quarantined or retired meanwhile, or the presented LAK was revoked
+ *      or the device re-admitted with another AK; a concurrent renewal of
+ *      the same key that committed first is answered as RN6's lost answer;
+ *      "renew-too-many" at FLEET_REATTEST_RENEW_MAX_LDEVID current LDevID
+ *      certificates. The old certificates are not revoked:
  *      they stay listed in spire-nodes.json until their notAfter.
  * RN8  A refused renewal writes nothing (what the check wrote stands).
  */
@@ -129,17 +140,17 @@
 #include "policy/evaluate.h"
 #include "policy/profile.h"
 
-#define FLEET_REATTEST_MAX_NONCES 4096
-#define FLEET_REATTEST_NONCES_PER_LAK 4
+#define FLEET_REATTEST_MAX_NONCES 4096 /* proven checks within one nonce TTL */
 #define FLEET_REATTEST_RENEW_WINDOW (30 * 86400) /* renewal starts 30 days before expiry */
 #define FLEET_REATTEST_RENEW_MAX_LDEVID 4        /* current LDevID certificates per device */
 
-/* The nonce table (RA2, RA3); one mutex, so any thread may use it. */
+/* The nonce key and the used set (RA2, RA3); one mutex, so any thread may
+ * use it. */
 struct fleet_reattest_nonces;
 /* cap 0: FLEET_REATTEST_MAX_NONCES. */
 fleet_err fleet_reattest_nonces_new(size_t cap, struct fleet_reattest_nonces **out);
 void fleet_reattest_nonces_free(struct fleet_reattest_nonces *t);
-/* Entries held (used ones included), for tests and a metric. */
+/* Used nonces held (expired ones included until reused), for tests. */
 size_t fleet_reattest_nonces_count(struct fleet_reattest_nonces *t);
 
 struct fleet_reattest_env {

@@ -12,8 +12,10 @@
 
 #include <openssl/crypto.h>
 #include <openssl/err.h>
+#include <openssl/evp.h>
 #include <openssl/x509.h>
 
+#include "lib/hex.h"
 #include "lib/tpm_alg.h"
 
 void fleet_reattest_renewed_free(struct fleet_reattest_renewed *r)
@@ -65,12 +67,13 @@ static fleet_err dup_der(const struct fleet_store_cert *c, struct fleet_wire_byt
 	return FLEET_OK;
 }
 
-/* RN5, and RN6's "a new key": one pass over the device's certificates.
+/* RN5 (by the store's newest LAK and LDevID), and RN6's "a new key": one
+ * pass over the device's certificates.
  * A key that already has a current LDevID certificate is a renewal whose
  * answer the node lost: out gets that certificate and the device's newest
  * current LAK certificate again (out->again), and nothing new is issued. */
 static fleet_err due_and_new(const struct fleet_reattest_env *env, const char *device,
-			     X509 *lak, const uint8_t spki[32], struct fleet_reattest_renewed *out,
+			     const uint8_t spki[32], struct fleet_reattest_renewed *out,
 			     const char **reason)
 {
 	struct fleet_store_cert *c = NULL;
@@ -78,7 +81,7 @@ static fleet_err due_and_new(const struct fleet_reattest_env *env, const char *d
 	size_t n = 0;
 	time_t now = ra_env_now(env), edge = now + FLEET_REATTEST_RENEW_WINDOW;
 	int64_t newest = -1;
-	bool due = ASN1_TIME_cmp_time_t(X509_get0_notAfter(lak), edge) <= 0, reused = false;
+	bool reused = false;
 	fleet_err e = fleet_store_certs_for_device(env->store, device, &c, &n);
 
 	if (e != FLEET_STORE_OK)
@@ -110,8 +113,11 @@ static fleet_err due_and_new(const struct fleet_reattest_env *env, const char *d
 	} else if (same || reused) {
 		e = fleet_refuse(reason, "renew-key-reused", FLEET_E_VERIFY);
 	} else {
-		if (newest < 0 || newest <= (int64_t)edge)
-			due = true;
+		/* Due by the store's newest certificates, never by the one the
+		 * node presents: an older LAK it kept must not renew again and
+		 * again (found in review). */
+		bool due = newest < 0 || newest <= (int64_t)edge || !newest_lak ||
+			   newest_lak->not_after <= (int64_t)edge;
 		e = due ? FLEET_OK : fleet_refuse(reason, "renew-not-due", FLEET_E_VERIFY);
 	}
 	fleet_store_certs_free(c, n);
@@ -153,9 +159,13 @@ static fleet_err der_of(X509 *x, struct fleet_wire_bytes *b)
 
 /* RN7: both certificates, then the store's one transaction. */
 static fleet_err issue(const struct fleet_reattest_env *env, const struct fleet_store_device *d,
-		       const TPMT_PUBLIC *ak, const TPM2B_PUBLIC *key,
-		       struct fleet_reattest_renewed *out, const char **reason)
+		       const struct fleet_wire_bytes *presented_lak, const TPMT_PUBLIC *ak,
+		       const TPM2B_PUBLIC *key, struct fleet_reattest_renewed *out,
+		       const char **reason)
 {
+	unsigned char md[20];
+	unsigned int mdlen = 0;
+	char presented_sha1[41];
 	struct fleet_errctx ec = {0};
 	X509 *lak = NULL, *ldevid = NULL;
 	time_t now = ra_env_now(env);
@@ -178,9 +188,16 @@ static fleet_err issue(const struct fleet_reattest_env *env, const struct fleet_
 	if ((e = der_of(lak, &out->lak_cert)) != FLEET_OK ||
 	    (e = der_of(ldevid, &out->ldevid_cert)) != FLEET_OK)
 		goto out;
+	if (!EVP_Digest(presented_lak->data, presented_lak->len, md, &mdlen, EVP_sha1(), NULL) ||
+	    mdlen != sizeof(md)) {
+		e = FLEET_E_CRYPTO;
+		goto out;
+	}
+	fleet_hex_encode(md, sizeof(md), presented_sha1);
 	struct fleet_store_renew_in ri = {
 		.device = d->name,
 		.serial = d->serial,
+		.presented_lak_sha1 = presented_sha1,
 		.lak_der = out->lak_cert.data,
 		.lak_len = out->lak_cert.len,
 		.ldevid_der = out->ldevid_cert.data,
@@ -189,6 +206,7 @@ static fleet_err issue(const struct fleet_reattest_env *env, const struct fleet_
 		.now = now,
 	};
 	e = fleet_store_renewal_issue(env->store, &ri, out->lak_sha1, out->ldevid_sha1);
+	/* Refusals of the store's re-read: what changed since the check. */
 	if (e == FLEET_STORE_E_CONFLICT || e == FLEET_STORE_E_NOT_FOUND)
 		e = fleet_refuse(reason, "renew-device-changed", FLEET_E_VERIFY);
 	else if (e == FLEET_STORE_E_FULL)
@@ -245,12 +263,15 @@ static fleet_err renew_judge(const struct fleet_reattest_env *env,
 	}
 	/* RN6, then RN5 (which needs the key's SPKI for "renew-key-reused") */
 	if ((e = key_ok(m, &ak, d.serial, &key, spki, reason)) == FLEET_OK)
-		e = due_and_new(env, d.name, x, spki, out, reason);
+		e = due_and_new(env, d.name, spki, out, reason);
 	X509_free(x);
 	if (e != FLEET_OK || out->again)
 		return e;
 	/* RN7 */
-	return issue(env, &d, &ak, &key, out, reason);
+	e = issue(env, &d, &m->lak_cert, &ak, &key, out, reason);
+	if (e == FLEET_STORE_E_STATE) /* a concurrent renewal of this key won: its answer */
+		e = due_and_new(env, d.name, spki, out, reason);
+	return e;
 }
 
 struct fleet_decision fleet_reattest_renew(const struct fleet_reattest_env *env,

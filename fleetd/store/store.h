@@ -576,6 +576,12 @@ fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *
  *   - the device exists by name with this serial (NOT_FOUND / CONFLICT),
  *     its state admitted, provisioning or active, not quarantined, and at
  *     least one EK hash recorded (a confirm admitted it): CONFLICT;
+ *   - the LAK certificate the node presented (by SHA-1) is the device's,
+ *     unrevoked, and for the key of its newest unrevoked LAK: CONFLICT
+ *     (a revocation or a re-admission with another TPM that landed after
+ *     the check);
+ *   - no LDevID certificate of the device is for the new one's key: STATE
+ *     (a concurrent renewal of the same key issued first; answer that one);
  *   - it holds fewer than max_current LDevID certificates that are not
  *     revoked and not past notAfter at now: FULL (each renewal lists one
  *     more certificate in spire-nodes.json until the old one expires);
@@ -586,6 +592,7 @@ fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *
 struct fleet_store_renew_in {
 	const char *device;
 	const char *serial;
+	const char *presented_lak_sha1; /* 40 lowercase hex */
 	const uint8_t *lak_der;
 	size_t lak_len;
 	const uint8_t *ldevid_der;

@@ -7,6 +7,10 @@
 #include <stdint.h>
 #include <string.h>
 
+#include <openssl/err.h>
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
 static fleet_err clock_get(struct fleet_store *st, const char *device,
 			   struct fleet_store_reattest_clock *out)
 {
@@ -118,6 +122,73 @@ fleet_err fleet_store_reattest_clock_record(struct fleet_store *st, const char *
 	return st_unlock(st, clock_record(st, device, c));
 }
 
+/* The public key of a stored certificate (NULL when it does not parse:
+ * the store wrote it, so that is CORRUPT to the caller). */
+static EVP_PKEY *cert_key(const struct fleet_store_cert *c)
+{
+	const unsigned char *p = c->der;
+	X509 *x = c->der ? d2i_X509(NULL, &p, (long)c->der_len) : NULL;
+	EVP_PKEY *k = x ? X509_get_pubkey(x) : NULL;
+	X509_free(x);
+	ERR_clear_error();
+	return k;
+}
+
+static EVP_PKEY *der_key(const uint8_t *der, size_t len)
+{
+	struct fleet_store_cert c = {.der = (uint8_t *)der, .der_len = len};
+	return cert_key(&c);
+}
+
+/* What the renewal's transaction re-reads of the certificates: the
+ * presented LAK still good for the current AK, and the new key new. */
+static fleet_err renewal_certs_ok(struct fleet_store *st, const struct fleet_store_renew_in *in)
+{
+	struct fleet_store_cert *c = NULL;
+	const struct fleet_store_cert *mine = NULL, *newest = NULL;
+	EVP_PKEY *want = der_key(in->ldevid_der, in->ldevid_len), *a = NULL, *b = NULL;
+	size_t n = 0;
+	fleet_err e;
+
+	if (!want)
+		return st_fail(st, FLEET_STORE_E_INVALID, "the LDevID certificate does not parse");
+	if ((e = fleet_store_certs_for_device(st, in->device, &c, &n)))
+		goto out;
+	for (size_t i = 0; i < n && !e; i++) {
+		if (strcmp(c[i].kind, FLEET_STORE_CERT_LAK) == 0) {
+			if (!newest && !c[i].revoked)
+				newest = &c[i];
+			if (strcmp(c[i].sha1, in->presented_lak_sha1) == 0)
+				mine = &c[i];
+		} else if (strcmp(c[i].kind, FLEET_STORE_CERT_LDEVID) == 0) {
+			EVP_PKEY *k = cert_key(&c[i]);
+			if (k && EVP_PKEY_eq(k, want) == 1)
+				e = st_fail(st, FLEET_STORE_E_STATE,
+					    "the device has a certificate for that key already");
+			EVP_PKEY_free(k);
+		}
+	}
+	if (e)
+		goto out;
+	if (!mine || mine->revoked || !newest) {
+		e = st_fail(st, FLEET_STORE_E_CONFLICT,
+			    "the presented LAK certificate is unknown or revoked");
+		goto out;
+	}
+	a = cert_key(mine);
+	b = cert_key(newest);
+	if (!a || !b || EVP_PKEY_eq(a, b) != 1)
+		e = st_fail(st, FLEET_STORE_E_CONFLICT,
+			    "the presented LAK certificate is not for the device's current AK");
+out:
+	EVP_PKEY_free(want);
+	EVP_PKEY_free(a);
+	EVP_PKEY_free(b);
+	ERR_clear_error();
+	fleet_store_certs_free(c, n);
+	return e;
+}
+
 static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
 			       char lak_sha1[41], char ldevid_sha1[41])
 {
@@ -129,7 +200,8 @@ static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_
 	if (e)
 		return e;
 	if (!st_text_ok(in->device, FLEET_STORE_NAME_MAX) ||
-	    !st_text_ok(in->serial, FLEET_STORE_NAME_MAX) || in->max_current < 1 ||
+	    !st_text_ok(in->serial, FLEET_STORE_NAME_MAX) ||
+	    !st_hex_ok(in->presented_lak_sha1, 40, 40) || in->max_current < 1 ||
 	    in->max_current > FLEET_STORE_LIST_MAX)
 		return st_fail(st, FLEET_STORE_E_INVALID,
 			       "a renewal names a device, its serial and a cap of 1..%d",
@@ -158,6 +230,8 @@ static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_
 		e = st_fail(st, FLEET_STORE_E_CONFLICT, "the device has no EK recorded");
 		goto out;
 	}
+	if ((e = renewal_certs_ok(st, in)))
+		goto out;
 	if ((e = st_prepare(st,
 			    "SELECT count(*) FROM certificates WHERE device_id = ?1 AND "
 			    "kind = 'ldevid' AND revoked = 0 AND not_after > ?2",
@@ -193,7 +267,7 @@ out:
 fleet_err fleet_store_renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
 				    char lak_sha1[41], char ldevid_sha1[41])
 {
-	if (!st || !in || !in->device || !in->serial)
+	if (!st || !in || !in->device || !in->serial || !in->presented_lak_sha1)
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
 	return st_unlock(st, renewal_issue(st, in, lak_sha1, ldevid_sha1));

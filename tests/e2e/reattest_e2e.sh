@@ -532,11 +532,12 @@ phase_w_renewal() {
 	local f
 	for f in w/out/*; do
 		case "${f##*/}" in
-		lak.pem | ldevid.pem | ca.pem | code | proof) ;;
+		lak.pem | ldevid.pem | ca.pem | code | proof | lak.pem.prev | ldevid.pem.prev) ;;
 		*) ls -l w/out; fail "a renewal left another file: $f" ;;
 		esac
 	done
-	ok "no key file and no leftover: the new key is in the TPM"
+	cmp -s w/out/ldevid.pem.prev w/ldevid.before.pem || fail "ldevid.pem.prev is not the replaced certificate"
+	ok "no key file and no leftover: the new key is in the TPM (the replaced certificates kept as .prev)"
 	next_pass
 	expect_eligible worker-w
 	ldevid_listed worker-w "$new_ldevid" || fail "spire-nodes.json does not list W's new LDevID"

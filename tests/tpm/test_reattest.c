@@ -480,7 +480,7 @@ static void test_lak(void **state)
 	struct fleet_decision d = fleet_reattest_nonce(&env2, &req, &rep);
 	assert_int_equal(d.outcome, FLEET_REFUSED);
 	assert_string_equal(d.reason, "lak-unknown");
-	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 4); /* the four checks above */
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 1); /* the one proven check above */
 	get_nonce(f, &f->lak, nonce);
 	make_check(f, nonce, NULL, &m);
 	struct fleet_reattest_input in = {.msg = &m, .profile = G.profile};
@@ -678,55 +678,72 @@ static void test_log_mismatch(void **state)
 	fleet_reattest_check_free(&m);
 }
 
-/* RA3: the table is capped; a LAK holds at most 4 unused nonces (its
- * oldest dropped); a full table drops a used one before an unused one,
- * and the oldest unused before newer ones. */
+/* RA2, RA3: issuing writes nothing; an unproven check spends nothing; a
+ * proven one spends its nonce once; another process's nonce is unknown;
+ * a full used set fails (retry), never evicts, and frees itself after the
+ * nonces' minute. */
 static void test_nonce_cap(void **state)
 {
 	struct fx *f = *state;
-	struct fleet_reattest_nonces *small = NULL;
-	struct fleet_wire_bytes lak2 = {0}, lak3 = {0};
+	struct fleet_reattest_nonces *small = NULL, *earlier = NULL;
 	struct fleet_reattest_result res;
 	struct fleet_reattest_check m;
-	uint8_t n[6][32];
+	uint8_t first[32], n[3][32], junk[32];
 
 	assert_int_equal(fleet_reattest_nonces_new(FLEET_REATTEST_MAX_NONCES + 1, &small),
 			 FLEET_E_INVALID_ARG);
-	/* Per LAK: the fifth drops the first. */
-	for (int i = 0; i < 5; i++)
-		get_nonce(f, &f->lak, n[i]);
-	assert_int_equal(fleet_reattest_nonces_count(f->nonces), FLEET_REATTEST_NONCES_PER_LAK);
-	make_check(f, n[0], NULL, &m);
-	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "nonce-unknown");
+	/* RA3: issuing writes nothing, so a hundred requests for the same LAK
+	 * cost the first nonce nothing. */
+	get_nonce(f, &f->lak, first);
+	for (int i = 0; i < 100; i++)
+		get_nonce(f, &f->lak, junk);
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 0);
+	/* An unproven check (another key's quote) spends nothing either... */
+	struct how h = {.quote_key = G.other};
+	make_check(f, first, &h, &m);
+	assert_unauthenticated(f, run_check(f, &m, NULL, &res), &res, "quote-signature");
 	fleet_reattest_check_free(&m);
-	make_check(f, n[1], NULL, &m);
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 0);
+	/* ...and the TPM's own answer to it passes, once. */
+	make_check(f, first, NULL, &m);
 	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	assert_int_equal(fleet_reattest_nonces_count(f->nonces), 1);
+	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_REFUSED);
 	fleet_reattest_check_free(&m);
 
-	/* A table of 4: n[1] is used now; two more LAKs fill it. */
-	assert_int_equal(fleet_reattest_nonces_new(4, &small), FLEET_OK);
-	f->env.nonces = small;
-	issue_lak(&G.other_pub, "worker-2", T0 - 10, 30, &lak2);
-	issue_lak(&G.other_pub, "worker-3", T0 - 10, 30, &lak3);
+	/* A nonce of an earlier fleetd process (another key): unknown. */
+	assert_int_equal(fleet_reattest_nonces_new(0, &earlier), FLEET_OK);
+	f->env.nonces = earlier;
 	get_nonce(f, &f->lak, n[0]);
-	get_nonce(f, &lak2, n[1]);
-	get_nonce(f, &lak2, n[2]);
-	get_nonce(f, &lak3, n[3]);
-	make_check(f, n[0], NULL, &m); /* ours: used */
-	f->env.now = T0 + 1;
-	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
+	f->env.nonces = f->nonces;
+	make_check(f, n[0], NULL, &m);
+	struct fleet_decision d = run_check(f, &m, NULL, &res);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "nonce-unknown");
 	fleet_reattest_check_free(&m);
-	get_nonce(f, &lak3, n[4]); /* full: the used one goes */
-	assert_int_equal(fleet_reattest_nonces_count(small), 4);
-	get_nonce(f, &f->lak, n[5]); /* full, nothing used: the oldest unused (n[1]) goes */
-	assert_int_equal(fleet_reattest_nonces_count(small), 4);
-	make_check(f, n[5], NULL, &m);
+	fleet_reattest_nonces_free(earlier);
+
+	/* A used set of 2: two proven checks fill it for a minute; a third is
+	 * fleetd's trouble (FAILED: retry), never an eviction; a minute later
+	 * the expired entries make room. */
+	assert_int_equal(fleet_reattest_nonces_new(2, &small), FLEET_OK);
+	f->env.nonces = small;
+	for (int i = 0; i < 3; i++)
+		get_nonce(f, &f->lak, n[i]);
+	for (int i = 0; i < 3; i++) {
+		make_check(f, n[i], NULL, &m);
+		d = run_check(f, &m, NULL, &res);
+		fleet_reattest_check_free(&m);
+		assert_int_equal(d.outcome, i < 2 ? FLEET_PASSED : FLEET_FAILED);
+	}
+	assert_int_equal(fleet_reattest_nonces_count(small), 2);
+	f->env.now = T0 + FLEET_REATTEST_NONCE_TTL + 5;
+	get_nonce(f, &f->lak, n[0]);
+	make_check(f, n[0], NULL, &m);
 	assert_int_equal(run_check(f, &m, NULL, &res).outcome, FLEET_PASSED);
 	fleet_reattest_check_free(&m);
 	f->env.nonces = f->nonces;
 	fleet_reattest_nonces_free(small);
-	free(lak2.data);
-	free(lak3.data);
 }
 
 
@@ -796,6 +813,7 @@ static struct fleet_decision renew_once(struct fx *f, const struct renew_how *h,
 	struct fleet_reattest_check m;
 	struct fleet_reattest_result res;
 	uint8_t nonce[32];
+	memset(out, 0, sizeof(*out)); /* a refused check never reaches the renewal */
 	get_nonce(f, &f->lak, nonce);
 	make_check(f, nonce, NULL, &m);
 	add_renewal(&m, h);

@@ -5,7 +5,7 @@
  * the firmware simulator, a real CA, a real store; included below, its
  * main() renamed).
  *
- * Naming: test_hole_* FAIL on the code as reviewed (each says why);
+ * Naming: test_fixed_* FAIL on the code as reviewed (each says why);
  * test_held_* PASS and name what they prove; test_weak_* PASS and pin a
  * behaviour that is by the rules but weaker than it looks.
  */
@@ -59,7 +59,7 @@ static size_t current_ldevids(struct fx *f)
  * any time in the old LAK's last 30 days. Expected: "renew-not-due".
  * Fix: fleetd/reattest/renew.c due_and_new: judge RN5 by the store's
  * newest current LAK (and LDevID), not by the certificate presented. */
-static void test_hole_renew_due_by_old_lak(void **state)
+static void test_fixed_renew_due_by_old_lak(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_reattest_renewed out;
@@ -95,7 +95,7 @@ static void test_hole_renew_due_by_old_lak(void **state)
  * the presented LAK is unrevoked and its key is the newest unrevoked LAK's
  * (pass its SHA-1/DER in fleet_store_renew_in); or renew.c renew_judge
  * re-runs RA5 and the transaction compares the newest LAK's id. */
-static void test_hole_renew_after_ak_changed(void **state)
+static void test_fixed_renew_after_ak_changed(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_reattest_check m;
@@ -132,7 +132,7 @@ static void test_hole_renew_after_ak_changed(void **state)
  * and the renewal's transaction; the renewal still issues a fresh,
  * unrevoked LAK for the key, undoing the revocation. Expected: refused.
  * Fix: as above (renewal_issue checks the presented LAK is unrevoked). */
-static void test_hole_renew_after_lak_revoked(void **state)
+static void test_fixed_renew_after_lak_revoked(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_reattest_check m;
@@ -162,7 +162,7 @@ static void test_hole_renew_after_lak_revoked(void **state)
 
 /* HOLE (availability). Anyone holding a copy of the victim's LAK
  * certificate (lak.pem is world-readable on the node, and sent in every
- * request) and no TPM asks for FLEET_REATTEST_NONCES_PER_LAK nonces while
+ * request) and no TPM asks for many nonces (then: 4 were enough) while
  * the victim's TPM quotes: the victim's nonce is dropped and its check
  * refused "nonce-unknown" (and its renewal with it). Every hour, until the
  * certificates expire: the node drops out of the fleet. No nonce request
@@ -172,7 +172,7 @@ static void test_hole_renew_after_lak_revoked(void **state)
  * use) with a used-set written only after RA8 passed; or at least never
  * evict an unused unexpired nonce for a request of the same LAK (refuse the
  * new request instead, which an attacker then holds for 60 s at most). */
-static void test_hole_nonce_evicted_by_lak_copy(void **state)
+static void test_fixed_nonce_evicted_by_lak_copy(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_reattest_check m;
@@ -180,7 +180,7 @@ static void test_hole_nonce_evicted_by_lak_copy(void **state)
 	uint8_t victim[32], junk[32];
 	get_nonce(f, &f->lak, victim);
 	/* The attacker: the LAK certificate's bytes, nothing else. */
-	for (int i = 0; i < FLEET_REATTEST_NONCES_PER_LAK; i++)
+	for (int i = 0; i < 64; i++)
 		get_nonce(f, &f->lak, junk);
 	make_check(f, victim, NULL, &m);
 	struct fleet_decision d = run_check(f, &m, NULL, &res);
@@ -204,7 +204,7 @@ static void test_hole_nonce_evicted_by_lak_copy(void **state)
  * their own field (a count or flag in struct fleet_verdict), never as
  * reasons; or cap renew_required_authorities at the profile parser
  * (policy/profile.c) below FLEET_VERDICT_MAX_REASONS. */
-static void test_hole_renew_authorities_overflow_quarantine(void **state)
+static void test_fixed_renew_authorities_overflow_quarantine(void **state)
 {
 	struct fx *f = *state;
 	struct fleet_reattest_check m;
@@ -215,7 +215,9 @@ static void test_hole_renew_authorities_overflow_quarantine(void **state)
 	const char *keep = "  - \"21125a8885e79205fdf981f935051ef6fce15260f44267f37db8ec292803f500\"\n";
 	ao += (size_t)snprintf(allowed + ao, sizeof(allowed) - ao, "%s", keep);
 	ro += (size_t)snprintf(renew + ro, sizeof(renew) - ro, "renew_required_authorities:\n");
-	for (int i = 0; i < FLEET_VERDICT_MAX_REASONS + 1; i++) {
+	/* 33 would overflow a verdict: the profile refuses more than 16 now
+	 * (policy/profile.h); 16, all missing, must not fail the check. */
+	for (int i = 0; i < FLEET_PROFILE_MAX_RENEW_AUTHORITIES; i++) {
 		ao += (size_t)snprintf(allowed + ao, sizeof(allowed) - ao,
 				       "  - \"%062x%02x\"\n", 0xeu, (unsigned)i);
 		ro += (size_t)snprintf(renew + ro, sizeof(renew) - ro, "  - \"%062x%02x\"\n", 0xeu,
@@ -231,6 +233,7 @@ static void test_hole_renew_authorities_overflow_quarantine(void **state)
 	struct fleet_decision d = renewal_checked(f, TAG_NEXT, p, &m, &in, &res);
 	fleet_reattest_check_free(&m);
 	fleet_profile_free(p);
+	assert_int_equal(res.verdict.n_dropped, 0);
 	if (d.outcome != FLEET_PASSED)
 		fail_msg("a renewal's check failed authenticated (%s, %zu reasons, %zu dropped): "
 			 "the daemon would quarantine a node whose boot passes, for missing renew "
@@ -298,7 +301,7 @@ static int race(struct fx *f, int n, const uint8_t *keys, struct racer *r)
  * refuse (FLEET_STORE_E_CONFLICT -> answer again) when the device already
  * has an LDevID certificate for the same SPKI (store the SPKI hash in a
  * column with a UNIQUE (device_id, spki_sha256) index). */
-static void test_hole_renew_race_same_key(void **state)
+static void test_fixed_renew_race_same_key(void **state)
 {
 	struct fx *f = *state;
 	struct racer r[2];
@@ -333,12 +336,14 @@ static void test_held_cap_under_concurrency(void **state)
 	renew_setup(f, 29);
 	int fresh = race(f, 5, keys, r);
 	for (int i = 0; i < 5; i++) {
-		if (r[i].d.outcome != FLEET_PASSED)
-			assert_string_equal(r[i].d.reason, "renew-too-many");
+		/* due is judged by the store (RN5): once one committed, the others
+		 * are not due, or past the cap; the cap holds either way */
+		if (r[i].d.outcome != FLEET_PASSED && strcmp(r[i].d.reason, "renew-too-many") != 0)
+			assert_string_equal(r[i].d.reason, "renew-not-due");
 		fleet_reattest_renewed_free(&r[i].out);
 	}
-	assert_int_equal(fresh, FLEET_REATTEST_RENEW_MAX_LDEVID - 1);
-	assert_int_equal(current_ldevids(f), FLEET_REATTEST_RENEW_MAX_LDEVID);
+	assert_true(fresh >= 1 && fresh <= FLEET_REATTEST_RENEW_MAX_LDEVID - 1);
+	assert_true(current_ldevids(f) <= FLEET_REATTEST_RENEW_MAX_LDEVID);
 }
 
 /* ---- 6. held: nothing unauthenticated writes ---------------------------- */
@@ -423,9 +428,12 @@ static void test_weak_revoking_newest_lak_stops_nothing(void **state)
 	fleet_reattest_renewed_free(&out);
 	f->env.now = T0 + 120;
 	assert_int_equal(check_once(f, NULL, NULL, &res).outcome, FLEET_PASSED);
+	/* Since RN5 is judged by the store, the older LAK no longer renews at
+	 * once (the renewed LDevID is fresh); it still checks, by RA5. */
 	struct renew_how h = {.key_tag = 11};
-	assert_int_equal(renew_once(f, &h, NULL, "active", &out).outcome, FLEET_PASSED);
-	assert_false(out.again);
+	struct fleet_decision d = renew_once(f, &h, NULL, "active", &out);
+	assert_int_equal(d.outcome, FLEET_REFUSED);
+	assert_string_equal(d.reason, "renew-not-due");
 	fleet_reattest_renewed_free(&out);
 }
 
@@ -480,13 +488,13 @@ int main(void)
 {
 	swtpm_require_or_skip();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hole_renew_due_by_old_lak, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hole_renew_after_ak_changed, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hole_renew_after_lak_revoked, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hole_nonce_evicted_by_lak_copy, setup, teardown),
-		cmocka_unit_test_setup_teardown(test_hole_renew_authorities_overflow_quarantine, setup,
+		cmocka_unit_test_setup_teardown(test_fixed_renew_due_by_old_lak, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_renew_after_ak_changed, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_renew_after_lak_revoked, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_nonce_evicted_by_lak_copy, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_renew_authorities_overflow_quarantine, setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_hole_renew_race_same_key, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_fixed_renew_race_same_key, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_cap_under_concurrency, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_no_tpm_writes_nothing, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_held_old_tpm_after_readmission, setup, teardown),

@@ -5,7 +5,7 @@
  * tests/tpm/test_tpm_reattest.c (swtpm, fleetd's component in-process;
  * included below, its main() renamed).
  *
- * test_hole_* FAIL on the code as reviewed (each says why); test_held_*
+ * test_fixed_* FAIL on the code as reviewed (each says why); test_held_*
  * PASS and name what they prove.
  */
 #define main tpm_reattest_fixture_main_unused
@@ -137,7 +137,7 @@ static const char *next_run(struct fx *f, int *rc)
  * X509_check_issued against the old chain, or ship fleetd's CA certificate
  * with the node and X509_verify both); and keep lak.pem.prev/ldevid.pem.prev
  * to fall back to when fleetd refuses the new LAK as unknown. */
-static void test_hole_client_writes_foreign_ca_certs(void **state)
+static void test_fixed_client_writes_foreign_ca_certs(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
@@ -162,7 +162,7 @@ static void test_hole_client_writes_foreign_ca_certs(void **state)
  * working ones; the next run is refused "lak-expired". Expected: nothing
  * written. Fix: tpm_reattest_store_renewal: notBefore <= now + skew <
  * notAfter, and the new notAfter later than the old one. */
-static void test_hole_client_writes_expired_certs(void **state)
+static void test_fixed_client_writes_expired_certs(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
@@ -195,27 +195,30 @@ static void test_hole_client_writes_expired_certs(void **state)
  * first, then ldevid.pem (a crash between leaves the old LDevID, so the
  * next run proves the same N+1 and fleetd answers it again: RN6's lost
  * answer path); or find the generation by the LAK's notAfter. */
-static void test_hole_client_crash_between_renames(void **state)
+static void test_fixed_client_crash_between_renames(void **state)
 {
 	struct fx *f = *state;
 	struct tpm_reattest_result res;
-	struct fleet_buf old_lak;
+	struct fleet_buf old_ld;
 	renew_setup(f);
-	snapshot(f->lak_path, &old_lak);
+	snapshot(f->ldevid_path, &old_ld);
 	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_PASS);
 	assert_true(res.renewed);
 	assert_int_equal(store_ldevids(f), 2);
-	/* kill -9 after rename(ldevid.pem.new, ldevid.pem), before lak.pem's */
-	write_file(f->lak_path, old_lak.data, old_lak.len);
-	fb_free(&old_lak);
-	assert_true(file_key_is(f->ldevid_path, &G.ldevid1_pub, NULL));
+	/* kill -9 after rename(lak.pem.new, lak.pem), before ldevid.pem's (the
+	 * LAK goes first now): the old LDevID is back */
+	write_file(f->ldevid_path, old_ld.data, old_ld.len);
+	fb_free(&old_ld);
+	assert_true(file_key_is(f->ldevid_path, &G.ldevid0_pub, NULL));
 	assert_int_equal(run(f, srv_post, &res), TPM_REATTEST_EXIT_PASS);
 	size_t n = store_ldevids(f);
 	bool gen1 = file_key_is(f->ldevid_path, &G.ldevid1_pub, NULL);
 	if (n != 2 || !gen1)
-		fail_msg("after a crash between the renames the next run renewed a fresh key "
-			 "(ldevid.pem now %s key 1; the store has %zu LDevID certificates, not 2)",
-			 gen1 ? "still" : "not", n);
+		fail_msg("after a crash between the renames the next run did not get key 1's "
+			 "certificate again (ldevid.pem %s key 1; the store has %zu LDevID "
+			 "certificates, not 2)",
+			 gen1 ? "is" : "is not", n);
+	assert_true(f->renew.outcome == FLEET_PASSED);
 }
 
 /* HELD. A planted symlink at ldevid.pem.new (a local attacker with write
@@ -283,11 +286,11 @@ int main(void)
 {
 	swtpm_require_or_skip();
 	const struct CMUnitTest tests[] = {
-		cmocka_unit_test_setup_teardown(test_hole_client_writes_foreign_ca_certs, attack_setup,
+		cmocka_unit_test_setup_teardown(test_fixed_client_writes_foreign_ca_certs, attack_setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_hole_client_writes_expired_certs, attack_setup,
+		cmocka_unit_test_setup_teardown(test_fixed_client_writes_expired_certs, attack_setup,
 						teardown),
-		cmocka_unit_test_setup_teardown(test_hole_client_crash_between_renames, attack_setup,
+		cmocka_unit_test_setup_teardown(test_fixed_client_crash_between_renames, attack_setup,
 						teardown),
 		cmocka_unit_test_setup_teardown(test_held_client_new_symlink_not_followed,
 						attack_setup, teardown),

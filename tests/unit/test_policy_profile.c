@@ -202,6 +202,15 @@ static void test_caps(void **state)
 	char *over = digest_list("allowed_authorities", FLEET_PROFILE_MAX_DIGESTS + 1);
 	refused_at(over, FLEET_E_TOO_LARGE, 8, 3, "at most 256");
 	free(over);
+	/* renew_required_authorities: at most 16, so their reasons never
+	 * overflow a verdict (fleetd/reattest RA10). */
+	ok = digest_list("renew_required_authorities", FLEET_PROFILE_MAX_RENEW_AUTHORITIES);
+	assert_int_equal(parse(ok, &p, &err), FLEET_OK);
+	fleet_profile_free(p);
+	free(ok);
+	over = digest_list("renew_required_authorities", FLEET_PROFILE_MAX_RENEW_AUTHORITIES + 1);
+	refused_at(over, FLEET_E_TOO_LARGE, 7, 0, "at most 16");
+	free(over);
 
 	/* The file itself: one byte over the cap is refused before parsing. */
 	size_t big = FLEET_PROFILE_MAX_SIZE + 1;

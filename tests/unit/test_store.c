@@ -1099,25 +1099,49 @@ static size_t cert_count(struct fx *f, const char *device)
 	return n;
 }
 
+static unsigned char *cert_for(EVP_PKEY *k, size_t *len, time_t not_after)
+{
+	struct mint m = {.key = k, .cn = "w1", .not_before = 1000, .not_after = not_after};
+	X509 *x = mint_cert(&m);
+	unsigned char *der = mint_der(x, len);
+	X509_free(x);
+	return der;
+}
+
+static void sha1_of(const unsigned char *der, size_t len, char out[41])
+{
+	unsigned char md[20];
+	unsigned int mdlen;
+	EVP_Digest(der, len, md, &mdlen, EVP_sha1(), NULL);
+	fleet_hex_encode(md, 20, out);
+}
+
 /* A renewal's one transaction (store.h fleet_store_renewal_issue): it reads
- * the device again and refuses a quarantined, retired or unbound one, or
- * another serial (CONFLICT), and a device at its cap of current LDevIDs
- * (FULL); each refusal writes nothing, and a pass writes both. */
+ * the device and its certificates again, and refuses a quarantined,
+ * retired or unbound device, another serial, a presented LAK that is
+ * revoked or not for the current AK (CONFLICT), a key that already has a
+ * certificate (STATE), and a device at its cap of current LDevIDs (FULL);
+ * each refusal writes nothing, and a pass writes both. */
 static void test_renewal_issue(void **state)
 {
 	struct fx *f = *state;
-	size_t l1, l2;
-	unsigned char *lak = make_cert(&l1, 1900000000), *ld = make_cert(&l2, 1900000000);
-	char s1[41], s2[41];
+	EVP_PKEY *ak = mint_key_ec(), *other_ak = mint_key_ec(), *k1 = mint_key_ec(),
+		 *k2 = mint_key_ec();
+	size_t l0, l1, l2, l3, l4;
+	unsigned char *lak0 = cert_for(ak, &l0, 1900000000), *lak = cert_for(ak, &l1, 1900000000),
+		      *ld = cert_for(k1, &l2, 1900000000), *lak2 = cert_for(ak, &l3, 1900000000),
+		      *ld2 = cert_for(k2, &l4, 1900000000);
+	char s0[41], s1[41], s2[41];
 	admit(f, "w1", "SER-1", HA, HB, 1000);
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "lak", lak0, l0, 1000, s0), 0);
 	struct fleet_store_renew_in in = {
-		.device = "w1", .serial = "SER-1", .lak_der = lak, .lak_len = l1,
-		.ldevid_der = ld, .ldevid_len = l2, .max_current = 2, .now = 1500,
+		.device = "w1", .serial = "SER-1", .presented_lak_sha1 = s0, .lak_der = lak,
+		.lak_len = l1, .ldevid_der = ld, .ldevid_len = l2, .max_current = 2, .now = 1500,
 	};
 	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", true, "reattest: x", 1400),
 			 0);
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
-	assert_int_equal(cert_count(f, "w1"), 0);
+	assert_int_equal(cert_count(f, "w1"), 1);
 	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w1", false, NULL, 1400), 0);
 	in.serial = "SER-2";
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
@@ -1125,39 +1149,67 @@ static void test_renewal_issue(void **state)
 	in.device = "nobody";
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_NOT_FOUND);
 	in.device = "w1";
+	/* A LAK nobody recorded, presented. */
+	char unknown[41];
+	memset(unknown, 'a', 40);
+	unknown[40] = '\0';
+	in.presented_lak_sha1 = unknown;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	in.presented_lak_sha1 = s0;
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), 0);
-	assert_int_equal(cert_count(f, "w1"), 2);
+	assert_int_equal(cert_count(f, "w1"), 3);
 	struct fleet_store_cert *c;
 	size_t n;
 	assert_int_equal(fleet_store_certs_for_device(f->st, "w1", &c, &n), 0);
-	for (size_t i = 0; i < n; i++)
-		assert_string_equal(c[i].sha1, strcmp(c[i].kind, "lak") == 0 ? s1 : s2);
+	assert_string_equal(c[0].sha1, strcmp(c[0].kind, "lak") == 0 ? s1 : s2);
 	fleet_store_certs_free(c, n);
-	/* At the cap (2 current LDevIDs, counting this one's and another). */
-	size_t l3, l4;
-	unsigned char *lak2 = make_cert(&l3, 1900000000), *ld2 = make_cert(&l4, 1900000000);
+	/* The same key again (a concurrent renewal that lost): STATE. */
 	in.lak_der = lak2;
 	in.lak_len = l3;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_STATE);
+	assert_int_equal(cert_count(f, "w1"), 3);
+	/* At the cap (1 current LDevID already). */
 	in.ldevid_der = ld2;
 	in.ldevid_len = l4;
 	in.max_current = 1;
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_FULL);
-	assert_int_equal(cert_count(f, "w1"), 2);
-	/* An expired one does not count. */
+	assert_int_equal(cert_count(f, "w1"), 3);
+	/* The device re-admitted with another AK meanwhile: the presented LAK
+	 * is not for its current AK. */
+	size_t lo;
+	char so[41];
+	unsigned char *lak_other = cert_for(other_ak, &lo, 1900000000);
+	assert_int_equal(fleet_store_cert_insert(f->st, "w1", "lak", lak_other, lo, 1600, so), 0);
+	in.max_current = 10;
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	/* Revoked: refused. */
+	assert_int_equal(fleet_store_cert_revoke(f->st, so, 1700), 0);
+	assert_int_equal(fleet_store_cert_revoke(f->st, s0, 1700), 0);
+	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
+	/* An expired LDevID does not count toward the cap; a retired device
+	 * renews nothing. */
+	char s_new[41];
+	sha1_of(lak, l1, s_new);
+	in.presented_lak_sha1 = s_new; /* the renewal's LAK: unrevoked, the newest */
+	in.max_current = 1;
 	in.now = 1900000001;
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), 0);
-	assert_int_equal(cert_count(f, "w1"), 4);
-	/* Retired: refused. */
+	assert_int_equal(cert_count(f, "w1"), 6);
 	assert_int_equal(fleet_store_device_set_state(f->st, "w1", FLEET_STORE_STATE_RETIRED), 0);
-	in.max_current = 10;
 	assert_int_equal(fleet_store_renewal_issue(f->st, &in, s1, s2), FLEET_STORE_E_CONFLICT);
 	/* Nothing named: refused as input, before any transaction. */
 	assert_int_equal(fleet_store_renewal_issue(f->st, &(struct fleet_store_renew_in){0}, s1, s2),
 			 FLEET_STORE_E_INVALID);
+	free(lak0);
 	free(lak);
 	free(ld);
 	free(lak2);
 	free(ld2);
+	free(lak_other);
+	EVP_PKEY_free(ak);
+	EVP_PKEY_free(other_ak);
+	EVP_PKEY_free(k1);
+	EVP_PKEY_free(k2);
 }
 
 int main(void)
