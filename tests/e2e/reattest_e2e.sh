@@ -22,6 +22,7 @@
 #      3  resetCount backwards (an old snapshot of
 #         its TPM state booted)                     -> exit 10, clock-backwards
 #      8  29 days before the end (fleetd and tpm-reattest 61 days ahead):
+#         planned -> exit 10 (device-planned), nothing issued;
 #         a changed boot application -> exit 10, quarantined; a good boot ->
 #         the check passes, the renewal refused (15); the lift; a renewal ->
 #         new LAK (same AK) and LDevID (key 1) certificates, both LDevIDs
@@ -493,6 +494,15 @@ phase_w_renewal() {
 	fleetd_clock later
 	reattest_env=("${later[@]}")
 	ok "fleetd and tpm-reattest run 61 days from now: W's certificates end $(openssl x509 -in w/out/lak.pem -noout -enddate | cut -d= -f2)"
+
+	# A planned device cannot renew (nor be checked): nothing issued.
+	set_status worker-w planned
+	mark_log
+	expect_check w 10 "planned, renewal due"
+	expect_log "event=reattest-unproven .*FLEET_REASON=device-planned" "device-planned"
+	cmp -s w/out/ldevid.pem w/ldevid.before.pem || fail "a planned device's run changed its certificates"
+	set_status worker-w active
+	sleep 2.5 # intake's lookup keeps an answer 2 s (fleetd/admission/lookup.h)
 
 	# A changed boot application while the renewal is due: the check is
 	# refused (the renewal is the check plus a key, never instead of it).
