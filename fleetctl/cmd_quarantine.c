@@ -53,16 +53,7 @@ static void when(int64_t t, char out[32])
 
 static struct fleet_store *open_store(const char *dir, enum fleet_store_mode mode)
 {
-	struct fleet_store *st;
-	struct fleet_errctx ec = {0};
-	char err[sizeof(ec.detail) + 80];
-	fleet_err e = fleet_store_open(dir ? dir : DEFAULT_STATE_DIR, mode, &st, &ec);
-	if (e) {
-		fprintf(stderr, "fleetctl: quarantine: cannot open the store: %s (%s)\n",
-			fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(e));
-		return NULL;
-	}
-	return st;
+	return fleetctl_open_store("quarantine", dir ? dir : DEFAULT_STATE_DIR, (int)mode);
 }
 
 static int quarantine_list(int argc, char **argv)

@@ -38,5 +38,8 @@ int cmd_device(int argc, char **argv);
 int cmd_provisions(int argc, char **argv);
 /* quarantine list (read-only) | quarantine lift (root; cmd_quarantine.c). */
 int cmd_quarantine(int argc, char **argv);
+int cmd_join(int argc, char **argv);
+int cmd_pool(int argc, char **argv);
+int cmd_token(int argc, char **argv);
 
 #endif

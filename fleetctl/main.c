@@ -30,6 +30,12 @@ static const struct command commands[] = {
 	{"quarantine", cmd_quarantine,
 	 "quarantine list [--state-dir DIR] [--json] | quarantine lift DEVICE --reason TEXT "
 	 "[--state-dir DIR] [--json]"},
+	{"join", cmd_join, "join init [--state-dir DIR]"},
+	{"pool", cmd_pool,
+	 "pool create ID --owner NAME [--join-attestors A,B] | pool list [--json]"},
+	{"token", cmd_token,
+	 "token create --pool ID --role ROLE [--site ID] [--uses N] [--ttl S] ... | token list | "
+	 "token revoke ID | token inspect SEALED"},
 };
 
 static void usage(FILE *f)
@@ -41,7 +47,9 @@ static void usage(FILE *f)
 	fprintf(f, "\nexit codes: 0 success (a check passed); 1 refused or malformed input;\n"
 		   "2 usage error or a file could not be read. quarantine lift also: 3 not\n"
 		   "root; 4 no such device; 5 the device is not quarantined. A lifted device\n"
-		   "is eligible again only after its next passing check.\n");
+		   "is eligible again only after its next passing check. join, pool and\n"
+		   "token: 3 not root; 4 no such pool or token; 5 it exists or is revoked\n"
+		   "already.\n");
 }
 
 int main(int argc, char **argv)

@@ -1,5 +1,7 @@
 #include "fleetctl/util.h"
 
+#include "fleetd/store/store.h"
+
 #include <stdio.h>
 #include <string.h>
 
@@ -91,4 +93,18 @@ void fleetctl_attest_detail(const char *reason, fleet_err e, const struct fleet_
 		fleet_errctx_format(&ec, pe, detail, len);
 	else
 		snprintf(detail, len, "%s", fleet_err_str(e));
+}
+
+struct fleet_store *fleetctl_open_store(const char *group, const char *dir, int mode)
+{
+	struct fleet_store *st;
+	struct fleet_errctx ec = {0};
+	char err[sizeof(ec.detail) + 80];
+	fleet_err e = fleet_store_open(dir, (enum fleet_store_mode)mode, &st, &ec);
+	if (e) {
+		fprintf(stderr, "fleetctl: %s: cannot open the store: %s (%s)\n", group,
+			fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(e));
+		return NULL;
+	}
+	return st;
 }

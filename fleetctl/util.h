@@ -46,4 +46,10 @@ struct fleetctl_opt {
 int fleetctl_parse_opts(const char *group, int argc, char **argv, int first,
 			const struct fleetctl_opt *opts, size_t n_opts, int *json);
 
+/* Open the store at dir in mode; on failure says "fleetctl: GROUP: cannot
+ * open the store: WHY" and returns NULL. */
+struct fleet_store;
+enum fleet_store_mode;
+struct fleet_store *fleetctl_open_store(const char *group, const char *dir, int mode);
+
 #endif

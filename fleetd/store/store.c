@@ -207,6 +207,47 @@ static const struct migration {
 	 " clock INTEGER NOT NULL CHECK (clock >= 0),"
 	 " checked_at INTEGER NOT NULL CHECK (checked_at >= 0)"
 	 ") STRICT;"},
+	/* The join service's pools and tokens (store_join.c; issue 13,
+	 * docs/join-tokens.md). A token's secret is never stored, only its
+	 * SHA-256; a token row is never deleted (a revoked or spent one must
+	 * stay refused), and its uses only go down. The single-use evidence
+	 * an attestor accepted (attestation_uses) is kept until expires_at. */
+	{6, "join tokens",
+	 "CREATE TABLE pools ("
+	 " id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 63 AND id NOT GLOB '*[^a-z0-9-]*'),"
+	 " owner TEXT NOT NULL CHECK (length(owner) BETWEEN 1 AND 63),"
+	 " join_attestors TEXT CHECK (join_attestors IS NULL OR"
+	 "  (length(join_attestors) BETWEEN 1 AND 1024 AND join_attestors NOT GLOB '*[^a-z0-9,-]*')),"
+	 " created_at INTEGER NOT NULL CHECK (created_at >= 0)"
+	 ") STRICT;"
+	 "CREATE TABLE join_tokens ("
+	 " id TEXT PRIMARY KEY CHECK (length(id) = 26 AND id NOT GLOB '*[^0-9a-z]*'),"
+	 " pool TEXT NOT NULL REFERENCES pools(id) ON DELETE RESTRICT,"
+	 " site TEXT CHECK (site IS NULL OR (length(site) BETWEEN 1 AND 63"
+	 "  AND site NOT GLOB '*[^a-z0-9-]*')),"
+	 " role TEXT NOT NULL CHECK (role IN ('node', 'site', 'provisioned', 'discovery')),"
+	 " secret_sha256 BLOB NOT NULL CHECK (length(secret_sha256) = 32),"
+	 " uses_total INTEGER NOT NULL CHECK (uses_total BETWEEN 1 AND 10000),"
+	 " uses_left INTEGER NOT NULL CHECK (uses_left BETWEEN 0 AND uses_total),"
+	 " created_at INTEGER NOT NULL CHECK (created_at >= 0),"
+	 " expires_at INTEGER NOT NULL CHECK (expires_at > created_at),"
+	 " created_by TEXT NOT NULL CHECK (length(created_by) BETWEEN 1 AND 64),"
+	 " revoked_at INTEGER,"
+	 " expect_mac TEXT CHECK (expect_mac IS NULL OR"
+	 "  (length(expect_mac) = 17 AND expect_mac NOT GLOB '*[^0-9a-f:]*')),"
+	 " expect_product_uuid TEXT CHECK (expect_product_uuid IS NULL OR"
+	 "  (length(expect_product_uuid) = 36 AND expect_product_uuid NOT GLOB '*[^0-9a-f-]*')),"
+	 " allow_reclaim INTEGER NOT NULL CHECK (allow_reclaim IN (0, 1)),"
+	 " last_used_at INTEGER,"
+	 " CHECK ((role = 'site' OR role = 'discovery') = (site IS NOT NULL))"
+	 ") STRICT;"
+	 "CREATE TABLE attestation_uses ("
+	 " attestor TEXT NOT NULL CHECK (length(attestor) BETWEEN 1 AND 32),"
+	 " subject TEXT NOT NULL CHECK (length(subject) BETWEEN 1 AND 255),"
+	 " expires_at INTEGER NOT NULL,"
+	 " PRIMARY KEY (attestor, subject)"
+	 ") STRICT;"
+	 "CREATE INDEX attestation_uses_expiry ON attestation_uses(expires_at);"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");

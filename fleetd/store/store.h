@@ -62,7 +62,7 @@ enum {
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 5
+#define FLEET_STORE_SCHEMA_VERSION 6
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -602,5 +602,98 @@ struct fleet_store_renew_in {
 };
 fleet_err fleet_store_renewal_issue(struct fleet_store *st, const struct fleet_store_renew_in *in,
 				    char lak_sha1[41], char ldevid_sha1[41]);
+
+
+/*
+ * The join service's pools and tokens (schema version 6, store_join.c;
+ * issue 13, docs/join-tokens.md). Rules, traced to tests/unit/test_store.c
+ * test_join_* and tests/join_cli.sh:
+ *
+ * J1 A pool's id is 1..63 of a-z 0-9 '-'; its join_attestors is NULL (any
+ *    attestor this server runs) or 1..16 ids of a-z 0-9 '-', each 1..31
+ *    (the caller checks they are attestors this server runs). Created once
+ *    (CONFLICT when it exists).
+ * J2 A token is created for an existing pool (NOT_FOUND otherwise): id 26
+ *    of 0-9 a-z, role node | site | provisioned | discovery (site and
+ *    discovery tokens name a site, the others may not), 1..10000 uses, an
+ *    expiry after its creation, the SHA-256 of its secret (never the
+ *    secret), an optional expect MAC (aa:bb:..) and product UUID, the
+ *    reclaim flag and who created it.
+ * J3 fleet_store_token_consume is the join-token attestor's store half, in
+ *    ONE write transaction (BEGIN IMMEDIATE: the token's row is locked
+ *    until the commit): the token by id ("token-unknown"), its secret's
+ *    SHA-256 compared in constant time ("token-secret"), not revoked
+ *    ("token-revoked"), not expired at the store's clock ("token-expired":
+ *    SQLite's unixepoch(), the one clock every replica of a store shares),
+ *    a use left ("token-used-up"), of the role asked ("token-role"); then
+ *    one use taken. A refusal writes nothing (FLEET_STORE_E_STATE with
+ *    *reason set). Two concurrent consumes of a one-use token: exactly one
+ *    succeeds.
+ * J4 A revoked token stays refused for ever; revoking twice is STATE.
+ * J5 attestation_uses: (attestor, subject) is recorded once; a second
+ *    record is CONFLICT ("reused"). The prune deletes rows past expires_at,
+ *    at most a batch (1..5000) per call, and says how many.
+ */
+#define FLEET_STORE_POOL_ID_MAX 63
+#define FLEET_STORE_TOKEN_ID_LEN 26
+#define FLEET_STORE_POOL_MAX_ATTESTORS 16
+#define FLEET_STORE_ATTESTOR_MAX 31
+#define FLEET_STORE_TOKEN_MAX_USES 10000
+#define FLEET_STORE_PRUNE_BATCH 5000
+
+struct fleet_store_pool {
+	char id[FLEET_STORE_POOL_ID_MAX + 1];
+	char owner[64];
+	size_t n_attestors; /* 0: any */
+	char attestors[FLEET_STORE_POOL_MAX_ATTESTORS][FLEET_STORE_ATTESTOR_MAX + 1];
+	int64_t created_at;
+};
+fleet_err fleet_store_pool_create(struct fleet_store *st, const struct fleet_store_pool *p);
+fleet_err fleet_store_pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out);
+/* All pools by id; free() the array. */
+fleet_err fleet_store_pools_list(struct fleet_store *st, struct fleet_store_pool **out, size_t *n);
+
+struct fleet_store_token {
+	char id[FLEET_STORE_TOKEN_ID_LEN + 1];
+	char pool[FLEET_STORE_POOL_ID_MAX + 1];
+	char site[FLEET_STORE_POOL_ID_MAX + 1]; /* "" when none */
+	char role[16];
+	unsigned uses_total, uses_left;
+	int64_t created_at, expires_at;
+	char created_by[65];
+	int64_t revoked_at;  /* 0: not revoked */
+	int64_t last_used_at; /* 0: never */
+	char expect_mac[18];  /* "" when none */
+	char expect_product_uuid[37];
+	bool allow_reclaim;
+};
+struct fleet_store_token_in {
+	const char *id;
+	const char *pool;
+	const char *site; /* NULL: none */
+	const char *role;
+	const uint8_t *secret_sha256; /* 32 bytes */
+	unsigned uses;
+	time_t created_at, expires_at;
+	const char *created_by;
+	const char *expect_mac;          /* NULL: none */
+	const char *expect_product_uuid; /* NULL: none */
+	bool allow_reclaim;
+};
+fleet_err fleet_store_token_create(struct fleet_store *st, const struct fleet_store_token_in *in);
+fleet_err fleet_store_token_get(struct fleet_store *st, const char *id, struct fleet_store_token *out);
+/* Newest first, at most FLEET_STORE_LIST_MAX; free() the array. */
+fleet_err fleet_store_tokens_list(struct fleet_store *st, struct fleet_store_token **out, size_t *n);
+fleet_err fleet_store_token_revoke(struct fleet_store *st, const char *id, time_t now);
+/* J3. secret is the token's 32 secret bytes; role what the join asks. On
+ * FLEET_OK *out (may be NULL) is the token after the use. */
+fleet_err fleet_store_token_consume(struct fleet_store *st, const char *id,
+				    const uint8_t secret[32], const char *role,
+				    struct fleet_store_token *out, const char **reason);
+/* J5 */
+fleet_err fleet_store_attestation_use(struct fleet_store *st, const char *attestor,
+				      const char *subject, time_t expires_at);
+fleet_err fleet_store_attestation_uses_prune(struct fleet_store *st, time_t now, size_t batch,
+					     size_t *deleted);
 
 #endif

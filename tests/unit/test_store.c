@@ -7,6 +7,7 @@
 #include "tests/testutil.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +18,7 @@
 #include <sqlite3.h>
 
 #include "fleetd/store/store.h"
+#include "lib/tpm_alg.h"
 #include "lib/hex.h"
 #include "tests/unit/x509_mint.h"
 
@@ -817,6 +819,8 @@ static void test_migrates_v1(void **state)
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
 					  "binding_authors; DROP TABLE provisions; DROP TABLE reattest_clock; "
+					  "DROP TABLE attestation_uses; DROP TABLE join_tokens; "
+					  "DROP TABLE pools; "
 					  "DELETE FROM "
 					  "schema_migrations WHERE version >= 2",
 				      NULL, NULL, NULL),
@@ -1023,7 +1027,8 @@ static void test_migrates_v2(void **state)
 	f->st = NULL;
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
-					  "DROP TABLE reattest_clock; "
+					  "DROP TABLE reattest_clock; DROP TABLE attestation_uses; "
+					  "DROP TABLE join_tokens; DROP TABLE pools; "
 					  "DELETE FROM schema_migrations WHERE version >= 3",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
@@ -1212,6 +1217,226 @@ static void test_renewal_issue(void **state)
 	EVP_PKEY_free(k2);
 }
 
+/* ---- the join service's pools and tokens (store.h J1-J5) ----------------- */
+
+#define TOK1 "0123456789abcdefghijklmnop"
+#define TOK2 "zyxwvutsrqponmlkjihgfedcba"
+
+static void join_pool(struct fx *f)
+{
+	struct fleet_store_pool p = {.id = "pool-a", .owner = "root", .created_at = 100};
+	assert_int_equal(fleet_store_pool_create(f->st, &p), 0);
+}
+
+static void join_token(struct fx *f, const char *id, const char *role, unsigned uses,
+		       time_t expires_at, const uint8_t secret[32])
+{
+	uint8_t h[32];
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, secret, 32, h), FLEET_OK);
+	struct fleet_store_token_in in = {
+		.id = id, .pool = "pool-a", .role = role, .secret_sha256 = h, .uses = uses,
+		.created_at = 100, .expires_at = expires_at, .created_by = "root",
+		.site = (!strcmp(role, "site") || !strcmp(role, "discovery")) ? "site-1" : NULL,
+	};
+	assert_int_equal(fleet_store_token_create(f->st, &in), 0);
+}
+
+/* J1: pools are created once, their attestor lists validated and read
+ * back; J2: a token needs its pool and well-formed fields. */
+static void test_join_pools_and_tokens(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_pool p = {.id = "pool-a", .owner = "root", .n_attestors = 2,
+				     .attestors = {"join-token", "tpm"}, .created_at = 100},
+				got;
+	assert_int_equal(fleet_store_pool_create(f->st, &p), 0);
+	assert_int_equal(fleet_store_pool_create(f->st, &p), FLEET_STORE_E_CONFLICT);
+	assert_int_equal(fleet_store_pool_get(f->st, "pool-a", &got), 0);
+	assert_int_equal(got.n_attestors, 2);
+	assert_string_equal(got.attestors[1], "tpm");
+	struct fleet_store_pool bad = p;
+	snprintf(bad.id, sizeof(bad.id), "Pool A");
+	assert_int_equal(fleet_store_pool_create(f->st, &bad), FLEET_STORE_E_INVALID);
+	bad = p;
+	snprintf(bad.id, sizeof(bad.id), "pool-b");
+	snprintf(bad.attestors[1], sizeof(bad.attestors[1]), "join-token");
+	assert_int_equal(fleet_store_pool_create(f->st, &bad), FLEET_STORE_E_INVALID); /* twice */
+	assert_int_equal(fleet_store_pool_get(f->st, "nope", &got), FLEET_STORE_E_NOT_FOUND);
+
+	uint8_t secret[32] = {1}, h[32];
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, secret, 32, h), FLEET_OK);
+	struct fleet_store_token_in in = {
+		.id = TOK1, .pool = "pool-a", .role = "node", .secret_sha256 = h, .uses = 3,
+		.created_at = 100, .expires_at = 200, .created_by = "root",
+		.expect_mac = "52:54:00:00:00:21", .allow_reclaim = true,
+	};
+	struct fleet_store_token_in b = in;
+	b.pool = "pool-x";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_NOT_FOUND);
+	b = in;
+	b.expires_at = 100;
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	b = in;
+	b.role = "site"; /* without a site */
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	b = in;
+	b.expect_mac = "52:54:00:00:00:2G";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	b = in;
+	b.uses = FLEET_STORE_TOKEN_MAX_USES + 1;
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_token_create(f->st, &in), 0);
+	assert_int_equal(fleet_store_token_create(f->st, &in), FLEET_STORE_E_CONFLICT);
+	struct fleet_store_token t;
+	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
+	assert_int_equal(t.uses_left, 3);
+	assert_string_equal(t.expect_mac, "52:54:00:00:00:21");
+	assert_true(t.allow_reclaim);
+	/* The secret is nowhere in the file, only its hash. */
+	sqlite3 *db = raw(f);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM join_tokens WHERE length(secret_sha256) = 32"),
+			 1);
+	sqlite3_close(db);
+}
+
+/* J3, J4: each refusal by name, writing nothing; a use is taken only by
+ * a consume that passed every rule; revocation is for ever. */
+static void test_join_token_consume(void **state)
+{
+	struct fx *f = *state;
+	uint8_t secret[32], wrong[32];
+	const char *why = NULL;
+	struct fleet_store_token t;
+	memset(secret, 0x5a, sizeof(secret));
+	memset(wrong, 0x5a, sizeof(wrong));
+	wrong[31] ^= 1;
+	join_pool(f);
+	time_t later = time(NULL) + 3600;
+	join_token(f, TOK1, "node", 2, later, secret);
+	assert_int_equal(fleet_store_token_consume(f->st, TOK2, secret, "node", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-unknown");
+	assert_int_equal(fleet_store_token_consume(f->st, TOK1, wrong, "node", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-secret");
+	assert_int_equal(fleet_store_token_consume(f->st, TOK1, secret, "site", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-role");
+	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
+	assert_int_equal(t.uses_left, 2); /* no refusal took a use */
+	assert_int_equal(fleet_store_token_consume(f->st, TOK1, secret, "node", &t, &why), 0);
+	assert_null(why);
+	assert_int_equal(t.uses_left, 1);
+	assert_true(t.last_used_at > 0);
+	assert_int_equal(fleet_store_token_consume(f->st, TOK1, secret, "node", &t, &why), 0);
+	assert_int_equal(fleet_store_token_consume(f->st, TOK1, secret, "node", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-used-up");
+	/* Expired at the store's clock (its unixepoch(), not the caller's). */
+	join_token(f, TOK2, "node", 5, 101, secret);
+	assert_int_equal(fleet_store_token_consume(f->st, TOK2, secret, "node", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-expired");
+	/* Revoked: refused, and revoking again is STATE. */
+	char tok3[] = "aaaaaaaaaaaaaaaaaaaaaaaaaa";
+	join_token(f, tok3, "site", 5, later, secret);
+	assert_int_equal(fleet_store_token_revoke(f->st, tok3, time(NULL)), 0);
+	assert_int_equal(fleet_store_token_revoke(f->st, tok3, time(NULL)), FLEET_STORE_E_STATE);
+	assert_int_equal(fleet_store_token_consume(f->st, tok3, secret, "site", NULL, &why),
+			 FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-revoked");
+	struct fleet_store_token *list;
+	size_t n;
+	assert_int_equal(fleet_store_tokens_list(f->st, &list, &n), 0);
+	assert_int_equal(n, 3);
+	free(list);
+}
+
+struct racer_arg {
+	const char *state;
+	const uint8_t *secret;
+	fleet_err e;
+	pthread_barrier_t *go;
+};
+
+static void *consume_racer(void *p)
+{
+	struct racer_arg *a = p;
+	struct fleet_store *st;
+	struct fleet_errctx ec = {0};
+	const char *why;
+	if (fleet_store_open(a->state, FLEET_STORE_RW, &st, &ec) != FLEET_STORE_OK) {
+		a->e = FLEET_STORE_E_IO;
+		return NULL;
+	}
+	pthread_barrier_wait(a->go);
+	a->e = fleet_store_token_consume(st, TOK1, a->secret, "node", NULL, &why);
+	fleet_store_close(st);
+	return NULL;
+}
+
+/* J3: two joins at once with a one-use token, each on its own connection
+ * (as two fleetd replicas would be): exactly one takes it. */
+static void test_join_token_race(void **state)
+{
+	struct fx *f = *state;
+	uint8_t secret[32];
+	memset(secret, 7, sizeof(secret));
+	join_pool(f);
+	join_token(f, TOK1, "node", 1, time(NULL) + 3600, secret);
+	for (int round = 0; round < 5; round++) {
+		pthread_t th[2];
+		pthread_barrier_t go;
+		struct racer_arg a[2];
+		pthread_barrier_init(&go, NULL, 2);
+		for (int i = 0; i < 2; i++) {
+			a[i] = (struct racer_arg){.state = f->state, .secret = secret, .go = &go};
+			pthread_create(&th[i], NULL, consume_racer, &a[i]);
+		}
+		for (int i = 0; i < 2; i++)
+			pthread_join(th[i], NULL);
+		pthread_barrier_destroy(&go);
+		int won = (a[0].e == 0) + (a[1].e == 0);
+		assert_int_equal(won, round == 0 ? 1 : 0);
+		for (int i = 0; i < 2; i++)
+			assert_true(a[i].e == 0 || a[i].e == FLEET_STORE_E_STATE);
+	}
+	struct fleet_store_token t;
+	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
+	assert_int_equal(t.uses_left, 0);
+}
+
+/* J5: one use of a piece of evidence, ever (until it expires and is
+ * pruned); the prune takes only expired rows, a batch at a time. */
+static void test_join_attestation_uses(void **state)
+{
+	struct fx *f = *state;
+	char subj[64];
+	assert_int_equal(fleet_store_attestation_use(f->st, "cloud-iid", "gcp/p/i-1", 1000), 0);
+	assert_int_equal(fleet_store_attestation_use(f->st, "cloud-iid", "gcp/p/i-1", 5000),
+			 FLEET_STORE_E_CONFLICT);
+	assert_int_equal(fleet_store_attestation_use(f->st, "discovery", "gcp/p/i-1", 1000), 0);
+	for (int i = 0; i < 7; i++) {
+		snprintf(subj, sizeof(subj), "old-%d", i);
+		assert_int_equal(fleet_store_attestation_use(f->st, "discovery", subj, 500 + i), 0);
+	}
+	assert_int_equal(fleet_store_attestation_use(f->st, "discovery", "new", 9000), 0);
+	size_t gone = 0;
+	assert_int_equal(fleet_store_attestation_uses_prune(f->st, 2000, 0, &gone),
+			 FLEET_STORE_E_INVALID);
+	assert_int_equal(fleet_store_attestation_uses_prune(f->st, 2000, 5, &gone), 0);
+	assert_int_equal(gone, 5);
+	assert_int_equal(fleet_store_attestation_uses_prune(f->st, 2000, 5, &gone), 0);
+	assert_int_equal(gone, 4); /* the two old ones left and both at 1000 */
+	assert_int_equal(fleet_store_attestation_uses_prune(f->st, 2000, 5, &gone), 0);
+	assert_int_equal(gone, 0);
+	/* The unexpired one stays, and still refuses a second use. */
+	assert_int_equal(fleet_store_attestation_use(f->st, "discovery", "new", 9000),
+			 FLEET_STORE_E_CONFLICT);
+	/* A pruned one was used before it expired; after, it is free again. */
+	assert_int_equal(fleet_store_attestation_use(f->st, "cloud-iid", "gcp/p/i-1", 9000), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1231,6 +1456,8 @@ int main(void)
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),           T(test_snapshot),
 		T(test_devices_list_whole),    T(test_renewal_issue),
+		T(test_join_pools_and_tokens), T(test_join_token_consume),
+		T(test_join_token_race),       T(test_join_attestation_uses),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
