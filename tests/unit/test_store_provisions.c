@@ -523,6 +523,8 @@ static void test_migrates_v3(void **state)
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisions; DROP TABLE reattest_clock; "
+					  "DROP TABLE attestation_uses; DROP TABLE join_tokens; "
+					  "DROP TABLE pools; "
 					  "DELETE FROM schema_migrations WHERE version >= 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);
