@@ -8,7 +8,9 @@
 #
 # A mutant file (NN-name.mutant) holds comment lines (#: the rule, the test
 # that kills it), "file: PATH" (relative to the source tree), optionally
-# "test: NAME" (the ctest test that must fail; default test_admission), then
+# "test: NAME" (the ctest test that must fail; default test_admission),
+# optionally "build: TARGET..." (what to rebuild when NAME is a script
+# test, not a target), then
 #   @@ original      the exact text to replace, whole lines, matching once
 #   @@ replacement   what replaces it (may be empty)
 #   @@ end
@@ -101,7 +103,15 @@ test_of() { # the ctest test a mutant names (default test_admission)
   t=$(sed -n 's/^test:[[:space:]]*//p' "$1" | head -n 1)
   echo "${t:-test_admission}"
 }
+# "build: TARGET..." (optional): what to rebuild for the test when it is not
+# a target of its own (a script test: the programs it runs).
+build_of() {
+  local b
+  b=$(sed -n 's/^build:[[:space:]]*//p' "$1" | head -n 1)
+  echo "${b:-$(test_of "$1")}"
+}
 tests=$(for s in "${specs[@]}"; do test_of "$s"; done | sort -u)
+targets=$(for s in "${specs[@]}"; do build_of "$s"; done | tr ' ' '\n' | sort -u)
 
 stale=0
 for s in "${specs[@]}"; do
@@ -124,7 +134,7 @@ echo "mutants: building (unmutated)"
 cmake -S "$src" -B "$build" -DCMAKE_BUILD_TYPE=RelWithDebInfo >"$scratch/configure.log" 2>&1 ||
   { cat "$scratch/configure.log"; exit 1; }
 # shellcheck disable=SC2086 # $tests: one word per test
-cmake --build "$build" -j"$jobs" --target fleetd tink-attest fleetctl $tests \
+cmake --build "$build" -j"$jobs" --target fleetd tink-attest fleetctl $targets \
   >"$scratch/build.log" 2>&1 || { tail -40 "$scratch/build.log"; exit 1; }
 
 run_test() { # test, log file; returns ctest's status
@@ -152,7 +162,8 @@ for s in "${specs[@]}"; do
   cp -p "$src/$file" "$scratch/pristine"
   mutate "$s" "$src" apply >/dev/null
   # fleetd, and the test itself: a unit test links the mutated code too.
-  if ! cmake --build "$build" -j"$jobs" --target fleetd "$t" >"$scratch/$name.build.log" 2>&1; then
+  # shellcheck disable=SC2046 # build_of: one word per target
+  if ! cmake --build "$build" -j"$jobs" --target fleetd $(build_of "$s") >"$scratch/$name.build.log" 2>&1; then
     echo "BUILD-FAILED $name (the mutant does not compile: $scratch/$name.build.log)"
     tail -15 "$scratch/$name.build.log"
     broken=$((broken + 1))

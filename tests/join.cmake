@@ -3,3 +3,10 @@
 # owned by another user; root's, skipped (77) otherwise.
 fleet_test(test_join_token unit unit/test_join_token.c)
 fleet_script_test(join_cli e2e join_cli.sh $<TARGET_FILE:store_seed>)
+# kill -9 at every durable write of a token join's commit (store.h N1).
+add_executable(store_join_tool unit/store_join_tool.c)
+target_link_libraries(store_join_tool PRIVATE fleetd_store fleet_x509_mint)
+if(TARGET fleet_crash_shim)
+  fleet_script_test(join_crash e2e join_crash.sh $<TARGET_FILE:store_join_tool>
+                    $<TARGET_FILE:fleet_crash_shim>)
+endif()

@@ -248,6 +248,41 @@ static const struct migration {
 	 " PRIMARY KEY (attestor, subject)"
 	 ") STRICT;"
 	 "CREATE INDEX attestation_uses_expiry ON attestation_uses(expires_at);"},
+	/* The join service's nodes and their certificates (store_join_nodes.c).
+	 * A node's identity generation only goes up; a reclaim raises it and
+	 * revokes every certificate of an older one. A binding (an EK's hash,
+	 * a product UUID) names one node for ever. */
+	{7, "join nodes",
+	 "CREATE TABLE nodes ("
+	 " id TEXT PRIMARY KEY CHECK (length(id) BETWEEN 1 AND 63 AND id NOT GLOB '*[^a-z0-9_-]*'),"
+	 " pool TEXT NOT NULL REFERENCES pools(id) ON DELETE RESTRICT,"
+	 " site TEXT CHECK (site IS NULL OR length(site) BETWEEN 1 AND 63),"
+	 " role TEXT NOT NULL CHECK (role IN ('node', 'site', 'ramdisk')),"
+	 " generation INTEGER NOT NULL CHECK (generation >= 1),"
+	 " joined_at INTEGER NOT NULL CHECK (joined_at >= 0),"
+	 " joined_by TEXT NOT NULL CHECK (length(joined_by) BETWEEN 1 AND 31),"
+	 " token TEXT REFERENCES join_tokens(id),"
+	 " product_uuid TEXT CHECK (product_uuid IS NULL OR length(product_uuid) = 36),"
+	 " retired_at INTEGER"
+	 ") STRICT;"
+	 "CREATE TABLE node_certs ("
+	 " id INTEGER PRIMARY KEY,"
+	 " node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE RESTRICT,"
+	 " generation INTEGER NOT NULL CHECK (generation >= 1),"
+	 " sha256 BLOB NOT NULL UNIQUE CHECK (length(sha256) = 32),"
+	 " der BLOB NOT NULL CHECK (length(der) BETWEEN 1 AND 16384),"
+	 " not_after INTEGER NOT NULL,"
+	 " issued_at INTEGER NOT NULL CHECK (issued_at >= 0),"
+	 " revoked_at INTEGER"
+	 ") STRICT;"
+	 "CREATE INDEX node_certs_by_node ON node_certs(node_id, generation);"
+	 "CREATE TABLE node_bindings ("
+	 " kind TEXT NOT NULL CHECK (kind IN ('ek', 'product-uuid')),"
+	 " subject TEXT NOT NULL CHECK (length(subject) BETWEEN 1 AND 128),"
+	 " node_id TEXT NOT NULL REFERENCES nodes(id) ON DELETE RESTRICT,"
+	 " created_at INTEGER NOT NULL CHECK (created_at >= 0),"
+	 " PRIMARY KEY (kind, subject)"
+	 ") STRICT;"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");

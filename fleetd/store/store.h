@@ -62,7 +62,7 @@ enum {
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 6
+#define FLEET_STORE_SCHEMA_VERSION 7
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -695,5 +695,73 @@ fleet_err fleet_store_attestation_use(struct fleet_store *st, const char *attest
 				      const char *subject, time_t expires_at);
 fleet_err fleet_store_attestation_uses_prune(struct fleet_store *st, time_t now, size_t batch,
 					     size_t *deleted);
+
+
+/*
+ * The join service's nodes and their certificates (schema version 7,
+ * store_join_nodes.c; issue 13). Rules, traced to tests/unit/test_store.c
+ * test_join_nodes_*:
+ *
+ * N1 fleet_store_join_commit is a token join's final round in ONE write
+ *    transaction: the token consumed as J3 (its refusals, writing nothing),
+ *    then the node inserted (generation 1) with its first certificate, and
+ *    the token recorded on the node. The certificate was signed before the
+ *    call and is handed to the node only after this commit: killed at any
+ *    point, the store holds the whole join or none of it (no token spent,
+ *    no certificate recorded, hence none issued).
+ * N2 A node's certificates: fleet_store_node_cert_current finds a
+ *    certificate byte for byte among the node's, of its current
+ *    generation, not revoked, not retired (STATE otherwise, NOT_FOUND for
+ *    a certificate fleetd never recorded).
+ * N3 fleet_store_node_reclaim raises the node's generation and revokes
+ *    every certificate of an older one, with the reclaim's new certificate
+ *    recorded, in one transaction.
+ * N4 fleet_store_node_bind records that (kind, subject) belongs to the
+ *    node: again for the same node is fine; for another node CONFLICT
+ *    ("bound-elsewhere"), nothing written.
+ */
+#define FLEET_STORE_NODE_ID_MAX 63
+
+struct fleet_store_join_in {
+	const char *token_id;
+	const uint8_t *token_secret; /* 32 bytes */
+	const char *token_role;      /* the role the token must have */
+	const char *node_id;
+	const char *node_role;       /* node | site | ramdisk */
+	const char *attestor;        /* "join-token" */
+	const char *product_uuid;    /* NULL: none claimed */
+	const uint8_t *cert_der;
+	size_t cert_len;
+	time_t now;
+};
+/* N1. On FLEET_STORE_E_STATE *reason is the token's refusal (J3). On
+ * FLEET_OK *token_out (may be NULL) is the token after the use, for the
+ * service's expect/reclaim decisions already made before the call. */
+fleet_err fleet_store_join_commit(struct fleet_store *st, const struct fleet_store_join_in *in,
+				  struct fleet_store_token *token_out, const char **reason);
+
+struct fleet_store_node {
+	char id[FLEET_STORE_NODE_ID_MAX + 1];
+	char pool[FLEET_STORE_POOL_ID_MAX + 1];
+	char site[FLEET_STORE_POOL_ID_MAX + 1];
+	char role[16];
+	int64_t generation;
+	int64_t joined_at;
+	char joined_by[32];
+	char token[FLEET_STORE_TOKEN_ID_LEN + 1];
+	char product_uuid[37];
+	int64_t retired_at;
+};
+fleet_err fleet_store_node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out);
+/* N2: *node filled on FLEET_OK. */
+fleet_err fleet_store_node_cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
+					struct fleet_store_node *node);
+/* N3: the new generation into *generation. */
+fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
+				   const uint8_t *cert_der, size_t cert_len, time_t now,
+				   int64_t *generation);
+/* N4 */
+fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const char *subject,
+				const char *node_id, time_t now);
 
 #endif

@@ -65,6 +65,12 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 fleet_err st_cert_insert(struct fleet_store *st, const char *device, const char *kind,
 			 const uint8_t *der, size_t der_len, time_t issued_at, char *sha1_out);
 
+/* store.h J3's body inside the caller's write transaction (store_join.c;
+ * the join's commit joins it with the node and its certificate). */
+fleet_err st_token_consume_tx(struct fleet_store *st, const char *id, const uint8_t secret[32],
+			      const char *role, struct fleet_store_token *out,
+			      const char **reason);
+
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */

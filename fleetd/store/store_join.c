@@ -372,27 +372,22 @@ static fleet_err refuse(struct fleet_store *st, const char **reason, const char 
 	return st_fail(st, FLEET_STORE_E_STATE, "token refused: %s", why);
 }
 
-/* J3: one transaction; nothing written unless every rule held. */
-static fleet_err token_consume(struct fleet_store *st, const char *id, const uint8_t secret[32],
-			       const char *role, struct fleet_store_token *out,
-			       const char **reason)
+/* J3's body, inside the caller's write transaction (st_begin: the row
+ * stays locked until its commit); nothing written unless every rule held. */
+fleet_err st_token_consume_tx(struct fleet_store *st, const char *id, const uint8_t secret[32],
+			      const char *role, struct fleet_store_token *out,
+			      const char **reason)
 {
 	struct fleet_store_token t;
 	uint8_t want[32], got[32];
 	sqlite3_stmt *s;
 	sqlite3_int64 now = 0;
-	fleet_err e = st_writable(st);
+	fleet_err e;
 
-	if (e)
-		return e;
 	if (!secret || !role_ok(role))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a consume needs a secret and a role");
 	if (fleet_hash(FLEET_ALG_SHA256, secret, 32, got) != FLEET_OK)
 		return st_fail(st, FLEET_STORE_E_NOMEM, "hashing the secret failed");
-	/* BEGIN IMMEDIATE holds the write lock from the first read: the row
-	 * cannot change between the checks and the use. */
-	if ((e = st_begin(st)))
-		return e;
 	e = token_get(st, id, &t, want);
 	if (e == FLEET_STORE_E_NOT_FOUND) {
 		e = refuse(st, reason, "token-unknown");
@@ -445,13 +440,28 @@ static fleet_err token_consume(struct fleet_store *st, const char *id, const uin
 		out->uses_left--;
 		out->last_used_at = now;
 	}
+	if (!e)
+		*reason = NULL;
 out:
 	OPENSSL_cleanse(got, sizeof(got));
-	if (e) {
+	return e;
+}
+
+static fleet_err token_consume(struct fleet_store *st, const char *id, const uint8_t secret[32],
+			       const char *role, struct fleet_store_token *out,
+			       const char **reason)
+{
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	/* BEGIN IMMEDIATE holds the write lock from the first read: the row
+	 * cannot change between the checks and the use. */
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_token_consume_tx(st, id, secret, role, out, reason))) {
 		st_rollback(st);
 		return e;
 	}
-	*reason = NULL;
 	return st_commit(st);
 }
 

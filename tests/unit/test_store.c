@@ -5,6 +5,7 @@
  * counted and capped), and a read-only handle that cannot write.
  */
 #include "tests/testutil.h"
+#include "tests/unit/store_schema_test.h"
 
 #include <errno.h>
 #include <pthread.h>
@@ -819,8 +820,7 @@ static void test_migrates_v1(void **state)
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
 					  "binding_authors; DROP TABLE provisions; DROP TABLE reattest_clock; "
-					  "DROP TABLE attestation_uses; DROP TABLE join_tokens; "
-					  "DROP TABLE pools; "
+					  DROP_JOIN_TABLES
 					  "DELETE FROM "
 					  "schema_migrations WHERE version >= 2",
 				      NULL, NULL, NULL),
@@ -1027,8 +1027,7 @@ static void test_migrates_v2(void **state)
 	f->st = NULL;
 	sqlite3 *db = raw(f);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
-					  "DROP TABLE reattest_clock; DROP TABLE attestation_uses; "
-					  "DROP TABLE join_tokens; DROP TABLE pools; "
+					  "DROP TABLE reattest_clock; " DROP_JOIN_TABLES
 					  "DELETE FROM schema_migrations WHERE version >= 3",
 				      NULL, NULL, NULL),
 			 SQLITE_OK);
@@ -1437,6 +1436,126 @@ static void test_join_attestation_uses(void **state)
 	assert_int_equal(fleet_store_attestation_use(f->st, "cloud-iid", "gcp/p/i-1", 9000), 0);
 }
 
+/* ---- nodes (store.h N1-N4) ------------------------------------------------ */
+
+static unsigned char *node_cert(size_t *len)
+{
+	return make_cert(len, 1900000000);
+}
+
+/* N1: a token join is one transaction: a refused token writes no node and
+ * no certificate; a good one writes both and takes its use; the token's
+ * last use cannot make a second node. */
+static void test_join_nodes_commit(void **state)
+{
+	struct fx *f = *state;
+	uint8_t secret[32], wrong[32];
+	const char *why = NULL;
+	size_t l1, l2;
+	unsigned char *c1 = node_cert(&l1), *c2 = node_cert(&l2);
+	memset(secret, 3, sizeof(secret));
+	memcpy(wrong, secret, sizeof(wrong));
+	wrong[0] ^= 1;
+	join_pool(f);
+	join_token(f, TOK1, "node", 1, time(NULL) + 3600, secret);
+	struct fleet_store_join_in in = {
+		.token_id = TOK1, .token_secret = wrong, .token_role = "node", .node_id = "node_a",
+		.node_role = "node", .attestor = "join-token", .cert_der = c1, .cert_len = l1,
+		.now = time(NULL),
+	};
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, &why), FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-secret");
+	struct fleet_store_node n;
+	assert_int_equal(fleet_store_node_get(f->st, "node_a", &n), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_node_cert_current(f->st, c1, l1, &n), FLEET_STORE_E_NOT_FOUND);
+	in.token_secret = secret;
+	struct fleet_store_token t;
+	assert_int_equal(fleet_store_join_commit(f->st, &in, &t, &why), 0);
+	assert_int_equal(t.uses_left, 0);
+	assert_int_equal(fleet_store_node_get(f->st, "node_a", &n), 0);
+	assert_int_equal(n.generation, 1);
+	assert_string_equal(n.pool, "pool-a");
+	assert_string_equal(n.token, TOK1);
+	assert_int_equal(fleet_store_node_cert_current(f->st, c1, l1, &n), 0);
+	/* The token is spent: no second node, and that node's certificate
+	 * was never recorded. */
+	in.node_id = "node_b";
+	in.cert_der = c2;
+	in.cert_len = l2;
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, &why), FLEET_STORE_E_STATE);
+	assert_string_equal(why, "token-used-up");
+	assert_int_equal(fleet_store_node_get(f->st, "node_b", &n), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_node_cert_current(f->st, c2, l2, &n), FLEET_STORE_E_NOT_FOUND);
+	free(c1);
+	free(c2);
+}
+
+/* N2, N3: a reclaim raises the generation and revokes the older
+ * certificates; only the current one is current; a certificate never
+ * recorded, or one byte different, is not. */
+static void test_join_nodes_reclaim(void **state)
+{
+	struct fx *f = *state;
+	uint8_t secret[32];
+	size_t l1, l2;
+	unsigned char *c1 = node_cert(&l1), *c2 = node_cert(&l2);
+	memset(secret, 4, sizeof(secret));
+	join_pool(f);
+	join_token(f, TOK1, "node", 1, time(NULL) + 3600, secret);
+	struct fleet_store_join_in in = {
+		.token_id = TOK1, .token_secret = secret, .token_role = "node", .node_id = "node_a",
+		.node_role = "node", .attestor = "join-token", .cert_der = c1, .cert_len = l1,
+		.now = time(NULL),
+	};
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, NULL), 0);
+	struct fleet_store_node n;
+	int64_t g = 0;
+	assert_int_equal(fleet_store_node_reclaim(f->st, "node_a", c2, l2, time(NULL), &g), 0);
+	assert_int_equal(g, 2);
+	assert_int_equal(fleet_store_node_cert_current(f->st, c1, l1, &n), FLEET_STORE_E_STATE);
+	assert_int_equal(fleet_store_node_cert_current(f->st, c2, l2, &n), 0);
+	assert_int_equal(n.generation, 2);
+	c2[l2 - 1] ^= 1; /* the signature's last byte: another certificate */
+	assert_int_equal(fleet_store_node_cert_current(f->st, c2, l2, &n), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_node_reclaim(f->st, "nobody", c1, l1, time(NULL), &g),
+			 FLEET_STORE_E_NOT_FOUND);
+	free(c1);
+	free(c2);
+}
+
+/* N4: a binding names one node for ever. */
+static void test_join_nodes_bind(void **state)
+{
+	struct fx *f = *state;
+	uint8_t secret[32];
+	size_t l1, l2;
+	unsigned char *c1 = node_cert(&l1), *c2 = node_cert(&l2);
+	char tok2[] = TOK2;
+	memset(secret, 5, sizeof(secret));
+	join_pool(f);
+	join_token(f, TOK1, "node", 1, time(NULL) + 3600, secret);
+	join_token(f, tok2, "node", 1, time(NULL) + 3600, secret);
+	struct fleet_store_join_in in = {
+		.token_id = TOK1, .token_secret = secret, .token_role = "node", .node_id = "node_a",
+		.node_role = "node", .attestor = "join-token", .cert_der = c1, .cert_len = l1,
+		.now = time(NULL),
+	};
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, NULL), 0);
+	in.token_id = tok2;
+	in.node_id = "node_b";
+	in.cert_der = c2;
+	in.cert_len = l2;
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, NULL), 0);
+	const char *ek = "ekekekekekekekekekekekekekekekekekekekekekekekekekekekekekekekek";
+	assert_int_equal(fleet_store_node_bind(f->st, "ek", ek, "node_a", 1), 0);
+	assert_int_equal(fleet_store_node_bind(f->st, "ek", ek, "node_a", 2), 0);
+	assert_int_equal(fleet_store_node_bind(f->st, "ek", ek, "node_b", 3), FLEET_STORE_E_CONFLICT);
+	assert_non_null(strstr(fleet_store_errmsg(f->st), "bound-elsewhere"));
+	assert_int_equal(fleet_store_node_bind(f->st, "mac", ek, "node_a", 1), FLEET_STORE_E_INVALID);
+	free(c1);
+	free(c2);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1458,6 +1577,8 @@ int main(void)
 		T(test_devices_list_whole),    T(test_renewal_issue),
 		T(test_join_pools_and_tokens), T(test_join_token_consume),
 		T(test_join_token_race),       T(test_join_attestation_uses),
+		T(test_join_nodes_commit),     T(test_join_nodes_reclaim),
+		T(test_join_nodes_bind),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -9,6 +9,7 @@
  * active in the same transaction.
  */
 #include "tests/testutil.h"
+#include "tests/unit/store_schema_test.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -523,8 +524,7 @@ static void test_migrates_v3(void **state)
 	sqlite3 *db;
 	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisions; DROP TABLE reattest_clock; "
-					  "DROP TABLE attestation_uses; DROP TABLE join_tokens; "
-					  "DROP TABLE pools; "
+					  DROP_JOIN_TABLES
 					  "DELETE FROM schema_migrations WHERE version >= 4",
 				      NULL, NULL, NULL), SQLITE_OK);
 	sqlite3_close(db);

@@ -1,0 +1,346 @@
+/*
+ * store_join_nodes.c: the join service's nodes, their certificates and
+ * bindings (store.h N1-N4, schema version 7).
+ */
+#include "fleetd/store/store_int.h"
+
+#include <stdio.h>
+#include <string.h>
+
+#include <openssl/evp.h>
+#include <openssl/x509.h>
+
+static bool node_id_ok(const char *s)
+{
+	size_t n = s ? strlen(s) : 0;
+	if (n < 1 || n > FLEET_STORE_NODE_ID_MAX)
+		return false;
+	for (size_t i = 0; i < n; i++)
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '_' ||
+		      s[i] == '-'))
+			return false;
+	return true;
+}
+
+static bool node_role_ok(const char *r)
+{
+	return r && (!strcmp(r, "node") || !strcmp(r, "site") || !strcmp(r, "ramdisk"));
+}
+
+/* SHA-256 and notAfter of one whole DER certificate. */
+static bool cert_facts(const uint8_t *der, size_t len, uint8_t sha[32], int64_t *not_after)
+{
+	const unsigned char *p = der;
+	X509 *x = der && len ? d2i_X509(NULL, &p, (long)len) : NULL;
+	struct tm tm;
+	unsigned int n = 0;
+	bool ok = x && p == der + len && ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1 &&
+		  EVP_Digest(der, len, sha, &n, EVP_sha256(), NULL) && n == 32;
+	if (ok)
+		*not_after = (int64_t)timegm(&tm);
+	X509_free(x);
+	return ok;
+}
+
+static fleet_err cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
+			     const uint8_t *der, size_t len, time_t now)
+{
+	uint8_t sha[32];
+	int64_t not_after;
+	sqlite3_stmt *s;
+	fleet_err e;
+	if (len > 16384 || !cert_facts(der, len, sha, &not_after))
+		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate");
+	if ((e = st_prepare(st,
+			    "INSERT INTO node_certs (node_id, generation, sha256, der, not_after, "
+			    "issued_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, generation);
+	sqlite3_bind_blob(s, 3, sha, 32, SQLITE_STATIC);
+	sqlite3_bind_blob(s, 4, der, (int)len, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, not_after);
+	sqlite3_bind_int64(s, 6, (sqlite3_int64)now);
+	return st_step_done(st, s, "record node certificate", NULL);
+}
+
+/* ---- N1: a token join's final round ---------------------------------------- */
+
+static fleet_err join_commit(struct fleet_store *st, const struct fleet_store_join_in *in,
+			     struct fleet_store_token *token_out, const char **reason)
+{
+	struct fleet_store_token t;
+	sqlite3_stmt *s;
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!node_id_ok(in->node_id) || !node_role_ok(in->node_role) || !in->attestor ||
+	    strlen(in->attestor) < 1 || strlen(in->attestor) > 31 ||
+	    (in->product_uuid && strlen(in->product_uuid) != 36) || in->now < 0)
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "a join names its node (a-z 0-9 _ -), its role, its attestor");
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_token_consume_tx(st, in->token_id, in->token_secret, in->token_role, &t,
+				     reason)))
+		goto out;
+	if ((e = st_prepare(st,
+			    "INSERT INTO nodes (id, pool, site, role, generation, joined_at, "
+			    "joined_by, token, product_uuid) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, in->node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, t.pool, -1, SQLITE_STATIC);
+	if (t.site[0])
+		sqlite3_bind_text(s, 3, t.site, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 3);
+	sqlite3_bind_text(s, 4, in->node_role, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 5, (sqlite3_int64)in->now);
+	sqlite3_bind_text(s, 6, in->attestor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 7, t.id, -1, SQLITE_STATIC);
+	if (in->product_uuid)
+		sqlite3_bind_text(s, 8, in->product_uuid, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 8);
+	if ((e = st_step_done(st, s, "insert node", NULL)))
+		goto out;
+	e = cert_insert(st, in->node_id, 1, in->cert_der, in->cert_len, in->now);
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	if ((e = st_commit(st)))
+		return e;
+	if (token_out)
+		*token_out = t;
+	return FLEET_STORE_OK;
+}
+
+fleet_err fleet_store_join_commit(struct fleet_store *st, const struct fleet_store_join_in *in,
+				  struct fleet_store_token *token_out, const char **reason)
+{
+	const char *dummy;
+	if (!st || !in)
+		return FLEET_STORE_E_INVALID;
+	if (!reason)
+		reason = &dummy;
+	*reason = NULL;
+	st_lock(st);
+	return st_unlock(st, join_commit(st, in, token_out, reason));
+}
+
+/* ---- nodes ------------------------------------------------------------------- */
+
+static fleet_err node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out)
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	memset(out, 0, sizeof(*out));
+	if (!node_id_ok(id))
+		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "not a node id");
+	if ((e = st_prepare(st,
+			    "SELECT id, pool, site, role, generation, joined_at, joined_by, token, "
+			    "product_uuid, retired_at FROM nodes WHERE id = ?1",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		if (!st_col_text(s, 0, out->id, sizeof(out->id)) ||
+		    !st_col_text(s, 1, out->pool, sizeof(out->pool)) ||
+		    !st_col_text(s, 2, out->site, sizeof(out->site)) ||
+		    !st_col_text(s, 3, out->role, sizeof(out->role)) ||
+		    !st_col_text(s, 6, out->joined_by, sizeof(out->joined_by)) ||
+		    !st_col_text(s, 7, out->token, sizeof(out->token)) ||
+		    !st_col_text(s, 8, out->product_uuid, sizeof(out->product_uuid)))
+			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a nodes row holds what it cannot");
+		out->generation = sqlite3_column_int64(s, 4);
+		out->joined_at = sqlite3_column_int64(s, 5);
+		out->retired_at = sqlite3_column_int64(s, 9);
+	} else if (rc == SQLITE_DONE) {
+		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no node %s", id);
+	} else {
+		e = st_sqlite(st, rc, "read node");
+	}
+	sqlite3_finalize(s);
+	return e;
+}
+
+fleet_err fleet_store_node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out)
+{
+	if (!st || !out)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, node_get(st, id, out));
+}
+
+/* N2 */
+static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
+			      struct fleet_store_node *node)
+{
+	uint8_t sha[32];
+	int64_t not_after;
+	sqlite3_stmt *s;
+	fleet_err e;
+	char id[FLEET_STORE_NODE_ID_MAX + 1] = "";
+	int64_t generation = 0, revoked = 0;
+	if (!cert_facts(der, len, sha, &not_after))
+		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "not one DER X.509 certificate");
+	if ((e = st_prepare(st,
+			    "SELECT node_id, generation, revoked_at, der FROM node_certs "
+			    "WHERE sha256 = ?1",
+			    &s)))
+		return e;
+	sqlite3_bind_blob(s, 1, sha, 32, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	bool same = false;
+	if (rc == SQLITE_ROW) {
+		same = (size_t)sqlite3_column_bytes(s, 3) == len &&
+		       memcmp(sqlite3_column_blob(s, 3), der, len) == 0; /* byte for byte */
+		if (!st_col_text(s, 0, id, sizeof(id)))
+			same = false;
+		generation = sqlite3_column_int64(s, 1);
+		revoked = sqlite3_column_int64(s, 2);
+	}
+	sqlite3_finalize(s);
+	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
+		return st_sqlite(st, rc, "read node certificate");
+	if (!same)
+		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such node certificate");
+	if ((e = node_get(st, id, node)))
+		return e;
+	if (revoked)
+		return st_fail(st, FLEET_STORE_E_STATE, "the certificate is revoked");
+	if (generation != node->generation)
+		return st_fail(st, FLEET_STORE_E_STATE,
+			       "the certificate is of an older identity generation");
+	if (node->retired_at)
+		return st_fail(st, FLEET_STORE_E_STATE, "the node is retired");
+	return FLEET_STORE_OK;
+}
+
+fleet_err fleet_store_node_cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
+					struct fleet_store_node *node)
+{
+	if (!st || !node)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, cert_current(st, der, len, node));
+}
+
+/* N3 */
+static fleet_err node_reclaim(struct fleet_store *st, const char *node_id, const uint8_t *der,
+			      size_t len, time_t now, int64_t *generation)
+{
+	struct fleet_store_node n;
+	sqlite3_stmt *s;
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = node_get(st, node_id, &n)))
+		goto out;
+	if (n.retired_at) {
+		e = st_fail(st, FLEET_STORE_E_STATE, "a retired node is not reclaimed");
+		goto out;
+	}
+	int64_t g = n.generation + 1;
+	if ((e = st_prepare(st, "UPDATE nodes SET generation = ?2 WHERE id = ?1", &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, g);
+	if ((e = st_step_done(st, s, "raise generation", NULL)))
+		goto out;
+	if ((e = st_prepare(st,
+			    "UPDATE node_certs SET revoked_at = ?2 WHERE node_id = ?1 AND "
+			    "generation < ?3 AND revoked_at IS NULL",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	sqlite3_bind_int64(s, 3, g);
+	if ((e = st_step_done(st, s, "revoke older certificates", NULL)))
+		goto out;
+	if ((e = cert_insert(st, node_id, g, der, len, now)))
+		goto out;
+	if (generation)
+		*generation = g;
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	return st_commit(st);
+}
+
+fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
+				   const uint8_t *cert_der, size_t cert_len, time_t now,
+				   int64_t *generation)
+{
+	if (!st)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, node_reclaim(st, node_id, cert_der, cert_len, now, generation));
+}
+
+/* N4 */
+static fleet_err node_bind(struct fleet_store *st, const char *kind, const char *subject,
+			   const char *node_id, time_t now)
+{
+	sqlite3_stmt *s;
+	char owner[FLEET_STORE_NODE_ID_MAX + 1] = "";
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if (!kind || (strcmp(kind, "ek") && strcmp(kind, "product-uuid")) ||
+	    !st_text_ok(subject, 128) || !node_id_ok(node_id))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a binding is ek or product-uuid, a "
+							  "subject and a node");
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_prepare(st, "SELECT node_id FROM node_bindings WHERE kind = ?1 AND subject = ?2",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW && !st_col_text(s, 0, owner, sizeof(owner)))
+		e = st_fail(st, FLEET_STORE_E_CORRUPT, "a binding names no node");
+	sqlite3_finalize(s);
+	if (e)
+		goto out;
+	if (owner[0]) {
+		if (strcmp(owner, node_id) != 0)
+			e = st_fail(st, FLEET_STORE_E_CONFLICT, "bound-elsewhere: %s", owner);
+		goto out;
+	}
+	if ((e = st_prepare(st,
+			    "INSERT INTO node_bindings (kind, subject, node_id, created_at) "
+			    "VALUES (?1, ?2, ?3, ?4)",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 3, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 4, (sqlite3_int64)now);
+	e = st_step_done(st, s, "bind", NULL);
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	return st_commit(st);
+}
+
+fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const char *subject,
+				const char *node_id, time_t now)
+{
+	if (!st)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, node_bind(st, kind, subject, node_id, now));
+}
