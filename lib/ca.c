@@ -27,6 +27,7 @@
 #include <openssl/x509v3.h>
 
 #include "lib/buf.h"
+#include "lib/ca_int.h"
 #include "lib/file_read.h"
 #include "lib/hex.h"
 #include "lib/tpm.h"
@@ -45,11 +46,6 @@
 #define OID_TCG_CAP_TPM_RESIDENCY "2.23.133.11.1.1"
 #define OID_TCG_CAP_TPM_FIXED "2.23.133.11.1.2"
 #define OID_TCG_CAP_TPM_RESTRICTED "2.23.133.11.1.3"
-
-struct fleet_ca {
-	EVP_PKEY *key;
-	X509 *cert;
-};
 
 void fleet_ca_free(struct fleet_ca *ca)
 {
@@ -159,8 +155,8 @@ static fleet_err path_join(char *out, size_t cap, const char *dir, const char *f
 	return (n < 0 || (size_t)n >= cap) ? FLEET_E_TOO_LARGE : FLEET_OK;
 }
 
-/* A 128-bit random serial, as a positive INTEGER (RFC 5280 4.1.2.2). */
-static fleet_err set_random_serial(X509 *x)
+/* Shared with ca_node.c (lib/ca_int.h). */
+fleet_err fleet_ca_int_random_serial(X509 *x)
 {
 	unsigned char rnd[16];
 	BIGNUM *bn = NULL;
@@ -180,7 +176,7 @@ static fleet_err set_random_serial(X509 *x)
 	return e;
 }
 
-static fleet_err add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value)
+fleet_err fleet_ca_int_add_ext(X509 *x, X509V3_CTX *v3, int nid, const char *value)
 {
 	X509_EXTENSION *ext = X509V3_EXT_conf_nid(NULL, v3, nid, value);
 	if (!ext)
@@ -218,13 +214,18 @@ out:
 	return e;
 }
 
-static fleet_err set_validity(X509 *x, time_t not_before, unsigned days)
+fleet_err fleet_ca_int_set_validity(X509 *x, time_t not_before, time_t seconds)
 {
 	time_t nb = not_before ? not_before : time(NULL);
-	time_t na = nb + (time_t)days * 86400;
+	time_t na = nb + seconds;
 	if (!ASN1_TIME_set(X509_getm_notBefore(x), nb) || !ASN1_TIME_set(X509_getm_notAfter(x), na))
 		return FLEET_E_CRYPTO;
 	return FLEET_OK;
+}
+
+static fleet_err set_validity(X509 *x, time_t not_before, unsigned days)
+{
+	return fleet_ca_int_set_validity(x, not_before, (time_t)days * 86400);
 }
 
 /* Write all of buf to a file that must not exist yet, with exactly `mode`. */
@@ -289,17 +290,18 @@ static fleet_err make_ca_cert(EVP_PKEY *key, const char *cn, unsigned days, X509
 	if (!x)
 		return FLEET_E_NOMEM;
 	name = X509_get_subject_name(x);
-	if (!X509_set_version(x, 2) || set_random_serial(x) != FLEET_OK ||
+	if (!X509_set_version(x, 2) || fleet_ca_int_random_serial(x) != FLEET_OK ||
 	    !X509_NAME_add_entry_by_NID(name, NID_commonName, V_ASN1_UTF8STRING,
 					(const unsigned char *)cn, -1, -1, 0) ||
 	    !X509_set_issuer_name(x, name) || set_validity(x, 0, days) != FLEET_OK ||
 	    !X509_set_pubkey(x, key))
 		goto out;
 	X509V3_set_ctx(&v3, x, x, NULL, NULL, 0);
-	if (add_ext(x, &v3, NID_basic_constraints, "critical,CA:TRUE") != FLEET_OK ||
-	    add_ext(x, &v3, NID_key_usage, "critical,keyCertSign,cRLSign") != FLEET_OK ||
-	    add_ext(x, &v3, NID_subject_key_identifier, "hash") != FLEET_OK ||
-	    add_ext(x, &v3, NID_authority_key_identifier, "keyid:always") != FLEET_OK)
+	if (fleet_ca_int_add_ext(x, &v3, NID_basic_constraints, "critical,CA:TRUE") != FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_key_usage, "critical,keyCertSign,cRLSign") !=
+		    FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_subject_key_identifier, "hash") != FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_authority_key_identifier, "keyid:always") != FLEET_OK)
 		goto out;
 	if (X509_sign(x, key, EVP_sha256()) <= 0)
 		goto out;
@@ -532,7 +534,7 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 		goto out;
 	}
 	name = X509_get_subject_name(x);
-	if (!X509_set_version(x, 2) || set_random_serial(x) != FLEET_OK ||
+	if (!X509_set_version(x, 2) || fleet_ca_int_random_serial(x) != FLEET_OK ||
 	    /* The string types are set here, not picked by OpenSSL from its
 	     * process-wide mask: the bytes were checked against exactly these
 	     * types by fleet_ca_subject_ok above. */
@@ -546,16 +548,17 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 	    !X509_set_pubkey(x, pk))
 		goto out;
 	X509V3_set_ctx(&v3, ca->cert, x, NULL, NULL, 0);
-	if (add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE") != FLEET_OK ||
-	    add_ext(x, &v3, NID_key_usage, "critical,digitalSignature") != FLEET_OK ||
-	    add_ext(x, &v3, NID_subject_key_identifier, "hash") != FLEET_OK ||
-	    add_ext(x, &v3, NID_authority_key_identifier, "keyid:always") != FLEET_OK)
+	if (fleet_ca_int_add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE") != FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_key_usage, "critical,digitalSignature") != FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_subject_key_identifier, "hash") != FLEET_OK ||
+	    fleet_ca_int_add_ext(x, &v3, NID_authority_key_identifier, "keyid:always") != FLEET_OK)
 		goto out;
 	if (req->kind == FLEET_CERT_LAK) {
 		/* tcg-kp-AIKCertificate: this key signs TPM attestations; the
 		 * policies say its residency and restriction were verified (by
 		 * credential activation and the attribute check above). */
-		if (add_ext(x, &v3, NID_ext_key_usage, OID_TCG_KP_AIK_CERTIFICATE) != FLEET_OK ||
+		if (fleet_ca_int_add_ext(x, &v3, NID_ext_key_usage, OID_TCG_KP_AIK_CERTIFICATE) !=
+			    FLEET_OK ||
 		    add_policies(x, OID_TCG_CAP_TPM_RESIDENCY, OID_TCG_CAP_TPM_RESTRICTED) != FLEET_OK)
 			goto out;
 	} else {
