@@ -14,13 +14,6 @@
 #include "lib/attest_wire_json.h"
 #include "lib/hex.h"
 
-static void bytes_free(struct fleet_wire_bytes *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = 0;
-}
-
 /* A member that may be absent or null (both mean "none"). */
 static json_t *optional(const json_t *obj, const char *key)
 {
@@ -47,20 +40,6 @@ static const char *const intake_keys[] = {
 static const char *const ek_keys[] = {"public", "cert", NULL};
 static const char *const ldevid_keys[] = {"public", "request", "certify_attest",
 					  "certify_signature", NULL};
-
-/* "aa:bb:cc:dd:ee:ff", lowercase: one spelling per address, so two intakes
- * of one machine compare equal byte for byte. */
-static bool mac_ok(const char *s)
-{
-	if (strlen(s) != FLEET_WIRE_MAC_LEN)
-		return false;
-	for (size_t i = 0; i < FLEET_WIRE_MAC_LEN; i++) {
-		char c = s[i];
-		if (i % 3 == 2 ? c != ':' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
-			return false;
-	}
-	return true;
-}
 
 static fleet_err decode_ek(const json_t *root, const char *key, struct fleet_wire_ek *ek,
 			   struct fleet_errctx *ec)
@@ -119,7 +98,7 @@ fleet_err fleet_wire_intake_decode(const uint8_t *body, size_t len, struct fleet
 		char path[32];
 		snprintf(path, sizeof(path), "macs[%zu]", i);
 		TRY(wj_string(v, path, 0, FLEET_WIRE_MAC_LEN, out->macs[i], ec));
-		if (!mac_ok(out->macs[i])) {
+		if (!wj_mac_ok(out->macs[i])) {
 			e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
 					     "%s: not a lowercase aa:bb:cc:dd:ee:ff address", path);
 			goto fail;
@@ -191,8 +170,9 @@ fleet_err fleet_wire_intake_encode(const struct fleet_wire_intake *in, struct fl
 	rc |= wj_put_string(root, "bios_version", in->bios_version);
 	rc |= json_object_set_new(root, "macs", macs = json_array());
 	for (size_t i = 0; rc == 0 && i < in->n_macs; i++)
-		rc |= mac_ok(in->macs[i]) ? json_array_append_new(macs, json_string(in->macs[i]))
-					  : -1;
+		rc |= wj_mac_ok(in->macs[i])
+			      ? json_array_append_new(macs, json_string(in->macs[i]))
+			      : -1;
 	rc |= wj_put_bytes(root, "network_report", in->network_report.data,
 			   in->network_report.len);
 	rc |= put_ek(root, "ek_rsa", &in->ek_rsa);
@@ -218,16 +198,16 @@ void fleet_wire_intake_free(struct fleet_wire_intake *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->network_report);
-	bytes_free(&m->ek_rsa.pub);
-	bytes_free(&m->ek_rsa.cert);
-	bytes_free(&m->ek_ecc.pub);
-	bytes_free(&m->ek_ecc.cert);
-	bytes_free(&m->ak_public);
-	bytes_free(&m->ldevid_public);
-	bytes_free(&m->ldevid_request);
-	bytes_free(&m->ldevid_certify_attest);
-	bytes_free(&m->ldevid_certify_sig);
+	wj_bytes_free(&m->network_report);
+	wj_bytes_free(&m->ek_rsa.pub);
+	wj_bytes_free(&m->ek_rsa.cert);
+	wj_bytes_free(&m->ek_ecc.pub);
+	wj_bytes_free(&m->ek_ecc.cert);
+	wj_bytes_free(&m->ak_public);
+	wj_bytes_free(&m->ldevid_public);
+	wj_bytes_free(&m->ldevid_request);
+	wj_bytes_free(&m->ldevid_certify_attest);
+	wj_bytes_free(&m->ldevid_certify_sig);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -269,8 +249,8 @@ static int put_cred(json_t *o, const struct fleet_wire_credential *c)
 
 static void cred_free(struct fleet_wire_credential *c)
 {
-	bytes_free(&c->id_object);
-	bytes_free(&c->enc_secret);
+	wj_bytes_free(&c->id_object);
+	wj_bytes_free(&c->enc_secret);
 	c->present = false;
 }
 
@@ -475,9 +455,9 @@ void fleet_wire_verdict_free(struct fleet_wire_verdict *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->lak_cert);
-	bytes_free(&m->ldevid_cert);
-	bytes_free(&m->ca_cert);
+	wj_bytes_free(&m->lak_cert);
+	wj_bytes_free(&m->ldevid_cert);
+	wj_bytes_free(&m->ca_cert);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -529,7 +509,7 @@ void fleet_wire_confirm_free(struct fleet_wire_confirm *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->signature);
+	wj_bytes_free(&m->signature);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -624,6 +604,6 @@ void fleet_wire_confirm_reply_free(struct fleet_wire_confirm_reply *m)
 	if (!m)
 		return;
 	cred_free(&m->code);
-	bytes_free(&m->proof);
+	wj_bytes_free(&m->proof);
 	memset(m, 0, sizeof(*m));
 }

@@ -9,6 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <openssl/crypto.h>
+
 #include "lib/sanitize.h"
 
 fleet_err wj_keys(const json_t *obj, const char *const *allowed, const char *path,
@@ -180,6 +182,54 @@ fleet_err wj_status(const json_t *obj, const char *const *names, const enum flee
 	return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "status: not one this message may carry");
 }
 
+fleet_err wj_int(const json_t *v, const char *path, json_int_t min, json_int_t max,
+		 json_int_t *out, struct fleet_errctx *ec)
+{
+	if (!v)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s: missing", path);
+	if (!json_is_integer(v) || json_integer_value(v) < min || json_integer_value(v) > max)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "%s: not an integer %lld..%lld",
+					path, (long long)min, (long long)max);
+	*out = json_integer_value(v);
+	return FLEET_OK;
+}
+
+bool wj_mac_ok(const char *s)
+{
+	if (strlen(s) != FLEET_WIRE_MAC_LEN)
+		return false;
+	for (size_t i = 0; i < FLEET_WIRE_MAC_LEN; i++) {
+		char c = s[i];
+		if (i % 3 == 2 ? c != ':' : !((c >= '0' && c <= '9') || (c >= 'a' && c <= 'f')))
+			return false;
+	}
+	return true;
+}
+
+bool wj_bytes_ok(const struct fleet_wire_bytes *b, size_t max)
+{
+	return b->data && b->len > 0 && b->len <= max;
+}
+
+void wj_bytes_free(struct fleet_wire_bytes *b)
+{
+	if (b->data)
+		OPENSSL_cleanse(b->data, b->len);
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+json_t *wj_start(void)
+{
+	json_t *root = json_object();
+	if (root && json_object_set_new(root, "v", json_integer(FLEET_WIRE_VERSION)) != 0) {
+		json_decref(root);
+		return NULL;
+	}
+	return root;
+}
+
 int wj_put_string(json_t *obj, const char *key, const char *s)
 {
 	if (!s || !wj_text_ok(s, strlen(s)))
@@ -188,16 +238,24 @@ int wj_put_string(json_t *obj, const char *key, const char *s)
 	return json_object_set_new(obj, key, json_string(s));
 }
 
-int wj_put_bytes(json_t *obj, const char *key, const uint8_t *p, size_t n)
+json_t *wj_bytes_value(const uint8_t *p, size_t n)
 {
 	struct fleet_buf b;
-	int rc = -1;
+	json_t *v = NULL;
 
 	fb_init(&b);
 	if (n > 0 && p && fleet_b64url_encode(p, n, &b) == FLEET_OK)
-		rc = json_object_set_new(obj, key, json_stringn((const char *)b.data, b.len));
+		v = json_stringn((const char *)b.data, b.len);
 	fb_free(&b);
-	return rc;
+	return v;
+}
+
+int wj_put_bytes(json_t *obj, const char *key, const uint8_t *p, size_t n)
+{
+	json_t *v = wj_bytes_value(p, n);
+
+	/* json_object_set_new takes (and releases) v, and refuses NULL. */
+	return v ? json_object_set_new(obj, key, v) : -1;
 }
 
 fleet_err wj_finish(json_t *obj, struct fleet_buf *out)
@@ -211,6 +269,15 @@ fleet_err wj_finish(json_t *obj, struct fleet_buf *out)
 	e = fb_put(out, s, strlen(s));
 	free(s);
 	return e;
+}
+
+fleet_err wj_end(json_t *obj, int rc, struct fleet_buf *out)
+{
+	if (rc != 0) {
+		json_decref(obj);
+		return FLEET_E_INVALID_ARG;
+	}
+	return wj_finish(obj, out);
 }
 
 fleet_err wj_time_format(time_t t, char out[21])

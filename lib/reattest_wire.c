@@ -10,43 +10,6 @@
 
 #include "lib/attest_wire_json.h"
 
-static void bytes_free(struct fleet_wire_bytes *b)
-{
-	free(b->data);
-	b->data = NULL;
-	b->len = 0;
-}
-
-#define TRY(call)                         \
-	do {                              \
-		if ((e = (call)) != FLEET_OK) \
-			goto fail;        \
-	} while (0)
-
-static json_t *start(void)
-{
-	json_t *root = json_object();
-	if (root && json_object_set_new(root, "v", json_integer(FLEET_WIRE_VERSION)) != 0) {
-		json_decref(root);
-		return NULL;
-	}
-	return root;
-}
-
-static fleet_err finish(json_t *root, int rc, struct fleet_buf *out)
-{
-	if (rc != 0) {
-		json_decref(root);
-		return FLEET_E_INVALID_ARG;
-	}
-	return wj_finish(root, out);
-}
-
-static bool bytes_ok(const struct fleet_wire_bytes *b, size_t max)
-{
-	return b->data && b->len > 0 && b->len <= max;
-}
-
 /* ---- nonce request ------------------------------------------------------ */
 
 static const char *const nonce_req_keys[] = {"v", "lak_cert", NULL};
@@ -61,9 +24,9 @@ fleet_err fleet_reattest_nonce_req_decode(const uint8_t *body, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	TRY(wj_load(body, len, nonce_req_keys, &root, ec));
-	TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
-		     &out->lak_cert, ec));
+	WJ_TRY(wj_load(body, len, nonce_req_keys, &root, ec));
+	WJ_TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+		        &out->lak_cert, ec));
 	json_decref(root);
 	return FLEET_OK;
 fail:
@@ -77,11 +40,11 @@ fleet_err fleet_reattest_nonce_req_encode(const struct fleet_reattest_nonce_req 
 {
 	json_t *root;
 
-	if (!in || !out || !bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT))
+	if (!in || !out || !wj_bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT))
 		return FLEET_E_INVALID_ARG;
-	if (!(root = start()))
+	if (!(root = wj_start()))
 		return FLEET_E_NOMEM;
-	return finish(root, wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len),
+	return wj_end(root, wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len),
 		      out);
 }
 
@@ -89,7 +52,7 @@ void fleet_reattest_nonce_req_free(struct fleet_reattest_nonce_req *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->lak_cert);
+	wj_bytes_free(&m->lak_cert);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -102,25 +65,20 @@ fleet_err fleet_reattest_nonce_reply_decode(const uint8_t *body, size_t len,
 					    struct fleet_reattest_nonce_reply *out,
 					    struct fleet_errctx *ec)
 {
-	json_t *root = NULL, *v;
+	json_t *root = NULL;
+	json_int_t expires;
 	fleet_err e = FLEET_OK;
 
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	TRY(wj_load(body, len, nonce_reply_keys, &root, ec));
-	TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
-	if (!(v = wj_need(root, "expires_in", "", &e, ec)))
-		goto fail;
-	if (!json_is_integer(v) || json_integer_value(v) < 1 ||
-	    json_integer_value(v) > FLEET_REATTEST_MAX_EXPIRES) {
-		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "expires_in: not an integer 1..%d",
-				     FLEET_REATTEST_MAX_EXPIRES);
-		goto fail;
-	}
-	out->expires_in = (unsigned)json_integer_value(v);
-	TRY(wj_string(json_object_get(root, "pcr_selection"), "pcr_selection", 1,
-		      FLEET_WIRE_MAX_SELECTION, out->pcr_selection, ec));
+	WJ_TRY(wj_load(body, len, nonce_reply_keys, &root, ec));
+	WJ_TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
+	WJ_TRY(wj_int(json_object_get(root, "expires_in"), "expires_in", 1,
+		         FLEET_REATTEST_MAX_EXPIRES, &expires, ec));
+	out->expires_in = (unsigned)expires;
+	WJ_TRY(wj_string(json_object_get(root, "pcr_selection"), "pcr_selection", 1,
+		         FLEET_WIRE_MAX_SELECTION, out->pcr_selection, ec));
 	TPML_PCR_SELECTION sel;
 	if (fleet_pcr_selection_parse(out->pcr_selection, &sel) != FLEET_OK) {
 		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "pcr_selection: not bank:pcr,...");
@@ -145,12 +103,12 @@ fleet_err fleet_reattest_nonce_reply_encode(const struct fleet_reattest_nonce_re
 	    strlen(in->pcr_selection) > FLEET_WIRE_MAX_SELECTION ||
 	    fleet_pcr_selection_parse(in->pcr_selection, &sel) != FLEET_OK)
 		return FLEET_E_INVALID_ARG;
-	if (!(root = start()))
+	if (!(root = wj_start()))
 		return FLEET_E_NOMEM;
 	rc |= wj_put_bytes(root, "nonce", in->nonce, FLEET_WIRE_ID_LEN);
 	rc |= json_object_set_new(root, "expires_in", json_integer((json_int_t)in->expires_in));
 	rc |= wj_put_string(root, "pcr_selection", in->pcr_selection);
-	return finish(root, rc, out);
+	return wj_end(root, rc, out);
 }
 
 void fleet_reattest_nonce_reply_free(struct fleet_reattest_nonce_reply *m)
@@ -220,30 +178,30 @@ fleet_err fleet_reattest_check_decode(const uint8_t *body, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	TRY(wj_load(body, len, check_keys, &root, ec));
-	TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
-		     &out->lak_cert, ec));
-	TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
+	WJ_TRY(wj_load(body, len, check_keys, &root, ec));
+	WJ_TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+		        &out->lak_cert, ec));
+	WJ_TRY(wj_fixed(json_object_get(root, "nonce"), "nonce", out->nonce, FLEET_WIRE_ID_LEN, ec));
 	if (!(q = wj_need(root, "quote", "", &e, ec)))
 		goto fail;
 	if (!json_is_object(q)) {
 		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED, "quote: not an object");
 		goto fail;
 	}
-	TRY(wj_keys(q, quote_keys, "quote", ec));
-	TRY(wj_bytes(json_object_get(q, "attest"), "quote.attest", FLEET_WIRE_MAX_TPM_STRUCT,
-		     &out->quote_attest, ec));
-	TRY(wj_bytes(json_object_get(q, "signature"), "quote.signature",
-		     FLEET_WIRE_MAX_TPM_STRUCT, &out->quote_sig, ec));
-	TRY(wj_bytes(json_object_get(root, "eventlog"), "eventlog", FLEET_WIRE_MAX_EVENTLOG,
-		     &out->eventlog, ec));
-	TRY(wj_string(json_object_get(root, "bios_version"), "bios_version", 0,
-		      FLEET_WIRE_MAX_BIOS, out->bios_version, ec));
-	TRY(wj_bytes(json_object_get(root, "report"), "report", FLEET_WIRE_MAX_REPORT,
-		     &out->report, ec));
-	TRY(wj_bytes(json_object_get(root, "report_signature"), "report_signature",
-		     FLEET_WIRE_MAX_TPM_STRUCT, &out->report_sig, ec));
-	TRY(renew_decode(root, out, ec));
+	WJ_TRY(wj_keys(q, quote_keys, "quote", ec));
+	WJ_TRY(wj_bytes(json_object_get(q, "attest"), "quote.attest", FLEET_WIRE_MAX_TPM_STRUCT,
+		        &out->quote_attest, ec));
+	WJ_TRY(wj_bytes(json_object_get(q, "signature"), "quote.signature",
+		        FLEET_WIRE_MAX_TPM_STRUCT, &out->quote_sig, ec));
+	WJ_TRY(wj_bytes(json_object_get(root, "eventlog"), "eventlog", FLEET_WIRE_MAX_EVENTLOG,
+		        &out->eventlog, ec));
+	WJ_TRY(wj_string(json_object_get(root, "bios_version"), "bios_version", 0,
+		         FLEET_WIRE_MAX_BIOS, out->bios_version, ec));
+	WJ_TRY(wj_bytes(json_object_get(root, "report"), "report", FLEET_WIRE_MAX_REPORT,
+		        &out->report, ec));
+	WJ_TRY(wj_bytes(json_object_get(root, "report_signature"), "report_signature",
+		        FLEET_WIRE_MAX_TPM_STRUCT, &out->report_sig, ec));
+	WJ_TRY(renew_decode(root, out, ec));
 	json_decref(root);
 	return FLEET_OK;
 fail:
@@ -258,19 +216,19 @@ fleet_err fleet_reattest_check_encode(const struct fleet_reattest_check *in,
 	json_t *root, *q;
 	int rc = 0;
 
-	if (!in || !out || !bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
-	    !bytes_ok(&in->quote_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
-	    !bytes_ok(&in->quote_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
-	    !bytes_ok(&in->eventlog, FLEET_WIRE_MAX_EVENTLOG) ||
-	    !bytes_ok(&in->report, FLEET_WIRE_MAX_REPORT) ||
-	    !bytes_ok(&in->report_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	if (!in || !out || !wj_bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
+	    !wj_bytes_ok(&in->quote_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	    !wj_bytes_ok(&in->quote_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
+	    !wj_bytes_ok(&in->eventlog, FLEET_WIRE_MAX_EVENTLOG) ||
+	    !wj_bytes_ok(&in->report, FLEET_WIRE_MAX_REPORT) ||
+	    !wj_bytes_ok(&in->report_sig, FLEET_WIRE_MAX_TPM_STRUCT) ||
 	    strnlen(in->bios_version, sizeof(in->bios_version)) > FLEET_WIRE_MAX_BIOS ||
-	    (in->has_renew && (!bytes_ok(&in->renew_public, FLEET_WIRE_MAX_TPM_STRUCT) ||
-			       !bytes_ok(&in->renew_request, FLEET_WIRE_MAX_REQUEST) ||
-			       !bytes_ok(&in->renew_certify_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
-			       !bytes_ok(&in->renew_certify_sig, FLEET_WIRE_MAX_TPM_STRUCT))))
+	    (in->has_renew && (!wj_bytes_ok(&in->renew_public, FLEET_WIRE_MAX_TPM_STRUCT) ||
+			       !wj_bytes_ok(&in->renew_request, FLEET_WIRE_MAX_REQUEST) ||
+			       !wj_bytes_ok(&in->renew_certify_attest, FLEET_WIRE_MAX_TPM_STRUCT) ||
+			       !wj_bytes_ok(&in->renew_certify_sig, FLEET_WIRE_MAX_TPM_STRUCT))))
 		return FLEET_E_INVALID_ARG;
-	if (!(root = start()))
+	if (!(root = wj_start()))
 		return FLEET_E_NOMEM;
 	rc |= wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len);
 	rc |= wj_put_bytes(root, "nonce", in->nonce, FLEET_WIRE_ID_LEN);
@@ -285,23 +243,23 @@ fleet_err fleet_reattest_check_encode(const struct fleet_reattest_check *in,
 	rc |= wj_put_bytes(root, "report", in->report.data, in->report.len);
 	rc |= wj_put_bytes(root, "report_signature", in->report_sig.data, in->report_sig.len);
 	rc |= renew_encode(root, in);
-	return finish(root, rc, out);
+	return wj_end(root, rc, out);
 }
 
 void fleet_reattest_check_free(struct fleet_reattest_check *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->lak_cert);
-	bytes_free(&m->quote_attest);
-	bytes_free(&m->quote_sig);
-	bytes_free(&m->eventlog);
-	bytes_free(&m->report);
-	bytes_free(&m->report_sig);
-	bytes_free(&m->renew_public);
-	bytes_free(&m->renew_request);
-	bytes_free(&m->renew_certify_attest);
-	bytes_free(&m->renew_certify_sig);
+	wj_bytes_free(&m->lak_cert);
+	wj_bytes_free(&m->quote_attest);
+	wj_bytes_free(&m->quote_sig);
+	wj_bytes_free(&m->eventlog);
+	wj_bytes_free(&m->report);
+	wj_bytes_free(&m->report_sig);
+	wj_bytes_free(&m->renew_public);
+	wj_bytes_free(&m->renew_request);
+	wj_bytes_free(&m->renew_certify_attest);
+	wj_bytes_free(&m->renew_certify_sig);
 	memset(m, 0, sizeof(*m));
 }
 
@@ -319,7 +277,7 @@ fleet_err fleet_reattest_check_reply_decode(const uint8_t *body, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	TRY(wj_load(body, len, check_reply_keys, &root, ec));
+	WJ_TRY(wj_load(body, len, check_reply_keys, &root, ec));
 	if (!(v = wj_need(root, "status", "", &e, ec)))
 		goto fail;
 	if (json_is_string(v) && strcmp(json_string_value(v), "pass") == 0)
@@ -334,10 +292,10 @@ fleet_err fleet_reattest_check_reply_decode(const uint8_t *body, size_t len,
 	}
 	/* The certificates come with a renewal and only then. */
 	if (out->status == FLEET_REATTEST_RENEWED) {
-		TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
-			     &out->lak_cert, ec));
-		TRY(wj_bytes(json_object_get(root, "ldevid_cert"), "ldevid_cert",
-			     FLEET_WIRE_MAX_CERT, &out->ldevid_cert, ec));
+		WJ_TRY(wj_bytes(json_object_get(root, "lak_cert"), "lak_cert", FLEET_WIRE_MAX_CERT,
+			        &out->lak_cert, ec));
+		WJ_TRY(wj_bytes(json_object_get(root, "ldevid_cert"), "ldevid_cert",
+			        FLEET_WIRE_MAX_CERT, &out->ldevid_cert, ec));
 	} else if (json_object_get(root, "lak_cert") || json_object_get(root, "ldevid_cert")) {
 		e = fleet_errctx_msg(ec, FLEET_E_MALFORMED,
 				     "lak_cert, ldevid_cert: only with status renewed");
@@ -371,24 +329,24 @@ fleet_err fleet_reattest_check_reply_encode(const struct fleet_reattest_check_re
 		return FLEET_E_INVALID_ARG;
 	certs = in->status == FLEET_REATTEST_RENEWED;
 	if (certs != (in->lak_cert.data != NULL) || certs != (in->ldevid_cert.data != NULL) ||
-	    (certs && (!bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
-		       !bytes_ok(&in->ldevid_cert, FLEET_WIRE_MAX_CERT))))
+	    (certs && (!wj_bytes_ok(&in->lak_cert, FLEET_WIRE_MAX_CERT) ||
+		       !wj_bytes_ok(&in->ldevid_cert, FLEET_WIRE_MAX_CERT))))
 		return FLEET_E_INVALID_ARG;
-	if (!(root = start()))
+	if (!(root = wj_start()))
 		return FLEET_E_NOMEM;
 	rc = wj_put_string(root, "status", s);
 	if (certs) {
 		rc |= wj_put_bytes(root, "lak_cert", in->lak_cert.data, in->lak_cert.len);
 		rc |= wj_put_bytes(root, "ldevid_cert", in->ldevid_cert.data, in->ldevid_cert.len);
 	}
-	return finish(root, rc, out);
+	return wj_end(root, rc, out);
 }
 
 void fleet_reattest_check_reply_free(struct fleet_reattest_check_reply *m)
 {
 	if (!m)
 		return;
-	bytes_free(&m->lak_cert);
-	bytes_free(&m->ldevid_cert);
+	wj_bytes_free(&m->lak_cert);
+	wj_bytes_free(&m->ldevid_cert);
 	memset(m, 0, sizeof(*m));
 }
