@@ -69,8 +69,8 @@ for line in open(spec, encoding="utf-8").read().splitlines(keepends=True):
         continue
     if part is None and tag.startswith("file:"):
         path = tag[5:].strip()
-    elif part is None and tag.startswith("test:"):
-        pass  # read by the shell (test_of)
+    elif part is None and (tag.startswith("test:") or tag.startswith("build:")):
+        pass  # read by the shell (test_of, build_of)
     elif tag == "@@ original":
         part = orig
     elif tag == "@@ replacement":
