@@ -213,7 +213,7 @@ fleet_err fleet_join_request_decode(const uint8_t *msg, size_t len,
 {
 	json_t *root = NULL;
 	fleet_err e;
-	size_t role;
+	size_t role = 0;
 
 	if (!out)
 		return FLEET_E_INVALID_ARG;
@@ -412,7 +412,7 @@ fleet_err fleet_join_body_decode(const uint8_t *body, size_t len, struct fleet_j
 	json_t *root = NULL;
 	fleet_err e = FLEET_OK;
 	unsigned fields;
-	size_t st;
+	size_t st = 0;
 
 	if (!out)
 		return FLEET_E_INVALID_ARG;

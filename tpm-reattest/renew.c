@@ -231,7 +231,8 @@ static int write_pem(const char *path, X509 *x, char *msg, size_t msglen)
 	char prev[4200];
 	snprintf(prev, sizeof(prev), "%s.prev", path);
 	(void)unlink(prev);
-	(void)link(path, prev);
+	if (link(path, prev) != 0)
+		prev[0] = '\0'; /* no .prev (no old file, or no room): the replace still goes on */
 	if (rename(tmp, path) != 0)
 		goto fail;
 	int dfd = open(dirname(dir), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
