@@ -764,4 +764,76 @@ fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
 fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const char *subject,
 				const char *node_id, time_t now);
 
+/*
+ * The join transaction (store_join_tx.c; issue 13, "Everything an attestor
+ * decides runs inside one store transaction"). fleet_store_join_tx opens
+ * ONE write transaction (BEGIN IMMEDIATE: every row it reads stays as read
+ * until it ends), calls fn with a handle to it, and commits when fn returns
+ * FLEET_OK, rolls back on anything else and returns fn's error. Inside fn
+ * only the fleet_store_tx_* functions below may touch the store (the
+ * handle's other functions would deadlock on its mutex: fn runs under it).
+ * Rules, traced to tests/unit/test_store.c test_join_tx_*:
+ *
+ * X1 All or nothing: a refusal (fn returns non-OK) leaves the store as it
+ *    was; kill -9 inside fn leaves the store as it was (tests/join_crash.sh).
+ * X2 fleet_store_tx_now is the store's clock (unixepoch()), one value for
+ *    the whole transaction, read once.
+ * X3 fleet_store_tx_token is J3 in the transaction with take false (the
+ *    checks only: a deferral spends nothing) or true (one use taken); role
+ *    NULL skips the role check (the attestor checks it); reasons as J3.
+ * X4 fleet_store_tx_node_cert is N2 with reasons: "cert-unknown" (no such
+ *    row byte for byte), "cert-revoked", "cert-generation" (an older
+ *    identity generation), "node-retired"; *not_after the row's.
+ * X5 fleet_store_tx_use is J5 in the transaction: CONFLICT when
+ *    (attestor, subject) was recorded before.
+ * X6 fleet_store_tx_node_insert: a new node at generation 1 with its first
+ *    certificate (CONFLICT when the id exists); fleet_store_tx_node_reclaim
+ *    is N3 (the generation raised, every older certificate revoked, the new
+ *    one recorded), keeping the node's pool, site and role;
+ *    fleet_store_tx_node_cert_add records another certificate of the
+ *    current generation (a renewal); fleet_store_tx_node_bind is N4;
+ *    fleet_store_tx_binding finds the node a (kind, subject) is bound to
+ *    (NOT_FOUND when none).
+ */
+struct fleet_store_tx;
+typedef fleet_err (*fleet_store_tx_fn)(struct fleet_store_tx *tx, void *arg);
+fleet_err fleet_store_join_tx(struct fleet_store *st, fleet_store_tx_fn fn, void *arg);
+
+fleet_err fleet_store_tx_now(struct fleet_store_tx *tx, int64_t *now);
+fleet_err fleet_store_tx_token(struct fleet_store_tx *tx, const char *id, const uint8_t secret[32],
+			       const char *role, bool take, struct fleet_store_token *out,
+			       const char **reason);
+fleet_err fleet_store_tx_pool(struct fleet_store_tx *tx, const char *id,
+			      struct fleet_store_pool *out);
+fleet_err fleet_store_tx_node(struct fleet_store_tx *tx, const char *id,
+			      struct fleet_store_node *out);
+fleet_err fleet_store_tx_node_cert(struct fleet_store_tx *tx, const uint8_t *der, size_t len,
+				   struct fleet_store_node *node, int64_t *not_after,
+				   const char **reason);
+fleet_err fleet_store_tx_use(struct fleet_store_tx *tx, const char *attestor, const char *subject,
+			     int64_t expires_at);
+
+struct fleet_store_node_in {
+	const char *id;
+	const char *pool;
+	const char *site;         /* NULL: none */
+	const char *role;         /* node | site | ramdisk */
+	const char *joined_by;    /* the attestor */
+	const char *token;        /* NULL: none */
+	const char *product_uuid; /* NULL: none */
+	const uint8_t *cert_der;
+	size_t cert_len;
+	int64_t now;
+};
+fleet_err fleet_store_tx_node_insert(struct fleet_store_tx *tx, const struct fleet_store_node_in *in);
+fleet_err fleet_store_tx_node_reclaim(struct fleet_store_tx *tx, const char *node_id,
+				      const uint8_t *cert_der, size_t cert_len, int64_t now,
+				      int64_t *generation);
+fleet_err fleet_store_tx_node_cert_add(struct fleet_store_tx *tx, const char *node_id,
+				       const uint8_t *cert_der, size_t cert_len, int64_t now);
+fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
+				   const char *node_id, int64_t now);
+fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, const char *subject,
+				 char node_id[FLEET_STORE_NODE_ID_MAX + 1]);
+
 #endif

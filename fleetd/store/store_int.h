@@ -70,6 +70,21 @@ fleet_err st_cert_insert(struct fleet_store *st, const char *device, const char 
 fleet_err st_token_consume_tx(struct fleet_store *st, const char *id, const uint8_t secret[32],
 			      const char *role, struct fleet_store_token *out,
 			      const char **reason);
+fleet_err st_token_check_tx(struct fleet_store *st, const char *id, const uint8_t secret[32],
+			    const char *role, bool take, struct fleet_store_token *out,
+			    const char **reason);
+/* store_join_nodes.c's helpers for store_join_tx.c (inside a transaction). */
+fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out);
+fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
+			      const uint8_t *der, size_t len, time_t now);
+bool st_node_id_ok(const char *s);
+
+/* The join transaction's handle (store.h X1-X6): the store, locked, with
+ * its write transaction open; now read once (X2). */
+struct fleet_store_tx {
+	struct fleet_store *st;
+	int64_t now;
+};
 
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:

@@ -378,13 +378,22 @@ fleet_err st_token_consume_tx(struct fleet_store *st, const char *id, const uint
 			      const char *role, struct fleet_store_token *out,
 			      const char **reason)
 {
+	return st_token_check_tx(st, id, secret, role, true, out, reason);
+}
+
+/* take false: every check, nothing written (a deferral spends nothing,
+ * store.h X3); role NULL: any role (the attestor checks it). */
+fleet_err st_token_check_tx(struct fleet_store *st, const char *id, const uint8_t secret[32],
+			    const char *role, bool take, struct fleet_store_token *out,
+			    const char **reason)
+{
 	struct fleet_store_token t;
 	uint8_t want[32], got[32];
 	sqlite3_stmt *s;
 	sqlite3_int64 now = 0;
 	fleet_err e;
 
-	if (!secret || !role_ok(role))
+	if (!secret || (role && !role_ok(role)))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a consume needs a secret and a role");
 	if (fleet_hash(FLEET_ALG_SHA256, secret, 32, got) != FLEET_OK)
 		return st_fail(st, FLEET_STORE_E_NOMEM, "hashing the secret failed");
@@ -421,8 +430,14 @@ fleet_err st_token_consume_tx(struct fleet_store *st, const char *id, const uint
 		e = refuse(st, reason, "token-used-up");
 		goto out;
 	}
-	if (strcmp(t.role, role) != 0) {
+	if (role && strcmp(t.role, role) != 0) {
 		e = refuse(st, reason, "token-role");
+		goto out;
+	}
+	if (!take) {
+		if (out)
+			*out = t;
+		*reason = NULL;
 		goto out;
 	}
 	int changes = 0;

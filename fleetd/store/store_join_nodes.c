@@ -10,7 +10,7 @@
 #include <openssl/evp.h>
 #include <openssl/x509.h>
 
-static bool node_id_ok(const char *s)
+bool st_node_id_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	if (n < 1 || n > FLEET_STORE_NODE_ID_MAX)
@@ -42,7 +42,7 @@ static bool cert_facts(const uint8_t *der, size_t len, uint8_t sha[32], int64_t 
 	return ok;
 }
 
-static fleet_err cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
+fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
 			     const uint8_t *der, size_t len, time_t now)
 {
 	uint8_t sha[32];
@@ -75,7 +75,7 @@ static fleet_err join_commit(struct fleet_store *st, const struct fleet_store_jo
 	fleet_err e = st_writable(st);
 	if (e)
 		return e;
-	if (!node_id_ok(in->node_id) || !node_role_ok(in->node_role) || !in->attestor ||
+	if (!st_node_id_ok(in->node_id) || !node_role_ok(in->node_role) || !in->attestor ||
 	    strlen(in->attestor) < 1 || strlen(in->attestor) > 31 ||
 	    (in->product_uuid && strlen(in->product_uuid) != 36) || in->now < 0)
 		return st_fail(st, FLEET_STORE_E_INVALID,
@@ -106,7 +106,7 @@ static fleet_err join_commit(struct fleet_store *st, const struct fleet_store_jo
 		sqlite3_bind_null(s, 8);
 	if ((e = st_step_done(st, s, "insert node", NULL)))
 		goto out;
-	e = cert_insert(st, in->node_id, 1, in->cert_der, in->cert_len, in->now);
+	e = st_node_cert_insert(st, in->node_id, 1, in->cert_der, in->cert_len, in->now);
 out:
 	if (e) {
 		st_rollback(st);
@@ -134,12 +134,12 @@ fleet_err fleet_store_join_commit(struct fleet_store *st, const struct fleet_sto
 
 /* ---- nodes ------------------------------------------------------------------- */
 
-static fleet_err node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out)
+fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out)
 {
 	sqlite3_stmt *s;
 	fleet_err e;
 	memset(out, 0, sizeof(*out));
-	if (!node_id_ok(id))
+	if (!st_node_id_ok(id))
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "not a node id");
 	if ((e = st_prepare(st,
 			    "SELECT id, pool, site, role, generation, joined_at, joined_by, token, "
@@ -174,7 +174,7 @@ fleet_err fleet_store_node_get(struct fleet_store *st, const char *id, struct fl
 	if (!st || !out)
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
-	return st_unlock(st, node_get(st, id, out));
+	return st_unlock(st, st_node_get(st, id, out));
 }
 
 /* N2 */
@@ -210,7 +210,7 @@ static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t
 		return st_sqlite(st, rc, "read node certificate");
 	if (!same)
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such node certificate");
-	if ((e = node_get(st, id, node)))
+	if ((e = st_node_get(st, id, node)))
 		return e;
 	if (revoked)
 		return st_fail(st, FLEET_STORE_E_STATE, "the certificate is revoked");
@@ -242,7 +242,7 @@ static fleet_err node_reclaim(struct fleet_store *st, const char *node_id, const
 		return e;
 	if ((e = st_begin(st)))
 		return e;
-	if ((e = node_get(st, node_id, &n)))
+	if ((e = st_node_get(st, node_id, &n)))
 		goto out;
 	if (n.retired_at) {
 		e = st_fail(st, FLEET_STORE_E_STATE, "a retired node is not reclaimed");
@@ -265,7 +265,7 @@ static fleet_err node_reclaim(struct fleet_store *st, const char *node_id, const
 	sqlite3_bind_int64(s, 3, g);
 	if ((e = st_step_done(st, s, "revoke older certificates", NULL)))
 		goto out;
-	if ((e = cert_insert(st, node_id, g, der, len, now)))
+	if ((e = st_node_cert_insert(st, node_id, g, der, len, now)))
 		goto out;
 	if (generation)
 		*generation = g;
@@ -297,7 +297,7 @@ static fleet_err node_bind(struct fleet_store *st, const char *kind, const char 
 	if (e)
 		return e;
 	if (!kind || (strcmp(kind, "ek") && strcmp(kind, "product-uuid")) ||
-	    !st_text_ok(subject, 128) || !node_id_ok(node_id))
+	    !st_text_ok(subject, 128) || !st_node_id_ok(node_id))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a binding is ek or product-uuid, a "
 							  "subject and a node");
 	if ((e = st_begin(st)))
