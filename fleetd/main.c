@@ -50,8 +50,10 @@
 #include "fleetd/obs/sdnotify.h"
 #include "fleetd/store/store.h"
 #include "fleetd/store/verdict_log.h"
+#include "fleetd/join/join.h"
 #include "lib/ca.h"
 #include "lib/file_read.h"
+#include "lib/token_seal.h"
 #include "lib/x509_ek.h"
 #include "policy/profile.h"
 
@@ -84,6 +86,9 @@ static void startup_failed(const char *fmt, ...)
 		fprintf(stderr, "fleetd: %s\n", msg);
 }
 
+/* How many prune batches one pass runs at most (reap_sessions). */
+#define JOIN_PRUNE_BATCHES 20
+
 struct daemon {
 	struct fleet_config cfg;
 	/* What each class installs (provision.classes_file); n = 0 when
@@ -105,6 +110,8 @@ struct daemon {
 	struct fleet_kube *kube;       /* provisioning on: the cluster's API */
 	struct fleet_install *install; /* provisioning on: runs in flight */
 	struct fleet_deliver *deliver; /* provisioning on: GET /config */
+	struct fleet_seal_key *seal; /* join on: opens sealed tokens */
+	struct fleet_join *join;     /* join on: POST /v1/join, /v1/renew */
 	struct fleet_pass *pass;
 	atomic_bool pass_cancel; /* set at stop: the running pass ends early */
 	struct fleet_http *http;
@@ -115,8 +122,28 @@ struct daemon {
  * forgets revoked provisional certificates past their notAfter. */
 static size_t reap_sessions(void *ctx)
 {
-	size_t n = fleet_admission_reap(ctx);
-	fleet_admission_prune(ctx);
+	struct daemon *d = ctx;
+	size_t n = fleet_admission_reap(d->adm);
+	fleet_admission_prune(d->adm);
+	/* The join service's single-use evidence past its expiry, a batch
+	 * at a time (store.h J5), at most JOIN_PRUNE_BATCHES a pass: a long
+	 * backlog is a few short transactions each pass, never one long one
+	 * that holds the writers back. */
+	if (d->join) {
+		size_t del = 0, total = 0;
+		for (int i = 0; i < JOIN_PRUNE_BATCHES; i++) {
+			if (fleet_store_attestation_uses_prune(d->store, time(NULL),
+							       FLEET_STORE_PRUNE_BATCH,
+							       &del) != FLEET_STORE_OK)
+				break;
+			total += del;
+			if (del < FLEET_STORE_PRUNE_BATCH)
+				break;
+		}
+		if (total)
+			fleet_log(LOG_INFO, "attestation-uses-pruned", NULL, 0,
+				  "pruned %zu expired attestation uses", total);
+	}
 	return n;
 }
 
@@ -260,6 +287,79 @@ static int route_config(void *ctx, const struct fleet_http_request *req,
 
 /* Provisioning's parts: the Kubernetes API and the installer (install.h),
  * whose CSR watch starts with it. */
+/* The join service's sealing key (fleetctl join init wrote it): one PKCS#8
+ * P-256 key, read as a secret (files.md: owned by fleetd or root, mode
+ * 0600), its PEM wiped after parsing. */
+static fleet_err load_seal_key(const struct fleet_config *c, struct fleet_seal_key **out,
+			       char *path, size_t cap, struct fleet_errctx *ec)
+{
+	const struct fleet_file_policy policy = {
+		.what = "the join service's sealing key",
+		.max_size = FLEET_SEAL_MAX_PEM,
+		.owners = 0,
+		.forbid = 077,
+		.secret = true,
+	};
+	struct fleet_buf pem;
+	fleet_err e;
+	if (c->join_seal_key[0])
+		snprintf(path, cap, "%s", c->join_seal_key);
+	else
+		snprintf(path, cap, "%s/join/seal.key", c->state_dir);
+	fb_init_secret(&pem, FLEET_SEAL_MAX_PEM);
+	e = fleet_file_read(AT_FDCWD, path, &policy, &pem, ec);
+	if (!e)
+		e = fleet_seal_key_load_pem(pem.data, pem.len, out, ec);
+	fb_free(&pem);
+	return e;
+}
+
+static int open_join(struct daemon *d)
+{
+	struct fleet_errctx ec;
+	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80], path[FLEET_CONFIG_PATH_MAX + 32];
+	if (!d->cfg.join_enabled)
+		return 0;
+	memset(&ec, 0, sizeof(ec));
+	if (load_seal_key(&d->cfg, &d->seal, path, sizeof(path), &ec) != FLEET_OK) {
+		startup_failed("join: sealing key %s (fleetctl join init makes it): %s", path,
+			       fleet_errctx_text(&ec, err, sizeof(err)));
+		return -1;
+	}
+	const struct fleet_discovery_approval_name {
+		const char *n;
+		enum fleet_discovery_approval v;
+	} approvals[] = {{"never", FLEET_DISCOVERY_APPROVE_NEVER},
+			 {"unknown-machines", FLEET_DISCOVERY_APPROVE_UNKNOWN},
+			 {"always", FLEET_DISCOVERY_APPROVE_ALWAYS}};
+	enum fleet_discovery_approval ap = FLEET_DISCOVERY_APPROVE_NEVER;
+	for (size_t i = 0; i < sizeof(approvals) / sizeof(approvals[0]); i++)
+		if (!strcmp(d->cfg.join_discovery_approval, approvals[i].n))
+			ap = approvals[i].v;
+	struct fleet_join_config jc = {
+		.store = d->store,
+		.ca = d->ca,
+		.seal = d->seal,
+		.trust_domain = d->cfg.join_trust_domain,
+		.cert_ttl_seconds = d->cfg.join_cert_ttl_seconds,
+		.on_refusal = d->cfg.join_on_refusal,
+		.metrics = d->metrics,
+		.x509pop = {.grace_seconds = d->cfg.join_x509pop_grace_seconds,
+			    .window_seconds = d->cfg.join_x509pop_window_seconds},
+		.discovery = {.approval = ap,
+			      .max_age_seconds = 900,
+			      .cert_ttl_seconds = d->cfg.join_discovery_cert_ttl_seconds,
+			      .pending_ttl_seconds = d->cfg.join_discovery_pending_ttl_seconds,
+			      .retry_after_seconds = d->cfg.join_discovery_retry_after_seconds},
+	};
+	memset(&ec, 0, sizeof(ec));
+	if (!(d->join = fleet_join_new(&jc, &ec))) {
+		startup_failed("join: %s", fleet_errctx_text(&ec, err, sizeof(err)));
+		return -1;
+	}
+	return 0;
+}
+
 static int open_install(struct daemon *d)
 {
 	struct fleet_errctx ec = {0};
@@ -489,7 +589,7 @@ static int open_all(struct daemon *d)
 		.store = d->pass_store,
 		.metrics = d->metrics,
 		.reap_sessions = reap_sessions,
-		.reap_ctx = d->adm,
+		.reap_ctx = d,
 		.cancel = &d->pass_cancel,
 		.record_author = record_author,
 		.forget_author = forget_author,
@@ -497,6 +597,8 @@ static int open_all(struct daemon *d)
 		.reconcile_installs = d->install ? reconcile_installs : NULL,
 		.installs_ctx = d->install,
 	};
+	if (open_join(d) != 0)
+		return -1;
 	if (fleet_pass_new(&pd, &d->pass) != FLEET_OK) {
 		startup_failed("pass: out of memory or bad metrics");
 		return -1;
@@ -511,6 +613,8 @@ static void close_all(struct daemon *d)
 {
 	fleet_http_free(d->http); /* stops first: no handler runs past here */
 	fleet_pass_free(d->pass);
+	fleet_join_free(d->join); /* runs what the hook has queued */
+	fleet_seal_key_free(d->seal);
 	fleet_admission_free(d->adm);
 	fleet_deliver_free(d->deliver); /* after the server: no lease is left */
 	fleet_install_free(d->install); /* joins the CSR watch */
@@ -568,6 +672,20 @@ static int route_confirm(void *ctx, const struct fleet_http_request *req,
 				       &reply->reason);
 }
 
+static int route_join(void *ctx, const struct fleet_http_request *req,
+		      struct fleet_http_reply *reply)
+{
+	return fleet_join_handle(ctx, req->peer, req->body, req->body_len, &reply->body,
+				 &reply->reason);
+}
+
+static int route_join_renew(void *ctx, const struct fleet_http_request *req,
+			    struct fleet_http_reply *reply)
+{
+	return fleet_join_renew(ctx, req->peer, req->body, req->body_len, &reply->body,
+				&reply->reason);
+}
+
 static bool healthy(void *ctx)
 {
 	(void)ctx;
@@ -607,6 +725,11 @@ static int start_http(struct daemon *d)
 	}
 	/* GET /config reads the store for any code it is sent: it costs a
 	 * token of the source's bucket, as a POST does. */
+	if (d->join && (fleet_http_route(d->http, "POST", "/v1/join", route_join, d->join) ||
+			fleet_http_route(d->http, "POST", "/v1/renew", route_join_renew, d->join))) {
+		startup_failed("HTTPS listener: the join routes could not be registered");
+		return -1;
+	}
 	if (d->deliver && (fleet_http_route(d->http, "GET", "/config", route_config, d->deliver) ||
 			   fleet_http_route_rate_limit(d->http, "GET", "/config"))) {
 		startup_failed("HTTPS listener: the /config route could not be registered");
@@ -716,6 +839,17 @@ static int check_local_files(const struct fleet_config *c)
 		rc = -1;
 	}
 	fleet_ca_free(ca);
+	if (c->join_enabled) {
+		struct fleet_seal_key *k = NULL;
+		char path[FLEET_CONFIG_PATH_MAX + 32];
+		memset(&ec, 0, sizeof(ec));
+		if (load_seal_key(c, &k, path, sizeof(path), &ec) != FLEET_OK) {
+			startup_failed("join: sealing key %s: %s", path,
+				       fleet_errctx_text(&ec, text, sizeof(text)));
+			rc = -1;
+		}
+		fleet_seal_key_free(k);
+	}
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];
 		struct fleet_profile *p = NULL;

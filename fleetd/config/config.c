@@ -57,6 +57,13 @@ void fleet_config_defaults(struct fleet_config *c)
 	snprintf(c->provision_namespace, sizeof(c->provision_namespace), "tinkerbell");
 	snprintf(c->provision_template, sizeof(c->provision_template), "folly-talos-install");
 	c->provision_delivery_deadline_seconds = 30;
+	c->join_cert_ttl_seconds = 86400;
+	c->join_x509pop_grace_seconds = 7 * 86400;
+	c->join_x509pop_window_seconds = 60;
+	snprintf(c->join_discovery_approval, sizeof(c->join_discovery_approval), "never");
+	c->join_discovery_cert_ttl_seconds = 7200;
+	c->join_discovery_pending_ttl_seconds = 86400;
+	c->join_discovery_retry_after_seconds = 30;
 	c->provision_render_timeout_seconds = 15;
 	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
 	 * 1 MiB event log is about 1.4 MiB of JSON. */
@@ -109,7 +116,7 @@ struct key {
 #define SEC(i) (size_t)(i), 0
 
 enum { S_TOP, S_LISTEN, S_TLS, S_INV, S_NETBOX, S_FILE, S_SESS, S_CERT, S_VLOG, S_PASS, S_MET,
-       S_HTTP, S_SPIRE, S_PROV, S__N };
+       S_HTTP, S_SPIRE, S_PROV, S_JOIN, S__N };
 
 static const struct key top_keys[] = {
 	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
@@ -129,6 +136,7 @@ static const struct key top_keys[] = {
 	{"http", K_MAP, SEC(S_HTTP), 0, 0},
 	{"spire", K_MAP, SEC(S_SPIRE), 0, 0},
 	{"provision", K_MAP, SEC(S_PROV), 0, 0},
+	{"join", K_MAP, SEC(S_JOIN), 0, 0},
 };
 static const struct key listen_keys[] = {
 	{"address", K_ADDR, F(listen_address), 0, 0},
@@ -197,6 +205,19 @@ static const struct key prov_keys[] = {
 	{"delivery_deadline_seconds", K_U32, F(provision_delivery_deadline_seconds), 5, 600},
 	{"render_timeout_seconds", K_U32, F(provision_render_timeout_seconds), 5, 600},
 };
+static const struct key join_keys[] = {
+	{"trust_domain", K_STR, F(join_trust_domain), 0, 0},
+	{"seal_key", K_PATH, F(join_seal_key), 0, 0},
+	{"on_refusal", K_PATH, F(join_on_refusal), 0, 0},
+	{"cert_ttl_seconds", K_U32, F(join_cert_ttl_seconds), 60, 86400},
+	{"x509pop_grace_seconds", K_U32, F(join_x509pop_grace_seconds), 0, 30 * 86400},
+	{"x509pop_window_seconds", K_U32, F(join_x509pop_window_seconds), 1, 600},
+	{"discovery_approval", K_STR, F(join_discovery_approval), 0, 0},
+	{"discovery_cert_ttl_seconds", K_U32, F(join_discovery_cert_ttl_seconds), 60, 7200},
+	{"discovery_pending_ttl_seconds", K_U32, F(join_discovery_pending_ttl_seconds), 60,
+	 30 * 86400},
+	{"discovery_retry_after_seconds", K_U32, F(join_discovery_retry_after_seconds), 1, 3600},
+};
 static const struct key http_keys[] = {
 	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
 };
@@ -221,6 +242,7 @@ static const struct section {
 	S(S_HTTP, "http", http_keys),
 	S(S_SPIRE, "spire", spire_keys),
 	S(S_PROV, "provision", prov_keys),
+	S(S_JOIN, "join", join_keys),
 #undef S
 };
 
@@ -242,6 +264,7 @@ KEYS_FIT(met_keys);
 KEYS_FIT(spire_keys);
 KEYS_FIT(prov_keys);
 KEYS_FIT(http_keys);
+KEYS_FIT(join_keys);
 
 struct cctx {
 	struct fleet_yaml *y;
@@ -348,10 +371,12 @@ static fleet_err get_value(struct cctx *x, const struct key *k, yaml_node_t *v,
 		}
 		/* The same rule the spire-nodes.json writer and the applier
 		 * apply (one definition, fleetd/spire/spire_nodes.h). */
-		if (dst == x->c->spire_trust_domain && !fleet_spire_trust_domain_ok(dst))
+		if ((dst == x->c->spire_trust_domain || dst == x->c->join_trust_domain) &&
+		    !fleet_spire_trust_domain_ok(dst))
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
-					       "spire.trust_domain may hold only a-z, 0-9, '.', "
-					       "'-' and '_'");
+					       "%s may hold only a-z, 0-9, '.', '-' and '_'",
+					       dst == x->c->spire_trust_domain ? "spire.trust_domain"
+									       : "join.trust_domain");
 		return FLEET_OK;
 	case K_ADDR: {
 		if ((e = fleet_yaml_str(y, v, k->name, dst, k->size)))
@@ -475,6 +500,19 @@ static fleet_err cross_checks(struct cctx *x)
 					       "provision.config_host must be a host name or address "
 					       "with an optional :port, nothing else");
 		c->provision_enabled = true;
+	}
+	if (x->seen[S_JOIN]) {
+		if (!c->join_trust_domain[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN],
+					       "join.trust_domain is required: it names every node "
+					       "certificate (spiffe://<trust_domain>/<role>/<node>)");
+		if (strcmp(c->join_discovery_approval, "never") &&
+		    strcmp(c->join_discovery_approval, "unknown-machines") &&
+		    strcmp(c->join_discovery_approval, "always"))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN],
+					       "join.discovery_approval is never, unknown-machines "
+					       "or always");
+		c->join_enabled = true;
 	}
 	if (!x->seen[S_INV] || !c->inventory)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_INV] ? &x->mark[S_INV] : top,

@@ -101,6 +101,21 @@ struct fleet_config {
 	uint32_t provision_delivery_deadline_seconds; /* a GET /config's whole write + ack */
 	uint32_t provision_render_timeout_seconds;    /* each talosctl run */
 	uint64_t max_body_bytes;
+
+	/* join: the join service and its attestors (docs/attestors.md). Off
+	 * (join_enabled false) without the section: POST /v1/join and
+	 * /v1/renew are not served. */
+	bool join_enabled;
+	char join_trust_domain[256];                 /* node certificates' SPIFFE trust domain */
+	char join_seal_key[FLEET_CONFIG_PATH_MAX];   /* "": <state_dir>/join/seal.key */
+	char join_on_refusal[FLEET_CONFIG_PATH_MAX]; /* "": none; an absolute path, run with execve */
+	uint32_t join_cert_ttl_seconds;              /* node certificates, 60..86400 */
+	uint32_t join_x509pop_grace_seconds;         /* how long expired may re-join */
+	uint32_t join_x509pop_window_seconds;        /* clientTime against the store's clock */
+	char join_discovery_approval[24];            /* never | unknown-machines | always */
+	uint32_t join_discovery_cert_ttl_seconds;    /* ramdisk certificates, 60..7200 */
+	uint32_t join_discovery_pending_ttl_seconds;
+	uint32_t join_discovery_retry_after_seconds;
 };
 
 /* Set every default (the values docs/configuration.md lists). */

@@ -65,7 +65,8 @@ void fleet_log_set_identifier(const char *s)
 	if (n == 0 || n > 31)
 		return;
 	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+	      s[i] == '.'))
 			return;
 	atomic_store(&g_identifier, s);
 }
@@ -88,14 +89,16 @@ static bool field_name_ok(const char *s)
 	return true;
 }
 
-/* [a-z0-9-]+, at most 64 bytes. */
+/* [a-z0-9.-]+, at most 64 bytes: the dot for the spec's dotted audit events
+ * (security.join.refused). */
 static bool event_ok(const char *s)
 {
 	size_t n = s ? strlen(s) : 0;
 	if (n == 0 || n > 64)
 		return false;
 	for (size_t i = 0; i < n; i++)
-		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-'))
+		if (!((s[i] >= 'a' && s[i] <= 'z') || (s[i] >= '0' && s[i] <= '9') || s[i] == '-' ||
+	      s[i] == '.'))
 			return false;
 	return true;
 }

@@ -54,7 +54,7 @@ struct fleet_log_field {
 
 /*
  * Log one entry. priority is a syslog priority (LOG_ERR, LOG_WARNING, ...);
- * event the stable event name ([a-z0-9-]+); fields n name/value pairs; fmt
+ * event the stable event name ([a-z0-9.-]+); fields n name/value pairs; fmt
  * the human message. A field whose name is not FLEET_[A-Z0-9_]+ is dropped
  * (and said so in the message) rather than sent under a name journald
  * would reject. Never fails: logging must not stop the daemon.

@@ -78,6 +78,19 @@ fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store
 fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
 			      const uint8_t *der, size_t len, time_t now);
 bool st_node_id_ok(const char *s);
+fleet_err st_node_cert_lookup(struct fleet_store *st, const uint8_t *der, size_t len,
+			      struct fleet_store_node *node, int64_t *not_after_out,
+			      const char **reason);
+fleet_err st_node_reclaim_tx(struct fleet_store *st, const char *node_id, const uint8_t *der,
+			     size_t len, time_t now, int64_t *generation);
+fleet_err st_node_bind_tx(struct fleet_store *st, const char *kind, const char *subject,
+			  const char *node_id, time_t now);
+fleet_err st_binding_get(struct fleet_store *st, const char *kind, const char *subject,
+			 char owner[FLEET_STORE_NODE_ID_MAX + 1]);
+/* store_join.c's, for the join transaction. */
+fleet_err st_pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out);
+fleet_err st_attestation_use(struct fleet_store *st, const char *attestor, const char *subject,
+			     time_t expires_at);
 
 /* The join transaction's handle (store.h X1-X6): the store, locked, with
  * its write transaction open; now read once (X2). */

@@ -127,7 +127,7 @@ static fleet_err pool_row(struct fleet_store *st, sqlite3_stmt *s, void *el, voi
 
 #define POOL_COLS "id, owner, join_attestors, created_at"
 
-static fleet_err pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out)
+fleet_err st_pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out)
 {
 	sqlite3_stmt *s;
 	fleet_err e;
@@ -153,7 +153,7 @@ fleet_err fleet_store_pool_get(struct fleet_store *st, const char *id, struct fl
 	if (!st || !out)
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
-	return st_unlock(st, pool_get(st, id, out));
+	return st_unlock(st, st_pool_get(st, id, out));
 }
 
 fleet_err fleet_store_pools_list(struct fleet_store *st, struct fleet_store_pool **out, size_t *n)
@@ -223,7 +223,7 @@ static fleet_err token_create(struct fleet_store *st, const struct fleet_store_t
 			       FLEET_STORE_TOKEN_MAX_USES);
 	if ((e = st_begin(st)))
 		return e;
-	if ((e = pool_get(st, in->pool, &pool)))
+	if ((e = st_pool_get(st, in->pool, &pool)))
 		goto out;
 	if ((e = st_prepare(st,
 			    "INSERT INTO join_tokens (id, pool, site, role, secret_sha256, "
@@ -496,7 +496,7 @@ fleet_err fleet_store_token_consume(struct fleet_store *st, const char *id,
 
 /* ---- attestation uses (J5) ------------------------------------------------- */
 
-static fleet_err attestation_use(struct fleet_store *st, const char *attestor, const char *subject,
+fleet_err st_attestation_use(struct fleet_store *st, const char *attestor, const char *subject,
 				 time_t expires_at)
 {
 	sqlite3_stmt *s;
@@ -527,7 +527,7 @@ fleet_err fleet_store_attestation_use(struct fleet_store *st, const char *attest
 	if (!st)
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
-	return st_unlock(st, attestation_use(st, attestor, subject, expires_at));
+	return st_unlock(st, st_attestation_use(st, attestor, subject, expires_at));
 }
 
 static fleet_err uses_prune(struct fleet_store *st, time_t now, size_t batch, size_t *deleted)

@@ -177,9 +177,10 @@ fleet_err fleet_store_node_get(struct fleet_store *st, const char *id, struct fl
 	return st_unlock(st, st_node_get(st, id, out));
 }
 
-/* N2 */
-static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
-			      struct fleet_store_node *node)
+/* N2 (store.h X4): the row byte for byte, then the node, with the reason. */
+fleet_err st_node_cert_lookup(struct fleet_store *st, const uint8_t *der, size_t len,
+			      struct fleet_store_node *node, int64_t *not_after_out,
+			      const char **reason)
 {
 	uint8_t sha[32];
 	int64_t not_after;
@@ -187,6 +188,7 @@ static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t
 	fleet_err e;
 	char id[FLEET_STORE_NODE_ID_MAX + 1] = "";
 	int64_t generation = 0, revoked = 0;
+	*reason = "cert-unknown";
 	if (!cert_facts(der, len, sha, &not_after))
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "not one DER X.509 certificate");
 	if ((e = st_prepare(st,
@@ -212,14 +214,30 @@ static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such node certificate");
 	if ((e = st_node_get(st, id, node)))
 		return e;
-	if (revoked)
+	if (not_after_out)
+		*not_after_out = not_after;
+	if (revoked) {
+		*reason = "cert-revoked";
 		return st_fail(st, FLEET_STORE_E_STATE, "the certificate is revoked");
-	if (generation != node->generation)
+	}
+	if (generation != node->generation) {
+		*reason = "cert-generation";
 		return st_fail(st, FLEET_STORE_E_STATE,
 			       "the certificate is of an older identity generation");
-	if (node->retired_at)
+	}
+	if (node->retired_at) {
+		*reason = "node-retired";
 		return st_fail(st, FLEET_STORE_E_STATE, "the node is retired");
+	}
+	*reason = NULL;
 	return FLEET_STORE_OK;
+}
+
+static fleet_err cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
+			      struct fleet_store_node *node)
+{
+	const char *reason;
+	return st_node_cert_lookup(st, der, len, node, NULL, &reason);
 }
 
 fleet_err fleet_store_node_cert_current(struct fleet_store *st, const uint8_t *der, size_t len,
@@ -231,46 +249,50 @@ fleet_err fleet_store_node_cert_current(struct fleet_store *st, const uint8_t *d
 	return st_unlock(st, cert_current(st, der, len, node));
 }
 
-/* N3 */
-static fleet_err node_reclaim(struct fleet_store *st, const char *node_id, const uint8_t *der,
-			      size_t len, time_t now, int64_t *generation)
+/* N3 inside the caller's transaction (X6). */
+fleet_err st_node_reclaim_tx(struct fleet_store *st, const char *node_id, const uint8_t *der,
+			     size_t len, time_t now, int64_t *generation)
 {
 	struct fleet_store_node n;
 	sqlite3_stmt *s;
+	fleet_err e;
+	if ((e = st_node_get(st, node_id, &n)))
+		return e;
+	if (n.retired_at)
+		return st_fail(st, FLEET_STORE_E_STATE, "a retired node is not reclaimed");
+	int64_t g = n.generation + 1;
+	if ((e = st_prepare(st, "UPDATE nodes SET generation = ?2 WHERE id = ?1", &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, g);
+	if ((e = st_step_done(st, s, "raise generation", NULL)))
+		return e;
+	if ((e = st_prepare(st,
+			    "UPDATE node_certs SET revoked_at = ?2 WHERE node_id = ?1 AND "
+			    "generation < ?3 AND revoked_at IS NULL",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	sqlite3_bind_int64(s, 3, g);
+	if ((e = st_step_done(st, s, "revoke older certificates", NULL)))
+		return e;
+	if ((e = st_node_cert_insert(st, node_id, g, der, len, now)))
+		return e;
+	if (generation)
+		*generation = g;
+	return FLEET_STORE_OK;
+}
+
+static fleet_err node_reclaim(struct fleet_store *st, const char *node_id, const uint8_t *der,
+			      size_t len, time_t now, int64_t *generation)
+{
 	fleet_err e = st_writable(st);
 	if (e)
 		return e;
 	if ((e = st_begin(st)))
 		return e;
-	if ((e = st_node_get(st, node_id, &n)))
-		goto out;
-	if (n.retired_at) {
-		e = st_fail(st, FLEET_STORE_E_STATE, "a retired node is not reclaimed");
-		goto out;
-	}
-	int64_t g = n.generation + 1;
-	if ((e = st_prepare(st, "UPDATE nodes SET generation = ?2 WHERE id = ?1", &s)))
-		goto out;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, g);
-	if ((e = st_step_done(st, s, "raise generation", NULL)))
-		goto out;
-	if ((e = st_prepare(st,
-			    "UPDATE node_certs SET revoked_at = ?2 WHERE node_id = ?1 AND "
-			    "generation < ?3 AND revoked_at IS NULL",
-			    &s)))
-		goto out;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
-	sqlite3_bind_int64(s, 3, g);
-	if ((e = st_step_done(st, s, "revoke older certificates", NULL)))
-		goto out;
-	if ((e = st_node_cert_insert(st, node_id, g, der, len, now)))
-		goto out;
-	if (generation)
-		*generation = g;
-out:
-	if (e) {
+	if ((e = st_node_reclaim_tx(st, node_id, der, len, now, generation))) {
 		st_rollback(st);
 		return e;
 	}
@@ -287,49 +309,70 @@ fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
 	return st_unlock(st, node_reclaim(st, node_id, cert_der, cert_len, now, generation));
 }
 
-/* N4 */
-static fleet_err node_bind(struct fleet_store *st, const char *kind, const char *subject,
-			   const char *node_id, time_t now)
+/* N4 inside the caller's transaction (X6). */
+fleet_err st_node_bind_tx(struct fleet_store *st, const char *kind, const char *subject,
+			  const char *node_id, time_t now)
 {
 	sqlite3_stmt *s;
 	char owner[FLEET_STORE_NODE_ID_MAX + 1] = "";
-	fleet_err e = st_writable(st);
-	if (e)
+	fleet_err e = st_binding_get(st, kind, subject, owner);
+	if (e == FLEET_STORE_OK)
+		return strcmp(owner, node_id) == 0
+			       ? FLEET_STORE_OK
+			       : st_fail(st, FLEET_STORE_E_CONFLICT, "bound-elsewhere: %s", owner);
+	if (e != FLEET_STORE_E_NOT_FOUND)
 		return e;
-	if (!kind || (strcmp(kind, "ek") && strcmp(kind, "product-uuid")) ||
-	    !st_text_ok(subject, 128) || !st_node_id_ok(node_id))
-		return st_fail(st, FLEET_STORE_E_INVALID, "a binding is ek or product-uuid, a "
-							  "subject and a node");
-	if ((e = st_begin(st)))
-		return e;
-	if ((e = st_prepare(st, "SELECT node_id FROM node_bindings WHERE kind = ?1 AND subject = ?2",
-			    &s)))
-		goto out;
-	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW && !st_col_text(s, 0, owner, sizeof(owner)))
-		e = st_fail(st, FLEET_STORE_E_CORRUPT, "a binding names no node");
-	sqlite3_finalize(s);
-	if (e)
-		goto out;
-	if (owner[0]) {
-		if (strcmp(owner, node_id) != 0)
-			e = st_fail(st, FLEET_STORE_E_CONFLICT, "bound-elsewhere: %s", owner);
-		goto out;
-	}
+	if (!st_node_id_ok(node_id))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a binding names a node");
 	if ((e = st_prepare(st,
 			    "INSERT INTO node_bindings (kind, subject, node_id, created_at) "
 			    "VALUES (?1, ?2, ?3, ?4)",
 			    &s)))
-		goto out;
+		return e;
 	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
 	sqlite3_bind_text(s, 3, node_id, -1, SQLITE_STATIC);
 	sqlite3_bind_int64(s, 4, (sqlite3_int64)now);
-	e = st_step_done(st, s, "bind", NULL);
-out:
-	if (e) {
+	return st_step_done(st, s, "bind", NULL);
+}
+
+/* The node (kind, subject) is bound to; NOT_FOUND when none. */
+fleet_err st_binding_get(struct fleet_store *st, const char *kind, const char *subject,
+			 char owner[FLEET_STORE_NODE_ID_MAX + 1])
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	owner[0] = '\0';
+	if (!kind || (strcmp(kind, "ek") && strcmp(kind, "product-uuid")) || !st_text_ok(subject, 128))
+		return st_fail(st, FLEET_STORE_E_INVALID, "a binding is ek or product-uuid and a "
+							  "subject");
+	if ((e = st_prepare(st, "SELECT node_id FROM node_bindings WHERE kind = ?1 AND subject = ?2",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		if (!st_col_text(s, 0, owner, FLEET_STORE_NODE_ID_MAX + 1) || !owner[0])
+			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a binding names no node");
+	} else if (rc == SQLITE_DONE) {
+		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "not bound");
+	} else {
+		e = st_sqlite(st, rc, "read binding");
+	}
+	sqlite3_finalize(s);
+	return e;
+}
+
+static fleet_err node_bind(struct fleet_store *st, const char *kind, const char *subject,
+			   const char *node_id, time_t now)
+{
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_node_bind_tx(st, kind, subject, node_id, now))) {
 		st_rollback(st);
 		return e;
 	}

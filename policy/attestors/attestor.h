@@ -1,0 +1,184 @@
+/*
+ * attestor.h: the one interface every attestor module implements (issue
+ * 13; spec 001 "Attestation": an AttestorVerifier that runs inside
+ * JoinService's join transaction).
+ *
+ *     verify(tx, request, evidence) -> result | deferral | refusal(reason)
+ *
+ * The join service (fleetd/join/) decodes the request, checks the CSR,
+ * opens the sealed token, opens the store's join transaction
+ * (fleetd/store/store.h X1-X6) and calls the attestor the request names.
+ * The attestor reads what it must through the transaction and answers
+ * with one of three outcomes in *out; the service then does what every
+ * attestor shares: the pool's joinAttestors, the token's expect binding
+ * and reclaim flag, the one use of the token, the node id, the
+ * certificate, the rows. So an attestor never issues, never picks a node
+ * id and never spends a token: it says who the machine is.
+ *
+ * The contract (each traced to tests/unit/test_attestors.c and the HTTPS
+ * tests in tests/e2e/join_e2e.sh, named after the reason):
+ *
+ * A1 verify returns FLEET_OK with out->outcome set, or an error of its own
+ *    (a store failure): then the join is answered 503 and the transaction
+ *    rolled back. Every decision about the machine is an outcome, never an
+ *    error.
+ * A2 REFUSE carries a stable reason (the spec's where it names one, else
+ *    "<attestor>-<what>"); the service rolls back everything the
+ *    transaction wrote, answers the one generic "denied", and the reason
+ *    goes only to the journal (security.join.refused), the counter and the
+ *    on_refusal hook.
+ * A3 DEFER writes only the attestor's own rows (a pending request), which
+ *    the service commits; it issues nothing and spends nothing: an
+ *    attestor checks a token with take false only.
+ * A4 RESULT names the pool (and site) the machine joins, the certificate's
+ *    role, and either a new node (node_id "") or the node it is (reclaim
+ *    in place: the generation raised, every older certificate revoked).
+ *    token_based says the result rests on the request's token: the
+ *    service then enforces its expect binding and reclaim flag and takes
+ *    its one use in the same transaction.
+ * A5 use_subject, when set, is recorded in attestation_uses (the
+ *    attestor's name, kept until use_expires_at) by the service on the
+ *    final round only; a second record refuses the join with
+ *    use_reason.
+ */
+#ifndef FLEET_POLICY_ATTESTOR_H
+#define FLEET_POLICY_ATTESTOR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "fleetd/store/store.h"
+#include "lib/ca.h"
+#include "lib/join_token.h"
+#include "lib/join_wire.h"
+
+/* What the service hands an attestor: the decoded request and what it
+ * derived from it. The token's secret is the service's; it is wiped after
+ * the transaction. */
+struct fleet_join_input {
+	const struct fleet_join_request *req;
+	bool has_token;
+	struct fleet_join_token token; /* opened from req->token */
+	uint8_t csr_sha256[32];        /* over the CSR's bytes as sent */
+	char csr_sha256_hex[FLEET_JOIN_SHA256_HEX + 1];
+	const char *role; /* "node" | "site" | "ramdisk": the request's */
+};
+
+enum fleet_attest_outcome {
+	FLEET_ATTEST_REFUSE = 1,
+	FLEET_ATTEST_DEFER,
+	FLEET_ATTEST_RESULT,
+};
+
+struct fleet_attest_result {
+	enum fleet_attest_outcome outcome;
+	const char *reason; /* REFUSE: static, stable */
+
+	/* RESULT (A4) */
+	char pool[FLEET_STORE_POOL_ID_MAX + 1];
+	char site[FLEET_STORE_POOL_ID_MAX + 1]; /* "" none */
+	char role[16];                          /* the certificate's */
+	char node_id[FLEET_STORE_NODE_ID_MAX + 1]; /* "": a new node */
+	bool token_based;
+	struct fleet_store_token token; /* the token row, token_based only */
+	char product_uuid[FLEET_JOIN_UUID_LEN + 1]; /* recorded on a new node, "" none */
+	unsigned validity_seconds;                  /* 0: the service's default */
+	char statement[FLEET_NODE_STATEMENT_MAX + 1]; /* one urn:bc: statement, "" none */
+	char use_subject[65];                       /* A5 */
+	int64_t use_expires_at;
+	const char *use_reason;
+	char request_done[FLEET_STORE_NODE_ID_MAX + 1]; /* an approved join request spent */
+
+	/* DEFER (A3) */
+	struct fleet_join_deferral deferral;
+	bool challenge; /* false: pending */
+};
+
+struct fleet_attestor;
+typedef fleet_err (*fleet_attestor_verify_fn)(const struct fleet_attestor *a,
+					      struct fleet_store_tx *tx,
+					      const struct fleet_join_input *in,
+					      struct fleet_attest_result *out);
+
+struct fleet_attestor {
+	const char *id; /* the request's "attestor" ("" is join-token) */
+	fleet_attestor_verify_fn verify;
+	const void *cfg; /* the attestor's options, its own struct */
+	/* Every reason verify can refuse with, NULL-terminated (the
+	 * refusal counter's labels; docs/attestors.md's tables). */
+	const char *const *reasons;
+};
+
+/* The reasons every token-based attestor can give through
+ * fleet_attest_token (store.h J3 and the request's token). */
+#define FLEET_ATTEST_TOKEN_REASONS                                                        \
+	"token-missing", "token-unknown", "token-secret", "token-revoked", "token-expired", \
+		"token-used-up", "token-role"
+
+/* Helpers every token-based attestor uses. */
+
+/* Refuse with reason (A2). Always FLEET_OK. */
+fleet_err fleet_attest_refuse(struct fleet_attest_result *out, const char *reason);
+
+/* The request's token checked in the transaction without a take (A3),
+ * with the role the attestor requires: FLEET_OK with *refused false and
+ * out->token filled, or FLEET_OK with *refused true and the refusal in out
+ * (no token: "token-missing"; the store's J3 reasons). A store failure is
+ * returned. */
+fleet_err fleet_attest_token(struct fleet_store_tx *tx, const struct fleet_join_input *in,
+			     const char *role, struct fleet_attest_result *out, bool *refused);
+
+/* prefix and 26 characters of a-z 0-9 from the CSPRNG into out (cap
+ * bytes with the NUL): node ids ("node_"), join request ids ("jr_"). */
+fleet_err fleet_attest_new_id(const char *prefix, char *out, size_t cap);
+
+/* The claims name this MAC. */
+bool fleet_attest_claims_mac(const struct fleet_join_request *req, const char *mac);
+
+/* The ids of the attestors this server runs, NULL-terminated: a pool's
+ * join_attestors may name only these (fleetctl pool create). */
+extern const char *const fleet_attestor_ids[];
+
+/* The built-in attestors. */
+extern const struct fleet_attestor fleet_attestor_join_token;
+
+struct fleet_x509pop_config {
+	uint32_t grace_seconds;  /* expired at most this long ago (7 days) */
+	uint32_t window_seconds; /* clientTime within this of the store's clock (60) */
+};
+extern const char *const fleet_attestor_x509pop_reasons[];
+extern const char *const fleet_attestor_provisioned_reasons[];
+extern const char *const fleet_attestor_discovery_reasons[];
+fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct fleet_store_tx *tx,
+					const struct fleet_join_input *in,
+					struct fleet_attest_result *out);
+
+fleet_err fleet_attestor_provisioned_verify(const struct fleet_attestor *a,
+					    struct fleet_store_tx *tx,
+					    const struct fleet_join_input *in,
+					    struct fleet_attest_result *out);
+
+enum fleet_discovery_approval {
+	FLEET_DISCOVERY_APPROVE_NEVER = 0, /* the default: no operator in the loop */
+	FLEET_DISCOVERY_APPROVE_UNKNOWN,   /* machines no node binding names wait */
+	FLEET_DISCOVERY_APPROVE_ALWAYS,
+};
+struct fleet_discovery_config {
+	enum fleet_discovery_approval approval;
+	uint32_t max_age_seconds;     /* 900: min(not_after, issued_at + this) */
+	uint32_t cert_ttl_seconds;    /* <= 7200 */
+	uint32_t pending_ttl_seconds; /* 86400 */
+	uint32_t retry_after_seconds; /* 30 */
+};
+fleet_err fleet_attestor_discovery_verify(const struct fleet_attestor *a,
+					  struct fleet_store_tx *tx,
+					  const struct fleet_join_input *in,
+					  struct fleet_attest_result *out);
+
+/* The commissioning kinds a ramdisk certificate allows (spec:
+ * discoveryAllowedKinds), as the statement it carries. */
+#define FLEET_DISCOVERY_KINDS_STATEMENT \
+	"urn:bc:allowed-kinds:inventory.refresh,logs.collect,diag.*,disk.wipe,deploy.*,boot.kexec"
+
+#endif
