@@ -43,13 +43,14 @@
  *     JW1-JW3 (wj_load: one object, no repeated or unknown key, "v" the
  *     integer 1; base64url in its one spelling; *out zeroed, and freed and
  *     zeroed on a refusal; the field's path in ec->detail). Caps: each
- *     certificate FLEET_JOIN_MAX_CERT, chain 1..FLEET_JOIN_MAX_CHAIN
- *     entries, the assertion body FLEET_EVIDENCE_MAX_BODY, the whole
- *     message FLEET_JOIN_MAX_ATTESTATION (the renew request
- *     FLEET_JOIN_MAX_REQUEST). FLEET_E_TOO_LARGE over a cap,
+ *     certificate FLEET_JOIN_MAX_CERT, the CSR FLEET_JOIN_MAX_CSR (as
+ *     JW3), chain 1..FLEET_JOIN_MAX_CHAIN entries, the assertion body
+ *     FLEET_EVIDENCE_MAX_BODY, the whole message FLEET_JOIN_MAX_ATTESTATION
+ *     (the renew request FLEET_JOIN_MAX_REQUEST). FLEET_E_TOO_LARGE over a cap,
  *     FLEET_E_MALFORMED otherwise.
  * JE2 Values: nodeId and signer 1..FLEET_JOIN_MAX_ID of a-z 0-9 _ -;
- *     clientTime 0..FLEET_JOIN_MAX_NOT_AFTER*1000; sig exactly 64 bytes;
+ *     clientTime 0..FLEET_JOIN_MAX_NOT_AFTER*1000; sig exactly 64 bytes
+ *     (fewer MALFORMED, more TOO_LARGE, as wj_fixed reads a fixed field);
  *     site 1..63 of a-z 0-9 -; epoch 1..2^53; mac lowercase
  *     aa:bb:cc:dd:ee:ff; product_uuid lowercase 8-4-4-4-12; ip 1..45 of
  *     0-9 a-f . : ; workflow 1..63 of a-z 0-9 . _ -; issued_at and
@@ -58,7 +59,10 @@
  *     decoder would refuse; encodings are canonical (compact, keys in the
  *     order above, absent optionals omitted), decode(encode(m)) == m.
  * JE4 The signing inputs are exactly the layouts above (a known answer in
- *     the test); a node id outside JE2 or an empty CSR is INVALID_ARG.
+ *     the test); a node id outside JE2 or an empty CSR is INVALID_ARG, as
+ *     is any other input a decoder would refuse (a clientTime outside JE2;
+ *     a CSR, leaf or body empty or over its JE1 cap): what no message could
+ *     carry is never signed.
  * JE5 fleet_es256_sign signs with a P-256 private key only; verify takes a
  *     P-256 public key only (another curve or RSA: FLEET_E_UNSUPPORTED,
  *     reason "es256-key"), a signature whose r or s is 0 or >= n, or that
