@@ -10,3 +10,13 @@ if(TARGET fleet_crash_shim)
   fleet_script_test(join_crash e2e join_crash.sh $<TARGET_FILE:store_join_tool>
                     $<TARGET_FILE:fleet_crash_shim>)
 endif()
+# The join service over HTTPS: every attestor's and the service's reasons,
+# the concurrent one-use token, a deferral across a restart, kill -9 in a
+# join, the pass's prune (tests/e2e/join_e2e.sh; root's, needs libfaketime).
+if(TARGET fleet_crash_shim)
+  fleet_script_test(join_e2e e2e e2e/join_e2e.sh $<TARGET_FILE:fleet_crash_shim>)
+else()
+  fleet_script_test(join_e2e e2e e2e/join_e2e.sh)
+endif()
+# The store's join transaction (store.h X1-X6).
+fleet_test(test_join_tx unit unit/test_join_tx.c LIBS fleetdcore fleet_x509_mint)

@@ -785,7 +785,8 @@ fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const 
  *    row byte for byte), "cert-revoked", "cert-generation" (an older
  *    identity generation), "node-retired"; *not_after the row's.
  * X5 fleet_store_tx_use is J5 in the transaction: CONFLICT when
- *    (attestor, subject) was recorded before.
+ *    (attestor, subject) was recorded before; fleet_store_tx_use_seen
+ *    reads whether it was, writing nothing.
  * X6 fleet_store_tx_node_insert: a new node at generation 1 with its first
  *    certificate (CONFLICT when the id exists); fleet_store_tx_node_reclaim
  *    is N3 (the generation raised, every older certificate revoked, the new
@@ -812,6 +813,10 @@ fleet_err fleet_store_tx_node_cert(struct fleet_store_tx *tx, const uint8_t *der
 				   const char **reason);
 fleet_err fleet_store_tx_use(struct fleet_store_tx *tx, const char *attestor, const char *subject,
 			     int64_t expires_at);
+/* X5: whether (attestor, subject) was recorded (an attestor refuses a
+ * reuse before it decides anything else). */
+fleet_err fleet_store_tx_use_seen(struct fleet_store_tx *tx, const char *attestor,
+				  const char *subject, bool *seen);
 
 struct fleet_store_node_in {
 	const char *id;

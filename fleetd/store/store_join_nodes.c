@@ -216,14 +216,16 @@ fleet_err st_node_cert_lookup(struct fleet_store *st, const uint8_t *der, size_t
 		return e;
 	if (not_after_out)
 		*not_after_out = not_after;
-	if (revoked) {
-		*reason = "cert-revoked";
-		return st_fail(st, FLEET_STORE_E_STATE, "the certificate is revoked");
-	}
+	/* An older generation first: a reclaim revoked it too, and the
+	 * generation is the reason it is gone. */
 	if (generation != node->generation) {
 		*reason = "cert-generation";
 		return st_fail(st, FLEET_STORE_E_STATE,
 			       "the certificate is of an older identity generation");
+	}
+	if (revoked) {
+		*reason = "cert-revoked";
+		return st_fail(st, FLEET_STORE_E_STATE, "the certificate is revoked");
 	}
 	if (node->retired_at) {
 		*reason = "node-retired";

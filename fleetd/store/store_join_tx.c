@@ -94,6 +94,29 @@ fleet_err fleet_store_tx_use(struct fleet_store_tx *tx, const char *attestor, co
 	return st_attestation_use(tx->st, attestor, subject, (time_t)expires_at);
 }
 
+fleet_err fleet_store_tx_use_seen(struct fleet_store_tx *tx, const char *attestor,
+				  const char *subject, bool *seen)
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	if (!tx || !attestor || !subject || !seen)
+		return FLEET_STORE_E_INVALID;
+	*seen = false;
+	if ((e = st_prepare(tx->st,
+			    "SELECT 1 FROM attestation_uses WHERE attestor = ?1 AND subject = ?2",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, attestor, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	sqlite3_finalize(s);
+	if (rc == SQLITE_ROW)
+		*seen = true;
+	else if (rc != SQLITE_DONE)
+		return st_sqlite(tx->st, rc, "read attestation use");
+	return FLEET_STORE_OK;
+}
+
 static bool role_ok(const char *r)
 {
 	return r && (!strcmp(r, "node") || !strcmp(r, "site") || !strcmp(r, "ramdisk"));

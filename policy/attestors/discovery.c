@@ -10,6 +10,7 @@
  *   a token of role discovery, live (J3)                   token-* (store.h J3)
  *   exactly one use left                                   not-single-use
  *   the assertion decodes                                  discovery-malformed
+ *   the assertion admitted no join before                  assertion-reused
  *   the token is for the assertion's site                  discovery-site
  *   the token's expect MAC, when set, is the asserted MAC  discovery-mac
  *   the signer is a site node of that site                 discovery-signer
@@ -23,7 +24,6 @@
  *   the claimed MACs include the asserted MAC              discovery-mac
  *   the claimed product UUID is the asserted one (when
  *     the assertion names one)                             product-uuid-mismatch
- *   the assertion admitted no join before                  assertion-reused
  *   approval: a pending request waits (deferral), a
  *     denied one is refused                                discovery-denied
  *
@@ -173,6 +173,18 @@ fleet_err fleet_attestor_discovery_verify(const struct fleet_attestor *a,
 	}
 	if ((e = fleet_store_tx_now(tx, &now)))
 		goto out;
+	/* Each signed assertion admits one join, whatever else it says. */
+	uint8_t h[32];
+	bool seen = false;
+	if ((e = fleet_hash(FLEET_ALG_SHA256, sd.body.data, sd.body.len, h)))
+		goto out;
+	fleet_hex_encode(h, sizeof(h), out->use_subject);
+	if ((e = fleet_store_tx_use_seen(tx, a->id, out->use_subject, &seen)))
+		goto out;
+	if (seen) {
+		e = fleet_attest_refuse(out, "assertion-reused");
+		goto out;
+	}
 	if (strcmp(out->token.site, as.site) != 0) {
 		e = fleet_attest_refuse(out, "discovery-site");
 		goto out;
@@ -234,10 +246,6 @@ fleet_err fleet_attestor_discovery_verify(const struct fleet_attestor *a,
 		e = fleet_attest_refuse(out, "product-uuid-mismatch");
 		goto out;
 	}
-	uint8_t h[32];
-	if ((e = fleet_hash(FLEET_ALG_SHA256, sd.body.data, sd.body.len, h)))
-		goto out;
-	fleet_hex_encode(h, sizeof(h), out->use_subject);
 	out->use_expires_at = until;
 	out->use_reason = "assertion-reused";
 	if ((e = approval(cfg, tx, in, &as, now, out, &decided)) || decided)

@@ -6,6 +6,7 @@
  *
  * Refused unless, in this order:
  *   the evidence decodes                                  x509pop-malformed
+ *   the proof was not used before                         x509pop-replayed
  *   the leaf is byte for byte a node_certs row            cert-unknown
  *     not revoked                                         cert-revoked
  *     of the node's current identity generation           cert-generation
@@ -15,7 +16,6 @@
  *   it expired at most grace_seconds ago                   x509pop-expired
  *   clientTime within window_seconds of the store's clock  x509pop-client-time
  *   the signature verifies under the leaf's key            x509pop-signature
- *   the proof was not used before (the service records it) x509pop-replayed
  *
  * The replay record is attestation_uses (SHA-256 of the signature, kept
  * window_seconds past clientTime), so it holds across restarts and every
@@ -64,6 +64,19 @@ fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct f
 		return fleet_attest_refuse(out, "x509pop-malformed");
 	if ((e = fleet_store_tx_now(tx, &now)))
 		goto out;
+	/* The proof's subject: SHA-256 of its signature, refused when seen
+	 * before whatever else holds (a captured request sent again). */
+	uint8_t h[32];
+	bool seen = false;
+	if ((e = fleet_hash(FLEET_ALG_SHA256, ev.sig, sizeof(ev.sig), h)))
+		goto out;
+	fleet_hex_encode(h, sizeof(h), out->use_subject);
+	if ((e = fleet_store_tx_use_seen(tx, a->id, out->use_subject, &seen)))
+		goto out;
+	if (seen) {
+		e = fleet_attest_refuse(out, "x509pop-replayed");
+		goto out;
+	}
 	e = fleet_store_tx_node_cert(tx, ev.chain[0].data, ev.chain[0].len, &node, &not_after,
 				     &reason);
 	if (e == FLEET_STORE_E_NOT_FOUND || (e == FLEET_STORE_E_STATE && reason)) {
@@ -106,10 +119,6 @@ fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct f
 		e = fleet_attest_refuse(out, "x509pop-signature");
 		goto out;
 	}
-	uint8_t h[32];
-	if ((e = fleet_hash(FLEET_ALG_SHA256, ev.sig, sizeof(ev.sig), h)))
-		goto out;
-	fleet_hex_encode(h, sizeof(h), out->use_subject);
 	out->use_expires_at = ct + (int64_t)cfg->window_seconds;
 	out->use_reason = "x509pop-replayed";
 	memcpy(out->pool, node.pool, sizeof(out->pool));
