@@ -1,0 +1,1036 @@
+/*
+ * join_client.c: fleet-join's work (join_client.h, FJ1..FJ8): the key and
+ * its CSR, the token and the evidence a request carries, the answer's
+ * checks in JW10's order, and the files a joined answer leaves.
+ */
+#include "tink-attest/join_client.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <libgen.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include <openssl/bio.h>
+#include <openssl/crypto.h>
+#include <openssl/err.h>
+#include <openssl/pem.h>
+#include <openssl/x509.h>
+
+#include "lib/attest_wire.h"
+#include "lib/ca.h"
+#include "lib/file_read.h"
+#include "lib/join_token.h"
+#include "lib/token_seal.h"
+#include "tink-attest/output.h"
+
+/* What a file may hold, at most (FLEET_FILE_POLICY_*, docs/files.md). */
+#define MAX_KEY_FILE (16u * 1024)
+#define MAX_CERT_FILE (256u * 1024)
+#define MAX_TOKEN_FILE (16u * 1024)
+
+const char *fj_exit_name(int code)
+{
+	switch (code) {
+	case FJ_EXIT_OK:
+		return "joined";
+	case FJ_EXIT_USAGE:
+		return "usage";
+	case FJ_EXIT_DENIED:
+		return "denied";
+	case FJ_EXIT_FAILED:
+		return "failed";
+	case FJ_EXIT_PENDING:
+		return "pending";
+	case FJ_EXIT_CHALLENGE:
+		return "challenge";
+	case FJ_EXIT_LOCAL:
+		return "local";
+	default:
+		return "unknown";
+	}
+}
+
+/* ---- small helpers ------------------------------------------------------ */
+
+/* DER of x into malloc'd bytes (what a fleet_wire_bytes owns: free()d, not
+ * OPENSSL_free()d). */
+static fleet_err cert_der(X509 *x, struct fleet_wire_bytes *out)
+{
+	unsigned char *der = NULL;
+	int n = i2d_X509(x, &der);
+
+	out->data = NULL;
+	out->len = 0;
+	if (n <= 0) {
+		ERR_clear_error();
+		return FLEET_E_CRYPTO;
+	}
+	if (!(out->data = malloc((size_t)n))) {
+		OPENSSL_free(der);
+		return FLEET_E_NOMEM;
+	}
+	memcpy(out->data, der, (size_t)n);
+	out->len = (size_t)n;
+	OPENSSL_free(der);
+	return FLEET_OK;
+}
+
+static void bytes_free(struct fleet_wire_bytes *b)
+{
+	if (b->data)
+		OPENSSL_cleanse(b->data, b->len);
+	free(b->data);
+	b->data = NULL;
+	b->len = 0;
+}
+
+/* An encrypted key is refused rather than asked for on a terminal. */
+static int no_passphrase(char *buf, int size, int rw, void *u)
+{
+	(void)buf;
+	(void)size;
+	(void)rw;
+	(void)u;
+	return -1;
+}
+
+/* ---- FJ1: the key and its CSR ------------------------------------------- */
+
+fleet_err fj_key_csr(EVP_PKEY **key, struct fleet_buf *csr, struct fleet_errctx *ec)
+{
+	X509_REQ *req = NULL;
+	X509_NAME *name;
+	unsigned char *der = NULL;
+	int n = 0;
+	fleet_err e;
+
+	if (!key || !csr)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no key or CSR output");
+	if (!(*key = EVP_EC_gen("P-256")))
+		return fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "cannot make a P-256 key");
+	/* The server takes the key and nothing else (lib/ca.h NC4): the
+	 * subject is a constant, no attribute or extension is asked for. */
+	if (!(req = X509_REQ_new()) || X509_REQ_set_version(req, X509_REQ_VERSION_1) != 1 ||
+	    !(name = X509_REQ_get_subject_name(req)) ||
+	    X509_NAME_add_entry_by_txt(name, "CN", MBSTRING_UTF8,
+				       (const unsigned char *)FJ_CSR_CN, -1, -1, 0) != 1 ||
+	    X509_REQ_set_pubkey(req, *key) != 1 || X509_REQ_sign(req, *key, EVP_sha256()) <= 0 ||
+	    (n = i2d_X509_REQ(req, &der)) <= 0) {
+		e = fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "cannot make the CSR");
+		goto fail;
+	}
+	if ((e = fb_put(csr, der, (size_t)n)) != FLEET_OK) {
+		e = fleet_errctx_msg(ec, e, "no room for the CSR");
+		goto fail;
+	}
+	OPENSSL_free(der);
+	X509_REQ_free(req);
+	return FLEET_OK;
+fail:
+	OPENSSL_free(der);
+	X509_REQ_free(req);
+	EVP_PKEY_free(*key);
+	*key = NULL;
+	return e;
+}
+
+/* ---- certificates ------------------------------------------------------- */
+
+fleet_err fj_pins_from_pem(const uint8_t *pem, size_t len, struct fj_pins *out,
+			   struct fleet_errctx *ec)
+{
+	BIO *b;
+	X509 *x;
+
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	if (!pem || len == 0 || len > INT32_MAX)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "no PEM certificate");
+	if (!(b = BIO_new_mem_buf(pem, (int)len)))
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_new_mem_buf");
+	while ((x = PEM_read_bio_X509(b, NULL, NULL, NULL))) {
+		if (out->n == FJ_MAX_PINNED) {
+			X509_free(x);
+			BIO_free(b);
+			fj_pins_free(out);
+			return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "more than %d certificates",
+						FJ_MAX_PINNED);
+		}
+		out->certs[out->n++] = x;
+	}
+	/* The loop ends at the end of the PEM blocks (PEM_R_NO_START_LINE) or
+	 * at one that does not parse: only the first is the end. */
+	unsigned long err = ERR_peek_last_error();
+	BIO_free(b);
+	if (out->n == 0 || (err && ERR_GET_REASON(err) != PEM_R_NO_START_LINE)) {
+		fj_pins_free(out);
+		return fleet_errctx_openssl(ec, FLEET_E_MALFORMED,
+					    "not a sequence of PEM certificates");
+	}
+	ERR_clear_error();
+	return FLEET_OK;
+}
+
+void fj_pins_free(struct fj_pins *p)
+{
+	if (!p)
+		return;
+	for (size_t i = 0; i < p->n; i++)
+		X509_free(p->certs[i]);
+	memset(p, 0, sizeof(*p));
+}
+
+fleet_err fj_chain_read(const char *path, struct fj_pins *out, struct fleet_errctx *ec)
+{
+	/* Certificates: public, and their content is checked by whoever
+	 * relies on them (the server verifies the chain it was sent). */
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_DATA("the certificate chain", MAX_CERT_FILE);
+	struct fleet_buf b;
+	fleet_err e;
+
+	fb_init(&b);
+	if ((e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec)) != FLEET_OK)
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+	e = fj_pins_from_pem(b.data, b.len, out, ec);
+	fb_free(&b);
+	if (e != FLEET_OK)
+		return fleet_errctx_wrap(ec, e, path, NULL);
+	if (out->n > FLEET_JOIN_MAX_CHAIN) {
+		fj_pins_free(out);
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s: more than %d certificates", path,
+					FLEET_JOIN_MAX_CHAIN);
+	}
+	return FLEET_OK;
+}
+
+fleet_err fj_key_read(const char *path, EVP_PKEY **out, struct fleet_errctx *ec)
+{
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_SECRET("the private key", MAX_KEY_FILE);
+	struct fleet_buf b;
+	BIO *bio;
+	fleet_err e;
+
+	*out = NULL;
+	fb_init(&b);
+	if ((e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec)) != FLEET_OK)
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+	/* A read-only BIO over the secret buffer: no copy of the PEM is made
+	 * here, and the buffer is wiped when freed. */
+	if (!(bio = BIO_new_mem_buf(b.data, (int)b.len))) {
+		fb_free(&b);
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_new_mem_buf");
+	}
+	*out = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
+	BIO_free(bio);
+	fb_free(&b);
+	if (!*out)
+		return fleet_errctx_openssl(ec, FLEET_E_MALFORMED,
+					    "%s: not an unencrypted PEM private key", path);
+	return FLEET_OK;
+}
+
+/* ---- FJ2, FJ3: the answer ----------------------------------------------- */
+
+/* The pinned certificate whose key id is kid, or NULL. */
+static X509 *pin_of(const struct fj_pins *pins, const char *kid)
+{
+	char k[FLEET_JOIN_KID_LEN + 1];
+
+	for (size_t i = 0; i < pins->n; i++)
+		if (fleet_join_kid(pins->certs[i], k) == FLEET_OK && strcmp(k, kid) == 0)
+			return pins->certs[i];
+	return NULL;
+}
+
+/* FJ3: the joined chain, its leaf for the CSR's key, from ca, for the
+ * body's node id. */
+static fleet_err joined_check(X509 *ca, const struct fleet_join_response *r,
+			      const struct fj_expect *x, struct fleet_errctx *ec)
+{
+	X509 *leaf = NULL;
+	struct fleet_node_identity id;
+	fleet_err e = FLEET_OK;
+
+	for (size_t i = 0; i < r->n_chain && e == FLEET_OK; i++) {
+		const unsigned char *p = r->chain[i].data;
+		X509 *c = d2i_X509(NULL, &p, (long)r->chain[i].len);
+		if (!c || p != r->chain[i].data + r->chain[i].len) {
+			fleet_openssl_drain(NULL, 0);
+			e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_CHAIN,
+						"chain[%zu]: not one DER certificate", i);
+		}
+		if (i == 0 && e == FLEET_OK)
+			leaf = c;
+		else
+			X509_free(c);
+	}
+	if (e != FLEET_OK)
+		goto out;
+	if (EVP_PKEY_eq(X509_get0_pubkey(leaf), x->key) != 1) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_LEAF_KEY,
+					"the certificate is not for the key this request sent");
+		goto out;
+	}
+	if (X509_NAME_cmp(X509_get_issuer_name(leaf), X509_get_subject_name(ca)) != 0 ||
+	    X509_verify(leaf, X509_get0_pubkey(ca)) != 1) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_LEAF_ISSUER,
+					"the certificate is not the pinned CA's");
+		goto out;
+	}
+	/* The node id a client believes is its certificate's (lib/ca.h NR1-NR6). */
+	if (fleet_node_cert_spiffe_id(leaf, &id, ec) != FLEET_OK ||
+	    strcmp(id.node_id, r->node_id) != 0) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_NODE_ID,
+					"the certificate's SPIFFE ID does not name node %s",
+					r->node_id);
+		goto out;
+	}
+out:
+	fleet_openssl_drain(NULL, 0);
+	X509_free(leaf);
+	return e;
+}
+
+fleet_err fj_answer_verify(const struct fj_pins *pins, const uint8_t *reply, size_t len,
+			   const struct fj_expect *x, struct fleet_join_response *out,
+			   X509 **signer, struct fleet_errctx *ec)
+{
+	struct fleet_join_envelope env;
+	char mine[FLEET_JOIN_SHA256_HEX + 1];
+	X509 *ca;
+	fleet_err e;
+
+	if (signer)
+		*signer = NULL;
+	if (!out)
+		return FLEET_E_INVALID_ARG;
+	memset(out, 0, sizeof(*out));
+	if (!pins || !x || !x->csr || !x->key)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no pins or request to check");
+	/* (a) */
+	if ((e = fleet_join_envelope_decode(reply, len, &env, ec)) != FLEET_OK) {
+		ec->reason = FJ_REASON_ENVELOPE;
+		return e;
+	}
+	/* (b) the key the envelope names, if it is pinned, and nothing else */
+	if (!(ca = pin_of(pins, env.kid))) {
+		fleet_join_envelope_free(&env);
+		return fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_KID,
+					   "the answer is signed by a key no pinned CA holds");
+	}
+	e = fleet_ca_verify(ca, env.body.data, env.body.len, env.sig.data, env.sig.len, ec);
+	if (e != FLEET_OK) {
+		fleet_join_envelope_free(&env);
+		ec->reason = FJ_REASON_SIGNATURE;
+		return e;
+	}
+	/* (c) only now are the body's bytes read */
+	e = fleet_join_body_decode(env.body.data, env.body.len, out, ec);
+	fleet_join_envelope_free(&env);
+	if (e != FLEET_OK) {
+		ec->reason = FJ_REASON_BODY;
+		return e;
+	}
+	if (out->status == FLEET_JOIN_DENIED) {
+		if (signer)
+			*signer = ca;
+		return FLEET_OK; /* (f): nothing to check */
+	}
+	/* (d) an answer to this request, no other */
+	if ((e = fleet_join_csr_sha256(x->csr, mine)) != FLEET_OK) {
+		fleet_errctx_msg(ec, e, "the CSR sent cannot be hashed");
+		goto fail;
+	}
+	if (strcmp(mine, out->csr_sha256) != 0) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_CSR,
+					"the answer is for another CSR");
+		goto fail;
+	}
+	/* (e) */
+	if (out->status == FLEET_JOIN_CHALLENGE &&
+	    strcmp(out->deferral.attestor, x->attestor ? x->attestor : "") != 0) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_ATTESTOR,
+					"a challenge for another attestor than the request's");
+		goto fail;
+	}
+	if (out->status == FLEET_JOIN_JOINED && (e = joined_check(ca, out, x, ec)) != FLEET_OK)
+		goto fail;
+	if (signer)
+		*signer = ca;
+	return FLEET_OK;
+fail:
+	fleet_join_response_free(out);
+	return e;
+}
+
+/* ---- FJ4: the token ------------------------------------------------------ */
+
+fleet_err fj_token_from_text(const uint8_t *text, size_t len, const uint8_t *spki,
+			     size_t spki_len, struct fleet_buf *sealed, struct fleet_errctx *ec)
+{
+	static const uint8_t magic[] = {'f', 's', 'l'}; /* any version: the server reads it */
+	struct fleet_wire_bytes raw = {0};
+	struct fleet_join_token t;
+	struct fleet_errctx tec = {0};
+	fleet_err e;
+
+	memset(&t, 0, sizeof(t));
+
+	if (!text || !sealed || !sealed->secret)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"the token's output must be a wiping buffer");
+	fb_reset(sealed);
+	while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == '\r' ||
+			   text[len - 1] == ' ' || text[len - 1] == '\t'))
+		len--;
+	/* No detail of the decoders below reaches ec: they would describe
+	 * the token's bytes. */
+	if (fleet_b64url_decode((const char *)text, len, FLEET_JOIN_MAX_TOKEN, &raw) != FLEET_OK) {
+		e = fleet_errctx_refuse(ec, FLEET_E_MALFORMED, FJ_REASON_TOKEN,
+					"the token file is not base64url of a join token");
+		goto out;
+	}
+	if (raw.len >= sizeof(magic) && memcmp(raw.data, magic, sizeof(magic)) == 0) {
+		if ((e = fb_put(sealed, raw.data, raw.len)) != FLEET_OK)
+			fleet_errctx_msg(ec, e, "no room for the sealed token");
+		goto out;
+	}
+	if (raw.len != FLEET_JOIN_TOKEN_LEN || fleet_join_token_decode(raw.data, raw.len, &t,
+								      &tec) != FLEET_OK) {
+		fleet_join_token_wipe(&t);
+		e = fleet_errctx_refuse(ec, FLEET_E_MALFORMED, FJ_REASON_TOKEN,
+					"the token file holds neither a sealed nor an unsealed "
+					"join token");
+		goto out;
+	}
+	fleet_join_token_wipe(&t);
+	if (!spki || spki_len == 0) {
+		e = fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_NO_SEAL_PUB,
+					"the token is not sealed: --seal-pub names the key to seal "
+					"it to");
+		goto out;
+	}
+	e = fleet_seal(spki, spki_len, FLEET_JOIN_TOKEN_PURPOSE, raw.data, raw.len, sealed);
+	if (e != FLEET_OK)
+		fleet_errctx_msg(ec, e, "cannot seal the token to --seal-pub's key (a P-256 key "
+					"in its canonical SPKI)");
+out:
+	bytes_free(&raw);
+	OPENSSL_cleanse(&tec, sizeof(tec));
+	if (e != FLEET_OK)
+		fb_reset(sealed);
+	return e;
+}
+
+fleet_err fj_seal_pub_read(const char *path, struct fleet_buf *spki, struct fleet_errctx *ec)
+{
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_CONFIG("the join service's sealing key", MAX_KEY_FILE);
+	static const char begin[] = "-----BEGIN";
+	struct fleet_buf b;
+	fleet_err e;
+
+	fb_init(&b);
+	if ((e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec)) != FLEET_OK)
+		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+	fb_reset(spki);
+	if (b.len >= sizeof(begin) - 1 && memcmp(b.data, begin, sizeof(begin) - 1) == 0) {
+		/* what `fleetctl join init` writes: seal.pub, a PEM PUBLIC KEY */
+		BIO *bio = BIO_new_mem_buf(b.data, (int)b.len);
+		EVP_PKEY *k = bio ? PEM_read_bio_PUBKEY(bio, NULL, NULL, NULL) : NULL;
+		unsigned char *der = NULL;
+		int n = k ? i2d_PUBKEY(k, &der) : -1;
+		BIO_free(bio);
+		EVP_PKEY_free(k);
+		e = n > 0 ? fb_put(spki, der, (size_t)n) : FLEET_E_MALFORMED;
+		OPENSSL_free(der);
+		if (e != FLEET_OK)
+			fleet_errctx_openssl(ec, e, "%s: not a PEM public key", path);
+	} else {
+		/* DER as it is: fleet_seal judges it (lib/token_seal.h TS4) */
+		e = b.len ? fb_put(spki, b.data, b.len) : FLEET_E_MALFORMED;
+		if (e != FLEET_OK)
+			fleet_errctx_msg(ec, e, "%s: empty", path);
+	}
+	fb_free(&b);
+	return e;
+}
+
+fleet_err fj_token_read(const char *token_path, const char *seal_pub_path,
+			struct fleet_buf *sealed, struct fleet_errctx *ec)
+{
+	/* A token is a secret (docs/files.md): mode 0600 or stricter. */
+	static const struct fleet_file_policy policy =
+		FLEET_FILE_POLICY_SECRET("the join token file", MAX_TOKEN_FILE);
+	struct fleet_buf text, spki;
+	fleet_err e;
+
+	fb_init(&text);
+	fb_init(&spki);
+	if (!sealed || !sealed->secret)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"the token's output must be a wiping buffer");
+	fb_reset(sealed); /* nothing of an earlier token is left in it on a refusal */
+	if (seal_pub_path && (e = fj_seal_pub_read(seal_pub_path, &spki, ec)) != FLEET_OK)
+		goto out;
+	if ((e = fleet_file_read(AT_FDCWD, token_path, &policy, &text, ec)) != FLEET_OK) {
+		fleet_errctx_wrap(ec, e, "cannot read ", NULL);
+		goto out;
+	}
+	if ((e = fj_token_from_text(text.data, text.len, spki.data, spki.len, sealed, ec)) !=
+	    FLEET_OK)
+		fleet_errctx_wrap(ec, e, token_path, NULL);
+out:
+	fb_free(&text); /* a secret buffer: wiped */
+	fb_free(&spki);
+	return e;
+}
+
+/* ---- FJ5: x509pop -------------------------------------------------------- */
+
+fleet_err fj_x509pop_build(EVP_PKEY *key, const struct fj_pins *chain, const char *node_id,
+			   const struct fleet_wire_bytes *csr, int64_t client_time_ms,
+			   struct fleet_buf *out, struct fleet_errctx *ec)
+{
+	struct fleet_x509pop_evidence ev;
+	struct fleet_node_identity id;
+	struct fleet_errctx iec = {0};
+	struct fleet_buf input;
+	uint8_t h[32];
+	fleet_err e;
+
+	memset(&ev, 0, sizeof(ev));
+	fb_init(&input);
+	if (!key || !chain || chain->n < 1 || chain->n > FLEET_JOIN_MAX_CHAIN || !node_id ||
+	    strlen(node_id) > FLEET_JOIN_MAX_ID || !csr || !csr->data || csr->len == 0 || !out)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
+					"x509pop: a key, a chain of 1..%d, a node id and a CSR",
+					FLEET_JOIN_MAX_CHAIN);
+	if (EVP_PKEY_eq(X509_get0_pubkey(chain->certs[0]), key) != 1) {
+		ERR_clear_error();
+		return fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_X509POP_KEY,
+					   "x509pop: the key is not the leaf certificate's");
+	}
+	/* The server names the node by its certificate; a --node-id that
+	 * says otherwise could only be refused there. */
+	if (fleet_node_cert_spiffe_id(chain->certs[0], &id, &iec) == FLEET_OK &&
+	    strcmp(id.node_id, node_id) != 0)
+		return fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_X509POP_NODE_ID,
+					   "x509pop: the leaf is node %s's, not %s's", id.node_id,
+					   node_id);
+	ERR_clear_error();
+	memcpy(ev.node_id, node_id, strlen(node_id) + 1);
+	ev.n_chain = chain->n;
+	ev.client_time_ms = client_time_ms;
+	for (size_t i = 0; i < chain->n; i++)
+		if ((e = cert_der(chain->certs[i], &ev.chain[i])) != FLEET_OK) {
+			fleet_errctx_msg(ec, e, "x509pop: chain[%zu] cannot be encoded", i);
+			goto out;
+		}
+	if (EVP_Digest(csr->data, csr->len, h, NULL, EVP_sha256(), NULL) != 1) {
+		e = fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "SHA-256");
+		goto out;
+	}
+	if ((e = fleet_x509pop_signing_input(h, node_id, client_time_ms, &input)) != FLEET_OK) {
+		fleet_errctx_msg(ec, e, "x509pop: the node id or the time is not one evidence "
+					"carries");
+		goto out;
+	}
+	if ((e = fleet_es256_sign(key, input.data, input.len, ev.sig, ec)) != FLEET_OK)
+		goto out;
+	if ((e = fleet_x509pop_encode(&ev, out)) != FLEET_OK)
+		fleet_errctx_msg(ec, e, "x509pop: the evidence cannot be encoded");
+out:
+	fleet_x509pop_free(&ev);
+	fb_free(&input);
+	return e;
+}
+
+/* ---- FJ6: the assertion -------------------------------------------------- */
+
+fleet_err fj_assert_build(EVP_PKEY *key, X509 *cert, const struct fleet_discovery_assertion *a,
+			  struct fleet_buf *out, struct fleet_errctx *ec)
+{
+	struct fleet_discovery_signed s;
+	struct fleet_buf body, input;
+	fleet_err e;
+
+	memset(&s, 0, sizeof(s));
+	if (!key || !cert || !a || !out)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "assert: no key, certificate or body");
+	if (EVP_PKEY_eq(X509_get0_pubkey(cert), key) != 1) {
+		ERR_clear_error();
+		return fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_ASSERT_KEY,
+					   "assert: the key is not the certificate's");
+	}
+	fb_init(&body);
+	fb_init(&input);
+	if ((e = fleet_discovery_body_encode(a, &body)) != FLEET_OK) {
+		fleet_errctx_msg(ec, e, "assert: a field is not in its form (lib/join_evidence.h "
+					"JE2)");
+		goto out;
+	}
+	if ((e = fleet_discovery_signing_input(body.data, body.len, &input)) != FLEET_OK) {
+		fleet_errctx_msg(ec, e, "assert: no signing input");
+		goto out;
+	}
+	if ((e = fleet_es256_sign(key, input.data, input.len, s.sig, ec)) != FLEET_OK)
+		goto out;
+	if ((e = cert_der(cert, &s.cert)) != FLEET_OK) {
+		fleet_errctx_msg(ec, e, "assert: the certificate cannot be encoded");
+		goto out;
+	}
+	/* The body's bytes exactly as signed: they travel as bytes. */
+	s.body.data = body.data;
+	s.body.len = body.len;
+	e = fleet_discovery_signed_encode(&s, out);
+	s.body.data = NULL;
+	s.body.len = 0;
+	if (e != FLEET_OK)
+		fleet_errctx_msg(ec, e, "assert: the signed assertion cannot be encoded");
+out:
+	fleet_discovery_signed_free(&s);
+	fb_free(&body);
+	fb_free(&input);
+	return e;
+}
+
+/* ---- FJ7: the files ------------------------------------------------------ */
+
+/* path's directory and last component, for tink_write_file. */
+static fleet_err split(const char *path, char dir[4096], char base[4096], struct fleet_errctx *ec)
+{
+	char a[4096], b[4096];
+
+	if (snprintf(a, sizeof(a), "%s", path) >= (int)sizeof(a))
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "path too long: %s", path);
+	memcpy(b, a, sizeof(a));
+	snprintf(dir, 4096, "%s", dirname(a));
+	snprintf(base, 4096, "%s", basename(b));
+	if (!base[0] || strcmp(base, "/") == 0 || strcmp(base, ".") == 0 ||
+	    strcmp(base, "..") == 0)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "not a file name: %s", path);
+	return FLEET_OK;
+}
+
+static fleet_err write_key(const char *path, EVP_PKEY *key, struct fleet_errctx *ec)
+{
+	char dir[4096], base[4096];
+	BIO *b;
+	char *pem = NULL;
+	long n;
+	fleet_err e;
+
+	if ((e = split(path, dir, base, ec)) != FLEET_OK)
+		return e;
+	/* OpenSSL's wiping memory BIO: the PEM's every block is cleared when
+	 * freed or grown. */
+	if (!(b = BIO_new(BIO_s_secmem())))
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_s_secmem");
+	if (PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL) != 1 ||
+	    (n = BIO_get_mem_data(b, &pem)) <= 0) {
+		BIO_free(b);
+		return fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "cannot encode the key as PEM");
+	}
+	e = tink_write_file(dir, base, pem, (size_t)n, 0600, ec);
+	BIO_free(b);
+	return e;
+}
+
+static fleet_err write_chain(const char *path, const struct fleet_join_response *r,
+			     struct fleet_errctx *ec)
+{
+	char dir[4096], base[4096];
+	BIO *b;
+	char *pem = NULL;
+	long n;
+	fleet_err e;
+
+	if ((e = split(path, dir, base, ec)) != FLEET_OK)
+		return e;
+	if (!(b = BIO_new(BIO_s_mem())))
+		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_s_mem");
+	for (size_t i = 0; i < r->n_chain; i++) {
+		const unsigned char *p = r->chain[i].data;
+		X509 *x = d2i_X509(NULL, &p, (long)r->chain[i].len);
+		int ok = x && PEM_write_bio_X509(b, x) == 1;
+		X509_free(x);
+		if (!ok) {
+			BIO_free(b);
+			return fleet_errctx_openssl(ec, FLEET_E_CRYPTO,
+						    "cannot encode chain[%zu] as PEM", i);
+		}
+	}
+	if ((n = BIO_get_mem_data(b, &pem)) <= 0) {
+		BIO_free(b);
+		return fleet_errctx_msg(ec, FLEET_E_CRYPTO, "no chain to write");
+	}
+	e = tink_write_file(dir, base, pem, (size_t)n, 0644, ec);
+	BIO_free(b);
+	return e;
+}
+
+fleet_err fj_write_identity(const char *key_path, const char *chain_path, EVP_PKEY *key,
+			    const struct fleet_join_response *r, struct fleet_errctx *ec)
+{
+	fleet_err e;
+
+	if (!key_path || !chain_path || !key || !r || r->status != FLEET_JOIN_JOINED ||
+	    r->n_chain < 1)
+		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no joined answer to write");
+	/* The key first: a chain is never left naming a key not on disk. */
+	if ((e = write_key(key_path, key, ec)) != FLEET_OK)
+		return e;
+	return write_chain(chain_path, r, ec);
+}
+
+/* ---- the runs ------------------------------------------------------------ */
+
+static double real_now(void *ctx)
+{
+	struct timespec ts;
+
+	(void)ctx;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+static void real_sleep(void *ctx, unsigned seconds)
+{
+	struct timespec ts = {.tv_sec = (time_t)seconds};
+
+	(void)ctx;
+	while (nanosleep(&ts, &ts) != 0 && errno == EINTR)
+		;
+}
+
+static double clock_now(const struct fj_clock *c)
+{
+	return c && c->now ? c->now(c->ctx) : real_now(NULL);
+}
+
+static void clock_sleep(const struct fj_clock *c, unsigned s)
+{
+	if (c && c->sleep)
+		c->sleep(c->ctx, s);
+	else
+		real_sleep(NULL, s);
+}
+
+static int say(struct fj_result *res, int code, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+static int say(struct fj_result *res, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(res->message, sizeof(res->message), fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+static int say_ec(struct fj_result *res, int code, const char *what, const struct fleet_errctx *ec)
+{
+	char text[sizeof(ec->detail) + sizeof(ec->ossl) + 80];
+
+	return say(res, code, "%s: %s", what, fleet_errctx_text(ec, text, sizeof(text)));
+}
+
+static int64_t unix_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Send req to path until an answer ends it (FJ8): FJ_EXIT_OK with *resp
+ * the verified joined answer and *signer its CA; every other exit with
+ * res->message saying why. The same bytes are sent every time (FJ1).
+ */
+static int exchange(const char *path, const struct fleet_buf *req, const struct fj_pins *pins,
+		    const struct fj_expect *x, unsigned max_wait, const struct tink_transport *tx,
+		    const struct fj_clock *clk, struct fleet_join_response *resp,
+		    struct fj_result *res)
+{
+	double start = clock_now(clk);
+	struct fleet_buf reply;
+	int rc;
+
+	fb_init(&reply);
+	for (;;) {
+		struct fleet_errctx ec = {0};
+		long http = 0;
+		enum tink_tx_result t =
+			tx->post(tx->ctx, path, req, FLEET_JOIN_MAX_ENVELOPE, &reply, &http, &ec);
+		if (t != TINK_TX_OK) {
+			rc = say_ec(res, FJ_EXIT_FAILED, "fleetd did not answer", &ec);
+			break;
+		}
+		/* The signature decides, not the HTTP status: a signed answer
+		 * is believed whatever the status line said. */
+		if (fj_answer_verify(pins, reply.data, reply.len, x, resp, NULL, &ec) != FLEET_OK) {
+			char what[96];
+			snprintf(what, sizeof(what), "fleetd's answer (HTTP %ld) refused (%s)", http,
+				 ec.reason ? ec.reason : "unreadable");
+			rc = say_ec(res, FJ_EXIT_FAILED, what, &ec);
+			break;
+		}
+		if (resp->status == FLEET_JOIN_JOINED) {
+			rc = FJ_EXIT_OK;
+			break;
+		}
+		if (resp->status == FLEET_JOIN_DENIED) {
+			rc = say(res, FJ_EXIT_DENIED, "access denied");
+			break;
+		}
+		if (resp->status == FLEET_JOIN_CHALLENGE) {
+			rc = say(res, FJ_EXIT_CHALLENGE,
+				 "the %s attestor answered with a challenge (until %lld); fleet-join "
+				 "answers no challenge yet",
+				 resp->deferral.attestor, (long long)resp->deferral.not_after);
+			break;
+		}
+		/* pending: the same request again, after the wait it asks for,
+		 * unless that wait ends past --max-wait */
+		unsigned wait = resp->deferral.retry_after_seconds;
+		double waited = clock_now(clk) - start;
+		if (waited + wait > (double)max_wait) {
+			rc = say(res, FJ_EXIT_PENDING,
+				 "still pending (request %s) after %.0f s; the next try in %u s "
+				 "would pass --max-wait %u",
+				 resp->deferral.request_id, waited, wait, max_wait);
+			break;
+		}
+		fprintf(stderr, "fleet-join: pending (request %s): trying again in %u s\n",
+			resp->deferral.request_id, wait);
+		fleet_join_response_free(resp);
+		clock_sleep(clk, wait);
+	}
+	if (rc != FJ_EXIT_OK)
+		fleet_join_response_free(resp);
+	fb_free(&reply);
+	return rc;
+}
+
+/* A joined answer's files and node id. */
+static int joined(const char *key_path, const char *chain_path, EVP_PKEY *key,
+		  const struct fleet_join_response *resp, struct fj_result *res)
+{
+	struct fleet_errctx ec = {0};
+
+	if (fj_write_identity(key_path, chain_path, key, resp, &ec) != FLEET_OK)
+		return say_ec(res, FJ_EXIT_LOCAL, "joined, but the identity was not written", &ec);
+	snprintf(res->node_id, sizeof(res->node_id), "%s", resp->node_id);
+	return say(res, FJ_EXIT_OK, "joined as %s: key %s, chain %s", resp->node_id, key_path,
+		   chain_path);
+}
+
+/* The attestation of x509pop (FJ5). */
+static int x509pop_attestation(const struct fj_join_opts *o, const struct fleet_buf *csr,
+			       struct fleet_buf *att, struct fj_result *res)
+{
+	struct fleet_errctx ec = {0};
+	struct fj_pins chain;
+	EVP_PKEY *k = NULL;
+	struct fleet_wire_bytes c = {csr->data, csr->len};
+	int rc = FJ_EXIT_OK;
+	fleet_err e;
+
+	if (!o->x509pop_cert || !o->x509pop_key || !o->node_id)
+		return say(res, FJ_EXIT_USAGE,
+			   "--attestor x509pop needs --x509pop-cert, --x509pop-key and --node-id");
+	if (fj_chain_read(o->x509pop_cert, &chain, &ec) != FLEET_OK)
+		return say_ec(res, FJ_EXIT_USAGE, "--x509pop-cert", &ec);
+	if (fj_key_read(o->x509pop_key, &k, &ec) != FLEET_OK) {
+		fj_pins_free(&chain);
+		return say_ec(res, FJ_EXIT_USAGE, "--x509pop-key", &ec);
+	}
+	e = fj_x509pop_build(k, &chain, o->node_id, &c, unix_ms(), att, &ec);
+	if (e != FLEET_OK)
+		rc = say_ec(res, fleet_err_code(e) == FLEET_CODE_INVALID_ARG ||
+					 fleet_err_code(e) == FLEET_CODE_UNSUPPORTED
+				 ? FJ_EXIT_USAGE
+				 : FJ_EXIT_LOCAL,
+			    "x509pop", &ec);
+	EVP_PKEY_free(k);
+	fj_pins_free(&chain);
+	return rc;
+}
+
+int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
+	    const struct tink_transport *tx, const struct fj_clock *clk, struct fj_result *res)
+{
+	static const struct fleet_file_policy att_policy =
+		FLEET_FILE_POLICY_DATA("the discovery assertion", FLEET_JOIN_MAX_ATTESTATION);
+	const char *attestor = o->attestor ? o->attestor : "";
+	struct fleet_join_request req;
+	struct fleet_join_response resp;
+	struct fleet_errctx ec = {0};
+	struct fleet_buf csr, sealed, att, body;
+	EVP_PKEY *key = NULL;
+	int rc;
+
+	memset(res, 0, sizeof(*res));
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	fb_init(&csr);
+	fb_init(&att);
+	/* The sealed token and the request that carries it are bearer
+	 * credentials: wiped when freed. */
+	fb_init_secret(&sealed, FLEET_SEAL_MAX_SEALED);
+	fb_init_secret(&body, FLEET_JOIN_MAX_REQUEST);
+	if (strlen(attestor) > FLEET_JOIN_MAX_ATTESTOR || o->n_macs > FLEET_JOIN_MAX_MACS ||
+	    (o->product_uuid && strlen(o->product_uuid) > FLEET_JOIN_UUID_LEN)) {
+		rc = say(res, FJ_EXIT_USAGE, "an attestor, MAC or UUID too long, or too many MACs");
+		goto out;
+	}
+	if (fj_key_csr(&key, &csr, &ec) != FLEET_OK) {
+		rc = say_ec(res, FJ_EXIT_LOCAL, "the key", &ec);
+		goto out;
+	}
+	if (o->token_file && fj_token_read(o->token_file, o->seal_pub, &sealed, &ec) != FLEET_OK) {
+		rc = say_ec(res, FJ_EXIT_USAGE, "--token-file", &ec);
+		goto out;
+	}
+	if (strcmp(attestor, "x509pop") == 0) {
+		if ((rc = x509pop_attestation(o, &csr, &att, res)) != FJ_EXIT_OK)
+			goto out;
+	} else if (strcmp(attestor, "discovery") == 0) {
+		if (!o->discovery_file) {
+			rc = say(res, FJ_EXIT_USAGE, "--attestor discovery needs --discovery-file");
+			goto out;
+		}
+		/* Carried as it is: the boot server's signature is over its bytes. */
+		fleet_err e = fleet_file_read(AT_FDCWD, o->discovery_file, &att_policy, &att, &ec);
+		if (e != FLEET_OK) {
+			fleet_errctx_wrap(&ec, e, "cannot read ", NULL);
+			rc = say_ec(res, FJ_EXIT_USAGE, "--discovery-file", &ec);
+			goto out;
+		}
+		if (att.len == 0) {
+			rc = say(res, FJ_EXIT_USAGE, "--discovery-file %s is empty",
+				 o->discovery_file);
+			goto out;
+		}
+	}
+	memcpy(req.attestor, attestor, strlen(attestor) + 1);
+	req.has_token = sealed.len > 0;
+	req.token = (struct fleet_wire_bytes){sealed.len ? sealed.data : NULL, sealed.len};
+	req.has_attestation = att.len > 0;
+	req.attestation = (struct fleet_wire_bytes){att.len ? att.data : NULL, att.len};
+	req.csr = (struct fleet_wire_bytes){csr.data, csr.len};
+	req.role = o->role ? o->role : FLEET_JOIN_ROLE_NODE;
+	req.n_macs = o->n_macs;
+	for (size_t i = 0; i < o->n_macs; i++)
+		snprintf(req.macs[i], sizeof(req.macs[i]), "%s", o->macs[i]);
+	if (o->product_uuid)
+		snprintf(req.product_uuid, sizeof(req.product_uuid), "%s", o->product_uuid);
+	/* The encoder holds JW4/JW5: what it refuses was never sendable. */
+	if (fleet_join_request_encode(&req, &body) != FLEET_OK) {
+		rc = say(res, FJ_EXIT_USAGE,
+			 "the request cannot be sent: the attestor, role, a MAC or the UUID is "
+			 "not in its form (lib/join_wire.h JW4, JW5), or a field is over its cap");
+		goto out;
+	}
+	struct fj_expect x = {.csr = &req.csr, .key = key, .attestor = attestor};
+	rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+	if (rc == FJ_EXIT_OK)
+		rc = joined(o->key_out, o->cert_out, key, &resp, res);
+out:
+	/* req borrows every byte field: it is wiped, not freed. */
+	OPENSSL_cleanse(&req, sizeof(req));
+	fleet_join_response_free(&resp);
+	EVP_PKEY_free(key);
+	fb_free(&csr);
+	fb_free(&att);
+	fb_free(&sealed);
+	fb_free(&body);
+	return rc;
+}
+
+int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
+	     const struct tink_transport *tx, const struct fj_clock *clk, struct fj_result *res)
+{
+	struct fleet_renew_request req;
+	struct fleet_join_response resp;
+	struct fleet_errctx ec = {0};
+	struct fleet_buf csr, input, body;
+	struct fj_pins chain = {0};
+	EVP_PKEY *cur = NULL, *key = NULL;
+	int rc;
+	fleet_err e;
+
+	memset(res, 0, sizeof(*res));
+	memset(&req, 0, sizeof(req));
+	memset(&resp, 0, sizeof(resp));
+	fb_init(&csr);
+	fb_init(&input);
+	fb_init(&body);
+	if (fj_key_read(o->key, &cur, &ec) != FLEET_OK) {
+		rc = say_ec(res, FJ_EXIT_USAGE, "--key", &ec);
+		goto out;
+	}
+	if (fj_chain_read(o->cert, &chain, &ec) != FLEET_OK) {
+		rc = say_ec(res, FJ_EXIT_USAGE, "--cert", &ec);
+		goto out;
+	}
+	if (EVP_PKEY_eq(X509_get0_pubkey(chain.certs[0]), cur) != 1) {
+		ERR_clear_error();
+		rc = say(res, FJ_EXIT_USAGE, "--key %s is not the key of --cert %s's leaf", o->key,
+			 o->cert);
+		goto out;
+	}
+	if (fj_key_csr(&key, &csr, &ec) != FLEET_OK) {
+		rc = say_ec(res, FJ_EXIT_LOCAL, "the key", &ec);
+		goto out;
+	}
+	if (cert_der(chain.certs[0], &req.cert) != FLEET_OK) {
+		rc = say(res, FJ_EXIT_USAGE, "--cert %s: the leaf cannot be encoded", o->cert);
+		goto out;
+	}
+	/* The proof: the current key over the new CSR and the current leaf. */
+	if (fleet_renew_signing_input(csr.data, csr.len, req.cert.data, req.cert.len, &input) !=
+	    FLEET_OK) {
+		rc = say(res, FJ_EXIT_USAGE, "--cert %s: the leaf is over %d bytes", o->cert,
+			 FLEET_JOIN_MAX_CERT);
+		goto out;
+	}
+	if ((e = fleet_es256_sign(cur, input.data, input.len, req.sig, &ec)) != FLEET_OK) {
+		rc = say_ec(res, fleet_err_code(e) == FLEET_CODE_UNSUPPORTED ? FJ_EXIT_USAGE
+									      : FJ_EXIT_LOCAL,
+			    "--key", &ec);
+		goto out;
+	}
+	req.csr = (struct fleet_wire_bytes){csr.data, csr.len};
+	e = fleet_renew_request_encode(&req, &body);
+	req.csr = (struct fleet_wire_bytes){NULL, 0}; /* csr's, freed with it */
+	if (e != FLEET_OK) {
+		rc = say(res, FJ_EXIT_LOCAL, "the renew request cannot be encoded");
+		goto out;
+	}
+	struct fleet_wire_bytes sent = {csr.data, csr.len};
+	/* renew is no attestor's: "" never challenges, so a challenge is refused */
+	struct fj_expect x = {.csr = &sent, .key = key, .attestor = ""};
+	rc = exchange("/v1/renew", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+	if (rc == FJ_EXIT_OK)
+		rc = joined(o->key, o->cert, key, &resp, res);
+out:
+	fleet_renew_request_free(&req);
+	fleet_join_response_free(&resp);
+	fj_pins_free(&chain);
+	EVP_PKEY_free(cur);
+	EVP_PKEY_free(key);
+	fb_free(&csr);
+	fb_free(&input);
+	fb_free(&body);
+	return rc;
+}
