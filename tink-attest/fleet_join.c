@@ -30,6 +30,7 @@ static void usage(FILE *f)
 		"                       [--mac aa:bb:cc:dd:ee:ff]... [--product-uuid U]\n"
 		"                       [--x509pop-cert CHAIN.pem --x509pop-key KEY.pem --node-id ID]\n"
 		"                       [--discovery-file F] [--max-wait SECONDS] [--timeout SECONDS]\n"
+		"                       [--dump-request FILE]\n"
 		"       fleet-join renew --server URL --ca CA.pem --key KEY --cert CHAIN.pem\n"
 		"       fleet-join assert --key SITEKEY.pem --cert SITECERT.pem --site S --signer NODEID\n"
 		"                         --epoch N --mac M [--ip IP] [--product-uuid U] [--workflow W]\n"
@@ -225,7 +226,7 @@ static int cmd_join(int argc, char **argv)
 	enum {
 		O_SERVER = 1, O_CA, O_KEY_OUT, O_CERT_OUT, O_ATTESTOR, O_ROLE, O_TOKEN, O_SEAL_PUB,
 		O_MAC, O_UUID, O_POP_CERT, O_POP_KEY, O_NODE_ID, O_DISCOVERY, O_MAX_WAIT, O_TIMEOUT,
-		O_HELP,
+		O_DUMP, O_HELP,
 	};
 	static const struct option longopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
@@ -244,6 +245,7 @@ static int cmd_join(int argc, char **argv)
 		{"discovery-file", required_argument, NULL, O_DISCOVERY},
 		{"max-wait", required_argument, NULL, O_MAX_WAIT},
 		{"timeout", required_argument, NULL, O_TIMEOUT},
+		{"dump-request", required_argument, NULL, O_DUMP},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -330,6 +332,9 @@ static int cmd_join(int argc, char **argv)
 			if (parse_u64(optarg, 1, 3600, &v) != 0)
 				return usage_error("--timeout %s: 1..3600 seconds", optarg);
 			n.timeout = (unsigned)v;
+			break;
+		case O_DUMP:
+			o.dump_request = optarg;
 			break;
 		case O_HELP:
 			usage(stdout);

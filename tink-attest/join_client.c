@@ -13,6 +13,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <openssl/bio.h>
 #include <openssl/crypto.h>
@@ -751,6 +752,30 @@ static int64_t unix_ms(void)
 	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
 }
 
+static int write_request(const char *path, const struct fleet_buf *body, struct fj_result *res)
+{
+	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0) {
+		say(res, FJ_EXIT_LOCAL, "--dump-request %s: %s", path, strerror(errno));
+		return -1;
+	}
+	size_t off = 0;
+	while (off < body->len) {
+		ssize_t w = write(fd, body->data + off, body->len - off);
+		if (w <= 0) {
+			close(fd);
+			say(res, FJ_EXIT_LOCAL, "--dump-request %s: %s", path, strerror(errno));
+			return -1;
+		}
+		off += (size_t)w;
+	}
+	if (close(fd) != 0) {
+		say(res, FJ_EXIT_LOCAL, "--dump-request %s: %s", path, strerror(errno));
+		return -1;
+	}
+	return 0;
+}
+
 /*
  * Send req to path until an answer ends it (FJ8): FJ_EXIT_OK with *resp
  * the verified joined answer and *signer its CA; every other exit with
@@ -765,12 +790,20 @@ static int exchange(const char *path, const struct fleet_buf *req, const struct 
 	struct fleet_buf reply;
 	int rc;
 
+	bool deferred = false;
 	fb_init(&reply);
 	for (;;) {
 		struct fleet_errctx ec = {0};
 		long http = 0;
 		enum tink_tx_result t =
 			tx->post(tx->ctx, path, req, FLEET_JOIN_MAX_ENVELOPE, &reply, &http, &ec);
+		/* Once fleetd has deferred the join, the request is its store's:
+		 * a fleetd that restarts meanwhile answers it later, so a lost
+		 * connection is waited out within max_wait like the deferral. */
+		if (t != TINK_TX_OK && deferred && clock_now(clk) - start + 1 <= (double)max_wait) {
+			clock_sleep(clk, 1);
+			continue;
+		}
 		if (t != TINK_TX_OK) {
 			rc = say_ec(res, FJ_EXIT_FAILED, "fleetd did not answer", &ec);
 			break;
@@ -939,6 +972,10 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 		rc = say(res, FJ_EXIT_USAGE,
 			 "the request cannot be sent: the attestor, role, a MAC or the UUID is "
 			 "not in its form (lib/join_wire.h JW4, JW5), or a field is over its cap");
+		goto out;
+	}
+	if (o->dump_request && write_request(o->dump_request, &body, res) != 0) {
+		rc = FJ_EXIT_LOCAL;
 		goto out;
 	}
 	struct fj_expect x = {.csr = &req.csr, .key = key, .attestor = attestor};

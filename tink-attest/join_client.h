@@ -199,6 +199,10 @@ struct fj_join_opts {
 	const char *discovery_file;                      /* attestor discovery */
 	unsigned max_wait;                               /* seconds */
 	const char *key_out, *cert_out;
+	/* NULL, or a file (0600: the request holds the sealed token) that
+	 * gets the request's bytes exactly as sent: what an operator sends
+	 * again with curl to see how fleetd answers a replay. */
+	const char *dump_request;
 };
 
 struct fj_renew_opts {
