@@ -10,3 +10,9 @@ if(TARGET fleet_crash_shim)
   fleet_script_test(join_crash e2e join_crash.sh $<TARGET_FILE:store_join_tool>
                     $<TARGET_FILE:fleet_crash_shim>)
 endif()
+# The discovery and provisioned attestors' operator commands (fleetctl
+# join-requests | site lease | node | token create --node; store.h D1-D8)
+# over a store with nodes and join requests; root's, skipped (77) otherwise.
+add_executable(join_requests_seed unit/join_requests_seed.c)
+target_link_libraries(join_requests_seed PRIVATE fleetd_store fleet_x509_mint)
+fleet_script_test(join_requests_cli e2e join_requests_cli.sh $<TARGET_FILE:join_requests_seed>)

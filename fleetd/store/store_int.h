@@ -78,6 +78,10 @@ fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store
 fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64_t generation,
 			      const uint8_t *der, size_t len, time_t now);
 bool st_node_id_ok(const char *s);
+/* store.h D1, inside token_create's transaction (store_join_requests.c):
+ * the target node exists (NOT_FOUND), is not retired (STATE) and is of
+ * pool (CONFLICT). */
+fleet_err st_token_target_check_tx(struct fleet_store *st, const char *node_id, const char *pool);
 
 /* The join transaction's handle (store.h X1-X6): the store, locked, with
  * its write transaction open; now read once (X2). */
