@@ -1,7 +1,8 @@
 /*
  * cmd_join.c: the join service's keys, pools and tokens (issue 13,
  * docs/join-tokens.md): fleetctl join init | pool create|list |
- * token create|list|revoke|inspect.
+ * token create|list|revoke|inspect (join-requests, site and node are
+ * cmd_join_requests.c's).
  *
  * The owner's commands (everything that writes, and inspect, which opens a
  * token with the service's private key) are root only, on the store's
@@ -52,14 +53,16 @@ static const char *const usage_text =
 	"       fleetctl pool list [--state-dir DIR] [--json]\n"
 	"       fleetctl token create --pool ID --role node|site|provisioned|discovery\n"
 	"                [--site ID] [--uses N] [--ttl SECONDS] [--expect-mac MAC]\n"
-	"                [--expect-product-uuid UUID] [--allow-reclaim] [--state-dir DIR] [--json]\n"
+	"                [--expect-product-uuid UUID] [--allow-reclaim] [--node NODE]\n"
+	"                [--state-dir DIR] [--json]\n"
 	"       fleetctl token list [--state-dir DIR] [--json]\n"
 	"       fleetctl token revoke ID [--state-dir DIR]\n"
 	"       fleetctl token inspect SEALED [--state-dir DIR] [--json]\n"
 	"\n"
 	"join init makes the join service's sealing key (DIR/join/seal.key, mode 0600,\n"
 	"and seal.pub). token create prints the sealed token once (base64url); the\n"
-	"store keeps only its secret's SHA-256. Writing commands and inspect are root\n"
+	"store keeps only its secret's SHA-256. --node names the node a provisioned\n"
+	"token was minted for (it re-keys that node). Writing commands and inspect are root\n"
 	"only. Exit codes: 0 done; 1 the sealed token does not open; 2 usage or a file\n"
 	"or the store failed; 3 not root; 4 no such pool or token; 5 it exists already,\n"
 	"or is revoked already.\n";
@@ -360,7 +363,7 @@ static bool lower_pattern(const char *s, size_t len, const char *allowed)
 static int token_create(int argc, char **argv)
 {
 	const char *dir = NULL, *pool = NULL, *role = NULL, *site = NULL, *uses_s = NULL,
-		   *ttl_s = NULL, *mac = NULL, *uuid = NULL;
+		   *ttl_s = NULL, *mac = NULL, *uuid = NULL, *node = NULL;
 	int json = 0;
 	bool reclaim = false;
 	/* --allow-reclaim takes no value: take it out before the common parse */
@@ -378,6 +381,7 @@ static int token_create(int argc, char **argv)
 		{"--state-dir", &dir},	{"--pool", &pool},	  {"--role", &role},
 		{"--site", &site},	{"--uses", &uses_s},	  {"--ttl", &ttl_s},
 		{"--expect-mac", &mac}, {"--expect-product-uuid", &uuid},
+		{"--node", &node},
 	};
 	int prc = fleetctl_parse_opts("token", n, args, 2, opts, sizeof(opts) / sizeof(opts[0]), &json);
 	free(args);
@@ -397,6 +401,9 @@ static int token_create(int argc, char **argv)
 	if (uuid && !lower_pattern(uuid, 36, "0123456789abcdef-"))
 		return fail(FLEETCTL_EXIT_USAGE,
 			    "token create: --expect-product-uuid is a lowercase UUID");
+	if (node && strcmp(role, "provisioned") != 0)
+		return fail(FLEETCTL_EXIT_USAGE,
+			    "token create: --node names a provisioned token's target node");
 	int rc = need_root("token create");
 	if (rc)
 		return rc;
@@ -430,7 +437,7 @@ static int token_create(int argc, char **argv)
 		.id = t.id, .pool = pool, .site = site, .role = role, .secret_sha256 = hash,
 		.uses = (unsigned)uses, .created_at = now, .expires_at = now + (time_t)ttl,
 		.created_by = who, .expect_mac = mac, .expect_product_uuid = uuid,
-		.allow_reclaim = reclaim,
+		.allow_reclaim = reclaim, .target_node = node,
 	};
 	fleet_err e = fleet_store_token_create(st, &in);
 	if (e) {
@@ -473,13 +480,14 @@ static json_t *token_json(const struct fleet_store_token *t)
 	when(t->expires_at, x);
 	when(t->revoked_at, r);
 	when(t->last_used_at, u);
-	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b}",
+	return json_pack("{s:s, s:s, s:s, s:s, s:i, s:i, s:s, s:s, s:s, s:s, s:s, s:s, s:s, s:b, "
+			 "s:s}",
 			 "id", t->id, "pool", t->pool, "site", t->site, "role", t->role,
 			 "uses_total", (int)t->uses_total, "uses_left", (int)t->uses_left,
 			 "created_at", c, "expires_at", x, "revoked_at", r, "last_used_at", u,
 			 "created_by", t->created_by, "expect_mac", t->expect_mac,
 			 "expect_product_uuid", t->expect_product_uuid, "allow_reclaim",
-			 t->allow_reclaim);
+			 t->allow_reclaim, "target_node", t->target_node);
 }
 
 static int token_list(int argc, char **argv)

@@ -41,5 +41,10 @@ int cmd_quarantine(int argc, char **argv);
 int cmd_join(int argc, char **argv);
 int cmd_pool(int argc, char **argv);
 int cmd_token(int argc, char **argv);
+/* join-requests list|approve|deny, site lease, node list|show
+ * (cmd_join_requests.c; the writes root's, journaled). */
+int cmd_join_requests(int argc, char **argv);
+int cmd_site(int argc, char **argv);
+int cmd_node(int argc, char **argv);
 
 #endif

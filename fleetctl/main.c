@@ -36,6 +36,10 @@ static const struct command commands[] = {
 	{"token", cmd_token,
 	 "token create --pool ID --role ROLE [--site ID] [--uses N] [--ttl S] ... | token list | "
 	 "token revoke ID | token inspect SEALED"},
+	{"join-requests", cmd_join_requests,
+	 "join-requests list [--json] | join-requests approve ID | join-requests deny ID"},
+	{"site", cmd_site, "site lease SITE NODE [--json]"},
+	{"node", cmd_node, "node list [--json] | node show ID [--json]"},
 };
 
 static void usage(FILE *f)
@@ -49,7 +53,8 @@ static void usage(FILE *f)
 		   "root; 4 no such device; 5 the device is not quarantined. A lifted device\n"
 		   "is eligible again only after its next passing check. join, pool and\n"
 		   "token: 3 not root; 4 no such pool or token; 5 it exists or is revoked\n"
-		   "already.\n");
+		   "already. join-requests, site and node: 3 not root; 4 no such request or\n"
+		   "node; 5 the request is not pending, or the node may not hold the lease.\n");
 }
 
 int main(int argc, char **argv)

@@ -20,3 +20,9 @@ else()
 endif()
 # The store's join transaction (store.h X1-X6).
 fleet_test(test_join_tx unit unit/test_join_tx.c LIBS fleetdcore fleet_x509_mint)
+# The discovery and provisioned attestors' operator commands (fleetctl
+# join-requests | site lease | node | token create --node; store.h D1-D8)
+# over a store with nodes and join requests; root's, skipped (77) otherwise.
+add_executable(join_requests_seed unit/join_requests_seed.c)
+target_link_libraries(join_requests_seed PRIVATE fleetd_store fleet_x509_mint)
+fleet_script_test(join_requests_cli e2e join_requests_cli.sh $<TARGET_FILE:join_requests_seed>)

@@ -283,6 +283,48 @@ static const struct migration {
 	 " created_at INTEGER NOT NULL CHECK (created_at >= 0),"
 	 " PRIMARY KEY (kind, subject)"
 	 ") STRICT;"},
+	/* The discovery and provisioned attestors (store_join_requests.c,
+	 * store.h D1-D8): the node a provisioned token was minted for, each
+	 * site's leases (the boot lease names who may vouch for a PXE-booted
+	 * machine, its epoch only raised: a former holder is fenced), and the
+	 * join requests a deferral leaves for an operator, one per (attestor,
+	 * hardware key); the status "expired" is read, never stored. */
+	{8, "join requests",
+	 "ALTER TABLE join_tokens ADD COLUMN target_node TEXT REFERENCES nodes(id)"
+	 " CHECK (target_node IS NULL OR role = 'provisioned');"
+	 "CREATE TABLE site_leases ("
+	 " site TEXT NOT NULL CHECK (length(site) BETWEEN 1 AND 63 AND site NOT GLOB '*[^a-z0-9-]*'),"
+	 " name TEXT NOT NULL CHECK (length(name) BETWEEN 1 AND 31 AND name NOT GLOB '*[^a-z0-9-]*'),"
+	 " holder TEXT NOT NULL REFERENCES nodes(id) ON DELETE RESTRICT,"
+	 " epoch INTEGER NOT NULL CHECK (epoch >= 1),"
+	 " granted_at INTEGER NOT NULL CHECK (granted_at >= 0),"
+	 " PRIMARY KEY (site, name)"
+	 ") STRICT;"
+	 "CREATE TABLE join_requests ("
+	 " id TEXT PRIMARY KEY CHECK (length(id) = 29 AND substr(id, 1, 3) = 'jr_' AND"
+	 "  substr(id, 4) NOT GLOB '*[^a-z0-9]*'),"
+	 " attestor TEXT NOT NULL CHECK (length(attestor) BETWEEN 1 AND 31 AND"
+	 "  attestor NOT GLOB '*[^a-z0-9-]*'),"
+	 " site TEXT CHECK (site IS NULL OR (length(site) BETWEEN 1 AND 63"
+	 "  AND site NOT GLOB '*[^a-z0-9-]*')),"
+	 " hw_key TEXT NOT NULL CHECK " HEX64("hw_key") ","
+	 " mac TEXT CHECK (mac IS NULL OR (length(mac) = 17 AND mac NOT GLOB '*[^0-9a-f:]*')),"
+	 " product_uuid TEXT CHECK (product_uuid IS NULL OR"
+	 "  (length(product_uuid) = 36 AND product_uuid NOT GLOB '*[^0-9a-f-]*')),"
+	 " csr_sha256 TEXT NOT NULL CHECK " HEX64("csr_sha256") ","
+	 " status TEXT NOT NULL CHECK (status IN ('pending', 'approved', 'denied', 'used')),"
+	 " created_at INTEGER NOT NULL CHECK (created_at >= 0),"
+	 " expires_at INTEGER NOT NULL CHECK (expires_at > created_at),"
+	 " decided_at INTEGER CHECK (decided_at IS NULL OR decided_at >= 0),"
+	 " decided_by TEXT CHECK (decided_by IS NULL OR length(decided_by) BETWEEN 1 AND 64),"
+	 " used_at INTEGER CHECK (used_at IS NULL OR used_at >= 0),"
+	 " CHECK ((status = 'pending') = (decided_at IS NULL)),"
+	 " CHECK ((decided_at IS NULL) = (decided_by IS NULL)),"
+	 " CHECK ((status = 'used') = (used_at IS NOT NULL)),"
+	 " UNIQUE (attestor, hw_key)"
+	 ") STRICT;"
+	 "CREATE INDEX join_requests_by_created ON join_requests(created_at);"
+	 "CREATE INDEX join_requests_by_status ON join_requests(status, expires_at);"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");

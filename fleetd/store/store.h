@@ -62,7 +62,7 @@ enum {
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 7
+#define FLEET_STORE_SCHEMA_VERSION 8
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -640,6 +640,7 @@ fleet_err fleet_store_renewal_issue(struct fleet_store *st, const struct fleet_s
 #define FLEET_STORE_ATTESTOR_MAX 31
 #define FLEET_STORE_TOKEN_MAX_USES 10000
 #define FLEET_STORE_PRUNE_BATCH 5000
+#define FLEET_STORE_NODE_ID_MAX 63 /* a node id: 1..63 of a-z 0-9 _ - */
 
 struct fleet_store_pool {
 	char id[FLEET_STORE_POOL_ID_MAX + 1];
@@ -666,6 +667,9 @@ struct fleet_store_token {
 	char expect_mac[18];  /* "" when none */
 	char expect_product_uuid[37];
 	bool allow_reclaim;
+	/* schema version 8: the node a provisioned token was minted for (the
+	 * spec's resolveTarget; D1 below); "" none */
+	char target_node[FLEET_STORE_NODE_ID_MAX + 1];
 };
 struct fleet_store_token_in {
 	const char *id;
@@ -679,6 +683,7 @@ struct fleet_store_token_in {
 	const char *expect_mac;          /* NULL: none */
 	const char *expect_product_uuid; /* NULL: none */
 	bool allow_reclaim;
+	const char *target_node; /* NULL: none; role provisioned only (D1) */
 };
 fleet_err fleet_store_token_create(struct fleet_store *st, const struct fleet_store_token_in *in);
 fleet_err fleet_store_token_get(struct fleet_store *st, const char *id, struct fleet_store_token *out);
@@ -720,7 +725,7 @@ fleet_err fleet_store_attestation_uses_prune(struct fleet_store *st, time_t now,
  *    node: again for the same node is fine; for another node CONFLICT
  *    ("bound-elsewhere"), nothing written.
  */
-#define FLEET_STORE_NODE_ID_MAX 63
+/* FLEET_STORE_NODE_ID_MAX is above, with the tokens (a token may name a node). */
 
 struct fleet_store_join_in {
 	const char *token_id;
@@ -840,5 +845,110 @@ fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, 
 				   const char *node_id, int64_t now);
 fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				 char node_id[FLEET_STORE_NODE_ID_MAX + 1]);
+
+/*
+ * The discovery and provisioned attestors' rows (schema version 8,
+ * store_join_requests.c; issue 13, spec 001 "provisioned", "discovery",
+ * "Two-round joins"): the node a provisioned token was minted for, the
+ * site's boot lease (who may vouch for a PXE-booted machine, fenced by
+ * epoch), and the join requests a deferral leaves for an operator. Rules,
+ * traced to tests/unit/test_store.c test_token_target_*, test_site_lease_*
+ * and test_join_requests_*, and tests/join_requests_cli.sh:
+ *
+ * D1 A token's target_node (the spec's resolveTarget) is NULL or "" (none)
+ *    or a node id: only for role provisioned, well-formed (INVALID
+ *    otherwise); the node exists (NOT_FOUND), is not retired (STATE) and is
+ *    of the token's pool (CONFLICT: a pool's token never re-keys another
+ *    pool's node). token_get and the list give it back ("" none).
+ * D2 fleet_store_site_lease_grant gives the site's boot lease
+ *    ("site::boot") to a node of role site of that site, not retired
+ *    (INVALID for ids out of their form, NOT_FOUND for an unknown node,
+ *    STATE otherwise, nothing written), in one transaction; the epoch goes up by one on every grant, to the same
+ *    holder or another (the first is 1), so the epoch a former holder
+ *    signed with no longer matches (fencing). fleet_store_tx_site_lease
+ *    reads the holder and epoch (NOT_FOUND when the site has none).
+ * D3 fleet_store_tx_join_request_put inserts a pending request: id "jr_"
+ *    and 26 of a-z 0-9, attestor 1..31 of a-z 0-9 -, site "" or 1..63 of
+ *    a-z 0-9 -, hw_key and csr_sha256 64 lowercase hex, mac "" or
+ *    aa:bb:cc:dd:ee:ff, product_uuid "" or a lowercase UUID, 0 <=
+ *    created_at < expires_at (INVALID otherwise); status, decided_* and
+ *    used_at are ignored (a put is pending). Keyed on (attestor, hw_key):
+ *    a row there that expired (pending, tx->now >= expires_at), was denied
+ *    or was used is replaced by the fresh pending one (its id, times and
+ *    claims; the old decision gone); a live one (pending unexpired, or
+ *    approved) is CONFLICT, as is an id already used, nothing written.
+ *    FULL when FLEET_STORE_MAX_JOIN_REQUESTS requests are pending and
+ *    unexpired (machines, not operators, make requests).
+ * D4 fleet_store_tx_join_request reads the request of (attestor, hw_key)
+ *    (NOT_FOUND when none); a pending one at or past expires_at (tx->now)
+ *    reads as status "expired", which is never written.
+ * D5 fleet_store_join_request_decide: NOT_FOUND for an unknown id; only a
+ *    pending request before its expires_at (at now) is decided (STATE
+ *    otherwise, nothing written): approved or denied, with decided_at and
+ *    decided_by (1..64 printable).
+ * D6 fleet_store_tx_join_request_used: approved -> used, with used_at
+ *    (STATE for any other status, NOT_FOUND unknown): an approval admits
+ *    exactly one join.
+ * D7 fleet_store_join_requests_list: newest first (created_at, then id),
+ *    at most FLEET_STORE_LIST_MAX, pending ones past expires_at at the
+ *    store's clock (unixepoch()) reading "expired" as in D4;
+ *    fleet_store_join_request_get by id, the same view.
+ * D8 For fleetctl node list | show: fleet_store_nodes_list (all nodes by
+ *    id, in one statement; more than FLEET_STORE_MAX_DEVICES is FULL) and
+ *    fleet_store_node_certs (a node's certificates, newest first, at most
+ *    FLEET_STORE_LIST_MAX; NOT_FOUND for an unknown node).
+ */
+#define FLEET_STORE_JOIN_REQUEST_ID_LEN 29 /* "jr_" + 26 */
+#define FLEET_STORE_MAX_JOIN_REQUESTS 10000 /* pending, unexpired */
+#define FLEET_STORE_LEASE_BOOT "boot"    /* the lease "site::boot" */
+
+struct fleet_store_join_request {
+	char id[64];
+	char attestor[32];
+	char site[64];         /* "" none */
+	char hw_key[65];       /* 64 lowercase hex: what the request is keyed on */
+	char mac[18];          /* "" none */
+	char product_uuid[37]; /* "" none */
+	char csr_sha256[65];
+	char status[10]; /* pending | approved | denied | used; read also "expired" */
+	int64_t created_at, expires_at, decided_at; /* decided_at 0: not decided */
+	char decided_by[65];                        /* "" not decided */
+	int64_t used_at;                            /* 0: not used */
+};
+
+/* D2: *epoch (may be NULL) the lease's new epoch. */
+fleet_err fleet_store_site_lease_grant(struct fleet_store *st, const char *site,
+				       const char *holder_node, time_t now, int64_t *epoch);
+/* D7: free() the array. */
+fleet_err fleet_store_join_requests_list(struct fleet_store *st,
+					 struct fleet_store_join_request **out, size_t *n);
+fleet_err fleet_store_join_request_get(struct fleet_store *st, const char *id,
+				       struct fleet_store_join_request *out);
+/* D5 */
+fleet_err fleet_store_join_request_decide(struct fleet_store *st, const char *id, bool approve,
+					  const char *by, time_t now);
+
+/* Inside fleet_store_join_tx's fn (the caller holds the lock and the
+ * transaction; these never lock). D2, D4, D3, D6. */
+fleet_err fleet_store_tx_site_lease(struct fleet_store_tx *tx, const char *site,
+				    char holder[FLEET_STORE_NODE_ID_MAX + 1], int64_t *epoch);
+fleet_err fleet_store_tx_join_request(struct fleet_store_tx *tx, const char *attestor,
+				      const char *hw_key, struct fleet_store_join_request *out);
+fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
+					  const struct fleet_store_join_request *in);
+fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char *id,
+					   int64_t now);
+
+/* D8 */
+struct fleet_store_node_cert {
+	char sha256[65]; /* lowercase hex SHA-256 of the DER */
+	int64_t generation;
+	int64_t not_after, issued_at;
+	int64_t revoked_at; /* 0: not revoked */
+};
+/* free() the arrays. */
+fleet_err fleet_store_nodes_list(struct fleet_store *st, struct fleet_store_node **out, size_t *n);
+fleet_err fleet_store_node_certs(struct fleet_store *st, const char *node_id,
+				 struct fleet_store_node_cert **out, size_t *n);
 
 #endif

@@ -91,6 +91,10 @@ fleet_err st_binding_get(struct fleet_store *st, const char *kind, const char *s
 fleet_err st_pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out);
 fleet_err st_attestation_use(struct fleet_store *st, const char *attestor, const char *subject,
 			     time_t expires_at);
+/* store.h D1, inside token_create's transaction (store_join_requests.c):
+ * the target node exists (NOT_FOUND), is not retired (STATE) and is of
+ * pool (CONFLICT). */
+fleet_err st_token_target_check_tx(struct fleet_store *st, const char *node_id, const char *pool);
 
 /* The join transaction's handle (store.h X1-X6): the store, locked, with
  * its write transaction open; now read once (X2). */

@@ -175,7 +175,7 @@ fleet_err fleet_store_pools_list(struct fleet_store *st, struct fleet_store_pool
 
 #define TOKEN_COLS                                                                        \
 	"id, pool, site, role, uses_total, uses_left, created_at, expires_at, created_by, " \
-	"revoked_at, last_used_at, expect_mac, expect_product_uuid, allow_reclaim"
+	"revoked_at, last_used_at, expect_mac, expect_product_uuid, allow_reclaim, target_node"
 
 static fleet_err token_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
 {
@@ -186,7 +186,8 @@ static fleet_err token_row(struct fleet_store *st, sqlite3_stmt *s, void *el, vo
 	    !st_col_text(s, 3, t->role, sizeof(t->role)) ||
 	    !st_col_text(s, 8, t->created_by, sizeof(t->created_by)) ||
 	    !st_col_text(s, 11, t->expect_mac, sizeof(t->expect_mac)) ||
-	    !st_col_text(s, 12, t->expect_product_uuid, sizeof(t->expect_product_uuid)))
+	    !st_col_text(s, 12, t->expect_product_uuid, sizeof(t->expect_product_uuid)) ||
+	    !st_col_text(s, 14, t->target_node, sizeof(t->target_node)))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a join_tokens row holds what it cannot");
 	sqlite3_int64 total = sqlite3_column_int64(s, 4), left = sqlite3_column_int64(s, 5);
 	if (total < 1 || total > FLEET_STORE_TOKEN_MAX_USES || left < 0 || left > total)
@@ -221,15 +222,22 @@ static fleet_err token_create(struct fleet_store *st, const struct fleet_store_t
 			       "1..%d uses, an expiry after now, its creator, and expect values "
 			       "in lowercase",
 			       FLEET_STORE_TOKEN_MAX_USES);
+	/* store.h D1: a provisioned token may name the node it was minted for */
+	const char *target = in->target_node && in->target_node[0] ? in->target_node : NULL;
+	if (target && (strcmp(in->role, "provisioned") != 0 || !st_node_id_ok(target)))
+		return st_fail(st, FLEET_STORE_E_INVALID,
+			       "only a provisioned token names a target node (a node id)");
 	if ((e = st_begin(st)))
 		return e;
 	if ((e = st_pool_get(st, in->pool, &pool)))
 		goto out;
+	if (target && (e = st_token_target_check_tx(st, target, in->pool)))
+		goto out;
 	if ((e = st_prepare(st,
 			    "INSERT INTO join_tokens (id, pool, site, role, secret_sha256, "
 			    "uses_total, uses_left, created_at, expires_at, created_by, expect_mac, "
-			    "expect_product_uuid, allow_reclaim) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?6, "
-			    "?7, ?8, ?9, ?10, ?11, ?12)",
+			    "expect_product_uuid, allow_reclaim, target_node) VALUES (?1, ?2, ?3, ?4, "
+			    "?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 			    &s)))
 		goto out;
 	sqlite3_bind_text(s, 1, in->id, -1, SQLITE_STATIC);
@@ -253,6 +261,10 @@ static fleet_err token_create(struct fleet_store *st, const struct fleet_store_t
 	else
 		sqlite3_bind_null(s, 11);
 	sqlite3_bind_int(s, 12, in->allow_reclaim ? 1 : 0);
+	if (target)
+		sqlite3_bind_text(s, 13, target, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, 13);
 	e = st_step_done(st, s, "create token", NULL);
 out:
 	if (e) {
@@ -288,10 +300,10 @@ static fleet_err token_get(struct fleet_store *st, const char *id, struct fleet_
 	if (rc == SQLITE_ROW) {
 		e = token_row(st, s, out, NULL);
 		if (!e && hash) {
-			if (sqlite3_column_bytes(s, 14) != 32)
+			if (sqlite3_column_bytes(s, 15) != 32)
 				e = st_fail(st, FLEET_STORE_E_CORRUPT, "a token's hash is not 32 bytes");
 			else
-				memcpy(hash, sqlite3_column_blob(s, 14), 32);
+				memcpy(hash, sqlite3_column_blob(s, 15), 32);
 		}
 	} else if (rc == SQLITE_DONE) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no token with that id");

@@ -19,6 +19,7 @@
 #include <sqlite3.h>
 
 #include "fleetd/store/store.h"
+#include "fleetd/store/store_int.h" /* the join transaction's handle (D tests) */
 #include "lib/tpm_alg.h"
 #include "lib/hex.h"
 #include "tests/unit/x509_mint.h"
@@ -1556,6 +1557,546 @@ static void test_join_nodes_bind(void **state)
 	free(c2);
 }
 
+/* ---- discovery and provisioned (store.h D1-D8) ---------------------------- */
+
+/* The join transaction's handle, opened here as fleet_store_join_tx
+ * (store_join_tx.c) opens it: the handle locked, BEGIN IMMEDIATE, one clock
+ * for the whole transaction (here the test's, to judge expiry at will). */
+static void tx_open(struct fx *f, struct fleet_store_tx *tx, int64_t now)
+{
+	tx->st = f->st;
+	tx->now = now;
+	st_lock(f->st);
+	assert_int_equal(st_begin(f->st), FLEET_STORE_OK);
+}
+
+/* Commit when e is FLEET_OK, else roll back; e (or the commit's failure). */
+static fleet_err tx_close(struct fleet_store_tx *tx, fleet_err e)
+{
+	if (e)
+		st_rollback(tx->st);
+	else
+		e = st_commit(tx->st);
+	return st_unlock(tx->st, e);
+}
+
+static void raw_exec(struct fx *f, const char *sql, int want)
+{
+	sqlite3 *db = raw(f);
+	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	if (rc != want)
+		fail_msg("%s: %d (%s), want %d", sql, rc, sqlite3_errmsg(db), want);
+	sqlite3_close(db);
+}
+
+/* A node joined with a fresh one-use token: role node | site, site for a
+ * site node. */
+static void join_node(struct fx *f, const char *pool, const char *node_id, const char *role,
+		      const char *site)
+{
+	static unsigned serial;
+	char tok[FLEET_STORE_TOKEN_ID_LEN + 1];
+	uint8_t secret[32], h[32];
+	size_t len;
+	unsigned char *der = node_cert(&len);
+	snprintf(tok, sizeof(tok), "%026u", ++serial);
+	memset(secret, (int)serial, sizeof(secret));
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, secret, 32, h), FLEET_OK);
+	struct fleet_store_token_in t = {
+		.id = tok, .pool = pool, .role = role, .site = site, .secret_sha256 = h, .uses = 1,
+		.created_at = 100, .expires_at = time(NULL) + 3600, .created_by = "root",
+	};
+	assert_int_equal(fleet_store_token_create(f->st, &t), 0);
+	struct fleet_store_join_in in = {
+		.token_id = tok, .token_secret = secret, .token_role = role, .node_id = node_id,
+		.node_role = role, .attestor = "join-token", .cert_der = der, .cert_len = len,
+		.now = time(NULL),
+	};
+	assert_int_equal(fleet_store_join_commit(f->st, &in, NULL, NULL), 0);
+	free(der);
+}
+
+static void join_pool_named(struct fx *f, const char *id)
+{
+	struct fleet_store_pool p = {.owner = "root", .created_at = 100};
+	snprintf(p.id, sizeof(p.id), "%s", id);
+	assert_int_equal(fleet_store_pool_create(f->st, &p), 0);
+}
+
+/* D1: a provisioned token may name the node it was minted for: an existing
+ * node of its pool, not retired; no other role names one. */
+static void test_token_target_provisioned(void **state)
+{
+	struct fx *f = *state;
+	uint8_t h[32] = {1};
+	join_pool(f);
+	join_pool_named(f, "pool-b");
+	join_node(f, "pool-a", "node_a", "node", NULL);
+	join_node(f, "pool-b", "node_b", "node", NULL);
+	struct fleet_store_token_in in = {
+		.id = TOK1, .pool = "pool-a", .role = "provisioned", .secret_sha256 = h, .uses = 1,
+		.created_at = 100, .expires_at = 200, .created_by = "root", .target_node = "node_a",
+	};
+	struct fleet_store_token_in b = in;
+	b.role = "node";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	b = in;
+	b.target_node = "Node A";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_INVALID);
+	b = in;
+	b.target_node = "nobody";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_NOT_FOUND);
+	b = in;
+	b.target_node = "node_b"; /* pool-b's */
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_CONFLICT);
+	raw_exec(f, "UPDATE nodes SET retired_at = 150 WHERE id = 'node_b'", SQLITE_OK);
+	b.pool = "pool-b";
+	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_STATE);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_tokens WHERE role = 'provisioned'"),
+			 0);
+	assert_int_equal(fleet_store_token_create(f->st, &in), 0);
+	struct fleet_store_token t;
+	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
+	assert_string_equal(t.target_node, "node_a");
+	/* "" is none, as NULL */
+	b = in;
+	b.id = TOK2;
+	b.target_node = "";
+	assert_int_equal(fleet_store_token_create(f->st, &b), 0);
+	assert_int_equal(fleet_store_token_get(f->st, TOK2, &t), 0);
+	assert_string_equal(t.target_node, "");
+	struct fleet_store_token *list;
+	size_t n;
+	assert_int_equal(fleet_store_tokens_list(f->st, &list, &n), 0);
+	size_t named = 0;
+	for (size_t i = 0; i < n; i++)
+		named += !strcmp(list[i].target_node, "node_a");
+	assert_int_equal(named, 1);
+	free(list);
+	/* The schema holds the rule too: no other role's row names a node. */
+	raw_exec(f, "UPDATE join_tokens SET target_node = 'node_a' WHERE role = 'node'",
+		 SQLITE_CONSTRAINT);
+	/* The token's checks (X3's) still read the row. */
+	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
+}
+
+/* D2: the boot lease goes only to a site node of that site, not retired;
+ * every grant raises the epoch, so a former holder's epoch is fenced. */
+static void test_site_lease_grant_and_fence(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_tx tx;
+	char holder[FLEET_STORE_NODE_ID_MAX + 1];
+	int64_t epoch = 0;
+	join_pool(f);
+	join_node(f, "pool-a", "site_a", "site", "site-1");
+	join_node(f, "pool-a", "site_b", "site", "site-1");
+	join_node(f, "pool-a", "site_c", "site", "site-2");
+	join_node(f, "pool-a", "node_n", "node", NULL);
+	tx_open(f, &tx, time(NULL));
+	assert_int_equal(tx_close(&tx, fleet_store_tx_site_lease(&tx, "site-1", holder, &epoch)),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_a", 1000, &epoch), 0);
+	assert_int_equal(epoch, 1);
+	tx_open(f, &tx, time(NULL));
+	assert_int_equal(tx_close(&tx, fleet_store_tx_site_lease(&tx, "site-1", holder, &epoch)), 0);
+	assert_string_equal(holder, "site_a");
+	assert_int_equal(epoch, 1);
+	/* Moved: the new holder at epoch 2; site_a's epoch 1 no longer matches. */
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_b", 1001, &epoch), 0);
+	assert_int_equal(epoch, 2);
+	/* Granted again to the same holder: raised again. */
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_b", 1002, &epoch), 0);
+	assert_int_equal(epoch, 3);
+	/* Refused, nothing written: not a site node, another site's, unknown,
+	 * retired, not ids. */
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "node_n", 1003, &epoch),
+			 FLEET_STORE_E_STATE);
+	/* Of the site, but no site node (a ramdisk the site booted). */
+	raw_exec(f, "UPDATE nodes SET role = 'ramdisk', site = 'site-1' WHERE id = 'node_n'",
+		 SQLITE_OK);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "node_n", 1003, &epoch),
+			 FLEET_STORE_E_STATE);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_c", 1003, &epoch),
+			 FLEET_STORE_E_STATE);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "nobody", 1003, &epoch),
+			 FLEET_STORE_E_NOT_FOUND);
+	raw_exec(f, "UPDATE nodes SET retired_at = 900 WHERE id = 'site_a'", SQLITE_OK);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_a", 1003, &epoch),
+			 FLEET_STORE_E_STATE);
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "Site 1", "site_b", 1003, &epoch),
+			 FLEET_STORE_E_INVALID);
+	tx_open(f, &tx, time(NULL));
+	assert_int_equal(tx_close(&tx, fleet_store_tx_site_lease(&tx, "site-1", holder, &epoch)), 0);
+	assert_string_equal(holder, "site_b");
+	assert_int_equal(epoch, 3);
+	/* Each site has its own lease. */
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-2", "site_c", 1004, &epoch), 0);
+	assert_int_equal(epoch, 1);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM site_leases"), 2);
+	/* The schema refuses an epoch below 1. */
+	raw_exec(f, "UPDATE site_leases SET epoch = 0", SQLITE_CONSTRAINT);
+}
+
+static struct fleet_store_join_request request(const char *id, const char *hw_key,
+					       int64_t created_at, int64_t expires_at)
+{
+	struct fleet_store_join_request r;
+	memset(&r, 0, sizeof(r));
+	snprintf(r.id, sizeof(r.id), "%s", id);
+	snprintf(r.attestor, sizeof(r.attestor), "discovery");
+	snprintf(r.site, sizeof(r.site), "site-1");
+	snprintf(r.hw_key, sizeof(r.hw_key), "%s", hw_key);
+	snprintf(r.mac, sizeof(r.mac), "52:54:00:00:00:21");
+	snprintf(r.csr_sha256, sizeof(r.csr_sha256), "%s", HC);
+	r.created_at = created_at;
+	r.expires_at = expires_at;
+	return r;
+}
+
+#define JR1 "jr_0123456789abcdefghijklmnop"
+#define JR2 "jr_zyxwvutsrqponmlkjihgfedcba"
+#define JR3 "jr_aaaaaaaaaaaaaaaaaaaaaaaaaa"
+#define JR4 "jr_bbbbbbbbbbbbbbbbbbbbbbbbbb"
+
+static fleet_err put(struct fx *f, int64_t now, const struct fleet_store_join_request *r)
+{
+	struct fleet_store_tx tx;
+	tx_open(f, &tx, now);
+	return tx_close(&tx, fleet_store_tx_join_request_put(&tx, r));
+}
+
+static fleet_err read_req(struct fx *f, int64_t now, const char *attestor, const char *hw_key,
+			  struct fleet_store_join_request *out)
+{
+	struct fleet_store_tx tx;
+	tx_open(f, &tx, now);
+	return tx_close(&tx, fleet_store_tx_join_request(&tx, attestor, hw_key, out));
+}
+
+static fleet_err use_req(struct fx *f, const char *id)
+{
+	struct fleet_store_tx tx;
+	tx_open(f, &tx, 1500);
+	return tx_close(&tx, fleet_store_tx_join_request_used(&tx, id, 1500));
+}
+
+/* D3, D4: one request per (attestor, hardware key); a live one is never
+ * replaced; an expired one reads "expired" (never written) and is replaced
+ * by the next put. */
+static void test_join_requests_put_and_expiry(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_join_request r = request(JR1, HA, 1000, 2000), got, b;
+	assert_int_equal(read_req(f, 1000, "discovery", HA, &got), FLEET_STORE_E_NOT_FOUND);
+	snprintf(r.status, sizeof(r.status), "approved"); /* ignored: a put is pending */
+	r.decided_at = 5;
+	assert_int_equal(put(f, 1000, &r), 0);
+	assert_int_equal(read_req(f, 1999, "discovery", HA, &got), 0);
+	assert_string_equal(got.id, JR1);
+	assert_string_equal(got.status, "pending");
+	assert_string_equal(got.site, "site-1");
+	assert_string_equal(got.mac, "52:54:00:00:00:21");
+	assert_string_equal(got.product_uuid, "");
+	assert_string_equal(got.csr_sha256, HC);
+	assert_int_equal(got.created_at, 1000);
+	assert_int_equal(got.expires_at, 2000);
+	assert_int_equal(got.decided_at, 0);
+	/* Live: a second put for the machine is refused, nothing written. */
+	b = request(JR2, HA, 1500, 2500);
+	assert_int_equal(put(f, 1500, &b), FLEET_STORE_E_CONFLICT);
+	/* An id in use is refused too, whatever the machine. */
+	b = request(JR1, HB, 1500, 2500);
+	assert_int_equal(put(f, 1500, &b), FLEET_STORE_E_CONFLICT);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_requests"), 1);
+	/* Refused values. */
+	const char *bad_ids[] = {"jx_0123456789abcdefghijklmnop", "jr_0123456789ABCDEFGHIJKLMNOP",
+				 "jr_0123"};
+	for (size_t i = 0; i < sizeof(bad_ids) / sizeof(bad_ids[0]); i++) {
+		b = request(bad_ids[i], HB, 1000, 2000);
+		assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	}
+	b = request(JR2, "AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA", 1000, 2000);
+	assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	b = request(JR2, HB, 1000, 2000);
+	snprintf(b.mac, sizeof(b.mac), "52-54-00-00-00-21");
+	assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	b = request(JR2, HB, 1000, 2000);
+	snprintf(b.product_uuid, sizeof(b.product_uuid), "0000000000000000000000000000000000ab");
+	assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	b = request(JR2, HB, 1000, 1000);
+	assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	b = request(JR2, HB, 1000, 2000);
+	snprintf(b.attestor, sizeof(b.attestor), "Discovery");
+	assert_int_equal(put(f, 1000, &b), FLEET_STORE_E_INVALID);
+	/* Expired at the transaction's clock: read as such, stored as pending. */
+	assert_int_equal(read_req(f, 2000, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "expired");
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_requests WHERE status = 'pending'"),
+			 1);
+	/* ... and replaced by the machine's next request. */
+	b = request(JR2, HA, 2100, 3000);
+	snprintf(b.product_uuid, sizeof(b.product_uuid), "00000000-0000-0000-0000-0000000000ab");
+	assert_int_equal(put(f, 2100, &b), 0);
+	assert_int_equal(read_req(f, 2100, "discovery", HA, &got), 0);
+	assert_string_equal(got.id, JR2);
+	assert_string_equal(got.status, "pending");
+	assert_string_equal(got.product_uuid, "00000000-0000-0000-0000-0000000000ab");
+	assert_int_equal(got.created_at, 2100);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_requests"), 1);
+	/* Another attestor's request for the same key is its own. */
+	b = request(JR3, HA, 2100, 3000);
+	snprintf(b.attestor, sizeof(b.attestor), "tpm");
+	b.site[0] = b.mac[0] = '\0';
+	assert_int_equal(put(f, 2100, &b), 0);
+	assert_int_equal(read_req(f, 2100, "tpm", HA, &got), 0);
+	assert_string_equal(got.site, "");
+	assert_string_equal(got.mac, "");
+	/* A failed transaction keeps nothing of its put. */
+	struct fleet_store_tx tx;
+	b = request(JR4, HB, 2100, 3000);
+	tx_open(f, &tx, 2100);
+	assert_int_equal(fleet_store_tx_join_request_put(&tx, &b), 0);
+	assert_int_equal(tx_close(&tx, FLEET_STORE_E_STATE), FLEET_STORE_E_STATE);
+	assert_int_equal(read_req(f, 2100, "discovery", HB, &got), FLEET_STORE_E_NOT_FOUND);
+}
+
+/* D5, D3: only a pending, unexpired request is decided; a denied one is
+ * replaced by the machine's next request, an approved one is not. */
+static void test_join_requests_decide(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_join_request r = request(JR1, HA, 1000, 2000), got;
+	assert_int_equal(put(f, 1000, &r), 0);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR2, true, "root", 1100),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_join_request_decide(f->st, "jr_x", true, "root", 1100),
+			 FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, true, "", 1100),
+			 FLEET_STORE_E_INVALID);
+	/* Expired: not decided, nothing written. */
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, true, "root", 2000),
+			 FLEET_STORE_E_STATE);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_requests WHERE status = 'pending' "
+				      "AND decided_at IS NULL"),
+			 1);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, false, "alice", 1100), 0);
+	assert_int_equal(fleet_store_join_request_get(f->st, JR1, &got), 0);
+	assert_string_equal(got.status, "denied");
+	assert_string_equal(got.decided_by, "alice");
+	assert_int_equal(got.decided_at, 1100);
+	/* Decided once. */
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, true, "root", 1200),
+			 FLEET_STORE_E_STATE);
+	/* Denied: the machine may ask again (a fresh pending request). */
+	r = request(JR2, HA, 1300, 2300);
+	assert_int_equal(put(f, 1300, &r), 0);
+	assert_int_equal(read_req(f, 1300, "discovery", HA, &got), 0);
+	assert_string_equal(got.id, JR2);
+	assert_string_equal(got.status, "pending");
+	assert_int_equal(got.decided_at, 0);
+	assert_string_equal(got.decided_by, "");
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR2, true, "bob", 1400), 0);
+	/* Approved is live: no put replaces it. */
+	r = request(JR3, HA, 1500, 2500);
+	assert_int_equal(put(f, 1500, &r), FLEET_STORE_E_CONFLICT);
+	assert_int_equal(read_req(f, 5000, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "approved"); /* an approval does not expire */
+	assert_string_equal(got.decided_by, "bob");
+}
+
+/* D6: an approval admits one join: approved -> used, nothing else. */
+static void test_join_requests_used_once(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_join_request r = request(JR1, HA, 1000, 2000), got;
+	assert_int_equal(put(f, 1000, &r), 0);
+	assert_int_equal(use_req(f, JR1), FLEET_STORE_E_STATE); /* pending */
+	assert_int_equal(use_req(f, JR2), FLEET_STORE_E_NOT_FOUND);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, true, "root", 1100), 0);
+	assert_int_equal(use_req(f, JR1), 0);
+	assert_int_equal(fleet_store_join_request_get(f->st, JR1, &got), 0);
+	assert_string_equal(got.status, "used");
+	assert_int_equal(got.used_at, 1500);
+	assert_string_equal(got.decided_by, "root");
+	assert_int_equal(use_req(f, JR1), FLEET_STORE_E_STATE); /* once */
+	/* Denied: never used. */
+	r = request(JR3, HB, 1000, 2000);
+	assert_int_equal(put(f, 1000, &r), 0);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR3, false, "root", 1100), 0);
+	assert_int_equal(use_req(f, JR3), FLEET_STORE_E_STATE);
+	/* Used: the machine's next commissioning asks again. */
+	r = request(JR2, HA, 1600, 2600);
+	assert_int_equal(put(f, 1600, &r), 0);
+	assert_int_equal(read_req(f, 1600, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "pending");
+	assert_int_equal(got.used_at, 0);
+}
+
+/* D7: newest first, expired by the store's clock; the schema holds the
+ * statuses' shapes; D3's cap counts only live pending requests. */
+static void test_join_requests_list_and_cap(void **state)
+{
+	struct fx *f = *state;
+	int64_t now = time(NULL);
+	struct fleet_store_join_request r = request(JR1, HA, now - 300, now - 100), *list;
+	size_t n;
+	assert_int_equal(put(f, now - 300, &r), 0);
+	r = request(JR2, HB, now - 200, now + 3600);
+	assert_int_equal(put(f, now - 200, &r), 0);
+	r = request(JR3, HD, now - 250, now + 3600);
+	assert_int_equal(put(f, now - 250, &r), 0);
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR3, true, "root", now), 0);
+	assert_int_equal(fleet_store_join_requests_list(f->st, &list, &n), 0);
+	assert_int_equal(n, 3);
+	assert_string_equal(list[0].id, JR2);
+	assert_string_equal(list[0].status, "pending");
+	assert_string_equal(list[1].id, JR3);
+	assert_string_equal(list[1].status, "approved");
+	assert_string_equal(list[2].id, JR1);
+	assert_string_equal(list[2].status, "expired");
+	free(list);
+	struct fleet_store_join_request got;
+	assert_int_equal(fleet_store_join_request_get(f->st, JR1, &got), 0);
+	assert_string_equal(got.status, "expired");
+	/* The statuses' shapes, in the schema. */
+	raw_exec(f, "UPDATE join_requests SET status = 'expired' WHERE id = '" JR2 "'",
+		 SQLITE_CONSTRAINT);
+	raw_exec(f, "UPDATE join_requests SET decided_at = 5 WHERE id = '" JR2 "'",
+		 SQLITE_CONSTRAINT);
+	raw_exec(f, "UPDATE join_requests SET status = 'used' WHERE id = '" JR3 "'",
+		 SQLITE_CONSTRAINT);
+	/* The cap: JR2 live and 9998 more make one short of it (JR1 expired,
+	 * JR3 approved do not count). */
+	char sql[1024];
+	snprintf(sql, sizeof(sql),
+		 "WITH RECURSIVE c(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM c WHERE i < %d) "
+		 "INSERT INTO join_requests (id, attestor, hw_key, csr_sha256, status, created_at, "
+		 "expires_at) SELECT 'jr_' || printf('%%026d', i), 'tpm', printf('%%064x', i), "
+		 "'%s', 'pending', %lld, %lld FROM c",
+		 FLEET_STORE_MAX_JOIN_REQUESTS - 2, HC, (long long)now - 10, (long long)now + 3600);
+	raw_exec(f, sql, SQLITE_OK);
+	r = request(JR4, HA, now, now + 3600); /* replaces the expired JR1 */
+	assert_int_equal(put(f, now, &r), 0);
+	r = request("jr_cccccccccccccccccccccccccc", HC, now, now + 3600);
+	assert_int_equal(put(f, now, &r), FLEET_STORE_E_FULL);
+	/* Deciding one frees its place. */
+	assert_int_equal(fleet_store_join_request_decide(f->st, JR4, false, "root", now), 0);
+	assert_int_equal(put(f, now, &r), 0);
+	assert_int_equal(fleet_store_join_requests_list(f->st, &list, &n), 0);
+	assert_int_equal(n, FLEET_STORE_LIST_MAX);
+	free(list);
+}
+
+/* D8: the nodes by id; a node's certificates newest first, an older
+ * generation's revoked by the reclaim; SHA-256 of the DER. */
+static void test_join_nodes_list(void **state)
+{
+	struct fx *f = *state;
+	struct fleet_store_node *nodes;
+	struct fleet_store_node_cert *c;
+	size_t n, nc, len;
+	join_pool(f);
+	join_node(f, "pool-a", "node_b", "node", NULL);
+	join_node(f, "pool-a", "node_a", "site", "site-1");
+	assert_int_equal(fleet_store_nodes_list(f->st, &nodes, &n), 0);
+	assert_int_equal(n, 2);
+	assert_string_equal(nodes[0].id, "node_a");
+	assert_string_equal(nodes[0].role, "site");
+	assert_string_equal(nodes[0].site, "site-1");
+	assert_string_equal(nodes[1].id, "node_b");
+	assert_int_equal(nodes[1].generation, 1);
+	free(nodes);
+	unsigned char *der = node_cert(&len);
+	int64_t g;
+	assert_int_equal(fleet_store_node_reclaim(f->st, "node_a", der, len, time(NULL) + 10, &g), 0);
+	assert_int_equal(fleet_store_node_certs(f->st, "node_a", &c, &nc), 0);
+	assert_int_equal(nc, 2);
+	assert_int_equal(c[0].generation, 2);
+	assert_int_equal(c[0].revoked_at, 0);
+	assert_int_equal(c[0].not_after, 1900000000);
+	assert_int_equal(c[1].generation, 1);
+	assert_true(c[1].revoked_at > 0);
+	uint8_t sha[32];
+	char hex[65];
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, der, len, sha), FLEET_OK);
+	for (int i = 0; i < 32; i++)
+		snprintf(hex + 2 * i, 3, "%02x", sha[i]);
+	assert_string_equal(c[0].sha256, hex);
+	free(c);
+	free(der);
+	assert_int_equal(fleet_store_node_certs(f->st, "nobody", &c, &nc), FLEET_STORE_E_NOT_FOUND);
+	assert_null(c);
+}
+
+/* Migration 8 on a version-7 store with a token and a node: its rows kept
+ * (no token names a target), the new tables there and working. The test
+ * makes the version-7 store by rebuilding join_tokens without the column
+ * (SQLite cannot drop a column with a foreign key). */
+static void test_join_requests_migrates_v7(void **state)
+{
+	struct fx *f = *state;
+	join_pool(f);
+	join_node(f, "pool-a", "site_a", "site", "site-1");
+	fleet_store_close(f->st);
+	f->st = NULL;
+	sqlite3 *db = raw(f);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name = "
+						"'join_tokens'", -1, &s, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	char v7[4096];
+	snprintf(v7, sizeof(v7), "%s", (const char *)sqlite3_column_text(s, 0));
+	sqlite3_finalize(s);
+	const char *col = "target_node TEXT REFERENCES nodes(id) CHECK (target_node IS NULL OR "
+			  "role = 'provisioned'), ";
+	char *at = strstr(v7, col);
+	assert_non_null(at);
+	memmove(at, at + strlen(col), strlen(at + strlen(col)) + 1);
+	const char *head = "CREATE TABLE join_tokens (";
+	assert_memory_equal(v7, head, strlen(head));
+	char create[4200];
+	snprintf(create, sizeof(create), "CREATE TABLE join_tokens_v7 (%s", v7 + strlen(head));
+	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE join_requests; DROP TABLE site_leases",
+				      NULL, NULL, NULL),
+			 SQLITE_OK);
+	assert_int_equal(sqlite3_exec(db, create, NULL, NULL, NULL), SQLITE_OK);
+	assert_int_equal(
+		sqlite3_exec(db,
+			     "INSERT INTO join_tokens_v7 SELECT id, pool, site, role, secret_sha256, "
+			     "uses_total, uses_left, created_at, expires_at, created_by, revoked_at, "
+			     "expect_mac, expect_product_uuid, allow_reclaim, last_used_at FROM "
+			     "join_tokens; DROP TABLE join_tokens; ALTER TABLE join_tokens_v7 RENAME "
+			     "TO join_tokens; DELETE FROM schema_migrations WHERE version >= 8; COMMIT",
+			     NULL, NULL, NULL),
+		SQLITE_OK);
+	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('join_tokens') WHERE "
+				     "name = 'target_node'"),
+			 0);
+	sqlite3_close(db);
+	struct fleet_store *ro;
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL),
+			 FLEET_STORE_E_SCHEMA);
+	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 8);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_tokens WHERE target_node IS NULL"),
+			 1);
+	struct fleet_store_token *t;
+	size_t n;
+	assert_int_equal(fleet_store_tokens_list(f->st, &t, &n), 0);
+	assert_int_equal(n, 1);
+	assert_string_equal(t[0].target_node, "");
+	free(t);
+	struct fleet_store_node node;
+	assert_int_equal(fleet_store_node_get(f->st, "site_a", &node), 0);
+	int64_t epoch;
+	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_a", 1000, &epoch), 0);
+	assert_int_equal(epoch, 1);
+	struct fleet_store_join_request r = request(JR1, HA, 1000, 2000);
+	assert_int_equal(put(f, 1000, &r), 0);
+}
+
 int main(void)
 {
 #define T(fn) cmocka_unit_test_setup_teardown(fn, setup, teardown)
@@ -1578,7 +2119,11 @@ int main(void)
 		T(test_join_pools_and_tokens), T(test_join_token_consume),
 		T(test_join_token_race),       T(test_join_attestation_uses),
 		T(test_join_nodes_commit),     T(test_join_nodes_reclaim),
-		T(test_join_nodes_bind),
+		T(test_join_nodes_bind),       T(test_token_target_provisioned),
+		T(test_site_lease_grant_and_fence), T(test_join_requests_put_and_expiry),
+		T(test_join_requests_decide),  T(test_join_requests_used_once),
+		T(test_join_requests_list_and_cap), T(test_join_nodes_list),
+		T(test_join_requests_migrates_v7),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
