@@ -35,6 +35,7 @@
 #include "lib/join_token.h"
 #include "lib/sanitize.h"
 #include "lib/token_seal.h"
+#include "policy/attestors/attestor.h"
 #include "lib/tpm_alg.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/fleetd"
@@ -44,8 +45,8 @@
 #define MAX_TTL (30 * 86400)
 
 /* The attestors this fleetd runs: what a pool's join_attestors may name
- * (issue 13: only join-token is built so far; the others add theirs). */
-static const char *const known_attestors[] = {"join-token", NULL};
+ * (the one list, policy/attestors/attestor.h). */
+#define known_attestors fleet_attestor_ids
 
 static const char *const usage_text =
 	"usage: fleetctl join init [--state-dir DIR]\n"
@@ -279,7 +280,8 @@ static int pool_create(int argc, char **argv)
 			if (!known || p.n_attestors == FLEET_STORE_POOL_MAX_ATTESTORS)
 				return fail(FLEETCTL_EXIT_USAGE,
 					    "pool create: --join-attestors: %s (1 to %d of the "
-					    "attestors this fleetd runs: join-token)",
+					    "attestors this fleetd runs: join-token, x509pop, provisioned, "
+					    "discovery)",
 					    known ? "too many" : "not an attestor this fleetd runs",
 					    FLEET_STORE_POOL_MAX_ATTESTORS);
 			snprintf(p.attestors[p.n_attestors++], FLEET_STORE_ATTESTOR_MAX + 1, "%s", t);

@@ -1,7 +1,7 @@
 /*
  * cmd_join_requests.c: the discovery and provisioned attestors from the
  * operator's side (issue 13; store.h D1-D8): fleetctl join-requests
- * list|approve|deny, site lease, node list|show.
+ * list|approve|deny, site lease, node list|show|retire|revoke.
  *
  * As in cmd_join.c, every command that writes is root's, on the store's
  * operator handle (the daemon's file, never created or migrated); the
@@ -38,6 +38,7 @@ static const char *const usage_text =
 	"       fleetctl site lease SITE NODE [--state-dir DIR] [--json]\n"
 	"       fleetctl node list [--state-dir DIR] [--json]\n"
 	"       fleetctl node show ID [--state-dir DIR] [--json]\n"
+	"       fleetctl node retire ID | node revoke ID [--state-dir DIR] [--json]\n"
 	"\n"
 	"A join request is a machine the discovery attestor deferred for a person's\n"
 	"decision; approve admits its next join, once; deny refuses it (the machine may\n"
@@ -422,11 +423,59 @@ static int node_show(int argc, char **argv)
 	return FLEETCTL_EXIT_OK;
 }
 
+/* node retire ID | node revoke ID: the owner's end of a node (store.h N5,
+ * N6), root's, journaled as the other operator writes are. */
+static int node_end(int argc, char **argv, bool retire)
+{
+	const char *dir = NULL, *what = retire ? "node retire" : "node revoke";
+	int json = 0;
+	int rc = positional("node", argc, argv, 1, &dir, &json);
+	if (rc || (rc = need_root(what)))
+		return rc;
+	const char *node = argv[2];
+	if (!fleet_ascii_printable(node, strlen(node), 0) || strlen(node) > FLEET_STORE_NODE_ID_MAX)
+		return fail(FLEETCTL_EXIT_USAGE, "%s: NODE is a node id", what);
+	char who[OPERATOR_MAX], uid[24], count[24];
+	operator_name(who);
+	struct fleet_store *st = fleetctl_open_store("node", state_dir(dir), FLEET_STORE_OPERATOR);
+	if (!st)
+		return FLEETCTL_EXIT_USAGE;
+	size_t revoked = 0;
+	fleet_err e = retire ? fleet_store_node_retire(st, node, time(NULL))
+			     : fleet_store_node_revoke(st, node, time(NULL), &revoked);
+	if (e) {
+		rc = fail(store_code(e), "%s: %s", what, fleet_store_errmsg(st));
+		fleet_store_close(st);
+		return rc;
+	}
+	fleet_store_close(st);
+	snprintf(uid, sizeof(uid), "%u", (unsigned)getuid());
+	snprintf(count, sizeof(count), "%zu", revoked);
+	fleet_log_set_identifier("fleetctl");
+	fleet_log(LOG_NOTICE, retire ? "node-retired" : "node-revoked",
+		  FLEET_LOG_FIELDS({"FLEET_NODE", node}, {"FLEET_OPERATOR", who}, {"FLEET_UID", uid},
+				   {"FLEET_REVOKED", retire ? NULL : count}),
+		  retire ? "node %s retired by %s" : "node %s: its certificates revoked by %s", node,
+		  who);
+	if (json)
+		fleetctl_print_json(json_pack("{s:s, s:b, s:I}", "node", node, "retired", retire,
+					      "revoked", (json_int_t)revoked));
+	else if (retire)
+		printf("node retire: %s is retired: it never re-joins and never renews\n", node);
+	else
+		printf("node revoke: %zu certificate(s) of %s revoked\n", revoked, node);
+	return FLEETCTL_EXIT_OK;
+}
+
 int cmd_node(int argc, char **argv)
 {
 	if (argc >= 2 && !strcmp(argv[1], "list"))
 		return node_list(argc, argv);
 	if (argc >= 2 && !strcmp(argv[1], "show"))
 		return node_show(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "retire"))
+		return node_end(argc, argv, true);
+	if (argc >= 2 && !strcmp(argv[1], "revoke"))
+		return node_end(argc, argv, false);
 	return usage_exit(argc, argv);
 }

@@ -13,10 +13,13 @@ endif()
 # The join service over HTTPS: every attestor's and the service's reasons,
 # the concurrent one-use token, a deferral across a restart, kill -9 in a
 # join, the pass's prune (tests/e2e/join_e2e.sh; root's, needs libfaketime).
+add_executable(seal_tool unit/seal_tool.c)
+target_link_libraries(seal_tool PRIVATE fleet)
 if(TARGET fleet_crash_shim)
-  fleet_script_test(join_e2e e2e e2e/join_e2e.sh $<TARGET_FILE:fleet_crash_shim>)
+  fleet_script_test(join_e2e e2e e2e/join_e2e.sh $<TARGET_FILE:seal_tool>
+                    $<TARGET_FILE:fleet_crash_shim>)
 else()
-  fleet_script_test(join_e2e e2e e2e/join_e2e.sh)
+  fleet_script_test(join_e2e e2e e2e/join_e2e.sh $<TARGET_FILE:seal_tool>)
 endif()
 # The store's join transaction (store.h X1-X6).
 fleet_test(test_join_tx unit unit/test_join_tx.c LIBS fleetdcore fleet_x509_mint)

@@ -20,10 +20,11 @@
 
 const char *const join_service_reasons[] = {
 	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE, FLEET_CA_REASON_CSR_SIGNATURE,
-	"token-seal", "token-malformed", "pool-unknown", "pool-attestor", "expect-mac",
-	"product-uuid-mismatch", "reclaim-not-allowed", "reclaim-pool", "reclaim-role",
-	"bound-elsewhere", "unbound", "node-retired", "evidence-reused", "discovery-request-state",
-	"refused", FLEET_ATTEST_TOKEN_REASONS, NULL};
+	"token-seal", "token-malformed", "pool-attestor", "expect-mac", "product-uuid-mismatch",
+	"reclaim-not-allowed", "reclaim-pool", "reclaim-role", "bound-elsewhere", "node-retired",
+	FLEET_ATTEST_TOKEN_REASONS,
+	/* An attestor that refuses without saying why (none here does). */
+	"refused", NULL};
 
 /* ---- the answer ----------------------------------------------------------- */
 
@@ -163,8 +164,10 @@ static fleet_err which_node(struct join_tx *t, struct fleet_store_tx *tx, const 
 		*bind = hw && trusted;
 	}
 	if (t->reclaimed) {
+		/* The attestor read it, or a binding names it (a foreign key):
+		 * a node that is not there is the store's trouble. */
 		if ((e = fleet_store_tx_node(tx, t->node_id, &n)))
-			return e == FLEET_STORE_E_NOT_FOUND ? tx_refuse(t, "unbound") : e;
+			return e == FLEET_STORE_E_NOT_FOUND ? FLEET_STORE_E_CORRUPT : e;
 		if (n.retired_at)
 			return tx_refuse(t, "node-retired");
 		if (strcmp(n.pool, r->pool) != 0)
@@ -229,11 +232,10 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 	fleet_err e;
 	if ((e = fleet_store_tx_now(tx, &now)))
 		return e;
+	/* The pool is a token's or a node's (foreign keys): there. */
 	e = fleet_store_tx_pool(tx, r->pool, &pool);
-	if (e == FLEET_STORE_E_NOT_FOUND)
-		return tx_refuse(t, "pool-unknown");
 	if (e)
-		return e;
+		return e == FLEET_STORE_E_NOT_FOUND ? FLEET_STORE_E_CORRUPT : e;
 	if (pool.n_attestors && !pool_lists(&pool, t->att->id)) {
 		snprintf(t->pool_owner, sizeof(t->pool_owner), "%s", pool.owner);
 		return tx_refuse(t, "pool-attestor");
@@ -260,12 +262,13 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 	if (r->use_subject[0]) {
 		e = fleet_store_tx_use(tx, t->att->id, r->use_subject, r->use_expires_at);
 		if (e == FLEET_STORE_E_CONFLICT)
-			return tx_refuse(t, r->use_reason ? r->use_reason : "evidence-reused");
+			return tx_refuse(t, r->use_reason ? r->use_reason : "refused");
 		if (e)
 			return e;
 	}
+	/* The attestor read it approved in this transaction. */
 	if (r->request_done[0] && (e = fleet_store_tx_join_request_used(tx, r->request_done, now)))
-		return e == FLEET_STORE_E_STATE ? tx_refuse(t, "discovery-request-state") : e;
+		return e;
 	if ((e = issue(t, now)))
 		return e;
 	if (t->reclaimed)
@@ -405,7 +408,7 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		resp.status = t.res.challenge ? FLEET_JOIN_CHALLENGE : FLEET_JOIN_PENDING;
 		resp.deferral = t.res.deferral; /* the payload stays the result's */
 		fleet_metric_inc_label(j->m_deferred, t.att->id);
-		fleet_log(LOG_NOTICE, "join-deferred",
+		fleet_log(LOG_INFO, "join-deferred",
 			  FLEET_LOG_FIELDS({"FLEET_ATTESTOR", t.att->id},
 					   {"FLEET_JOIN_REQUEST", resp.deferral.request_id}),
 			  "join by %s deferred (%s)", t.att->id,

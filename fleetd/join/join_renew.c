@@ -17,7 +17,7 @@
 #include "lib/join_evidence.h"
 
 const char *const join_renew_reasons[] = {
-	"renew-malformed", FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE,
+	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE,
 	FLEET_CA_REASON_CSR_SIGNATURE, "cert-unknown", "cert-revoked", "cert-generation",
 	"node-retired", "renew-expired", "renew-ramdisk", "renew-signature", NULL};
 

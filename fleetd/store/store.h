@@ -721,6 +721,11 @@ fleet_err fleet_store_attestation_uses_prune(struct fleet_store *st, time_t now,
  * N3 fleet_store_node_reclaim raises the node's generation and revokes
  *    every certificate of an older one, with the reclaim's new certificate
  *    recorded, in one transaction.
+ * N5 fleet_store_node_retire marks a node retired, for ever (STATE when it
+ *    is already): no attestor re-joins it, no certificate of it renews.
+ * N6 fleet_store_node_revoke revokes every unrevoked certificate of the
+ *    node (the spec's nodes.revokeIdentity), the node itself kept: none of
+ *    them re-joins (cert-revoked) or renews; *revoked says how many.
  * N4 fleet_store_node_bind records that (kind, subject) belongs to the
  *    node: again for the same node is fine; for another node CONFLICT
  *    ("bound-elsewhere"), nothing written.
@@ -765,6 +770,10 @@ fleet_err fleet_store_node_cert_current(struct fleet_store *st, const uint8_t *d
 fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
 				   const uint8_t *cert_der, size_t cert_len, time_t now,
 				   int64_t *generation);
+/* N5, N6 */
+fleet_err fleet_store_node_retire(struct fleet_store *st, const char *node_id, time_t now);
+fleet_err fleet_store_node_revoke(struct fleet_store *st, const char *node_id, time_t now,
+				  size_t *revoked);
 /* N4 */
 fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const char *subject,
 				const char *node_id, time_t now);

@@ -389,3 +389,57 @@ fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const 
 	st_lock(st);
 	return st_unlock(st, node_bind(st, kind, subject, node_id, now));
 }
+
+/* N5, N6: the operator's, each one statement after the node is read. */
+static fleet_err node_end(struct fleet_store *st, const char *node_id, time_t now, bool retire,
+			  size_t *revoked)
+{
+	struct fleet_store_node n;
+	sqlite3_stmt *s;
+	int changes = 0;
+	fleet_err e = st_writable(st);
+	if (e)
+		return e;
+	if ((e = st_begin(st)))
+		return e;
+	if ((e = st_node_get(st, node_id, &n)))
+		goto out;
+	if (retire && n.retired_at) {
+		e = st_fail(st, FLEET_STORE_E_STATE, "node %s is retired already", node_id);
+		goto out;
+	}
+	if ((e = st_prepare(st,
+			    retire ? "UPDATE nodes SET retired_at = ?2 WHERE id = ?1"
+				   : "UPDATE node_certs SET revoked_at = ?2 WHERE node_id = ?1 AND "
+				     "revoked_at IS NULL",
+			    &s)))
+		goto out;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	e = st_step_done(st, s, retire ? "retire node" : "revoke node certificates", &changes);
+	if (!e && revoked)
+		*revoked = (size_t)changes;
+out:
+	if (e) {
+		st_rollback(st);
+		return e;
+	}
+	return st_commit(st);
+}
+
+fleet_err fleet_store_node_retire(struct fleet_store *st, const char *node_id, time_t now)
+{
+	if (!st)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, node_end(st, node_id, now, true, NULL));
+}
+
+fleet_err fleet_store_node_revoke(struct fleet_store *st, const char *node_id, time_t now,
+				  size_t *revoked)
+{
+	if (!st)
+		return FLEET_STORE_E_INVALID;
+	st_lock(st);
+	return st_unlock(st, node_end(st, node_id, now, false, revoked));
+}

@@ -38,7 +38,8 @@ faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 site_bins "$bin"
 join="$bin/tink-attest/fleet-join"
 fleetctl="$site_fleetctl"
-shim="${1:-}" # the crash shim (tests/e2e/crash_shim.c), when built
+seal_tool="${1:?usage: join_e2e.sh SEAL_TOOL [CRASH_SHIM]}"
+shim="${2:-}" # the crash shim (tests/e2e/crash_shim.c), when built
 [ -x "$join" ] || { echo "FAIL: no $join"; exit 1; }
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/fleet-join-e2e-XXXXXX")
@@ -48,6 +49,7 @@ cleanup() {
 }
 trap cleanup EXIT
 cd "$work"
+umask 077 # the tokens and keys fleet-join reads are secrets (0600)
 failures=0
 fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
 ok() { echo "ok: $*"; }
@@ -63,7 +65,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
 cp "$src/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
 printf 'version: 1\nnodes: []\n' >nodes.yaml
 "$fleetctl" ca init state/ca --cn "fleetd join e2e CA" >/dev/null
-"$fleetctl" join init --state-dir state >/dev/null
+"$fleetctl" join init --state-dir "$work/state" >/dev/null
 cat >hook/on-refusal <<EOF
 #!/bin/sh
 printf '%s\n' "\$1" >>$work/hook/refusals.jsonl
@@ -87,14 +89,18 @@ start() { site_fleetd_start fleetd.yaml fleetd.log || die "fleetd did not start"
 restart() { site_fleetd_stop >/dev/null 2>&1 || true; start; }
 start
 url=$site_fleetd_url
-ca=state/ca/ca.crt
+# What fleet-join pins: fleetd's TLS certificate and the CA that signs the
+# join service's answers and the node certificates.
+cat tls/fleetd.crt state/ca/ca.crt >pins.pem
+ca=pins.pem
 
 tok() { # fleetctl token create args... -> the sealed token into a file named by $1
 	local f=$1
 	shift
-	"$fleetctl" token create "$@" --state-dir state --json >tok.json 2>/dev/null ||
+	"$fleetctl" token create "$@" --state-dir "$work/state" --json >tok.json 2>/dev/null ||
 		die "token create $*"
 	jq -r .sealed tok.json >"$f"
+	chmod 0600 "$f"
 }
 tokid() { jq -r .id tok.json; }
 
@@ -146,7 +152,7 @@ joins() {
 	ok "$name: joined as $node"
 }
 J=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub)
-cert_field() { openssl x509 -in "$1" -noout "$2" 2>/dev/null; }
+sans() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tail -n +2 | tr -d ' ' | tr ',' '\n'; }
 lifetime() { # chain.pem -> notAfter - notBefore in seconds
 	python3 - "$1" <<'PY'
 import subprocess, sys
@@ -158,8 +164,110 @@ print(int((f(out[1]) - f(out[0])).total_seconds()))
 PY
 }
 
-"$fleetctl" pool create pool-a --owner ops --state-dir state >/dev/null
-"$fleetctl" pool create pool-x --owner security-team --join-attestors x509pop --state-dir state >/dev/null
+"$fleetctl" pool create pool-a --owner ops --state-dir "$work/state" >/dev/null
+"$fleetctl" pool create pool-x --owner security-team --join-attestors x509pop --state-dir "$work/state" >/dev/null
+
+# post FILE -> HTTP status (the body in resp.json): a request fleet-join
+# would not send, as an attacker sends it.
+post() { curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -H 'Content-Type: application/json' -X POST --data-binary @"$1" "$url${2:-/v1/join}"; }
+# posted NAME LABEL FILE: a hand-made request, denied with LABEL counted once
+# and the store untouched.
+posted() {
+	local before snap code
+	before=$(metric "$2")
+	snap=$(snapshot)
+	code=$(post "$3" "${4:-}")
+	[ "$code" = 403 ] && [ "$(metric "$2")" = $((before + 1)) ] && [ "$(snapshot)" = "$snap" ] &&
+		ok "$1: denied, $2" || fail "$1: HTTP $code, $2 $(metric "$2") (was $before)"
+}
+# forge_x509pop NODE_ID LEAF.pem KEY.pem > request: x509pop evidence signed
+# by KEY whatever it is, for the refusals fleet-join checks before it sends
+# (lib/join_evidence.h's layout; ES256 from openssl's DER signature).
+forge_x509pop() {
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=forged \
+		-keyout forged.key -outform DER -out forged.csr 2>/dev/null
+	python3 - "$1" "$2" "$3" <<'PY'
+import base64, hashlib, json, subprocess, sys, time
+node, leaf, key = sys.argv[1:4]
+b = lambda x: base64.urlsafe_b64encode(x).decode().rstrip("=")
+csr = open("forged.csr", "rb").read()
+der = subprocess.run(["openssl", "x509", "-in", leaf, "-outform", "DER"], capture_output=True).stdout
+ms = int(time.time() * 1000)
+msg = b"x509pop\0" + hashlib.sha256(csr).digest() + bytes([len(node)]) + node.encode() + ms.to_bytes(8, "big")
+sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=msg, capture_output=True).stdout
+def ints(d):  # SEQUENCE { INTEGER r, INTEGER s }
+    i, out = 2 if d[1] < 0x80 else 3, []
+    for _ in range(2):
+        n = d[i + 1]; out.append(int.from_bytes(d[i + 2:i + 2 + n], "big")); i += 2 + n
+    return out
+r, s = ints(sig)
+ev = {"v": 1, "nodeId": node, "chain": [b(der)], "clientTime": ms, "sig": b(r.to_bytes(32, "big") + s.to_bytes(32, "big"))}
+print(json.dumps({"v": 1, "attestor": "x509pop", "attestation": b(json.dumps(ev, separators=(",", ":")).encode()),
+                  "csr": b(csr), "role": "node"}, separators=(",", ":")))
+PY
+}
+
+# mkreq CSR.der TOKEN-FILE|- ATTESTOR ATTESTATION-TEXT|- > request
+mkreq() {
+	python3 - "$@" <<'PY'
+import base64, json, sys
+csr, tok, att, ev = sys.argv[1:5]
+b = lambda x: base64.urlsafe_b64encode(x).decode().rstrip("=")
+r = {"v": 1, "attestor": att}
+if tok != "-":
+    r["token"] = open(tok).read().strip()
+if ev != "-":
+    r["attestation"] = b(ev.encode())
+r["csr"] = b(open(csr, "rb").read())
+r["role"] = "node"
+print(json.dumps(r, separators=(",", ":")))
+PY
+}
+# forge_renew KEY LEAF.pem > request: a renewal signed by KEY.
+forge_renew() {
+	openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=forged \
+		-keyout forged.key -outform DER -out forged.csr 2>/dev/null
+	python3 - "$1" "$2" <<'PY'
+import base64, hashlib, json, subprocess, sys
+key, leaf = sys.argv[1:3]
+b = lambda x: base64.urlsafe_b64encode(x).decode().rstrip("=")
+csr = open("forged.csr", "rb").read()
+der = subprocess.run(["openssl", "x509", "-in", leaf, "-outform", "DER"], capture_output=True).stdout
+msg = b"renew\0" + hashlib.sha256(csr).digest() + hashlib.sha256(der).digest()
+sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=msg, capture_output=True).stdout
+def ints(d):
+    i, out = 2 if d[1] < 0x80 else 3, []
+    for _ in range(2):
+        n = d[i + 1]; out.append(int.from_bytes(d[i + 2:i + 2 + n], "big")); i += 2 + n
+    return out
+r, s = ints(sig)
+print(json.dumps({"v": 1, "cert": b(der), "csr": b(csr), "sig": b(r.to_bytes(32, "big") + s.to_bytes(32, "big"))},
+                 separators=(",", ":")))
+PY
+}
+# forge_assert KEY CERT SIGNER EPOCH MAC > attestation: a discovery assertion
+# signed by KEY whatever CERT says (fleet-join assert refuses that pair).
+forge_assert() {
+	python3 - "$@" <<'PY'
+import base64, json, subprocess, sys, time
+key, cert, signer, epoch, mac = sys.argv[1:6]
+b = lambda x: base64.urlsafe_b64encode(x).decode().rstrip("=")
+now = int(time.time())
+body = json.dumps({"v": 1, "site": "s1", "signer": signer, "epoch": int(epoch), "mac": mac,
+                   "issued_at": now, "not_after": now + 600}, separators=(",", ":")).encode()
+der = subprocess.run(["openssl", "x509", "-in", cert, "-outform", "DER"], capture_output=True).stdout
+sig = subprocess.run(["openssl", "dgst", "-sha256", "-sign", key], input=b"discovery-assertion\0" + body,
+                     capture_output=True).stdout
+def ints(d):
+    i, out = 2 if d[1] < 0x80 else 3, []
+    for _ in range(2):
+        n = d[i + 1]; out.append(int.from_bytes(d[i + 2:i + 2 + n], "big")); i += 2 + n
+    return out
+r, s = ints(sig)
+sys.stdout.write(json.dumps({"v": 1, "assertion": b(body), "cert": b(der),
+                             "sig": b(r.to_bytes(32, "big") + s.to_bytes(32, "big"))}, separators=(",", ":")))
+PY
+}
 
 # ---- join-token ----------------------------------------------------------------
 
@@ -168,15 +276,15 @@ tok t1 --pool pool-a --role node --uses 3
 joins "a token join" -- "${J[@]}" --token-file t1 --key-out n1.key --cert-out n1.pem \
 	--mac 52:54:00:00:01:01 || true
 n1=$node
-san=$(cert_field n1.pem -ext | tr -d ' ' | tr ',' '\n' | grep -c '^URI:' || true)
-cert_field n1.pem -ext | grep -q "URI:spiffe://folly.test/node/$n1" || fail "the leaf's SPIFFE ID is not spiffe://folly.test/node/$n1"
+san=$(sans n1.pem | grep -c '^URI:' || true)
+sans n1.pem | grep -qx "URI:spiffe://folly.test/node/$n1" || fail "the leaf's SPIFFE ID is not spiffe://folly.test/node/$n1"
 [ "$san" = 1 ] || fail "a token join's leaf has $san URIs, want the SPIFFE ID alone"
 [ "$(lifetime n1.pem)" = 86400 ] || fail "a node certificate lasts $(lifetime n1.pem) s, want 86400"
 [ "$(stat -c %a n1.key)" = 600 ] || fail "the node key is mode $(stat -c %a n1.key)"
 [ "$(sql "SELECT uses_left FROM join_tokens WHERE id = '$(jq -r .id tok.json)'")" = 2 ] || fail "the join did not take one use"
 [ "$(joined_metric join-token)" = 1 ] || fail "fleetd_joins_total{attestor=join-token} is $(joined_metric join-token)"
 
-refused "no token" join-token:token-missing -- "${J[@]}" --key-out x.key --cert-out x.pem
+refused "no token" join-token:token-missing -- join --server "$url" --ca "$ca" --key-out x.key --cert-out x.pem
 python3 - "$(jq -r .id tok.json)" >t-badsecret <<'PY'
 import base64, os, sys
 raw = b"fjt1" + sys.argv[1].encode() + os.urandom(32)
@@ -190,14 +298,17 @@ print(base64.urlsafe_b64encode(raw).decode().rstrip("="))
 PY
 refused "an unknown token" join-token:token-unknown -- "${J[@]}" --token-file t-unknown --key-out x.key --cert-out x.pem
 tok t-rev --pool pool-a --role node
-"$fleetctl" token revoke "$(tokid)" --state-dir state >/dev/null
+"$fleetctl" token revoke "$(tokid)" --state-dir "$work/state" >/dev/null
 refused "a revoked token" join-token:token-revoked -- "${J[@]}" --token-file t-rev --key-out x.key --cert-out x.pem
 tok t-once --pool pool-a --role node --uses 1
 joins "a one-use token" -- "${J[@]}" --token-file t-once --key-out x.key --cert-out x.pem || true
 refused "a spent token" join-token:token-used-up -- "${J[@]}" --token-file t-once --key-out x.key --cert-out x.pem
 tok t-site --pool pool-a --role site --site s1 --uses 4
 refused "a site token as a node" join-token:token-role -- "${J[@]}" --token-file t-site --key-out x.key --cert-out x.pem
-mkdir -p other && "$fleetctl" join init --state-dir other >/dev/null
+mkdir -p other && "$fleetctl" join init --state-dir "$work/other" >/dev/null
+printf 'sixty-two bytes that are not a join token at all, not fjt1....' |
+	"$seal_tool" <(openssl pkey -pubin -in state/join/seal.pub -outform DER) join-token >t-notatoken
+refused "a sealing that holds no token" join-token:token-malformed -- "${J[@]}" --token-file t-notatoken --key-out x.key --cert-out x.pem
 refused "a token sealed to another key" join-token:token-seal -- join --server "$url" --ca "$ca" \
 	--seal-pub other/join/seal.pub --token-file t-unknown --key-out x.key --cert-out x.pem
 tok t-mac --pool pool-a --role node --expect-mac 52:54:00:00:02:02
@@ -220,6 +331,11 @@ joins "the bound UUID with reclaim" -- "${J[@]}" --token-file t-reclaim --produc
 [ -n "$(sql "SELECT revoked_at FROM node_certs WHERE node_id = '$nu1' AND generation = 1 AND revoked_at IS NOT NULL")" ] ||
 	fail "a reclaim did not revoke the older certificate"
 tok t-x --pool pool-x --role node
+"$fleetctl" pool create pool-b --owner ops --state-dir "$work/state" >/dev/null
+tok t-otherpool --pool pool-b --role node --expect-product-uuid $U1 --allow-reclaim
+refused "a reclaim across pools" join-token:reclaim-pool -- "${J[@]}" --token-file t-otherpool --product-uuid $U1 --key-out x.key --cert-out x.pem
+tok t-siterole --pool pool-a --role site --site s1 --expect-product-uuid $U1 --allow-reclaim
+refused "a reclaim as another role" join-token:reclaim-role -- "${J[@]}" --role site --token-file t-siterole --product-uuid $U1 --key-out x.key --cert-out x.pem
 refused "a pool that takes only x509pop" join-token:pool-attestor -- "${J[@]}" --token-file t-x --key-out x.key --cert-out x.pem
 grep -q '"reason":"pool-attestor"' hook/refusals.jsonl 2>/dev/null || sleep 1
 grep '"reason":"pool-attestor"' hook/refusals.jsonl | grep -q '"poolOwner":"security-team"' ||
@@ -228,7 +344,7 @@ grep -q 'FLEET_REASON=join:pool-attestor' fleetd.log || fail "no security.join.r
 refused "an attestor fleetd does not run" other:attestor-unknown -- "${J[@]}" --attestor tpm --token-file t1 --key-out x.key --cert-out x.pem
 
 # A request that does not decode is no decision: 400, not the signed denial.
-code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -X POST -d '{"v":1}' "$url/v1/join")
+code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -H 'Content-Type: application/json' -X POST -d '{"v":1}' "$url/v1/join")
 [ "$code" = 400 ] && jq -e '.error == "join-malformed"' resp.json >/dev/null || fail "a malformed join: HTTP $code $(cat resp.json)"
 # A CSR that is not one: the generic denial and csr-malformed.
 python3 - "$(cat t1)" >bad-csr.json <<'PY'
@@ -236,9 +352,15 @@ import base64, json, sys
 b = lambda x: base64.urlsafe_b64encode(x).decode().rstrip("=")
 print(json.dumps({"v": 1, "attestor": "", "token": sys.argv[1], "csr": b(b"\x30\x03\x02\x01\x00"), "role": "node"}))
 PY
-before=$(metric join-token:csr-malformed)
-code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -X POST --data-binary @bad-csr.json "$url/v1/join")
-[ "$code" = 403 ] && [ "$(metric join-token:csr-malformed)" = $((before + 1)) ] || fail "a bad CSR: HTTP $code"
+posted "a CSR that is not one" join-token:csr-malformed bad-csr.json
+openssl req -new -newkey rsa:2048 -nodes -subj /CN=rsa -keyout /dev/null -outform DER -out rsa.csr 2>/dev/null
+mkreq rsa.csr t1 "" - >rsa-csr.json
+posted "an RSA key's CSR" join-token:csr-key-type rsa-csr.json
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=bent -keyout /dev/null \
+	-outform DER -out bent.csr 2>/dev/null
+python3 -c 'import sys; b = bytearray(open(sys.argv[1], "rb").read()); b[-1] ^= 1; open(sys.argv[1], "wb").write(b)' bent.csr
+mkreq bent.csr t1 "" - >bent-csr.json
+posted "a CSR whose signature is not its key's" join-token:csr-signature bent-csr.json
 jq -e '.body and .sig and .kid' resp.json >/dev/null || fail "the denial is not a signed envelope"
 
 # Two joins at once with a one-use token: exactly one node.
@@ -263,10 +385,16 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
 	-keyout stranger.key -out stranger.pem 2>/dev/null
 refused "a certificate fleetd never issued" x509pop:cert-unknown -- "${X[@]}" --x509pop-cert stranger.pem \
 	--x509pop-key stranger.key --node-id "$n1" --key-out x.key --cert-out x.pem
-refused "another node's id" x509pop:x509pop-node-id -- "${X[@]}" --x509pop-cert n1.pem --x509pop-key n1.key \
-	--node-id "$nu1" --key-out x.key --cert-out x.pem
-refused "a proof by another key" x509pop:x509pop-signature -- "${X[@]}" --x509pop-cert n1.pem \
-	--x509pop-key stranger.key --node-id "$n1" --key-out x.key --cert-out x.pem
+forge_x509pop "$nu1" n1.pem n1.key >forged-id.json
+posted "another node's id" x509pop:x509pop-node-id forged-id.json
+forge_x509pop "$n1" n1.pem stranger.key >forged-sig.json
+posted "a proof by another key" x509pop:x509pop-signature forged-sig.json
+forge_x509pop "$n1" n1.pem n1.key >forged-good.json
+jq -e . forged-good.json >/dev/null || fail "the forger wrote no request"
+openssl req -new -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -subj /CN=pop -keyout /dev/null \
+	-outform DER -out pop.csr 2>/dev/null
+mkreq pop.csr - x509pop 'not the evidence' >pop-junk.json
+posted "bytes that are no x509pop evidence" x509pop:x509pop-malformed pop-junk.json
 refused "the role of another certificate" x509pop:x509pop-role -- "${X[@]}" --role site --x509pop-cert n1.pem \
 	--x509pop-key n1.key --node-id "$n1" --key-out x.key --cert-out x.pem
 refused "a certificate of an older generation" x509pop:cert-generation -- "${X[@]}" --x509pop-cert u1.pem \
@@ -276,7 +404,8 @@ before=$(metric x509pop:x509pop-client-time)
 rc=0
 "${later5m[@]}" "$join" "${X[@]}" --x509pop-cert n1.pem --x509pop-key n1.key --node-id "$n1" \
 	--key-out x.key --cert-out x.pem >/dev/null 2>&1 || rc=$?
-[ "$rc" = 10 ] && [ "$(metric x509pop:x509pop-client-time)" = $((before + 1)) ] ||
+[ "$rc" = 10 ] && [ "$(metric x509pop:x509pop-client-time)" = $((before + 1)) ] &&
+	ok "a proof made 5 minutes ahead: denied, x509pop:x509pop-client-time" ||
 	fail "a proof made 5 minutes ahead: exit $rc, x509pop-client-time not counted"
 cp n1.pem n1-gen1.pem && cp n1.key n1-gen1.key
 joins "a current certificate re-joins in place" -- "${X[@]}" --x509pop-cert n1.pem --x509pop-key n1.key \
@@ -290,7 +419,7 @@ refused "the replaced certificate" x509pop:cert-generation -- "${X[@]}" --x509po
 	--cert-out x.pem --dump-request replay.json >/dev/null 2>&1 || true
 if [ -s replay.json ]; then
 	before=$(metric x509pop:x509pop-replayed)
-	code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -X POST --data-binary @replay.json "$url/v1/join")
+	code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -H 'Content-Type: application/json' -X POST --data-binary @replay.json "$url/v1/join")
 	[ "$code" = 403 ] && [ "$(metric x509pop:x509pop-replayed)" = $((before + 1)) ] ||
 		fail "a replayed x509pop proof: HTTP $code, x509pop-replayed not counted"
 	ok "a replayed x509pop proof: x509pop-replayed"
@@ -301,7 +430,7 @@ fi
 # A site node (for discovery below) and the x509pop pool.
 joins "a site node" -- "${J[@]}" --role site --token-file t-site --key-out s1.key --cert-out s1.pem || true
 s1=$node
-cert_field s1.pem -ext | grep -q "URI:spiffe://folly.test/site/$s1" || fail "the site node's SPIFFE ID"
+sans s1.pem | grep -qx "URI:spiffe://folly.test/site/$s1" || fail "the site node's SPIFFE ID"
 
 # ---- provisioned ------------------------------------------------------------------
 
@@ -322,13 +451,15 @@ tok tp-target --pool pool-a --role provisioned --node "$nu1"
 joins "a deploy: the target re-keyed" -- "${P[@]}" --token-file tp-target --product-uuid $U1 --key-out u1c.key --cert-out u1c.pem || true
 [ "$node" = "$nu1" ] || fail "the provisioned target joined as $node, not $nu1"
 [ "$(sql "SELECT generation FROM nodes WHERE id = '$nu1'")" = 3 ] || fail "re-keying did not raise $nu1's generation"
+tok tp-elsewhere --pool pool-a --role provisioned --node "$n1" --expect-product-uuid $U2
+refused "a deploy of one node with another's UUID" provisioned:bound-elsewhere -- "${P[@]}" --token-file tp-elsewhere --product-uuid $U2 --key-out x.key --cert-out x.pem
 tok tp-target2 --pool pool-a --role provisioned --node "$nu1"
 refused "the target's UUID differs" provisioned:product-uuid-mismatch -- "${P[@]}" --token-file tp-target2 --product-uuid $U2 --key-out x.key --cert-out x.pem
 
 # ---- discovery ----------------------------------------------------------------------
 
 echo "== discovery"
-epoch=$("$fleetctl" site lease s1 "$s1" --state-dir state | grep -o '[0-9]\+$')
+epoch=$("$fleetctl" site lease s1 "$s1" --json --state-dir "$work/state" 2>/dev/null | jq -r .epoch)
 M=52:54:00:00:0d:01
 D=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub --attestor discovery --role ramdisk)
 assert() { "$join" assert --key s1.key --cert s1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M" "$@"; }
@@ -338,8 +469,8 @@ joins "a ramdisk vouched for by the boot server" -- "${D[@]}" --token-file td1 -
 	--key-out rd.key --cert-out rd.pem || true
 lt=$(lifetime rd.pem)
 [ "$lt" -le 7200 ] || fail "a ramdisk certificate lasts $lt s"
-cert_field rd.pem -ext | grep -q "URI:spiffe://folly.test/ramdisk/" || fail "the ramdisk's SPIFFE ID"
-cert_field rd.pem -ext | grep -q "urn:bc:allowed-kinds:inventory.refresh" || fail "the ramdisk certificate names no commissioning kinds"
+[ "$(sans rd.pem | head -n1 | cut -d/ -f1-4)" = "URI:spiffe://folly.test/ramdisk" ] || fail "the ramdisk's SPIFFE ID: $(sans rd.pem | head -n1)"
+openssl x509 -in rd.pem -noout -ext subjectAltName | grep -qF ", URI:urn:bc:allowed-kinds:inventory.refresh,logs.collect,diag.*,disk.wipe,deploy.*,boot.kexec" || fail "the ramdisk certificate names no commissioning kinds"
 tok td2 --pool pool-a --role discovery --site s1
 refused "the same assertion again" discovery:assertion-reused -- "${D[@]}" --token-file td2 --discovery-file a1.json --mac $M --key-out x.key --cert-out x.pem
 assert >a2.json
@@ -353,9 +484,9 @@ refused "the asserted MAC not claimed" discovery:discovery-mac -- "${D[@]}" --to
 refused "a node that is no site node" discovery:discovery-signer -- "${D[@]}" --token-file td2 --discovery-file a-node.json --mac $M --key-out x.key --cert-out x.pem
 "$join" assert --key s1.key --cert s1.pem --site s1 --signer "$s1" --epoch $((epoch + 7)) --mac "$M" >a-epoch.json
 refused "another lease epoch" discovery:discovery-lease -- "${D[@]}" --token-file td2 --discovery-file a-epoch.json --mac $M --key-out x.key --cert-out x.pem
-"$join" assert --key s1.key --cert n1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M" >a-cert.json
+"$join" assert --key n1.key --cert n1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M" >a-cert.json
 refused "another node's certificate" discovery:discovery-signer-cert -- "${D[@]}" --token-file td2 --discovery-file a-cert.json --mac $M --key-out x.key --cert-out x.pem
-"$join" assert --key stranger.key --cert s1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M" >a-sig.json
+forge_assert stranger.key s1.pem "$s1" "$epoch" "$M" >a-sig.json
 refused "signed by another key" discovery:discovery-signature -- "${D[@]}" --token-file td2 --discovery-file a-sig.json --mac $M --key-out x.key --cert-out x.pem
 assert --issued-at $(($(date +%s) - 1200)) >a-old.json
 refused "an assertion 20 minutes old" discovery:discovery-stale -- "${D[@]}" --token-file td2 --discovery-file a-old.json --mac $M --key-out x.key --cert-out x.pem
@@ -366,9 +497,9 @@ refused "bytes that are no assertion" discovery:discovery-malformed -- "${D[@]}"
 # The lease moves: the former holder can no longer vouch.
 joins "a second site node" -- "${J[@]}" --role site --token-file t-site --key-out s2.key --cert-out s2.pem || true
 s2=$node
-"$fleetctl" site lease s1 "$s2" --state-dir state >/dev/null
+"$fleetctl" site lease s1 "$s2" --state-dir "$work/state" >/dev/null 2>&1
 refused "a fenced boot server" discovery:discovery-lease -- "${D[@]}" --token-file td2 --discovery-file a2.json --mac $M --key-out x.key --cert-out x.pem
-epoch=$("$fleetctl" site lease s1 "$s1" --state-dir state | grep -o '[0-9]\+$')
+epoch=$("$fleetctl" site lease s1 "$s1" --json --state-dir "$work/state" 2>/dev/null | jq -r .epoch)
 
 # Approval: the join waits for the operator, across a restart of fleetd.
 approval=always
@@ -381,8 +512,8 @@ rc=0
 	--max-wait 60 >out3.txt 2>err3.txt &
 pj=$!
 for _ in $(seq 1 50); do
-	rq=$("$fleetctl" join-requests list --json --state-dir state 2>/dev/null |
-		jq -r '.requests[]? | select(.status == "pending") | .id' | head -n1)
+	rq=$("$fleetctl" join-requests list --json --state-dir "$work/state" 2>/dev/null |
+		jq -r '.join_requests[]? | select(.status == "pending") | .id' | head -n1)
 	[ -n "$rq" ] && break
 	sleep 0.2
 done
@@ -390,7 +521,7 @@ done
 [ "$(sql "SELECT uses_left FROM join_tokens WHERE id = '$(tokid)'")" = 1 ] || fail "a deferral spent the token"
 [ "$(sql "SELECT count(*) FROM attestation_uses WHERE attestor = 'discovery'")" = 1 ] || fail "a deferral recorded the assertion"
 site_fleetd_stop >/dev/null 2>&1 || true
-"$fleetctl" join-requests approve "$rq" --state-dir state >/dev/null || fail "join-requests approve"
+"$fleetctl" join-requests approve "$rq" --state-dir "$work/state" >/dev/null || fail "join-requests approve"
 start
 wait $pj || rc=$?
 if [ "$rc" = 0 ]; then ok "a deferral answered after a restart of fleetd: joined as $(cat out3.txt)"; else fail "the approved join: exit $rc $(head -c 300 err3.txt)"; fi
@@ -399,9 +530,9 @@ tok td4 --pool pool-a --role discovery --site s1
 rc=0
 "$join" "${D[@]}" --token-file td4 --discovery-file a4.json --mac $M --key-out x.key --cert-out x.pem --max-wait 2 >/dev/null 2>&1 || rc=$?
 [ "$rc" = 12 ] || fail "a pending join: exit $rc, want 12 after --max-wait"
-pending() { "$fleetctl" join-requests list --json --state-dir state | jq -r '.requests[] | select(.status == "pending") | .id' | head -n1; }
+pending() { "$fleetctl" join-requests list --json --state-dir "$work/state" | jq -r '.join_requests[] | select(.status == "pending") | .id' | head -n1; }
 rq=$(pending)
-"$fleetctl" join-requests approve "$rq" --state-dir state >/dev/null || fail "join-requests approve"
+"$fleetctl" join-requests approve "$rq" --state-dir "$work/state" >/dev/null || fail "join-requests approve"
 refused "the approved machine with another CSR" discovery:discovery-request-csr -- "${D[@]}" --token-file td4 --discovery-file a4.json --mac $M --key-out x.key --cert-out x.pem
 M2=52:54:00:00:0d:02
 assert() { "$join" assert --key s1.key --cert s1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M2" "$@"; }
@@ -410,7 +541,7 @@ rc=0
 "$join" "${D[@]}" --token-file td4 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem --max-wait 1 >/dev/null 2>&1 || rc=$?
 [ "$rc" = 12 ] || fail "a second pending join: exit $rc"
 rq=$(pending)
-"$fleetctl" join-requests deny "$rq" --state-dir state >/dev/null || fail "join-requests deny"
+"$fleetctl" join-requests deny "$rq" --state-dir "$work/state" >/dev/null || fail "join-requests deny"
 refused "a denied machine" discovery:discovery-denied -- "${D[@]}" --token-file td4 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem
 approval=never
 write_config
@@ -425,7 +556,27 @@ rc=0
 "$join" "${R[@]}" --key n1.key --cert n1.pem >out.txt 2>err.txt || rc=$?
 [ "$rc" = 0 ] && [ "$(tr -d '\n' <out.txt)" = "$n1" ] || fail "a renewal: exit $rc $(head -c 300 err.txt)"
 cmp -s n1.pem n1-before.pem && fail "a renewal wrote the same certificate"
-refused "a renewal by another key" renew:renew-signature -- "${R[@]}" --key stranger.key --cert n1.pem
+forge_renew stranger.key n1.pem >renew-forged.json
+posted "a renewal by another key" renew:renew-signature renew-forged.json /v1/renew
+forge_renew n1.key n1.pem >renew-good.json
+[ "$(post renew-good.json /v1/renew)" = 200 ] || fail "the forger's own good renewal was not answered"
+# The owner's end of a node: its certificates revoked, or the node retired.
+tok t-end --pool pool-a --role node --uses 2
+joins "a node to revoke" -- "${J[@]}" --token-file t-end --key-out rv.key --cert-out rv.pem || true
+nrv=$node
+joins "a node to retire" -- "${J[@]}" --token-file t-end --key-out rt.key --cert-out rt.pem || true
+nrt=$node
+tok tp-retired --pool pool-a --role provisioned --node "$nrt" --expect-product-uuid 99999999-2222-3333-4444-555555555555
+"$fleetctl" node revoke "$nrv" --state-dir "$work/state" >/dev/null 2>&1 || fail "node revoke"
+"$fleetctl" node retire "$nrt" --state-dir "$work/state" >/dev/null 2>&1 || fail "node retire"
+refused "x509pop with a revoked certificate" x509pop:cert-revoked -- "${X[@]}" --x509pop-cert rv.pem \
+	--x509pop-key rv.key --node-id "$nrv" --key-out x.key --cert-out x.pem
+refused "a renewal of a revoked certificate" renew:cert-revoked -- "${R[@]}" --key rv.key --cert rv.pem
+refused "x509pop for a retired node" x509pop:node-retired -- "${X[@]}" --x509pop-cert rt.pem \
+	--x509pop-key rt.key --node-id "$nrt" --key-out x.key --cert-out x.pem
+refused "a renewal for a retired node" renew:node-retired -- "${R[@]}" --key rt.key --cert rt.pem
+refused "a deploy of a node retired after its token" provisioned:node-retired -- "${P[@]}" \
+	--token-file tp-retired --product-uuid 99999999-2222-3333-4444-555555555555 --key-out x.key --cert-out x.pem
 cp rd.pem rd-copy.pem
 refused "a ramdisk's renewal" renew:renew-ramdisk -- "${R[@]}" --key rd.key --cert rd.pem
 refused "a renewal of an unknown certificate" renew:cert-unknown -- "${R[@]}" --key stranger.key --cert stranger.pem
@@ -441,7 +592,8 @@ tok t-short --pool pool-a --role node --ttl 3600
 before=$(metric renew:renew-expired)
 rc=0
 "${later2d[@]}" "$join" "${R[@]}" --key p2.key --cert p2.pem >/dev/null 2>&1 || rc=$?
-[ "$rc" = 10 ] && [ "$(metric renew:renew-expired)" = $((before + 1)) ] || fail "an expired renewal: exit $rc"
+[ "$rc" = 10 ] && [ "$(metric renew:renew-expired)" = $((before + 1)) ] && ok "an expired renewal: denied, renew:renew-expired" ||
+	fail "an expired renewal: exit $rc"
 rc=0
 "${later2d[@]}" "$join" "${X[@]}" --x509pop-cert p2.pem --x509pop-key p2.key --node-id "$np2" \
 	--key-out p2.key --cert-out p2.pem >out.txt 2>err.txt || rc=$?
@@ -454,11 +606,13 @@ before=$(metric x509pop:x509pop-expired)
 rc=0
 "${later9d[@]}" "$join" "${X[@]}" --x509pop-cert s2.pem --x509pop-key s2.key --node-id "$s2" --role site \
 	--key-out x.key --cert-out x.pem >/dev/null 2>&1 || rc=$?
-[ "$rc" = 10 ] && [ "$(metric x509pop:x509pop-expired)" = $((before + 1)) ] || fail "x509pop past the grace: exit $rc"
+[ "$rc" = 10 ] && [ "$(metric x509pop:x509pop-expired)" = $((before + 1)) ] && ok "x509pop 8 days past the notAfter: denied, x509pop:x509pop-expired" ||
+	fail "x509pop past the grace: exit $rc"
 before=$(metric join-token:token-expired)
 rc=0
 "${later9d[@]}" "$join" "${J[@]}" --token-file t-short --key-out x.key --cert-out x.pem >/dev/null 2>&1 || rc=$?
-[ "$rc" = 10 ] && [ "$(metric join-token:token-expired)" = $((before + 1)) ] || fail "an expired token: exit $rc"
+[ "$rc" = 10 ] && [ "$(metric join-token:token-expired)" = $((before + 1)) ] && ok "a token past its ttl: denied, join-token:token-expired" ||
+	fail "an expired token: exit $rc"
 site_fleetd_env=()
 restart
 
