@@ -149,7 +149,10 @@ static fleet_err which_node(struct join_tx *t, struct fleet_store_tx *tx, const 
 		t->reclaimed = true;
 		*bind = hw && trusted && !bound[0];
 	} else if (bound[0]) {
-		if (r->token_based && r->token.allow_reclaim) {
+		/* Only a UUID the token was minted expecting reclaims: a claim
+		 * alone would let any holder of a reclaim token take over any
+		 * node of its pool by naming that node's UUID. */
+		if (trusted && r->token_based && r->token.allow_reclaim) {
 			memcpy(t->node_id, bound, sizeof(t->node_id));
 			t->reclaimed = true;
 		} else if (trusted) {

@@ -30,7 +30,8 @@
  *     claimed one ("product-uuid-mismatch").
  * JS5 Which node: the result's node (x509pop, a provisioned target) is
  *     re-keyed in place; else a product UUID bound to a node (node_bindings)
- *     is reclaimed only with the token's reclaim flag, in the token's pool
+ *     is reclaimed only when the token expects that UUID and has its
+ *     reclaim flag, in the token's pool
  *     ("reclaim-not-allowed", "reclaim-pool"), and a result's node that
  *     the UUID is bound elsewhere from is "bound-elsewhere"; else a new
  *     node "node_<26>" whose product UUID is bound when it is trusted
@@ -49,7 +50,8 @@
  * JS8 /v1/renew: the leaf is byte for byte a current node_certs row (X4's
  *     reasons), not expired ("renew-expired": an expired one re-joins with
  *     x509pop), not a ramdisk's ("renew-ramdisk": its two hours are not
- *     extended), and the ES256 signature by its key over lib/join_evidence.h's
+ *     extended), of a node with fewer than 4 current certificates
+ *     ("renew-too-many"), and the ES256 signature by its key over lib/join_evidence.h's
  *     renew input verifies ("renew-signature"); the new certificate has the
  *     node's role and generation and is recorded before it is answered.
  */

@@ -19,7 +19,7 @@
 const char *const join_renew_reasons[] = {
 	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE,
 	FLEET_CA_REASON_CSR_SIGNATURE, "cert-unknown", "cert-revoked", "cert-generation",
-	"node-retired", "renew-expired", "renew-ramdisk", "renew-signature", NULL};
+	"node-retired", "renew-expired", "renew-ramdisk", "renew-too-many", "renew-signature", NULL};
 
 struct renew_tx {
 	struct fleet_join *j;
@@ -60,6 +60,14 @@ static fleet_err renew_tx(struct fleet_store_tx *tx, void *arg)
 		return refuse(t, "renew-expired");
 	if (!strcmp(t->node.role, "ramdisk"))
 		return refuse(t, "renew-ramdisk");
+	/* A node renews about once a day; a node that renews in a loop
+	 * (or a captured renewal sent again) stops at the cap rather than
+	 * grow its rows without end. */
+	size_t current = 0;
+	if ((e = fleet_store_tx_node_certs_current(tx, t->node.id, &current)))
+		return e;
+	if (current >= JOIN_RENEW_MAX_CURRENT)
+		return refuse(t, "renew-too-many");
 	const unsigned char *p = q->cert.data;
 	leaf = d2i_X509(NULL, &p, (long)q->cert.len);
 	EVP_PKEY *pub = leaf ? X509_get0_pubkey(leaf) : NULL;

@@ -806,7 +806,8 @@ fleet_err fleet_store_node_bind(struct fleet_store *st, const char *kind, const 
  *    is N3 (the generation raised, every older certificate revoked, the new
  *    one recorded), keeping the node's pool, site and role;
  *    fleet_store_tx_node_cert_add records another certificate of the
- *    current generation (a renewal); fleet_store_tx_node_bind is N4;
+ *    current generation (a renewal), fleet_store_tx_node_certs_current
+ *    counts the current ones; fleet_store_tx_node_bind is N4;
  *    fleet_store_tx_binding finds the node a (kind, subject) is bound to
  *    (NOT_FOUND when none).
  */
@@ -850,6 +851,10 @@ fleet_err fleet_store_tx_node_reclaim(struct fleet_store_tx *tx, const char *nod
 				      int64_t *generation);
 fleet_err fleet_store_tx_node_cert_add(struct fleet_store_tx *tx, const char *node_id,
 				       const uint8_t *cert_der, size_t cert_len, int64_t now);
+/* X6: how many of the node's certificates are current (its generation,
+ * unrevoked, notAfter after now): what a renewal is capped by. */
+fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const char *node_id,
+					    size_t *n);
 fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				   const char *node_id, int64_t now);
 fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, const char *subject,

@@ -67,55 +67,39 @@ fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64
 
 /* ---- N1: a token join's final round ---------------------------------------- */
 
-static fleet_err join_commit(struct fleet_store *st, const struct fleet_store_join_in *in,
-			     struct fleet_store_token *token_out, const char **reason)
+/* The join transaction's functions (store.h X3, X6) in one transaction:
+ * the same writes the join service makes for a token join. */
+struct join_commit_arg {
+	const struct fleet_store_join_in *in;
+	struct fleet_store_token *token_out;
+	const char **reason;
+};
+
+static fleet_err join_commit_tx(struct fleet_store_tx *tx, void *arg)
 {
+	struct join_commit_arg *a = arg;
+	const struct fleet_store_join_in *in = a->in;
 	struct fleet_store_token t;
-	sqlite3_stmt *s;
-	fleet_err e = st_writable(st);
+	fleet_err e = fleet_store_tx_token(tx, in->token_id, in->token_secret, in->token_role, true,
+					   &t, a->reason);
 	if (e)
 		return e;
-	if (!st_node_id_ok(in->node_id) || !node_role_ok(in->node_role) || !in->attestor ||
-	    strlen(in->attestor) < 1 || strlen(in->attestor) > 31 ||
-	    (in->product_uuid && strlen(in->product_uuid) != 36) || in->now < 0)
-		return st_fail(st, FLEET_STORE_E_INVALID,
-			       "a join names its node (a-z 0-9 _ -), its role, its attestor");
-	if ((e = st_begin(st)))
+	struct fleet_store_node_in ni = {
+		.id = in->node_id,
+		.pool = t.pool,
+		.site = t.site[0] ? t.site : NULL,
+		.role = in->node_role,
+		.joined_by = in->attestor,
+		.token = t.id,
+		.product_uuid = in->product_uuid,
+		.cert_der = in->cert_der,
+		.cert_len = in->cert_len,
+		.now = in->now,
+	};
+	if ((e = fleet_store_tx_node_insert(tx, &ni)))
 		return e;
-	if ((e = st_token_consume_tx(st, in->token_id, in->token_secret, in->token_role, &t,
-				     reason)))
-		goto out;
-	if ((e = st_prepare(st,
-			    "INSERT INTO nodes (id, pool, site, role, generation, joined_at, "
-			    "joined_by, token, product_uuid) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
-			    &s)))
-		goto out;
-	sqlite3_bind_text(s, 1, in->node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, t.pool, -1, SQLITE_STATIC);
-	if (t.site[0])
-		sqlite3_bind_text(s, 3, t.site, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 3);
-	sqlite3_bind_text(s, 4, in->node_role, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)in->now);
-	sqlite3_bind_text(s, 6, in->attestor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 7, t.id, -1, SQLITE_STATIC);
-	if (in->product_uuid)
-		sqlite3_bind_text(s, 8, in->product_uuid, -1, SQLITE_STATIC);
-	else
-		sqlite3_bind_null(s, 8);
-	if ((e = st_step_done(st, s, "insert node", NULL)))
-		goto out;
-	e = st_node_cert_insert(st, in->node_id, 1, in->cert_der, in->cert_len, in->now);
-out:
-	if (e) {
-		st_rollback(st);
-		return e;
-	}
-	if ((e = st_commit(st)))
-		return e;
-	if (token_out)
-		*token_out = t;
+	if (a->token_out)
+		*a->token_out = t;
 	return FLEET_STORE_OK;
 }
 
@@ -128,8 +112,12 @@ fleet_err fleet_store_join_commit(struct fleet_store *st, const struct fleet_sto
 	if (!reason)
 		reason = &dummy;
 	*reason = NULL;
-	st_lock(st);
-	return st_unlock(st, join_commit(st, in, token_out, reason));
+	if (!node_role_ok(in->node_role) || !in->attestor || strlen(in->attestor) < 1 ||
+	    strlen(in->attestor) > 31 || (in->product_uuid && strlen(in->product_uuid) != 36) ||
+	    in->now < 0)
+		return FLEET_STORE_E_INVALID;
+	struct join_commit_arg a = {.in = in, .token_out = token_out, .reason = reason};
+	return fleet_store_join_tx(st, join_commit_tx, &a);
 }
 
 /* ---- nodes ------------------------------------------------------------------- */

@@ -191,6 +191,29 @@ fleet_err fleet_store_tx_node_cert_add(struct fleet_store_tx *tx, const char *no
 	return st_node_cert_insert(tx->st, node_id, n.generation, cert_der, cert_len, (time_t)now);
 }
 
+fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const char *node_id,
+					    size_t *n)
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	if (!tx || !node_id || !n)
+		return FLEET_STORE_E_INVALID;
+	*n = 0;
+	if ((e = st_prepare(tx->st,
+			    "SELECT count(*) FROM node_certs c JOIN nodes n ON n.id = c.node_id "
+			    "WHERE c.node_id = ?1 AND c.generation = n.generation AND "
+			    "c.revoked_at IS NULL AND c.not_after > ?2",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_int64(s, 2, tx->now);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*n = (size_t)sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? FLEET_STORE_OK : st_sqlite(tx->st, rc, "count node certificates");
+}
+
 fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				   const char *node_id, int64_t now)
 {

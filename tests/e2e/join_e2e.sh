@@ -330,6 +330,11 @@ joins "the bound UUID with reclaim" -- "${J[@]}" --token-file t-reclaim --produc
 [ "$(sql "SELECT generation FROM nodes WHERE id = '$nu1'")" = 2 ] || fail "a reclaim did not raise the generation"
 [ -n "$(sql "SELECT revoked_at FROM node_certs WHERE node_id = '$nu1' AND generation = 1 AND revoked_at IS NOT NULL")" ] ||
 	fail "a reclaim did not revoke the older certificate"
+# A reclaim token that does not expect the UUID: the claim alone takes over nothing.
+tok t-claimonly --pool pool-a --role node --allow-reclaim
+joins "a reclaim token, the UUID only claimed" -- "${J[@]}" --token-file t-claimonly --product-uuid $U1 --key-out x.key --cert-out x.pem || true
+[ "$node" != "$nu1" ] && [ "$(sql "SELECT node_id FROM node_bindings WHERE subject = '$U1'")" = "$nu1" ] ||
+	fail "a claimed UUID reclaimed $nu1 or moved its binding"
 tok t-x --pool pool-x --role node
 "$fleetctl" pool create pool-b --owner ops --state-dir "$work/state" >/dev/null
 tok t-otherpool --pool pool-b --role node --expect-product-uuid $U1 --allow-reclaim
@@ -560,6 +565,14 @@ forge_renew stranger.key n1.pem >renew-forged.json
 posted "a renewal by another key" renew:renew-signature renew-forged.json /v1/renew
 forge_renew n1.key n1.pem >renew-good.json
 [ "$(post renew-good.json /v1/renew)" = 200 ] || fail "the forger's own good renewal was not answered"
+# A node renews about once a day: past JOIN_RENEW_MAX_CURRENT current
+# certificates its renewals stop (a captured renewal sent again, a loop).
+before=$(metric renew:renew-too-many)
+for _ in 1 2 3 4 5; do
+	[ "$(post renew-good.json /v1/renew)" = 403 ] && break
+done
+[ "$(metric renew:renew-too-many)" = $((before + 1)) ] && [ "$(sql "SELECT count(*) FROM node_certs c JOIN nodes n ON n.id = c.node_id WHERE c.node_id = '$n1' AND c.generation = n.generation AND c.revoked_at IS NULL")" = 4 ] &&
+	ok "renewals stop at 4 current certificates: renew:renew-too-many" || fail "the renewal cap did not hold"
 # The owner's end of a node: its certificates revoked, or the node retired.
 tok t-end --pool pool-a --role node --uses 2
 joins "a node to revoke" -- "${J[@]}" --token-file t-end --key-out rv.key --cert-out rv.pem || true
