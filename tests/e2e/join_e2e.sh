@@ -32,6 +32,9 @@ done
 faketime_lib=/usr/lib/x86_64-linux-gnu/faketime/libfaketimeMT.so.1
 [ -f "$faketime_lib" ] || skip "libfaketime is not installed ($faketime_lib; scripts/deps.sh installs faketime)"
 [ "$(id -u)" -eq 0 ] || skip "fleetctl's join commands are root's: run as root (CI does)"
+# A preloaded library (libfaketime, the crash shim) comes before the
+# sanitizers' runtime in a sanitizer build: tell it that is fine.
+asan="ASAN_OPTIONS=${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0"
 
 # shellcheck source=../../scripts/demo-site.sh
 . "$src/scripts/demo-site.sh"
@@ -404,7 +407,7 @@ refused "the role of another certificate" x509pop:x509pop-role -- "${X[@]}" --ro
 	--x509pop-key n1.key --node-id "$n1" --key-out x.key --cert-out x.pem
 refused "a certificate of an older generation" x509pop:cert-generation -- "${X[@]}" --x509pop-cert u1.pem \
 	--x509pop-key u1.key --node-id "$nu1" --key-out x.key --cert-out x.pem
-later5m=(env LD_PRELOAD="$faketime_lib" FAKETIME=+5m FAKETIME_DONT_FAKE_MONOTONIC=1)
+later5m=(env LD_PRELOAD="$faketime_lib" FAKETIME=+5m FAKETIME_DONT_FAKE_MONOTONIC=1 "$asan")
 before=$(metric x509pop:x509pop-client-time)
 rc=0
 "${later5m[@]}" "$join" "${X[@]}" --x509pop-cert n1.pem --x509pop-key n1.key --node-id "$n1" \
@@ -598,9 +601,9 @@ refused "a renewal of a replaced certificate" renew:cert-generation -- "${R[@]}"
 # ---- two days later: expired certificates -----------------------------------------
 
 echo "== two days later"
-site_fleetd_env=(LD_PRELOAD="$faketime_lib" FAKETIME=+2d FAKETIME_DONT_FAKE_MONOTONIC=1)
+site_fleetd_env=(LD_PRELOAD="$faketime_lib" FAKETIME=+2d FAKETIME_DONT_FAKE_MONOTONIC=1 "$asan")
 restart
-later2d=(env LD_PRELOAD="$faketime_lib" FAKETIME=+2d FAKETIME_DONT_FAKE_MONOTONIC=1)
+later2d=(env LD_PRELOAD="$faketime_lib" FAKETIME=+2d FAKETIME_DONT_FAKE_MONOTONIC=1 "$asan")
 tok t-short --pool pool-a --role node --ttl 3600
 before=$(metric renew:renew-expired)
 rc=0
@@ -612,9 +615,9 @@ rc=0
 	--key-out p2.key --cert-out p2.pem >out.txt 2>err.txt || rc=$?
 [ "$rc" = 0 ] && [ "$(tr -d '\n' <out.txt)" = "$np2" ] && ok "a certificate expired a day ago re-joins with x509pop" ||
 	fail "x509pop within the grace: exit $rc $(head -c 300 err.txt)"
-site_fleetd_env=(LD_PRELOAD="$faketime_lib" FAKETIME=+9d FAKETIME_DONT_FAKE_MONOTONIC=1)
+site_fleetd_env=(LD_PRELOAD="$faketime_lib" FAKETIME=+9d FAKETIME_DONT_FAKE_MONOTONIC=1 "$asan")
 restart
-later9d=(env LD_PRELOAD="$faketime_lib" FAKETIME=+9d FAKETIME_DONT_FAKE_MONOTONIC=1)
+later9d=(env LD_PRELOAD="$faketime_lib" FAKETIME=+9d FAKETIME_DONT_FAKE_MONOTONIC=1 "$asan")
 before=$(metric x509pop:x509pop-expired)
 rc=0
 "${later9d[@]}" "$join" "${X[@]}" --x509pop-cert s2.pem --x509pop-key s2.key --node-id "$s2" --role site \
@@ -658,7 +661,7 @@ if [ -f "$shim" ]; then
 		tok t-crash --pool pool-a --role node --uses 1
 		id=$(tokid)
 		rm -f arm arm.count
-		site_fleetd_env=(LD_PRELOAD="$shim" FLEET_CRASH_ARM="$work/arm")
+		site_fleetd_env=(LD_PRELOAD="$shim" FLEET_CRASH_ARM="$work/arm" "$asan")
 		start
 		echo "$n" >arm
 		rc=0
