@@ -68,52 +68,10 @@ static const char *const usage_text =
 	"or the store failed; 3 not root; 4 no such pool or token; 5 it exists already,\n"
 	"or is revoked already.\n";
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "fleetctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
 
-static const char *state_dir(const char *dir)
-{
-	return dir ? dir : DEFAULT_STATE_DIR;
-}
 
-static int need_root(const char *what)
-{
-	if (geteuid() == 0)
-		return 0;
-	return fail(FLEETCTL_EXIT_PERMISSION, "%s: only root may do this (run it with sudo)", what);
-}
 
-static int store_code(fleet_err e)
-{
-	if (e == FLEET_STORE_E_NOT_FOUND)
-		return FLEETCTL_EXIT_NOT_FOUND;
-	if (e == FLEET_STORE_E_CONFLICT || e == FLEET_STORE_E_STATE)
-		return FLEETCTL_EXIT_STATE;
-	return FLEETCTL_EXIT_USAGE;
-}
 
-/* Who: the user sudo ran us for, else the real uid's name. */
-static void operator_name(char out[65])
-{
-	const char *su = getenv("SUDO_USER");
-	struct passwd *pw = getpwuid(getuid());
-	if (su && su[0] && strlen(su) < 65 && fleet_ascii_printable(su, strlen(su), 0) &&
-	    getpwnam(su))
-		snprintf(out, 65, "%s", su);
-	else if (pw && pw->pw_name && strlen(pw->pw_name) < 65)
-		snprintf(out, 65, "%s", pw->pw_name);
-	else
-		snprintf(out, 65, "uid %u", (unsigned)getuid());
-}
 
 /* ---- the sealing key ------------------------------------------------------- */
 
@@ -153,25 +111,25 @@ static int join_init(int argc, char **argv)
 	const struct fleetctl_opt opts[] = {{"--state-dir", &dir}};
 	if (fleetctl_parse_opts("join", argc, argv, 2, opts, 1, &json))
 		return FLEETCTL_EXIT_USAGE;
-	int rc = need_root("join init");
+	int rc = fleetctl_need_root("join init");
 	if (rc)
 		return rc;
 	char jdir[600], key_path[640], pub_path[640];
 	struct stat sd;
-	snprintf(jdir, sizeof(jdir), "%s/join", state_dir(dir));
-	snprintf(key_path, sizeof(key_path), "%s/%s", state_dir(dir), SEAL_KEY);
-	snprintf(pub_path, sizeof(pub_path), "%s/%s", state_dir(dir), SEAL_PUB);
-	if (stat(state_dir(dir), &sd) != 0 || !S_ISDIR(sd.st_mode))
-		return fail(FLEETCTL_EXIT_USAGE, "join init: no state directory %s", state_dir(dir));
+	snprintf(jdir, sizeof(jdir), "%s/join", fleetctl_state_dir(dir));
+	snprintf(key_path, sizeof(key_path), "%s/%s", fleetctl_state_dir(dir), SEAL_KEY);
+	snprintf(pub_path, sizeof(pub_path), "%s/%s", fleetctl_state_dir(dir), SEAL_PUB);
+	if (stat(fleetctl_state_dir(dir), &sd) != 0 || !S_ISDIR(sd.st_mode))
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "join init: no state directory %s", fleetctl_state_dir(dir));
 	if (access(key_path, F_OK) == 0)
-		return fail(FLEETCTL_EXIT_STATE,
+		return fleetctl_fail(FLEETCTL_EXIT_STATE,
 			    "join init: %s exists: the service has its key (a new one would "
 			    "make every sealed token unopenable)",
 			    key_path);
 	if (mkdir(jdir, 0700) != 0 && errno != EEXIST)
-		return fail(FLEETCTL_EXIT_USAGE, "join init: cannot make %s: %s", jdir, strerror(errno));
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "join init: cannot make %s: %s", jdir, strerror(errno));
 	if (geteuid() == 0 && chown(jdir, sd.st_uid, sd.st_gid) != 0)
-		return fail(FLEETCTL_EXIT_USAGE, "join init: cannot chown %s: %s", jdir, strerror(errno));
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "join init: cannot chown %s: %s", jdir, strerror(errno));
 	struct fleet_seal_key *k = NULL;
 	struct fleet_buf pem, spki;
 	fb_init_secret(&pem, FLEET_SEAL_MAX_PEM);
@@ -179,7 +137,7 @@ static int join_init(int argc, char **argv)
 	rc = FLEETCTL_EXIT_USAGE;
 	if (fleet_seal_key_generate(&k) != FLEET_OK || fleet_seal_key_private_pem(k, &pem) != FLEET_OK ||
 	    fleet_seal_key_public_spki(k, &spki) != FLEET_OK) {
-		fail(rc, "join init: making the key failed");
+		fleetctl_fail(rc, "join init: making the key failed");
 		goto out;
 	}
 	const unsigned char *p = spki.data;
@@ -191,13 +149,13 @@ static int join_init(int argc, char **argv)
 	    (pub_len = BIO_get_mem_data(b, &pub_pem)) <= 0) {
 		EVP_PKEY_free(pub);
 		BIO_free(b);
-		fail(rc, "join init: encoding the public key failed");
+		fleetctl_fail(rc, "join init: encoding the public key failed");
 		goto out;
 	}
 	if (write_new(key_path, pem.data, pem.len, 0600, &sd) != 0) {
-		fail(rc, "join init: cannot write %s: %s", key_path, strerror(errno));
+		fleetctl_fail(rc, "join init: cannot write %s: %s", key_path, strerror(errno));
 	} else if (write_new(pub_path, pub_pem, (size_t)pub_len, 0644, &sd) != 0) {
-		fail(rc, "join init: cannot write %s: %s", pub_path, strerror(errno));
+		fleetctl_fail(rc, "join init: cannot write %s: %s", pub_path, strerror(errno));
 		unlink(key_path);
 	} else {
 		uint8_t id[FLEET_SEAL_KEY_ID_LEN];
@@ -223,7 +181,7 @@ static int read_pub(const char *dir, struct fleet_buf *spki)
 {
 	char path[640];
 	struct fleet_buf pem;
-	snprintf(path, sizeof(path), "%s/%s", state_dir(dir), SEAL_PUB);
+	snprintf(path, sizeof(path), "%s/%s", fleetctl_state_dir(dir), SEAL_PUB);
 	fb_init(&pem);
 	if (fleetctl_read("token", "the join service's public key", path, 8192, &pem) != 0) {
 		fb_free(&pem);
@@ -261,15 +219,15 @@ static int pool_create(int argc, char **argv)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_pool p = {.created_at = (int64_t)time(NULL)};
 	if (!owner)
-		return fail(FLEETCTL_EXIT_USAGE, "pool create: --owner NAME is required");
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "pool create: --owner NAME is required");
 	if (strlen(argv[2]) > FLEET_STORE_POOL_ID_MAX || strlen(owner) > 63)
-		return fail(FLEETCTL_EXIT_USAGE, "pool create: the id or owner is too long");
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "pool create: the id or owner is too long");
 	snprintf(p.id, sizeof(p.id), "%s", argv[2]);
 	snprintf(p.owner, sizeof(p.owner), "%s", owner);
 	if (attestors) {
 		char list[1100];
 		if (strlen(attestors) >= sizeof(list))
-			return fail(FLEETCTL_EXIT_USAGE, "pool create: --join-attestors is too long");
+			return fleetctl_fail(FLEETCTL_EXIT_USAGE, "pool create: --join-attestors is too long");
 		snprintf(list, sizeof(list), "%s", attestors);
 		for (char *save = NULL, *t = strtok_r(list, ",", &save); t;
 		     t = strtok_r(NULL, ",", &save)) {
@@ -278,7 +236,7 @@ static int pool_create(int argc, char **argv)
 				known = known || !strcmp(known_attestors[i], t);
 			/* The spec's INVALID_INPUT: an id this server does not run. */
 			if (!known || p.n_attestors == FLEET_STORE_POOL_MAX_ATTESTORS)
-				return fail(FLEETCTL_EXIT_USAGE,
+				return fleetctl_fail(FLEETCTL_EXIT_USAGE,
 					    "pool create: --join-attestors: %s (1 to %d of the "
 					    "attestors this fleetd runs: join-token, x509pop, provisioned, "
 					    "discovery)",
@@ -287,17 +245,17 @@ static int pool_create(int argc, char **argv)
 			snprintf(p.attestors[p.n_attestors++], FLEET_STORE_ATTESTOR_MAX + 1, "%s", t);
 		}
 		if (!p.n_attestors)
-			return fail(FLEETCTL_EXIT_USAGE, "pool create: --join-attestors is empty");
+			return fleetctl_fail(FLEETCTL_EXIT_USAGE, "pool create: --join-attestors is empty");
 	}
-	int rc = need_root("pool create");
+	int rc = fleetctl_need_root("pool create");
 	if (rc)
 		return rc;
-	struct fleet_store *st = fleetctl_open_store("pool", state_dir(dir), FLEET_STORE_OPERATOR);
+	struct fleet_store *st = fleetctl_open_store("pool", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	fleet_err e = fleet_store_pool_create(st, &p);
 	if (e)
-		rc = fail(store_code(e), "pool create: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "pool create: %s", fleet_store_errmsg(st));
 	else
 		printf("pool create: %s (owner %s)\n", p.id, p.owner);
 	fleet_store_close(st);
@@ -311,7 +269,7 @@ static int pool_list(int argc, char **argv)
 	const struct fleetctl_opt opts[] = {{"--state-dir", &dir}};
 	if (fleetctl_parse_opts("pool", argc, argv, 2, opts, 1, &json))
 		return FLEETCTL_EXIT_USAGE;
-	struct fleet_store *st = fleetctl_open_store("pool", state_dir(dir), FLEET_STORE_READONLY);
+	struct fleet_store *st = fleetctl_open_store("pool", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_pool *p = NULL;
@@ -319,7 +277,7 @@ static int pool_list(int argc, char **argv)
 	fleet_err e = fleet_store_pools_list(st, &p, &n);
 	if (e) {
 		fleet_store_close(st);
-		return fail(FLEETCTL_EXIT_USAGE, "pool list: %s", fleet_store_errmsg(st));
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "pool list: %s", fleet_store_errmsg(st));
 	}
 	json_t *arr = json ? json_array() : NULL;
 	if (!json)
@@ -390,23 +348,23 @@ static int token_create(int argc, char **argv)
 	if (prc)
 		return FLEETCTL_EXIT_USAGE;
 	if (!pool || !role)
-		return fail(FLEETCTL_EXIT_USAGE, "token create: --pool and --role are required");
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "token create: --pool and --role are required");
 	unsigned long uses = 1, ttl = DEFAULT_TTL;
 	char *end;
 	if (uses_s && ((uses = strtoul(uses_s, &end, 10)) < 1 || *end || uses > FLEET_STORE_TOKEN_MAX_USES))
-		return fail(FLEETCTL_EXIT_USAGE, "token create: --uses is 1..%d",
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "token create: --uses is 1..%d",
 			    FLEET_STORE_TOKEN_MAX_USES);
 	if (ttl_s && ((ttl = strtoul(ttl_s, &end, 10)) < 60 || *end || ttl > MAX_TTL))
-		return fail(FLEETCTL_EXIT_USAGE, "token create: --ttl is 60..%d seconds", MAX_TTL);
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "token create: --ttl is 60..%d seconds", MAX_TTL);
 	if (mac && !lower_pattern(mac, 17, "0123456789abcdef:"))
-		return fail(FLEETCTL_EXIT_USAGE, "token create: --expect-mac is aa:bb:cc:dd:ee:ff");
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "token create: --expect-mac is aa:bb:cc:dd:ee:ff");
 	if (uuid && !lower_pattern(uuid, 36, "0123456789abcdef-"))
-		return fail(FLEETCTL_EXIT_USAGE,
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE,
 			    "token create: --expect-product-uuid is a lowercase UUID");
 	if (node && strcmp(role, "provisioned") != 0)
-		return fail(FLEETCTL_EXIT_USAGE,
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE,
 			    "token create: --node names a provisioned token's target node");
-	int rc = need_root("token create");
+	int rc = fleetctl_need_root("token create");
 	if (rc)
 		return rc;
 	struct fleet_buf spki, sealed, text;
@@ -419,19 +377,19 @@ static int token_create(int argc, char **argv)
 	}
 	struct fleet_join_token t;
 	uint8_t bytes[FLEET_JOIN_TOKEN_LEN], hash[32];
-	char who[65];
-	operator_name(who);
+	char who[FLEETCTL_OPERATOR_MAX];
+	fleetctl_operator_name(who);
 	rc = FLEETCTL_EXIT_USAGE;
 	if (fleet_join_token_new(&t) != FLEET_OK || fleet_join_token_encode(&t, bytes) != FLEET_OK ||
 	    fleet_hash(FLEET_ALG_SHA256, t.secret, sizeof(t.secret), hash) != FLEET_OK ||
 	    fleet_seal(spki.data, spki.len, FLEET_JOIN_TOKEN_PURPOSE, bytes, sizeof(bytes),
 		       &sealed) != FLEET_OK ||
 	    fleet_b64url_encode(sealed.data, sealed.len, &text) != FLEET_OK) {
-		fail(rc, "token create: minting or sealing the token failed");
+		fleetctl_fail(rc, "token create: minting or sealing the token failed");
 		goto out;
 	}
 	/* The store first: a token is printed only once it can be used. */
-	struct fleet_store *st = fleetctl_open_store("token", state_dir(dir), FLEET_STORE_OPERATOR);
+	struct fleet_store *st = fleetctl_open_store("token", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		goto out;
 	time_t now = time(NULL);
@@ -443,7 +401,7 @@ static int token_create(int argc, char **argv)
 	};
 	fleet_err e = fleet_store_token_create(st, &in);
 	if (e) {
-		rc = fail(store_code(e), "token create: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "token create: %s", fleet_store_errmsg(st));
 	} else {
 		if (json)
 			fleetctl_print_json(json_pack("{s:s, s:s, s:s, s:i, s:I, s:s%}", "id", t.id,
@@ -499,14 +457,14 @@ static int token_list(int argc, char **argv)
 	const struct fleetctl_opt opts[] = {{"--state-dir", &dir}};
 	if (fleetctl_parse_opts("token", argc, argv, 2, opts, 1, &json))
 		return FLEETCTL_EXIT_USAGE;
-	struct fleet_store *st = fleetctl_open_store("token", state_dir(dir), FLEET_STORE_READONLY);
+	struct fleet_store *st = fleetctl_open_store("token", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_token *t = NULL;
 	size_t n = 0;
 	fleet_err e = fleet_store_tokens_list(st, &t, &n);
 	if (e) {
-		int rc = fail(FLEETCTL_EXIT_USAGE, "token list: %s", fleet_store_errmsg(st));
+		int rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "token list: %s", fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}
@@ -547,7 +505,7 @@ static int root_with_arg(int argc, char **argv, const char *what, const char **d
 	const struct fleetctl_opt opts[] = {{"--state-dir", dir}};
 	if (fleetctl_parse_opts("token", argc, argv, 3, opts, 1, json))
 		return FLEETCTL_EXIT_USAGE;
-	return need_root(what);
+	return fleetctl_need_root(what);
 }
 
 static int token_revoke(int argc, char **argv)
@@ -557,12 +515,12 @@ static int token_revoke(int argc, char **argv)
 	int rc = root_with_arg(argc, argv, "token revoke", &dir, &json);
 	if (rc)
 		return rc;
-	struct fleet_store *st = fleetctl_open_store("token", state_dir(dir), FLEET_STORE_OPERATOR);
+	struct fleet_store *st = fleetctl_open_store("token", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	fleet_err e = fleet_store_token_revoke(st, argv[2], time(NULL));
 	if (e)
-		rc = fail(store_code(e), "token revoke: %s: %s", argv[2], fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "token revoke: %s: %s", argv[2], fleet_store_errmsg(st));
 	else
 		printf("token revoke: %s revoked: it can never join again\n", argv[2]);
 	fleet_store_close(st);
@@ -598,11 +556,11 @@ static int token_inspect(int argc, char **argv)
 	memset(&t, 0, sizeof(t));
 	fb_init_secret(&pem, FLEET_SEAL_MAX_PEM);
 	fb_init_secret(&pt, FLEET_SEAL_MAX_PLAINTEXT);
-	snprintf(path, sizeof(path), "%s/%s", state_dir(dir), SEAL_KEY);
+	snprintf(path, sizeof(path), "%s/%s", fleetctl_state_dir(dir), SEAL_KEY);
 	rc = FLEETCTL_EXIT_USAGE;
 	if (fleet_file_read(AT_FDCWD, path, &policy, &pem, &ec) != FLEET_OK ||
 	    fleet_seal_key_load_pem(pem.data, pem.len, &k, &ec) != FLEET_OK) {
-		fail(rc, "token inspect: %s", fleet_errctx_text(&ec, err, sizeof(err)));
+		fleetctl_fail(rc, "token inspect: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 		goto out;
 	}
 	rc = FLEETCTL_EXIT_REFUSED;
@@ -618,7 +576,7 @@ static int token_inspect(int argc, char **argv)
 				     fleet_errctx_text(&ec, err, sizeof(err)));
 		goto out;
 	}
-	struct fleet_store *st = fleetctl_open_store("token", state_dir(dir), FLEET_STORE_READONLY);
+	struct fleet_store *st = fleetctl_open_store("token", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st) {
 		rc = FLEETCTL_EXIT_USAGE;
 		goto out;
@@ -626,7 +584,7 @@ static int token_inspect(int argc, char **argv)
 	struct fleet_store_token row;
 	fleet_err e = fleet_store_token_get(st, t.id, &row);
 	if (e) {
-		rc = fail(store_code(e), "token inspect: the token opens (id %s) but: %s", t.id,
+		rc = fleetctl_fail(fleetctl_store_code(e), "token inspect: the token opens (id %s) but: %s", t.id,
 			  fleet_store_errmsg(st));
 	} else {
 		if (json)

@@ -29,7 +29,6 @@
 #include "lib/sanitize.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/fleetd"
-#define OPERATOR_MAX 64
 
 static const char *const usage_text =
 	"usage: fleetctl join-requests list [--state-dir DIR] [--json]\n"
@@ -50,22 +49,7 @@ static const char *const usage_text =
 	"or node; 5 the request is not pending (decided, used or expired), or the node\n"
 	"may not hold the lease.\n";
 
-static int fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static int fail(int code, const char *fmt, ...)
-{
-	va_list ap;
-	fprintf(stderr, "fleetctl: ");
-	va_start(ap, fmt);
-	vfprintf(stderr, fmt, ap);
-	va_end(ap);
-	fputc('\n', stderr);
-	return code;
-}
 
-static const char *state_dir(const char *dir)
-{
-	return dir ? dir : DEFAULT_STATE_DIR;
-}
 
 static int usage_exit(int argc, char **argv)
 {
@@ -74,40 +58,8 @@ static int usage_exit(int argc, char **argv)
 	return help ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_USAGE;
 }
 
-static int need_root(const char *what)
-{
-	if (geteuid() == 0)
-		return 0;
-	return fail(FLEETCTL_EXIT_PERMISSION, "%s: only root may do this (run it with sudo)", what);
-}
 
-static int store_code(fleet_err e)
-{
-	if (e == FLEET_STORE_E_NOT_FOUND)
-		return FLEETCTL_EXIT_NOT_FOUND;
-	if (e == FLEET_STORE_E_CONFLICT || e == FLEET_STORE_E_STATE)
-		return FLEETCTL_EXIT_STATE;
-	return FLEETCTL_EXIT_USAGE;
-}
 
-/* Who: the user sudo ran us for (only as root, only a name the password
- * database knows), else the real uid's name, else "uid N". */
-static void operator_name(char out[OPERATOR_MAX])
-{
-	const char *su = getenv("SUDO_USER");
-	if (geteuid() == 0 && su && su[0] && strlen(su) < OPERATOR_MAX &&
-	    fleet_ascii_printable(su, strlen(su), 0) && getpwnam(su)) {
-		snprintf(out, OPERATOR_MAX, "%s", su);
-		return;
-	}
-	uid_t uid = getuid();
-	struct passwd *pw = getpwuid(uid);
-	if (pw && pw->pw_name && pw->pw_name[0] && strlen(pw->pw_name) < OPERATOR_MAX &&
-	    fleet_ascii_printable(pw->pw_name, strlen(pw->pw_name), 0))
-		snprintf(out, OPERATOR_MAX, "%s", pw->pw_name);
-	else
-		snprintf(out, OPERATOR_MAX, "uid %u", (unsigned)uid);
-}
 
 static void when(int64_t t, char out[32])
 {
@@ -165,14 +117,14 @@ static int requests_list(int argc, char **argv)
 	if (rc)
 		return rc;
 	struct fleet_store *st =
-		fleetctl_open_store("join-requests", state_dir(dir), FLEET_STORE_READONLY);
+		fleetctl_open_store("join-requests", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_join_request *r = NULL;
 	size_t n = 0;
 	fleet_err e = fleet_store_join_requests_list(st, &r, &n);
 	if (e) {
-		rc = fail(FLEETCTL_EXIT_USAGE, "join-requests list: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "join-requests list: %s", fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}
@@ -204,15 +156,15 @@ static int requests_decide(int argc, char **argv, bool approve)
 	const char *dir = NULL;
 	int json = 0;
 	int rc = positional("join-requests", argc, argv, 1, &dir, &json);
-	if (rc || (rc = need_root(verb)))
+	if (rc || (rc = fleetctl_need_root(verb)))
 		return rc;
 	const char *id = argv[2];
 	if (!fleet_ascii_printable(id, strlen(id), 0) || strlen(id) > 63)
-		return fail(FLEETCTL_EXIT_USAGE, "%s: ID is a join request's id (jr_...)", verb);
-	char who[OPERATOR_MAX];
-	operator_name(who);
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "%s: ID is a join request's id (jr_...)", verb);
+	char who[FLEETCTL_OPERATOR_MAX];
+	fleetctl_operator_name(who);
 	struct fleet_store *st =
-		fleetctl_open_store("join-requests", state_dir(dir), FLEET_STORE_OPERATOR);
+		fleetctl_open_store("join-requests", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_join_request r;
@@ -220,7 +172,7 @@ static int requests_decide(int argc, char **argv, bool approve)
 	if (!e)
 		e = fleet_store_join_request_get(st, id, &r);
 	if (e) {
-		rc = fail(store_code(e), "%s: %s: %s", verb, id, fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "%s: %s: %s", verb, id, fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}
@@ -265,21 +217,21 @@ static int site_lease(int argc, char **argv)
 	const char *dir = NULL;
 	int json = 0;
 	int rc = positional("site", argc, argv, 2, &dir, &json);
-	if (rc || (rc = need_root("site lease")))
+	if (rc || (rc = fleetctl_need_root("site lease")))
 		return rc;
 	const char *site = argv[2], *node = argv[3];
 	if (!fleet_ascii_printable(site, strlen(site), 0) || strlen(site) > 63 ||
 	    !fleet_ascii_printable(node, strlen(node), 0) || strlen(node) > FLEET_STORE_NODE_ID_MAX)
-		return fail(FLEETCTL_EXIT_USAGE, "site lease: SITE and NODE are ids");
-	char who[OPERATOR_MAX];
-	operator_name(who);
-	struct fleet_store *st = fleetctl_open_store("site", state_dir(dir), FLEET_STORE_OPERATOR);
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "site lease: SITE and NODE are ids");
+	char who[FLEETCTL_OPERATOR_MAX];
+	fleetctl_operator_name(who);
+	struct fleet_store *st = fleetctl_open_store("site", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	int64_t epoch = 0;
 	fleet_err e = fleet_store_site_lease_grant(st, site, node, time(NULL), &epoch);
 	if (e) {
-		rc = fail(store_code(e), "site lease: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "site lease: %s", fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}
@@ -328,14 +280,14 @@ static int node_list(int argc, char **argv)
 	int rc = positional("node", argc, argv, 0, &dir, &json);
 	if (rc)
 		return rc;
-	struct fleet_store *st = fleetctl_open_store("node", state_dir(dir), FLEET_STORE_READONLY);
+	struct fleet_store *st = fleetctl_open_store("node", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_node *n = NULL;
 	size_t cnt = 0;
 	fleet_err e = fleet_store_nodes_list(st, &n, &cnt);
 	if (e) {
-		rc = fail(FLEETCTL_EXIT_USAGE, "node list: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "node list: %s", fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}
@@ -368,7 +320,7 @@ static int node_show(int argc, char **argv)
 	if (rc)
 		return rc;
 	const char *id = argv[2];
-	struct fleet_store *st = fleetctl_open_store("node", state_dir(dir), FLEET_STORE_READONLY);
+	struct fleet_store *st = fleetctl_open_store("node", fleetctl_state_dir(dir), FLEET_STORE_READONLY);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	struct fleet_store_node n;
@@ -381,10 +333,10 @@ static int node_show(int argc, char **argv)
 		if (!(e = fleet_store_node_get(st, id, &n)))
 			e = fleet_store_node_certs(st, id, &c, &nc);
 		if (e)
-			rc = fail(store_code(e), "node show: %s", fleet_store_errmsg(st));
+			rc = fleetctl_fail(fleetctl_store_code(e), "node show: %s", fleet_store_errmsg(st));
 		fleet_store_snapshot_end(st);
 	} else {
-		rc = fail(FLEETCTL_EXIT_USAGE, "node show: %s", fleet_store_errmsg(st));
+		rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "node show: %s", fleet_store_errmsg(st));
 	}
 	fleet_store_close(st);
 	if (e)
@@ -430,21 +382,21 @@ static int node_end(int argc, char **argv, bool retire)
 	const char *dir = NULL, *what = retire ? "node retire" : "node revoke";
 	int json = 0;
 	int rc = positional("node", argc, argv, 1, &dir, &json);
-	if (rc || (rc = need_root(what)))
+	if (rc || (rc = fleetctl_need_root(what)))
 		return rc;
 	const char *node = argv[2];
 	if (!fleet_ascii_printable(node, strlen(node), 0) || strlen(node) > FLEET_STORE_NODE_ID_MAX)
-		return fail(FLEETCTL_EXIT_USAGE, "%s: NODE is a node id", what);
-	char who[OPERATOR_MAX], uid[24], count[24];
-	operator_name(who);
-	struct fleet_store *st = fleetctl_open_store("node", state_dir(dir), FLEET_STORE_OPERATOR);
+		return fleetctl_fail(FLEETCTL_EXIT_USAGE, "%s: NODE is a node id", what);
+	char who[FLEETCTL_OPERATOR_MAX], uid[24], count[24];
+	fleetctl_operator_name(who);
+	struct fleet_store *st = fleetctl_open_store("node", fleetctl_state_dir(dir), FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;
 	size_t revoked = 0;
 	fleet_err e = retire ? fleet_store_node_retire(st, node, time(NULL))
 			     : fleet_store_node_revoke(st, node, time(NULL), &revoked);
 	if (e) {
-		rc = fail(store_code(e), "%s: %s", what, fleet_store_errmsg(st));
+		rc = fleetctl_fail(fleetctl_store_code(e), "%s: %s", what, fleet_store_errmsg(st));
 		fleet_store_close(st);
 		return rc;
 	}

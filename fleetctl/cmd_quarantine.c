@@ -31,7 +31,6 @@
 #include "lib/sanitize.h"
 
 #define DEFAULT_STATE_DIR "/var/lib/fleetd"
-#define OPERATOR_MAX 64
 
 static const char *const usage_text =
 	"usage: fleetctl quarantine list [--state-dir DIR] [--json]\n"
@@ -100,25 +99,6 @@ static int quarantine_list(int argc, char **argv)
 	return FLEETCTL_EXIT_OK;
 }
 
-/* Who lifts: the user sudo ran us for (SUDO_USER, only as root and only a
- * name the password database knows), else the real uid's name, else
- * "uid N". */
-static void operator_name(char out[OPERATOR_MAX])
-{
-	const char *su = getenv("SUDO_USER");
-	if (geteuid() == 0 && su && su[0] && strlen(su) < OPERATOR_MAX &&
-	    fleet_ascii_printable(su, strlen(su), 0) && getpwnam(su)) {
-		snprintf(out, OPERATOR_MAX, "%s", su);
-		return;
-	}
-	uid_t uid = getuid();
-	struct passwd *pw = getpwuid(uid);
-	if (pw && pw->pw_name && pw->pw_name[0] && strlen(pw->pw_name) < OPERATOR_MAX &&
-	    fleet_ascii_printable(pw->pw_name, strlen(pw->pw_name), 0))
-		snprintf(out, OPERATOR_MAX, "%s", pw->pw_name);
-	else
-		snprintf(out, OPERATOR_MAX, "uid %u", (unsigned)uid);
-}
 
 /* 1..FLEET_STORE_QREASON_MAX bytes of printable ASCII, spaces allowed but
  * not only spaces: refused, never rewritten, so what is journaled is what
@@ -179,8 +159,8 @@ static int quarantine_lift(int argc, char **argv)
 	if (geteuid() != 0)
 		return lift_refused(json, FLEETCTL_EXIT_PERMISSION, "not-root",
 				    "only root may lift a quarantine (run it with sudo)");
-	char who[OPERATOR_MAX];
-	operator_name(who);
+	char who[FLEETCTL_OPERATOR_MAX];
+	fleetctl_operator_name(who);
 	struct fleet_store *st = open_store(dir, FLEET_STORE_OPERATOR);
 	if (!st)
 		return FLEETCTL_EXIT_USAGE;

@@ -2,11 +2,16 @@
 
 #include "fleetd/store/store.h"
 
+#include <pwd.h>
+#include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "fleetctl/fleetctl.h"
 #include "lib/hex.h"
+#include "lib/sanitize.h"
 #include "lib/tpm.h"
 
 int fleetctl_read(const char *group, const char *what, const char *path, size_t max,
@@ -107,4 +112,54 @@ struct fleet_store *fleetctl_open_store(const char *group, const char *dir, int 
 		return NULL;
 	}
 	return st;
+}
+
+int fleetctl_fail(int code, const char *fmt, ...)
+{
+	va_list ap;
+	fprintf(stderr, "fleetctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fputc('\n', stderr);
+	return code;
+}
+
+const char *fleetctl_state_dir(const char *dir)
+{
+	return dir ? dir : "/var/lib/fleetd";
+}
+
+int fleetctl_need_root(const char *what)
+{
+	if (geteuid() == 0)
+		return 0;
+	return fleetctl_fail(FLEETCTL_EXIT_PERMISSION, "%s: only root may do this (run it with sudo)",
+			     what);
+}
+
+int fleetctl_store_code(fleet_err e)
+{
+	if (e == FLEET_STORE_E_NOT_FOUND)
+		return FLEETCTL_EXIT_NOT_FOUND;
+	if (e == FLEET_STORE_E_CONFLICT || e == FLEET_STORE_E_STATE)
+		return FLEETCTL_EXIT_STATE;
+	return FLEETCTL_EXIT_USAGE;
+}
+
+void fleetctl_operator_name(char out[FLEETCTL_OPERATOR_MAX])
+{
+	const char *su = getenv("SUDO_USER");
+	if (geteuid() == 0 && su && su[0] && strlen(su) < FLEETCTL_OPERATOR_MAX &&
+	    fleet_ascii_printable(su, strlen(su), 0) && getpwnam(su)) {
+		snprintf(out, FLEETCTL_OPERATOR_MAX, "%s", su);
+		return;
+	}
+	uid_t uid = getuid();
+	struct passwd *pw = getpwuid(uid);
+	if (pw && pw->pw_name && pw->pw_name[0] && strlen(pw->pw_name) < FLEETCTL_OPERATOR_MAX &&
+	    fleet_ascii_printable(pw->pw_name, strlen(pw->pw_name), 0))
+		snprintf(out, FLEETCTL_OPERATOR_MAX, "%s", pw->pw_name);
+	else
+		snprintf(out, FLEETCTL_OPERATOR_MAX, "uid %u", (unsigned)uid);
 }

@@ -8,6 +8,7 @@
 #include <jansson.h>
 
 #include "lib/buf.h"
+#include "lib/fleet_err.h"
 #include "lib/file_read.h"
 
 /* Read an operator's input file (evidence, PCR values, a TPM public area)
@@ -51,5 +52,21 @@ int fleetctl_parse_opts(const char *group, int argc, char **argv, int first,
 struct fleet_store;
 enum fleet_store_mode;
 struct fleet_store *fleetctl_open_store(const char *group, const char *dir, int mode);
+
+/* The operator commands' shared pieces (cmd_join.c, cmd_join_requests.c,
+ * cmd_quarantine.c). */
+#define FLEETCTL_OPERATOR_MAX 64
+/* "fleetctl: " and the message on stderr; returns code. */
+int fleetctl_fail(int code, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* dir, or the default state directory (/var/lib/fleetd) when NULL. */
+const char *fleetctl_state_dir(const char *dir);
+/* 0 as root, else FLEETCTL_EXIT_PERMISSION with the reason on stderr. */
+int fleetctl_need_root(const char *what);
+/* A store error as fleetctl's exit code: 4 not found, 5 conflict or state,
+ * 2 anything else. */
+int fleetctl_store_code(fleet_err e);
+/* Who did it: the user sudo ran us for (only as root, only a name the
+ * password database knows), else the real uid's name, else "uid N". */
+void fleetctl_operator_name(char out[FLEETCTL_OPERATOR_MAX]);
 
 #endif

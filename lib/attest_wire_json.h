@@ -87,4 +87,9 @@ fleet_err wj_end(json_t *obj, int rc, struct fleet_buf *out);
 fleet_err wj_time_format(time_t t, char out[21]);
 fleet_err wj_time_parse(const char *s, time_t *out);
 
+/* lib/join_wire.c's chain reader, which lib/join_evidence.c shares: a JSON
+ * array of 1..FLEET_JOIN_MAX_CHAIN base64url DER certificates. */
+fleet_err fleet_join_chain_read(const json_t *v, struct fleet_wire_bytes *chain, size_t *n,
+				struct fleet_errctx *ec);
+
 #endif

@@ -146,27 +146,7 @@ static const char *const x509pop_keys[] = {"v", "nodeId", "chain", "clientTime",
 static fleet_err chain_read(const json_t *v, struct fleet_x509pop_evidence *out,
 			    struct fleet_errctx *ec)
 {
-	const json_t *c;
-	fleet_err e;
-	size_t i;
-
-	if (!v)
-		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "chain: missing");
-	if (!json_is_array(v))
-		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "chain: not an array");
-	if (json_array_size(v) == 0)
-		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "chain: empty");
-	if (json_array_size(v) > FLEET_JOIN_MAX_CHAIN)
-		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "chain: %zu entries, over %d",
-					json_array_size(v), FLEET_JOIN_MAX_CHAIN);
-	json_array_foreach(v, i, c) {
-		char path[32];
-		snprintf(path, sizeof(path), "chain[%zu]", i);
-		if ((e = wj_bytes(c, path, FLEET_JOIN_MAX_CERT, &out->chain[i], ec)))
-			return e;
-		out->n_chain = i + 1;
-	}
-	return FLEET_OK;
+	return fleet_join_chain_read(v, out->chain, &out->n_chain, ec);
 }
 
 fleet_err fleet_x509pop_decode(const uint8_t *msg, size_t len, struct fleet_x509pop_evidence *out,

@@ -350,10 +350,20 @@ static bool status_ok(enum fleet_join_status s)
 static fleet_err chain_read(const json_t *v, struct fleet_join_response *out,
 			    struct fleet_errctx *ec)
 {
+	return fleet_join_chain_read(v, out->chain, &out->n_chain, ec);
+}
+
+/* Shared with lib/join_evidence.c (x509pop's chain): 1..FLEET_JOIN_MAX_CHAIN
+ * DER certificates of 1..FLEET_JOIN_MAX_CERT bytes, named chain[i]. */
+fleet_err fleet_join_chain_read(const json_t *v, struct fleet_wire_bytes *chain, size_t *n,
+				struct fleet_errctx *ec)
+{
 	const json_t *c;
 	fleet_err e;
 	size_t i;
 
+	if (!v)
+		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "chain: missing");
 	if (!json_is_array(v))
 		return fleet_errctx_msg(ec, FLEET_E_MALFORMED, "chain: not an array");
 	if (json_array_size(v) == 0)
@@ -364,9 +374,9 @@ static fleet_err chain_read(const json_t *v, struct fleet_join_response *out,
 	json_array_foreach(v, i, c) {
 		char path[32];
 		snprintf(path, sizeof(path), "chain[%zu]", i);
-		if ((e = wj_bytes(c, path, FLEET_JOIN_MAX_CERT, &out->chain[i], ec)))
+		if ((e = wj_bytes(c, path, FLEET_JOIN_MAX_CERT, &chain[i], ec)))
 			return e;
-		out->n_chain = i + 1;
+		*n = i + 1;
 	}
 	return FLEET_OK;
 }
