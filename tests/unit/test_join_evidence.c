@@ -6,6 +6,7 @@
  * and the fuzz target's seeds.
  */
 #include "tests/testutil.h"
+#include "tests/unit/wire_test.h"
 
 #include <dirent.h>
 #include <stdbool.h>
@@ -27,34 +28,6 @@
 #define SIG63 A10 A10 A10 A10 A10 A10 A10 A10 "AAAA"
 #define SIG65 A10 A10 A10 A10 A10 A10 A10 A10 "AAAAAAA"
 
-static struct fleet_wire_bytes blob(size_t n, uint8_t seed)
-{
-	struct fleet_wire_bytes b = {malloc(n ? n : 1), n};
-	assert_non_null(b.data);
-	for (size_t i = 0; i < n; i++)
-		b.data[i] = (uint8_t)(seed + i * 7);
-	return b;
-}
-
-static void bytes_eq(const struct fleet_wire_bytes *a, const struct fleet_wire_bytes *b)
-{
-	assert_int_equal(a->len, b->len);
-	if (a->len)
-		assert_memory_equal(a->data, b->data, a->len);
-}
-
-static void buf_is(const struct fleet_buf *b, const char *s)
-{
-	if (b->len != strlen(s) || memcmp(b->data, s, b->len) != 0)
-		fail_msg("got %.*s, want %s", (int)b->len, (const char *)b->data, s);
-}
-
-static void same_bytes(const struct fleet_buf *a, const struct fleet_buf *b)
-{
-	assert_int_equal(a->len, b->len);
-	assert_memory_equal(a->data, b->data, a->len);
-}
-
 static bool all_zero(const void *p, size_t n)
 {
 	const uint8_t *b = p;
@@ -62,35 +35,6 @@ static bool all_zero(const void *p, size_t n)
 		if (b[i])
 			return false;
 	return true;
-}
-
-/* orig with its first "from" replaced by "to" (malloc'd). */
-static char *edited(const char *orig, const char *from, const char *to)
-{
-	const char *at = strstr(orig, from);
-	if (!at)
-		fail_msg("\"%s\" not in %s", from, orig);
-	size_t pre = (size_t)(at - orig), n = strlen(orig) + strlen(to) + 1;
-	char *s = malloc(n);
-	assert_non_null(s);
-	snprintf(s, n, "%.*s%s%s", (int)pre, orig, to, at + strlen(from));
-	return s;
-}
-
-/* pre, the base64url of n bytes, post (malloc'd). */
-static char *with_b64(const char *pre, size_t n, const char *post)
-{
-	struct fleet_wire_bytes b = blob(n, 3);
-	struct fleet_buf t;
-	fb_init(&t);
-	assert_int_equal(fleet_b64url_encode(b.data, b.len, &t), FLEET_OK);
-	size_t cap = strlen(pre) + t.len + strlen(post) + 1;
-	char *s = malloc(cap);
-	assert_non_null(s);
-	snprintf(s, cap, "%s%.*s%s", pre, (int)t.len, (const char *)t.data, post);
-	fb_free(&t);
-	free(b.data);
-	return s;
 }
 
 /* s padded with spaces after its '{' to n bytes (malloc'd; still valid JSON). */
