@@ -849,6 +849,11 @@ static int check_local_files(const struct fleet_config *c)
 			rc = -1;
 		}
 		fleet_seal_key_free(k);
+		if (c->join_on_refusal[0] && access(c->join_on_refusal, X_OK) != 0) {
+			startup_failed("join.on_refusal %s is not an executable file",
+				       c->join_on_refusal);
+			rc = -1;
+		}
 	}
 	for (size_t i = 0; i < c->n_classes; i++) {
 		char path[2 * FLEET_CONFIG_PATH_MAX + 2];

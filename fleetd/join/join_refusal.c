@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <jansson.h>
 
@@ -135,8 +136,11 @@ static void run_hook(struct fleet_join *j, char *arg)
 	fb_init_capped(&out, 4096);
 	fb_init_capped(&err, FLEET_RUNNER_ERR_CAP);
 	memset(&r, 0, sizeof(r));
+	/* Through the limiter: a hook that fails on every refusal must not
+	 * turn a flood of refusals into a flood of journal lines. */
 	if (fleet_runner_run(j->on_refusal, argv, envp, JOIN_HOOK_TIMEOUT_S, 4096, &out, &err, &r) !=
-	    FLEET_OK)
+		    FLEET_OK &&
+	    fleet_log_limit_admit(j->limit, "join-hook-failed", time(NULL)))
 		fleet_log(LOG_ERR, "join-hook-failed", FLEET_LOG_FIELDS({"FLEET_PATH", j->on_refusal}),
 			  "join.on_refusal %s could not be started", j->on_refusal);
 	fb_free(&out);
@@ -182,6 +186,9 @@ fleet_err join_refusal_start(struct fleet_join *j, struct fleet_errctx *ec)
 	if (j->on_refusal[0] != '/')
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
 					"join.on_refusal must be an absolute path");
+	if (access(j->on_refusal, X_OK) != 0)
+		return fleet_errctx_msg(ec, FLEET_E_NOT_FOUND,
+					"join.on_refusal %s is not an executable file", j->on_refusal);
 	if (pthread_create(&j->hook, NULL, hook_main, j) != 0)
 		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "the on_refusal thread did not start");
 	j->hook_running = true;

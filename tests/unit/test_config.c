@@ -186,6 +186,44 @@ static void test_provision_section(void **state)
 	refused_at(FILE_INV PROV_OK TOOLS "  delivery_deadline_seconds: 1\n", 17, "delivery_deadline");
 }
 
+/* The join section: off without it; trust_domain required; the approval's
+ * three words; each number's range. */
+static void test_join_section(void **state)
+{
+	(void)state;
+	struct fleet_config c;
+	struct fleet_errctx err;
+	assert_int_equal(parse(FILE_INV, &c, &err), FLEET_OK);
+	assert_false(c.join_enabled);
+	assert_int_equal(parse(FILE_INV "join:\n  trust_domain: folly.example\n", &c, &err),
+			 FLEET_OK);
+	assert_true(c.join_enabled);
+	assert_string_equal(c.join_trust_domain, "folly.example");
+	assert_int_equal(c.join_cert_ttl_seconds, 86400);
+	assert_int_equal(c.join_x509pop_grace_seconds, 7 * 86400);
+	assert_int_equal(c.join_x509pop_window_seconds, 60);
+	assert_string_equal(c.join_discovery_approval, "never");
+	assert_int_equal(c.join_discovery_cert_ttl_seconds, 7200);
+	assert_string_equal(c.join_seal_key, ""); /* <state_dir>/join/seal.key */
+	assert_int_equal(parse(FILE_INV "join:\n  trust_domain: t\n  discovery_approval: always\n"
+					"  on_refusal: /usr/libexec/refused\n",
+			       &c, &err),
+			 FLEET_OK);
+	assert_string_equal(c.join_discovery_approval, "always");
+	assert_string_equal(c.join_on_refusal, "/usr/libexec/refused");
+	unsigned line = 10; /* the join section's mapping, after FILE_INV */
+	refused_at(FILE_INV "join:\n  cert_ttl_seconds: 3600\n", line, "join.trust_domain is required");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  discovery_approval: sometimes\n", line,
+		   "never, unknown-machines or always");
+	refused_at(FILE_INV "join:\n  trust_domain: Folly.Example\n", 11, "join.trust_domain may hold");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  cert_ttl_seconds: 90000\n", 12,
+		   "cert_ttl_seconds");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  discovery_cert_ttl_seconds: 7201\n", 12,
+		   "discovery_cert_ttl_seconds");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  on_refusal: refused\n", 12,
+		   "absolute path");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -395,6 +433,7 @@ int main(void)
 		cmocka_unit_test(test_every_key),
 		cmocka_unit_test(test_spire_trust_domain),
 		cmocka_unit_test(test_provision_section),
+		cmocka_unit_test(test_join_section),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
 		cmocka_unit_test(test_token_swapped_after_check),
