@@ -16,6 +16,11 @@ make_site
 make_ramdisk 52:54:00:00:0d:01
 sans rd.pem | grep -q '^URI:urn:bc:allowed-kinds:' || die "the discovery certificate has no kinds"
 
+# Held: the ramdisk certificate asking to be a node.
+fj "${X[@]}" --role node --x509pop-cert rd.pem --x509pop-key rd.key --node-id "$rd" \
+	--key-out x.key --cert-out x.pem
+[ "$rc" = 10 ] && held "a ramdisk certificate re-joining as a node: denied" ||
+	defect "a ramdisk certificate re-joined as a node (exit $rc)"
 fj "${X[@]}" --role ramdisk --x509pop-cert rd.pem --x509pop-key rd.key --node-id "$rd" \
 	--key-out rd2.key --cert-out rd2.pem
 if [ "$rc" = 0 ]; then
