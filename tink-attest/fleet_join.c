@@ -24,14 +24,16 @@
 static void usage(FILE *f)
 {
 	fprintf(f,
-		"usage: fleet-join join --server URL --ca CA.pem --key-out KEY --cert-out CHAIN.pem\n"
+		"usage: fleet-join join --server URL --ca CA.pem [--tls-ca TLS.pem]\n"
+		"                       --key-out KEY --cert-out CHAIN.pem\n"
 		"                       [--attestor ID] [--role node|site|ramdisk]\n"
 		"                       [--token-file F] [--seal-pub SEALPUB.der-or-pem]\n"
 		"                       [--mac aa:bb:cc:dd:ee:ff]... [--product-uuid U]\n"
 		"                       [--x509pop-cert CHAIN.pem --x509pop-key KEY.pem --node-id ID]\n"
 		"                       [--discovery-file F] [--max-wait SECONDS] [--timeout SECONDS]\n"
 		"                       [--dump-request FILE]\n"
-		"       fleet-join renew --server URL --ca CA.pem --key KEY --cert CHAIN.pem\n"
+		"       fleet-join renew --server URL --ca CA.pem [--tls-ca TLS.pem] --key KEY\n"
+		"                        --cert CHAIN.pem\n"
 		"       fleet-join assert --key SITEKEY.pem --cert SITECERT.pem --site S --signer NODEID\n"
 		"                         --epoch N --mac M [--ip IP] [--product-uuid U] [--workflow W]\n"
 		"                         [--ttl SECONDS] [--issued-at UNIX] > FILE\n"
@@ -50,8 +52,10 @@ static void usage(FILE *f)
 		"        issued now (or --issued-at), valid --ttl seconds (1..%u, default %u).\n"
 		"\n"
 		"  --server URL   fleetd, https://HOST[:PORT]\n"
-		"  --ca CA.pem    fleetd's CA: the only TLS trust anchor, and the key that signs\n"
-		"                 the join service's answers\n"
+		"  --ca CA.pem    fleetd's identity CA: the key that signs the join service's\n"
+		"                 answers and the node certificates, and nothing else (whatever\n"
+		"                 is pinned here may name this machine)\n"
+		"  --tls-ca F     the TLS trust anchors for --server (default: --ca)\n"
 		"  --timeout S    seconds per HTTPS attempt (default %u; 4 attempts, backoff)\n"
 		"\n"
 		"Exit status:\n"
@@ -157,7 +161,7 @@ static int uuid_ok(const char *s)
 
 /* --server and --ca into the transport and the pins. */
 struct net {
-	const char *server, *ca;
+	const char *server, *ca, *tls_ca;
 	unsigned timeout;
 	struct tink_curl curl;
 	struct fj_pins pins;
@@ -186,10 +190,21 @@ static int net_open(struct net *n)
 		say("%s", fleet_errctx_text(&ec, text, sizeof(text)));
 		return FJ_EXIT_USAGE;
 	}
-	/* One reading of the file for both uses: TLS and the answers' key. */
+	/* The answers' signers: --ca alone. Whatever key is pinned here may
+	 * name this machine, so fleetd's TLS certificate must not be in it
+	 * when it is not the CA's: give that to --tls-ca, which is for the
+	 * connection only. */
 	if (fj_pins_from_pem(n->curl.ca_pem.data, n->curl.ca_pem.len, &n->pins, &ec) != FLEET_OK) {
 		say("--ca %s: %s", n->ca, fleet_errctx_text(&ec, text, sizeof(text)));
 		return FJ_EXIT_USAGE;
+	}
+	if (n->tls_ca) {
+		fb_free(&n->curl.ca_pem);
+		fb_init(&n->curl.ca_pem);
+		if (tink_ca_from_file(n->tls_ca, &n->curl.ca_pem, &ec) != FLEET_OK) {
+			say("--tls-ca: %s", fleet_errctx_text(&ec, text, sizeof(text)));
+			return FJ_EXIT_USAGE;
+		}
 	}
 	if (tink_curl_global_init() != 0) {
 		say("libcurl failed to initialise");
@@ -224,13 +239,14 @@ static int finish(int rc, const struct fj_result *res)
 static int cmd_join(int argc, char **argv)
 {
 	enum {
-		O_SERVER = 1, O_CA, O_KEY_OUT, O_CERT_OUT, O_ATTESTOR, O_ROLE, O_TOKEN, O_SEAL_PUB,
+		O_SERVER = 1, O_CA, O_TLS_CA, O_KEY_OUT, O_CERT_OUT, O_ATTESTOR, O_ROLE, O_TOKEN, O_SEAL_PUB,
 		O_MAC, O_UUID, O_POP_CERT, O_POP_KEY, O_NODE_ID, O_DISCOVERY, O_MAX_WAIT, O_TIMEOUT,
 		O_DUMP, O_HELP,
 	};
 	static const struct option longopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
 		{"ca", required_argument, NULL, O_CA},
+		{"tls-ca", required_argument, NULL, O_TLS_CA},
 		{"key-out", required_argument, NULL, O_KEY_OUT},
 		{"cert-out", required_argument, NULL, O_CERT_OUT},
 		{"attestor", required_argument, NULL, O_ATTESTOR},
@@ -265,6 +281,9 @@ static int cmd_join(int argc, char **argv)
 			break;
 		case O_CA:
 			n.ca = optarg;
+			break;
+		case O_TLS_CA:
+			n.tls_ca = optarg;
 			break;
 		case O_KEY_OUT:
 			o.key_out = optarg;
@@ -376,10 +395,11 @@ static int cmd_join(int argc, char **argv)
 
 static int cmd_renew(int argc, char **argv)
 {
-	enum { O_SERVER = 1, O_CA, O_KEY, O_CERT, O_HELP };
+	enum { O_SERVER = 1, O_CA, O_TLS_CA, O_KEY, O_CERT, O_HELP };
 	static const struct option longopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
 		{"ca", required_argument, NULL, O_CA},
+		{"tls-ca", required_argument, NULL, O_TLS_CA},
 		{"key", required_argument, NULL, O_KEY},
 		{"cert", required_argument, NULL, O_CERT},
 		{"help", no_argument, NULL, O_HELP},
@@ -397,6 +417,9 @@ static int cmd_renew(int argc, char **argv)
 			break;
 		case O_CA:
 			n.ca = optarg;
+			break;
+		case O_TLS_CA:
+			n.tls_ca = optarg;
 			break;
 		case O_KEY:
 			o.key = optarg;

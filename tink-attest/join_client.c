@@ -293,6 +293,14 @@ static fleet_err joined_check(X509 *ca, const struct fleet_join_response *r,
 					r->node_id);
 		goto out;
 	}
+	/* ... and of the role this request asked for (a renewal keeps
+	 * whichever role its certificate had: x->role NULL). */
+	if (x->role && strcmp(id.role, x->role) != 0) {
+		e = fleet_errctx_refuse(ec, FLEET_E_VERIFY, FJ_REASON_ROLE,
+					"the certificate is a %s's, not the %s asked for", id.role,
+					x->role);
+		goto out;
+	}
 out:
 	fleet_openssl_drain(NULL, 0);
 	X509_free(leaf);
@@ -978,7 +986,10 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 		rc = FJ_EXIT_LOCAL;
 		goto out;
 	}
-	struct fj_expect x = {.csr = &req.csr, .key = key, .attestor = attestor};
+	struct fj_expect x = {.csr = &req.csr,
+			      .key = key,
+			      .attestor = attestor,
+			      .role = fleet_join_role_name(req.role)};
 	rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
 	if (rc == FJ_EXIT_OK)
 		rc = joined(o->key_out, o->cert_out, key, &resp, res);

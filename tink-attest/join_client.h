@@ -112,6 +112,7 @@ const char *fj_exit_name(int code);
 #define FJ_REASON_LEAF_KEY "answer-leaf-key"
 #define FJ_REASON_LEAF_ISSUER "answer-leaf-issuer"
 #define FJ_REASON_NODE_ID "answer-node-id"
+#define FJ_REASON_ROLE "answer-role"
 #define FJ_REASON_TOKEN "token-malformed"
 #define FJ_REASON_NO_SEAL_PUB "token-no-seal-pub"
 #define FJ_REASON_X509POP_KEY "x509pop-key"
@@ -138,6 +139,7 @@ struct fj_expect {
 	const struct fleet_wire_bytes *csr; /* the CSR sent */
 	EVP_PKEY *key;                      /* its key */
 	const char *attestor;               /* the request's ("" join-token) */
+	const char *role;                   /* the role asked; NULL: any (a renewal) */
 };
 
 /* FJ2, FJ3: reply (the HTTP body) into *out; on a refusal *out is zeroed

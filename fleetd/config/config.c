@@ -60,6 +60,7 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->join_cert_ttl_seconds = 86400;
 	c->join_x509pop_grace_seconds = 7 * 86400;
 	c->join_x509pop_window_seconds = 60;
+	c->join_x509pop_min_interval_seconds = 600;
 	snprintf(c->join_discovery_approval, sizeof(c->join_discovery_approval), "never");
 	c->join_discovery_cert_ttl_seconds = 7200;
 	c->join_discovery_pending_ttl_seconds = 86400;
@@ -212,6 +213,7 @@ static const struct key join_keys[] = {
 	{"cert_ttl_seconds", K_U32, F(join_cert_ttl_seconds), 60, 86400},
 	{"x509pop_grace_seconds", K_U32, F(join_x509pop_grace_seconds), 0, 30 * 86400},
 	{"x509pop_window_seconds", K_U32, F(join_x509pop_window_seconds), 1, 600},
+	{"x509pop_min_interval_seconds", K_U32, F(join_x509pop_min_interval_seconds), 0, 86400},
 	{"discovery_approval", K_STR, F(join_discovery_approval), 0, 0},
 	{"discovery_cert_ttl_seconds", K_U32, F(join_discovery_cert_ttl_seconds), 60, 7200},
 	{"discovery_pending_ttl_seconds", K_U32, F(join_discovery_pending_ttl_seconds), 60,

@@ -112,6 +112,7 @@ struct fleet_config {
 	uint32_t join_cert_ttl_seconds;              /* node certificates, 60..86400 */
 	uint32_t join_x509pop_grace_seconds;         /* how long expired may re-join */
 	uint32_t join_x509pop_window_seconds;        /* clientTime against the store's clock */
+	uint32_t join_x509pop_min_interval_seconds;  /* between two re-joins of one node */
 	char join_discovery_approval[24];            /* never | unknown-machines | always */
 	uint32_t join_discovery_cert_ttl_seconds;    /* ramdisk certificates, 60..7200 */
 	uint32_t join_discovery_pending_ttl_seconds;

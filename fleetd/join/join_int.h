@@ -7,12 +7,19 @@
 
 #include <pthread.h>
 #include <stdbool.h>
+#include <time.h>
 
 #include "fleetd/join/join.h"
 #include "fleetd/obs/log_limit.h"
 
 #define JOIN_HOOK_QUEUE 64       /* refusals waiting for the hook; more are dropped */
 #define JOIN_HOOK_TIMEOUT_S 10   /* each run of the hook */
+/* The hook runs for at most this many refusals of one attestor:reason a
+ * minute: a flood of unproven requests (each refused before it proves
+ * anything) must not become a flood of the operator's program, nor crowd
+ * out the refusals that matter from its queue. */
+#define JOIN_HOOK_PER_REASON 10
+#define JOIN_HOOK_WINDOW_S 60
 #define JOIN_LOG_WINDOW_S 60     /* the journal limiter's window */
 #define JOIN_LOG_KEYS 256
 #define JOIN_MAX_LABELS 240
@@ -36,6 +43,8 @@ struct fleet_join {
 	pthread_mutex_t mu;
 	pthread_cond_t cv;
 	char *queue[JOIN_HOOK_QUEUE];
+	unsigned hook_runs[JOIN_MAX_LABELS + 1]; /* this window's, per label */
+	time_t hook_window;
 	size_t q_head, q_len;
 	bool stop, hook_running;
 	pthread_t hook;

@@ -14,9 +14,11 @@
  *    killed after JOIN_HOOK_TIMEOUT_S) with one argument, the refusal as
  *    JSON {"attestor","reason","tokenId","nodeId","poolOwner","peer",
  *    "time"}. It runs on its own thread from a queue of JOIN_HOOK_QUEUE:
- *    a join never waits for it, and when the queue is full the refusal is
- *    dropped from the hook (counted in fleetd_join_hook_dropped_total),
- *    never from the journal or the counter.
+ *    a join never waits for it; it runs for at most JOIN_HOOK_PER_REASON
+ *    refusals of each attestor:reason a minute, and when the queue is full
+ *    or a reason's share is spent the refusal is dropped from the hook
+ *    (counted in fleetd_join_hook_dropped_total), never from the journal
+ *    or the counter.
  *
  * Why execve and not only the journal: the spec's onRefusal is the
  * operator's own code (an audit sink, a pager); a program with an argv is
@@ -112,8 +114,24 @@ void join_refused(struct fleet_join *j, const struct join_refusal *rf)
 			  rf->pool_owner ? rf->pool_owner : "");
 	if (!j->on_refusal[0])
 		return;
+	size_t li = 0;
+	while (j->labels[li] && strcmp(j->labels[li], key) != 0)
+		li++; /* a label not in the set counts as the last slot's */
 	char *arg = refusal_json(rf);
+	time_t now = time(NULL);
 	pthread_mutex_lock(&j->mu);
+	if (now >= j->hook_window + JOIN_HOOK_WINDOW_S || now < j->hook_window) {
+		memset(j->hook_runs, 0, sizeof(j->hook_runs));
+		j->hook_window = now;
+	}
+	if (j->hook_runs[li] >= JOIN_HOOK_PER_REASON) {
+		free(arg);
+		arg = NULL; /* this reason's share of the minute is spent */
+		pthread_mutex_unlock(&j->mu);
+		fleet_metric_inc(j->m_hook_dropped);
+		return;
+	}
+	j->hook_runs[li]++;
 	if (arg && j->q_len < JOIN_HOOK_QUEUE && !j->stop) {
 		j->queue[(j->q_head + j->q_len) % JOIN_HOOK_QUEUE] = arg;
 		j->q_len++;

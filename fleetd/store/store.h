@@ -855,6 +855,9 @@ fleet_err fleet_store_tx_node_cert_add(struct fleet_store_tx *tx, const char *no
  * unrevoked, notAfter after now): what a renewal is capped by. */
 fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const char *node_id,
 					    size_t *n);
+/* X6: when the node's newest certificate was issued (0: none). */
+fleet_err fleet_store_tx_node_newest_cert(struct fleet_store_tx *tx, const char *node_id,
+					  int64_t *issued_at);
 fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				   const char *node_id, int64_t now);
 fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, const char *subject,
@@ -894,15 +897,17 @@ fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, co
  *    FULL when FLEET_STORE_MAX_JOIN_REQUESTS requests are pending and
  *    unexpired (machines, not operators, make requests).
  * D4 fleet_store_tx_join_request reads the request of (attestor, hw_key)
- *    (NOT_FOUND when none); a pending one at or past expires_at (tx->now)
- *    reads as status "expired", which is never written.
+ *    (NOT_FOUND when none); a pending, approved or denied one at or past
+ *    expires_at (tx->now) reads as status "expired", which is never
+ *    written: an approval unused and a denial both end.
  * D5 fleet_store_join_request_decide: NOT_FOUND for an unknown id; only a
  *    pending request before its expires_at (at now) is decided (STATE
  *    otherwise, nothing written): approved or denied, with decided_at and
- *    decided_by (1..64 printable).
- * D6 fleet_store_tx_join_request_used: approved -> used, with used_at
- *    (STATE for any other status, NOT_FOUND unknown): an approval admits
- *    exactly one join.
+ *    decided_by (1..64 printable), and expires_at moved to now plus the
+ *    request's own lifetime (the decision lasts as long as the wait could).
+ * D6 fleet_store_tx_join_request_used: approved and unexpired -> used,
+ *    with used_at (STATE for any other status, NOT_FOUND unknown): an
+ *    approval admits exactly one join.
  * D7 fleet_store_join_requests_list: newest first (created_at, then id),
  *    at most FLEET_STORE_LIST_MAX, pending ones past expires_at at the
  *    store's clock (unixepoch()) reading "expired" as in D4;

@@ -222,7 +222,8 @@ fleet_err fleet_store_tx_site_lease(struct fleet_store_tx *tx, const char *site,
  * expression: a bound parameter, or unixepoch()). */
 #define JR_COLS(NOW)                                                                         \
 	"id, attestor, site, hw_key, mac, product_uuid, csr_sha256, "                          \
-	"CASE WHEN status = 'pending' AND expires_at <= " NOW " THEN 'expired' ELSE status END, " \
+	"CASE WHEN status IN ('pending', 'approved', 'denied') AND expires_at <= " NOW              \
+	" THEN 'expired' ELSE status END, "                                                   \
 	"created_at, expires_at, decided_at, decided_by, used_at"
 
 static fleet_err request_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
@@ -392,7 +393,7 @@ fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "not a join request id");
 	if ((e = st_prepare(st,
 			    "UPDATE join_requests SET status = 'used', used_at = ?2 "
-			    "WHERE id = ?1 AND status = 'approved'",
+			    "WHERE id = ?1 AND status = 'approved' AND expires_at > ?2",
 			    &s)))
 		return e;
 	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
@@ -442,7 +443,12 @@ static fleet_err request_decide(struct fleet_store *st, const char *id, bool app
 		goto out;
 	}
 	if ((e = st_prepare(st,
-			    "UPDATE join_requests SET status = ?2, decided_at = ?3, decided_by = ?4 "
+			    /* A decision lasts as long as the request waited for it could
+			     * (its own lifetime again, from now): an approval given in the
+			     * request's last minute still leaves the machine its time, and a
+			     * denial ends, so the machine may ask again. */
+			    "UPDATE join_requests SET status = ?2, decided_at = ?3, decided_by = ?4, "
+			    "expires_at = ?3 + (expires_at - created_at) "
 			    "WHERE id = ?1 AND status = 'pending' AND expires_at > ?3",
 			    &s)))
 		goto out;

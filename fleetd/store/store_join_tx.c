@@ -214,6 +214,24 @@ fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const cha
 	return rc == SQLITE_ROW ? FLEET_STORE_OK : st_sqlite(tx->st, rc, "count node certificates");
 }
 
+fleet_err fleet_store_tx_node_newest_cert(struct fleet_store_tx *tx, const char *node_id,
+					  int64_t *issued_at)
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	if (!tx || !node_id || !issued_at)
+		return FLEET_STORE_E_INVALID;
+	*issued_at = 0;
+	if ((e = st_prepare(tx->st, "SELECT max(issued_at) FROM node_certs WHERE node_id = ?1", &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW)
+		*issued_at = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return rc == SQLITE_ROW ? FLEET_STORE_OK : st_sqlite(tx->st, rc, "read node certificates");
+}
+
 fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				   const char *node_id, int64_t now)
 {

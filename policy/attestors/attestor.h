@@ -146,6 +146,7 @@ extern const struct fleet_attestor fleet_attestor_join_token;
 struct fleet_x509pop_config {
 	uint32_t grace_seconds;  /* expired at most this long ago (7 days) */
 	uint32_t window_seconds; /* clientTime within this of the store's clock (60) */
+	uint32_t min_interval_seconds; /* between two re-joins of one node (600; 0: none) */
 };
 extern const char *const fleet_attestor_x509pop_reasons[];
 extern const char *const fleet_attestor_provisioned_reasons[];

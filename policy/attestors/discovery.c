@@ -20,19 +20,19 @@
  *     by the signer's current, unexpired certificate       discovery-signer-cert,
  *                                                          discovery-signature
  *   fresh: now <= min(not_after, issued_at + 15 min), and
- *     issued_at not ahead of the store's clock by > 60 s   discovery-stale
+ *     issued_at at most 60 s ahead of the store's clock    discovery-stale
  *   the claimed MACs include the asserted MAC              discovery-mac
  *   the claimed product UUID is the asserted one (when
  *     the assertion names one)                             product-uuid-mismatch
  *   approval: a pending request waits (deferral), a
- *     denied one is refused                                discovery-denied
+ *     denied one is refused until its decision ends        discovery-denied
  *
  * The join is a new ramdisk node whose certificate lasts at most
  * cert_ttl_seconds (<= 2 h) and carries the commissioning kinds it allows
  * (FLEET_DISCOVERY_KINDS_STATEMENT). Requests are keyed on SHA-256 of
  * site and MAC (no trusted hardware key is configured). A machine is
- * known when its claimed product UUID is bound to a node; approval
- * unknown-machines defers the others.
+ * known when the product UUID its boot server asserted is bound to a node;
+ * approval unknown-machines defers the others.
  */
 #include "policy/attestors/attestor.h"
 
@@ -63,8 +63,13 @@ static fleet_err hw_key(const char *site, const char *mac, char out[65])
 	return e;
 }
 
-/* approval: FLEET_OK with *wait set when the join must wait, else the
- * request to spend (or none) in out->request_done. */
+/* approval: FLEET_OK with *decided set when the join waits (a deferral) or
+ * is refused, else the approved request to spend (or none) in
+ * out->request_done. A request is the machine's (site and MAC), not its
+ * CSR's: a machine that rebooted with a new key while it waited is still
+ * the machine the operator approved, and what makes it that machine is
+ * what discovery already checked (the boot server's signed word for that
+ * MAC and the token its iPXE script carried). */
 static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet_store_tx *tx,
 			  const struct fleet_join_input *in,
 			  const struct fleet_discovery_assertion *as, int64_t now,
@@ -76,10 +81,13 @@ static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet
 	*decided = false;
 	if (cfg->approval == FLEET_DISCOVERY_APPROVE_NEVER)
 		return FLEET_OK;
-	if (cfg->approval == FLEET_DISCOVERY_APPROVE_UNKNOWN && in->req->product_uuid[0]) {
-		e = fleet_store_tx_binding(tx, "product-uuid", in->req->product_uuid, bound);
+	/* Known: the product UUID the boot server asserted (the claim was
+	 * checked equal to it) is bound to a node. A UUID only claimed makes
+	 * nobody known: any machine can claim an enrolled node's UUID. */
+	if (cfg->approval == FLEET_DISCOVERY_APPROVE_UNKNOWN && as->product_uuid[0]) {
+		e = fleet_store_tx_binding(tx, "product-uuid", as->product_uuid, bound);
 		if (e == FLEET_OK)
-			return FLEET_OK; /* a known machine */
+			return FLEET_OK;
 		if (e != FLEET_STORE_E_NOT_FOUND)
 			return e;
 	}
@@ -87,10 +95,6 @@ static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet
 		return e;
 	e = fleet_store_tx_join_request(tx, "discovery", key, &rq);
 	if (e == FLEET_OK && !strcmp(rq.status, "approved")) {
-		if (strcmp(rq.csr_sha256, in->csr_sha256_hex) != 0) {
-			*decided = true;
-			return fleet_attest_refuse(out, "discovery-request-csr");
-		}
 		memcpy(out->request_done, rq.id, sizeof(out->request_done));
 		return FLEET_OK;
 	}
@@ -107,7 +111,7 @@ static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet
 	}
 	if (e != FLEET_OK && e != FLEET_STORE_E_NOT_FOUND)
 		return e;
-	/* None yet, or an expired or spent one: a new pending request. */
+	/* None yet, or an expired, spent or ended one: a new pending request. */
 	memset(&rq, 0, sizeof(rq));
 	if ((e = fleet_attest_new_id("jr_", rq.id, sizeof(rq.id))))
 		return e;
@@ -134,8 +138,7 @@ const char *const fleet_attestor_discovery_reasons[] = {
 	"discovery-malformed", "discovery-site",       "discovery-mac",
 	"discovery-signer", "node-retired",            "discovery-lease",
 	"discovery-signer-cert", "discovery-signature", "discovery-stale",
-	"product-uuid-mismatch", "assertion-reused",   "discovery-denied",
-	"discovery-request-csr", NULL};
+	"product-uuid-mismatch", "assertion-reused",   "discovery-denied", NULL};
 
 fleet_err fleet_attestor_discovery_verify(const struct fleet_attestor *a,
 					  struct fleet_store_tx *tx,

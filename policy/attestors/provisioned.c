@@ -61,6 +61,10 @@ fleet_err fleet_attestor_provisioned_verify(const struct fleet_attestor *a,
 							 : NULL;
 		if (!want)
 			return fleet_attest_refuse(out, "unbound");
+		/* The target's own recorded UUID binds too: a token that expects
+		 * another one cannot re-key the target onto other hardware. */
+		if (target.product_uuid[0] && strcmp(target.product_uuid, in->req->product_uuid) != 0)
+			return fleet_attest_refuse(out, "product-uuid-mismatch");
 		memcpy(out->node_id, target.id, sizeof(out->node_id));
 		memcpy(out->pool, target.pool, sizeof(out->pool));
 		memcpy(out->site, target.site, sizeof(out->site));

@@ -6,6 +6,7 @@
  *
  * Refused unless, in this order:
  *   the evidence decodes                                  x509pop-malformed
+ *   the role asked is node or site                        x509pop-role
  *   the proof was not used before                         x509pop-replayed
  *   the leaf is byte for byte a node_certs row            cert-unknown
  *     not revoked                                         cert-revoked
@@ -15,9 +16,11 @@
  *   the certificate's role is the requested one            x509pop-role
  *   it expired at most grace_seconds ago                   x509pop-expired
  *   clientTime within window_seconds of the store's clock  x509pop-client-time
+ *   the node's newest certificate is min_interval_seconds
+ *     old                                                  x509pop-too-soon
  *   the signature verifies under the leaf's key            x509pop-signature
  *
- * The replay record is attestation_uses (SHA-256 of the signature, kept
+ * The replay record is attestation_uses (SHA-256 of the signed bytes, kept
  * window_seconds past clientTime), so it holds across restarts and every
  * replica of the store, where the spec's default is a 10,000-entry cache
  * in memory; the pass prunes it. A successful re-join raises the node's
@@ -40,7 +43,7 @@
 const char *const fleet_attestor_x509pop_reasons[] = {
 	"x509pop-malformed", "cert-unknown",  "cert-revoked",        "cert-generation",
 	"node-retired",      "x509pop-node-id", "x509pop-role",      "x509pop-expired",
-	"x509pop-client-time", "x509pop-signature", "x509pop-replayed", NULL};
+	"x509pop-client-time", "x509pop-too-soon", "x509pop-signature", "x509pop-replayed", NULL};
 
 fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct fleet_store_tx *tx,
 					const struct fleet_join_input *in,
@@ -64,11 +67,20 @@ fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct f
 		return fleet_attest_refuse(out, "x509pop-malformed");
 	if ((e = fleet_store_tx_now(tx, &now)))
 		goto out;
-	/* The proof's subject: SHA-256 of its signature, refused when seen
-	 * before whatever else holds (a captured request sent again). */
+	/* Only node and site certificates re-join: a ramdisk's two hours and
+	 * its commissioning kinds are not to be renewed this way. */
+	if (strcmp(in->role, "node") != 0 && strcmp(in->role, "site") != 0) {
+		e = fleet_attest_refuse(out, "x509pop-role");
+		goto out;
+	}
+	/* The proof's subject: SHA-256 of what it signs (the CSR's hash, the
+	 * node id, the client time), refused when seen before whatever else
+	 * holds (a captured request sent again). Not of the signature:
+	 * ECDSA's (r, n - s) is a second valid one over the same bytes. */
 	uint8_t h[32];
 	bool seen = false;
-	if ((e = fleet_hash(FLEET_ALG_SHA256, ev.sig, sizeof(ev.sig), h)))
+	if ((e = fleet_x509pop_signing_input(in->csr_sha256, ev.node_id, ev.client_time_ms, &msg)) ||
+	    (e = fleet_hash(FLEET_ALG_SHA256, msg.data, msg.len, h)))
 		goto out;
 	fleet_hex_encode(h, sizeof(h), out->use_subject);
 	if ((e = fleet_store_tx_use_seen(tx, a->id, out->use_subject, &seen)))
@@ -111,8 +123,16 @@ fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct f
 		e = fleet_attest_refuse(out, "x509pop-client-time");
 		goto out;
 	}
-	if ((e = fleet_x509pop_signing_input(in->csr_sha256, ev.node_id, ev.client_time_ms, &msg)))
+	/* A node re-joins at most once per min_interval_seconds: each re-join
+	 * is a new generation and a certificate row, so a loop with a
+	 * current certificate is stopped here. */
+	int64_t newest = 0;
+	if ((e = fleet_store_tx_node_newest_cert(tx, node.id, &newest)))
 		goto out;
+	if (cfg->min_interval_seconds && newest > now - (int64_t)cfg->min_interval_seconds) {
+		e = fleet_attest_refuse(out, "x509pop-too-soon");
+		goto out;
+	}
 	EVP_PKEY *pub = X509_get0_pubkey(leaf);
 	if (!pub || fleet_es256_verify(pub, msg.data, msg.len, ev.sig, &ec) != FLEET_OK) {
 		ERR_clear_error();

@@ -18,6 +18,7 @@
 # shellcheck source=join_lib.sh
 . "$(dirname "$0")/join_lib.sh"
 site_fleetd_stop >/dev/null 2>&1 || true
+python3 -c 'import cryptography' 2>/dev/null || skip "python3-cryptography not found (the fake server signs with it)"
 fport=$(site_free_port)
 cat >fake.py <<'PY'
 import base64, datetime, hashlib, http.server, json, ssl, sys
@@ -61,7 +62,7 @@ python3 fake.py "$fport" tls/fleetd.crt tls/fleetd.key >fake.out 2>fake.err &
 fpid=$!
 for _ in $(seq 1 50); do grep -q ready fake.out 2>/dev/null && break; sleep 0.1; done
 tok t1 --pool pool-a --role node
-fj join --server "https://127.0.0.1:$fport" --ca "$ca" --seal-pub state/join/seal.pub --token-file t1 \
+fj join --server "https://127.0.0.1:$fport" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub --token-file t1 \
 	--key-out evil.key --cert-out evil.pem --timeout 5
 kill "$fpid" 2>/dev/null || true
 if [ "$rc" = 0 ]; then

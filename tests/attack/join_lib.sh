@@ -72,8 +72,10 @@ start() { site_fleetd_start fleetd.yaml fleetd.log || die "fleetd did not start"
 restart() { site_fleetd_stop >/dev/null 2>&1 || true; start; }
 start
 url=$site_fleetd_url
-cat tls/fleetd.crt state/ca/ca.crt >pins.pem
-ca=pins.pem
+# The documented pinning: --ca the identity CA alone, --tls-ca the
+# connection's anchor (fleetd's TLS certificate).
+ca=state/ca/ca.crt
+tlsca=tls/fleetd.crt
 
 tok() { # FILE fleetctl-token-create-args...: the sealed token into FILE
 	local f=$1
@@ -89,10 +91,10 @@ metric() {
 	metrics | awk -v k="fleetd_join_refused_total{reason=\"$1\"}" '$1 == k { print $2; found=1 } END { if (!found) print 0 }'
 }
 sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True); print("\n".join("|".join(str(x) for x in r) for r in c.execute(sys.argv[2])))' state/fleetd.db "$1"; }
-J=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub)
-X=(join --server "$url" --ca "$ca" --attestor x509pop)
-D=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub --attestor discovery --role ramdisk)
-R=(renew --server "$url" --ca "$ca")
+J=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub)
+X=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --attestor x509pop)
+D=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub --attestor discovery --role ramdisk)
+R=(renew --server "$url" --ca "$ca" --tls-ca "$tlsca")
 sans() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tail -n +2 | tr -d ' ' | tr ',' '\n'; }
 # fj NAME args...: fleet-join; rc in $rc, the node id in $node
 fj() {

@@ -77,6 +77,7 @@ EOF
 chmod 0755 hook/on-refusal
 port=$(site_free_port)
 approval=never
+interval=0 # x509pop_min_interval_seconds: re-joins back to back, but in its own phase
 write_config() {
 	site_fleetd_yaml "$work" "$port" >fleetd.yaml
 	cat >>fleetd.yaml <<YAML
@@ -85,6 +86,7 @@ join:
   on_refusal: $work/hook/on-refusal
   discovery_approval: $approval
   discovery_retry_after_seconds: 1
+  x509pop_min_interval_seconds: $interval
 YAML
 }
 write_config
@@ -93,10 +95,11 @@ start() { site_fleetd_start fleetd.yaml fleetd.log || die "fleetd did not start"
 restart() { site_fleetd_stop >/dev/null 2>&1 || true; start; }
 start
 url=$site_fleetd_url
-# What fleet-join pins: fleetd's TLS certificate and the CA that signs the
-# join service's answers and the node certificates.
-cat tls/fleetd.crt state/ca/ca.crt >pins.pem
-ca=pins.pem
+# What fleet-join pins: the CA that signs the join service's answers and
+# the node certificates (--ca), and apart from it fleetd's TLS certificate,
+# for the connection only (--tls-ca): a key in --ca may name the machine.
+ca=state/ca/ca.crt
+tlsca=tls/fleetd.crt
 
 tok() { # fleetctl token create args... -> the sealed token into a file named by $1
 	local f=$1
@@ -155,7 +158,7 @@ joins() {
 	node=$(tr -d '\n' <out.txt)
 	ok "$name: joined as $node"
 }
-J=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub)
+J=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub)
 sans() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tail -n +2 | tr -d ' ' | tr ',' '\n'; }
 lifetime() { # chain.pem -> notAfter - notBefore in seconds
 	python3 - "$1" <<'PY'
@@ -288,7 +291,7 @@ sans n1.pem | grep -qx "URI:spiffe://folly.test/node/$n1" || fail "the leaf's SP
 [ "$(sql "SELECT uses_left FROM join_tokens WHERE id = '$(jq -r .id tok.json)'")" = 2 ] || fail "the join did not take one use"
 [ "$(joined_metric join-token)" = 1 ] || fail "fleetd_joins_total{attestor=join-token} is $(joined_metric join-token)"
 
-refused "no token" join-token:token-missing -- join --server "$url" --ca "$ca" --key-out x.key --cert-out x.pem
+refused "no token" join-token:token-missing -- join --server "$url" --ca "$ca" --tls-ca "$tlsca" --key-out x.key --cert-out x.pem
 python3 - "$(jq -r .id tok.json)" >t-badsecret <<'PY'
 import base64, os, sys
 raw = b"fjt1" + sys.argv[1].encode() + os.urandom(32)
@@ -313,7 +316,7 @@ mkdir -p other && "$fleetctl" join init --state-dir "$work/other" >/dev/null
 printf 'sixty-two bytes that are not a join token at all, not fjt1....' |
 	"$seal_tool" <(openssl pkey -pubin -in state/join/seal.pub -outform DER) join-token >t-notatoken
 refused "a sealing that holds no token" join-token:token-malformed -- "${J[@]}" --token-file t-notatoken --key-out x.key --cert-out x.pem
-refused "a token sealed to another key" join-token:token-seal -- join --server "$url" --ca "$ca" \
+refused "a token sealed to another key" join-token:token-seal -- join --server "$url" --ca "$ca" --tls-ca "$tlsca" \
 	--seal-pub other/join/seal.pub --token-file t-unknown --key-out x.key --cert-out x.pem
 tok t-mac --pool pool-a --role node --expect-mac 52:54:00:00:02:02
 refused "expect: another MAC" join-token:expect-mac -- "${J[@]}" --token-file t-mac --mac 52:54:00:00:02:03 --key-out x.key --cert-out x.pem
@@ -389,7 +392,7 @@ fi
 # ---- x509pop ---------------------------------------------------------------------
 
 echo "== x509pop"
-X=(join --server "$url" --ca "$ca" --attestor x509pop)
+X=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --attestor x509pop)
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=stranger \
 	-keyout stranger.key -out stranger.pem 2>/dev/null
 refused "a certificate fleetd never issued" x509pop:cert-unknown -- "${X[@]}" --x509pop-cert stranger.pem \
@@ -444,7 +447,7 @@ sans s1.pem | grep -qx "URI:spiffe://folly.test/site/$s1" || fail "the site node
 # ---- provisioned ------------------------------------------------------------------
 
 echo "== provisioned"
-P=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub --attestor provisioned)
+P=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub --attestor provisioned)
 U2=22222222-2222-3333-4444-555555555555
 tok tp-multi --pool pool-a --role provisioned --expect-product-uuid $U2 --uses 2
 refused "a token for two machines" provisioned:not-single-use -- "${P[@]}" --token-file tp-multi --product-uuid $U2 --key-out x.key --cert-out x.pem
@@ -470,7 +473,7 @@ refused "the target's UUID differs" provisioned:product-uuid-mismatch -- "${P[@]
 echo "== discovery"
 epoch=$("$fleetctl" site lease s1 "$s1" --json --state-dir "$work/state" 2>/dev/null | jq -r .epoch)
 M=52:54:00:00:0d:01
-D=(join --server "$url" --ca "$ca" --seal-pub state/join/seal.pub --attestor discovery --role ramdisk)
+D=(join --server "$url" --ca "$ca" --tls-ca "$tlsca" --seal-pub state/join/seal.pub --attestor discovery --role ramdisk)
 assert() { "$join" assert --key s1.key --cert s1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M" "$@"; }
 assert >a1.json
 tok td1 --pool pool-a --role discovery --site s1 --expect-mac $M
@@ -542,15 +545,19 @@ rc=0
 pending() { "$fleetctl" join-requests list --json --state-dir "$work/state" | jq -r '.join_requests[] | select(.status == "pending") | .id' | head -n1; }
 rq=$(pending)
 "$fleetctl" join-requests approve "$rq" --state-dir "$work/state" >/dev/null || fail "join-requests approve"
-refused "the approved machine with another CSR" discovery:discovery-request-csr -- "${D[@]}" --token-file td4 --discovery-file a4.json --mac $M --key-out x.key --cert-out x.pem
+# The approval is the machine's (site and MAC), not its key's: rebooted with
+# a new key (a new fleet-join run, a new CSR), it still joins.
+joins "the approved machine with a new key" -- "${D[@]}" --token-file td4 --discovery-file a4.json --mac $M --key-out rd4.key --cert-out rd4.pem || true
+[ "$(sql "SELECT status FROM join_requests WHERE id = '$rq'")" = used ] || fail "the approval was not spent"
 M2=52:54:00:00:0d:02
+tok td5 --pool pool-a --role discovery --site s1
 "$join" assert --key s1.key --cert s1.pem --site s1 --signer "$s1" --epoch "$epoch" --mac "$M2" >a5.json
 rc=0
-"$join" "${D[@]}" --token-file td4 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem --max-wait 1 >/dev/null 2>&1 || rc=$?
+"$join" "${D[@]}" --token-file td5 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem --max-wait 1 >/dev/null 2>&1 || rc=$?
 [ "$rc" = 12 ] || fail "a second pending join: exit $rc"
 rq=$(pending)
 "$fleetctl" join-requests deny "$rq" --state-dir "$work/state" >/dev/null || fail "join-requests deny"
-refused "a denied machine" discovery:discovery-denied -- "${D[@]}" --token-file td4 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem
+refused "a denied machine" discovery:discovery-denied -- "${D[@]}" --token-file td5 --discovery-file a5.json --mac $M2 --key-out x.key --cert-out x.pem
 approval=never
 write_config
 restart
@@ -558,7 +565,7 @@ restart
 # ---- renew --------------------------------------------------------------------------
 
 echo "== renew"
-R=(renew --server "$url" --ca "$ca")
+R=(renew --server "$url" --ca "$ca" --tls-ca "$tlsca")
 cp n1.pem n1-before.pem
 rc=0
 "$join" "${R[@]}" --key n1.key --cert n1.pem >out.txt 2>err.txt || rc=$?
@@ -595,8 +602,21 @@ refused "a deploy of a node retired after its token" provisioned:node-retired --
 	--token-file tp-retired --product-uuid 99999999-2222-3333-4444-555555555555 --key-out x.key --cert-out x.pem
 cp rd.pem rd-copy.pem
 refused "a ramdisk's renewal" renew:renew-ramdisk -- "${R[@]}" --key rd.key --cert rd.pem
+refused "a ramdisk re-joining by x509pop" x509pop:x509pop-role -- "${X[@]}" --role ramdisk --x509pop-cert rd.pem \
+	--x509pop-key rd.key --node-id "$(sans rd.pem | head -n1 | cut -d/ -f5)" --key-out x.key --cert-out x.pem
 refused "a renewal of an unknown certificate" renew:cert-unknown -- "${R[@]}" --key stranger.key --cert stranger.pem
 refused "a renewal of a replaced certificate" renew:cert-generation -- "${R[@]}" --key n1-gen1.key --cert n1-gen1.pem
+
+# ---- a node re-joins at most once per x509pop_min_interval_seconds ------------------
+
+interval=3600
+write_config
+restart
+refused "x509pop minutes after the last certificate" x509pop:x509pop-too-soon -- "${X[@]}" --x509pop-cert n1.pem \
+	--x509pop-key n1.key --node-id "$n1" --key-out x.key --cert-out x.pem
+interval=0
+write_config
+restart
 
 # ---- two days later: expired certificates -----------------------------------------
 
