@@ -34,7 +34,11 @@
  *     ("answer-chain"); its leaf holds the CSR's key ("answer-leaf-key"),
  *     verifies under the certificate that signed the answer
  *     ("answer-leaf-issuer"), and names the body's node id in its one
- *     SPIFFE ID (lib/ca.h NR1-NR6; "answer-node-id"). test_answer_refusals.
+ *     SPIFFE ID (lib/ca.h NR1-NR6; "answer-node-id") with the role the
+ *     request asked ("answer-role"; a renewal asks none). The pins are
+ *     --ca's alone: fleetd's TLS anchor is --tls-ca's, for the connection
+ *     only, since any pinned key may name the machine.
+ *     test_answer_refusals.
  * FJ4 A token file is base64url (trailing whitespace allowed) of either a
  *     sealing (its first bytes "fsl": sent as it is) or an unsealed
  *     FLEET_JOIN_TOKEN_LEN-byte token (lib/join_token.h JT1), which is

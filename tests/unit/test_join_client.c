@@ -291,6 +291,14 @@ static void test_answer_refusals(void **state)
 	joined_body(f->ca, csr.data, csr.len, "node_01k", &r);
 	serve(f->ca, &r, &wire);
 	answer_accepted(f, &wire, &x, FLEET_JOIN_JOINED);
+	/* a node's certificate for a request that asked to be a site (FJ3) */
+	{
+		struct fj_expect xs = x;
+		xs.role = "site";
+		answer_refused(f, &wire, &xs, FJ_REASON_ROLE);
+		xs.role = "node";
+		answer_accepted(f, &wire, &xs, FLEET_JOIN_JOINED);
+	}
 	/* (a) not an envelope */
 	{
 		struct fleet_buf junk;
@@ -1029,7 +1037,7 @@ static void test_join_pending_then_joined(void **state)
 	free(text);
 
 	struct fj_join_opts o = {
-		.attestor = "", .role = FLEET_JOIN_ROLE_SITE, .token_file = token, .seal_pub = pub,
+		.attestor = "", .role = FLEET_JOIN_ROLE_NODE, .token_file = token, .seal_pub = pub,
 		.n_macs = 2, .macs = {"aa:bb:cc:dd:ee:01", "aa:bb:cc:dd:ee:02"},
 		.product_uuid = "4c4c4544-0042-3510-8052-b4c04f4e3232",
 		.max_wait = FJ_DEFAULT_MAX_WAIT, .key_out = key, .cert_out = chain,
@@ -1047,7 +1055,7 @@ static void test_join_pending_then_joined(void **state)
 	assert_true(k.all_same);
 	/* what was sent */
 	assert_string_equal(k.req.attestor, "");
-	assert_int_equal(k.req.role, FLEET_JOIN_ROLE_SITE);
+	assert_int_equal(k.req.role, FLEET_JOIN_ROLE_NODE);
 	assert_int_equal(k.req.n_macs, 2);
 	assert_string_equal(k.req.macs[1], "aa:bb:cc:dd:ee:02");
 	assert_string_equal(k.req.product_uuid, "4c4c4544-0042-3510-8052-b4c04f4e3232");

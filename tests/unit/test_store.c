@@ -1861,8 +1861,9 @@ static void test_join_requests_put_and_expiry(void **state)
 	assert_int_equal(read_req(f, 2100, "discovery", HB, &got), FLEET_STORE_E_NOT_FOUND);
 }
 
-/* D5, D3: only a pending, unexpired request is decided; a denied one is
- * replaced by the machine's next request, an approved one is not. */
+/* D5, D3, D4: only a pending, unexpired request is decided, for its own
+ * lifetime again; a denied one is replaced by the machine's next request,
+ * an approved one not before its decision ends. */
 static void test_join_requests_decide(void **state)
 {
 	struct fx *f = *state;
@@ -1881,10 +1882,15 @@ static void test_join_requests_decide(void **state)
 				      "AND decided_at IS NULL"),
 			 1);
 	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, false, "alice", 1100), 0);
-	assert_int_equal(fleet_store_join_request_get(f->st, JR1, &got), 0);
+	assert_int_equal(read_req(f, 1150, "discovery", HA, &got), 0);
 	assert_string_equal(got.status, "denied");
 	assert_string_equal(got.decided_by, "alice");
 	assert_int_equal(got.decided_at, 1100);
+	/* The decision lasts the request's own lifetime again, from when it
+	 * was made, and then ends (D4, D5). */
+	assert_int_equal(got.expires_at, 2100);
+	assert_int_equal(read_req(f, 2100, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "expired");
 	/* Decided once. */
 	assert_int_equal(fleet_store_join_request_decide(f->st, JR1, true, "root", 1200),
 			 FLEET_STORE_E_STATE);
@@ -1900,9 +1906,15 @@ static void test_join_requests_decide(void **state)
 	/* Approved is live: no put replaces it. */
 	r = request(JR3, HA, 1500, 2500);
 	assert_int_equal(put(f, 1500, &r), FLEET_STORE_E_CONFLICT);
-	assert_int_equal(read_req(f, 5000, "discovery", HA, &got), 0);
-	assert_string_equal(got.status, "approved"); /* an approval does not expire */
+	assert_int_equal(read_req(f, 1500, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "approved");
 	assert_string_equal(got.decided_by, "bob");
+	/* ... until its decision ends (1400 + 1000): an approval unused does
+	 * not lock the machine out, it expires and is replaced. */
+	assert_int_equal(read_req(f, 2400, "discovery", HA, &got), 0);
+	assert_string_equal(got.status, "expired");
+	r = request(JR3, HA, 2400, 3400);
+	assert_int_equal(put(f, 2400, &r), 0);
 }
 
 /* D6: an approval admits one join: approved -> used, nothing else. */
