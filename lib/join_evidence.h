@@ -34,7 +34,8 @@
  *
  * POST /v1/renew (answered with lib/join_wire.h's envelope, status joined):
  *   {"v":1,"cert":"<b64u the current leaf DER>","csr":"<b64u DER>",
- *    "sig":"<b64u 64 bytes>"}
+ *    "sig":"<b64u 64 bytes>",
+ *    "key_attestation":{..}}              (optional; lib/tpm_join_evidence.h)
  *
  * The rules (tests/unit/test_join_evidence.c, named after each; the
  * decoders fuzzed by tests/fuzz/fuzz_join_evidence.c):
@@ -82,6 +83,7 @@
 
 #include "lib/attest_wire.h"
 #include "lib/join_wire.h"
+#include "lib/tpm_join_evidence.h"
 
 #define FLEET_X509POP_PURPOSE "x509pop"
 #define FLEET_RENEW_PURPOSE "renew"
@@ -145,6 +147,10 @@ struct fleet_renew_request {
 	struct fleet_wire_bytes cert; /* the current leaf */
 	struct fleet_wire_bytes csr;
 	uint8_t sig[FLEET_ES256_SIG_LEN];
+	/* "key_attestation" (optional; lib/tpm_join_evidence.h): the AK's
+	 * certification of the CSR's key, which a leaf naming an AK needs. */
+	bool has_key_attestation;
+	struct fleet_tpm_key_attestation key_attestation;
 };
 fleet_err fleet_renew_request_decode(const uint8_t *msg, size_t len,
 				     struct fleet_renew_request *out, struct fleet_errctx *ec);
