@@ -297,6 +297,19 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 		e = fleet_store_tx_node_bind(tx, "product-uuid", hw, t->node_id, now);
 		if (e == FLEET_STORE_E_CONFLICT)
 			return tx_refuse(t, "bound-elsewhere");
+		if (e)
+			return e;
+	}
+	if (r->bind_kind[0]) { /* A6 */
+		char other[FLEET_STORE_NODE_ID_MAX + 1] = "";
+		e = fleet_store_tx_binding(tx, r->bind_kind, r->bind_value, other);
+		if (e == FLEET_OK)
+			return strcmp(other, t->node_id) ? tx_refuse(t, "bound-elsewhere") : FLEET_OK;
+		if (e != FLEET_STORE_E_NOT_FOUND)
+			return e;
+		e = fleet_store_tx_node_bind(tx, r->bind_kind, r->bind_value, t->node_id, now);
+		if (e == FLEET_STORE_E_CONFLICT)
+			return tx_refuse(t, "bound-elsewhere");
 	}
 	return e;
 }
@@ -388,6 +401,9 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		t.in.has_token = true;
 		memcpy(rf.token_id, t.in.token.id, sizeof(rf.token_id));
 	}
+	/* A7: the attestor's I/O, before the store is locked. */
+	if (t.att->prepare && (e = t.att->prepare(t.att, &t.in)) != FLEET_OK)
+		goto unavailable;
 	e = fleet_store_join_tx(j->cfg.store, run_tx, &t);
 	if (t.refused) {
 		rf.reason = t.refused;
@@ -397,6 +413,7 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		goto out;
 	}
 	if (e) {
+	unavailable:
 		fleet_log(LOG_ERR, "join-failed",
 			  FLEET_LOG_FIELDS({"FLEET_ATTESTOR", t.att->id},
 					   {"FLEET_ERROR", fleet_err_str(e)}),

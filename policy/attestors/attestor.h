@@ -40,6 +40,15 @@
  *    attestor's name, kept until use_expires_at) by the service on the
  *    final round only; a second record refuses the join with
  *    use_reason.
+ * A6 bind_kind/bind_value, when set, is a hardware key the attestor
+ *    proved (the tpm attestor's "ek", the EK's SHA-256): the service binds
+ *    it to the node in the same transaction, and a key bound to another
+ *    node refuses the join bound-elsewhere. An attestor that finds the key
+ *    bound names that node in node_id (a reclaim).
+ * A7 prepare, when set, runs before the transaction opens, for the I/O an
+ *    attestor's verify must not do while the store is locked (a JWKS
+ *    refresh); it decides nothing about the machine, and an error answers
+ *    the join 503 (the machine retries).
  */
 #ifndef FLEET_POLICY_ATTESTOR_H
 #define FLEET_POLICY_ATTESTOR_H
@@ -89,6 +98,8 @@ struct fleet_attest_result {
 	int64_t use_expires_at;
 	const char *use_reason;
 	char request_done[FLEET_STORE_NODE_ID_MAX + 1]; /* an approved join request spent */
+	char bind_kind[16];   /* A6: "" none */
+	char bind_value[129];
 
 	/* DEFER (A3) */
 	struct fleet_join_deferral deferral;
@@ -101,6 +112,9 @@ typedef fleet_err (*fleet_attestor_verify_fn)(const struct fleet_attestor *a,
 					      const struct fleet_join_input *in,
 					      struct fleet_attest_result *out);
 
+typedef fleet_err (*fleet_attestor_prepare_fn)(const struct fleet_attestor *a,
+					       const struct fleet_join_input *in);
+
 struct fleet_attestor {
 	const char *id; /* the request's "attestor" ("" is join-token) */
 	fleet_attestor_verify_fn verify;
@@ -108,6 +122,7 @@ struct fleet_attestor {
 	/* Every reason verify can refuse with, NULL-terminated (the
 	 * refusal counter's labels; docs/attestors.md's tables). */
 	const char *const *reasons;
+	fleet_attestor_prepare_fn prepare; /* A7: NULL none */
 };
 
 /* The reasons every token-based attestor can give through
