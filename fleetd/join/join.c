@@ -491,12 +491,17 @@ struct fleet_join *fleet_join_new(const struct fleet_join_config *c, struct flee
 	j->x509pop = c->x509pop;
 	j->discovery = c->discovery;
 	j->attestors[0] = fleet_attestor_join_token;
-	j->attestors[1] = (struct fleet_attestor){"x509pop", fleet_attestor_x509pop_verify,
-						  &j->x509pop, fleet_attestor_x509pop_reasons};
-	j->attestors[2] = (struct fleet_attestor){"provisioned", fleet_attestor_provisioned_verify,
-						  NULL, fleet_attestor_provisioned_reasons};
-	j->attestors[3] = (struct fleet_attestor){"discovery", fleet_attestor_discovery_verify,
-						  &j->discovery, fleet_attestor_discovery_reasons};
+	j->attestors[1] = (struct fleet_attestor){.id = "x509pop",
+						  .verify = fleet_attestor_x509pop_verify,
+						  .cfg = &j->x509pop,
+						  .reasons = fleet_attestor_x509pop_reasons};
+	j->attestors[2] = (struct fleet_attestor){.id = "provisioned",
+						  .verify = fleet_attestor_provisioned_verify,
+						  .reasons = fleet_attestor_provisioned_reasons};
+	j->attestors[3] = (struct fleet_attestor){.id = "discovery",
+						  .verify = fleet_attestor_discovery_verify,
+						  .cfg = &j->discovery,
+						  .reasons = fleet_attestor_discovery_reasons};
 	X509 *cac = fleet_ca_cert(c->ca);
 	unsigned char *der = NULL;
 	int n = cac ? i2d_X509(cac, &der) : -1;
