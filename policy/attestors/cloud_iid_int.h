@@ -50,13 +50,13 @@ struct ciid_jwks {
 	size_t n;
 };
 
-/* A provider's key source and its cache. The mutex guards everything
- * below it: verify reads the keys from several threads while a prepare
- * may replace them. */
+/* A provider's key source and its cache. mu guards cur: verify reads the
+ * keys from several threads while a prepare may replace them; fetch_mu
+ * serializes the refreshes and guards the rest. */
 struct ciid_jwks_src {
 	char *file; /* jwks_file, or NULL */
 	char *url;  /* jwks_url, or NULL */
-	pthread_mutex_t mu;       /* the keys */
+	pthread_rwlock_t mu;      /* the keys */
 	pthread_mutex_t fetch_mu; /* one refresh at a time (and what follows) */
 	bool inited;
 	struct ciid_jwks cur; /* n == 0: nothing loaded yet */
@@ -82,9 +82,10 @@ void ciid_src_free(struct ciid_jwks_src *s);
 fleet_err ciid_src_refresh(struct ciid_jwks_src *s, const char *kid, struct fleet_errctx *ec);
 /* https://, or http://127.0.0.1 only. */
 bool ciid_url_ok(const char *url);
-/* verify's half: the key kid names, up-referenced (EVP_PKEY_free it),
- * or NULL. */
-EVP_PKEY *ciid_src_key(struct ciid_jwks_src *s, const char *kid, bool *ec_key);
+/* verify's half: the key kid names, with the cache held shared until
+ * ciid_src_key_unlock; or NULL (and nothing held). */
+EVP_PKEY *ciid_src_key_lock(struct ciid_jwks_src *s, const char *kid, bool *ec_key);
+void ciid_src_key_unlock(struct ciid_jwks_src *s);
 
 /* ---- JWS (cloud_iid_jose.c) -------------------------------------------- */
 

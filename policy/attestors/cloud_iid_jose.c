@@ -13,9 +13,12 @@
  * one does not stop every join; a JWKS with no usable key is an error.
  *
  * The cache: verify never does I/O (it runs inside the store's write
- * transaction, A7), so prepare refreshes and verify reads. One mutex
- * (mu) guards the keys, held only to look one up (up-referenced) or to
- * swap the set; a second (fetch_mu) makes concurrent prepares fetch once.
+ * transaction, A7), so prepare refreshes and verify reads. A read-write
+ * lock (mu) guards the keys: verify holds it shared while it checks a
+ * signature with one of them, a swap holds it exclusive, so a key set is
+ * freed only after every verify that used it let go (a lock the thread
+ * sanitizer sees, where OpenSSL's own reference counts it would not). A
+ * mutex (fetch_mu) makes concurrent prepares fetch once.
  */
 #include "policy/attestors/cloud_iid_int.h"
 
@@ -219,10 +222,10 @@ fleet_err ciid_src_init(struct ciid_jwks_src *s, const char *file, const char *u
 			struct fleet_errctx *ec)
 {
 	memset(s, 0, sizeof(*s));
-	if (pthread_mutex_init(&s->mu, NULL))
-		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "a JWKS: no mutex");
+	if (pthread_rwlock_init(&s->mu, NULL))
+		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "a JWKS: no lock");
 	if (pthread_mutex_init(&s->fetch_mu, NULL)) {
-		pthread_mutex_destroy(&s->mu);
+		pthread_rwlock_destroy(&s->mu);
 		return fleet_errctx_msg(ec, FLEET_E_NOMEM, "a JWKS: no mutex");
 	}
 	s->inited = true;
@@ -238,19 +241,18 @@ void ciid_src_free(struct ciid_jwks_src *s)
 	ciid_jwks_free(&s->cur);
 	free(s->file);
 	free(s->url);
-	pthread_mutex_destroy(&s->mu);
+	pthread_rwlock_destroy(&s->mu);
 	pthread_mutex_destroy(&s->fetch_mu);
 	s->inited = false;
 }
 
-/* Swap in a new key set (the old one freed; a verify holding one of its
- * keys holds its own reference). */
+/* Swap in a new key set; the old one is freed once no verify holds it. */
 static void install(struct ciid_jwks_src *s, struct ciid_jwks *k)
 {
-	pthread_mutex_lock(&s->mu);
+	pthread_rwlock_wrlock(&s->mu);
 	struct ciid_jwks old = s->cur;
 	s->cur = *k;
-	pthread_mutex_unlock(&s->mu);
+	pthread_rwlock_unlock(&s->mu);
 	ciid_jwks_free(&old);
 	memset(k, 0, sizeof(*k));
 }
@@ -258,28 +260,29 @@ static void install(struct ciid_jwks_src *s, struct ciid_jwks *k)
 static bool has_kid(struct ciid_jwks_src *s, const char *kid, size_t *n)
 {
 	bool found = false;
-	pthread_mutex_lock(&s->mu);
+	pthread_rwlock_rdlock(&s->mu);
 	*n = s->cur.n;
 	for (size_t i = 0; kid && i < s->cur.n && !found; i++)
 		found = !strcmp(s->cur.keys[i].kid, kid);
-	pthread_mutex_unlock(&s->mu);
+	pthread_rwlock_unlock(&s->mu);
 	return found;
 }
 
-EVP_PKEY *ciid_src_key(struct ciid_jwks_src *s, const char *kid, bool *ec_key)
+EVP_PKEY *ciid_src_key_lock(struct ciid_jwks_src *s, const char *kid, bool *ec_key)
 {
-	EVP_PKEY *pk = NULL;
-	pthread_mutex_lock(&s->mu);
+	pthread_rwlock_rdlock(&s->mu);
 	for (size_t i = 0; i < s->cur.n; i++)
 		if (!strcmp(s->cur.keys[i].kid, kid)) {
-			if (EVP_PKEY_up_ref(s->cur.keys[i].pkey) == 1) {
-				pk = s->cur.keys[i].pkey;
-				*ec_key = s->cur.keys[i].ec;
-			}
-			break;
+			*ec_key = s->cur.keys[i].ec;
+			return s->cur.keys[i].pkey;
 		}
-	pthread_mutex_unlock(&s->mu);
-	return pk;
+	pthread_rwlock_unlock(&s->mu);
+	return NULL;
+}
+
+void ciid_src_key_unlock(struct ciid_jwks_src *s)
+{
+	pthread_rwlock_unlock(&s->mu);
 }
 
 static fleet_err refresh_file(struct ciid_jwks_src *s, struct fleet_errctx *ec)
@@ -502,10 +505,10 @@ fleet_err ciid_jws_verify(struct ciid_jws *j, struct ciid_jwks_src *src, const c
 		return *reason = "cloud-iid-alg", FLEET_OK;
 	/* The key is the provider's, by kid, and of the header's algorithm:
 	 * never one the token carries. */
-	if (!(pk = ciid_src_key(src, j->kid, &is_ec)))
+	if (!(pk = ciid_src_key_lock(src, j->kid, &is_ec)))
 		return *reason = "cloud-iid-key", FLEET_OK;
 	if (is_ec != want_ec) {
-		EVP_PKEY_free(pk);
+		ciid_src_key_unlock(src);
 		return *reason = "cloud-iid-key", FLEET_OK;
 	}
 	if (want_ec)
@@ -514,7 +517,7 @@ fleet_err ciid_jws_verify(struct ciid_jws *j, struct ciid_jwks_src *src, const c
 			     FLEET_OK;
 	else
 		ok = rs256_ok(pk, j);
-	EVP_PKEY_free(pk);
+	ciid_src_key_unlock(src);
 	ERR_clear_error();
 	if (!ok)
 		return *reason = "cloud-iid-signature", FLEET_OK;

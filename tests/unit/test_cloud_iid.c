@@ -11,6 +11,8 @@
  * a real join transaction on a temp SQLite store, and the use is recorded
  * as fleetd/join/join.c's finish() does from the result.
  */
+#include <fcntl.h>
+#include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -976,6 +978,89 @@ static void test_jwks_url_fetched_in_prepare_not_verify(void **state)
 #undef URL_EV
 }
 
+/* ---- threads: verify reads the keys while prepare swaps them --------------- */
+
+struct worker {
+	struct fx *f;
+	int id;
+	int bad;
+};
+
+static void *verify_worker(void *arg)
+{
+	struct worker *w = arg;
+	for (int i = 0; i < 20; i++) {
+		char inst[32], *c, *t;
+		size_t n;
+		snprintf(inst, sizeof(inst), "t%d-%d", w->id, i);
+		c = gcp_claims(GCP(.iat_off = -5, .instance = inst));
+		t = jws(i % 2 ? "ES256" : "RS256", i % 2 ? "e1" : "a1", i % 2 ? G.ec : G.rsa, c);
+		uint8_t *ev = evidence("gcp", t, NULL, &n);
+		struct fleet_join_request req;
+		struct fleet_join_input in;
+		memset(&req, 0, sizeof(req));
+		memset(&in, 0, sizeof(in));
+		req.has_attestation = true;
+		req.attestation.data = ev;
+		req.attestation.len = n;
+		in.req = &req;
+		in.role = "node";
+		memcpy(in.csr_sha256_hex, G.csr_hex, sizeof(in.csr_sha256_hex));
+		struct run r = {.att = &G.att, .in = &in, .record = true};
+		if (G.att.prepare(&G.att, &in) != FLEET_OK ||
+		    fleet_store_join_tx(w->f->st, run_fn, &r) != FLEET_OK ||
+		    r.out.outcome != FLEET_ATTEST_RESULT)
+			w->bad++;
+		free(ev);
+		free(c);
+		free(t);
+	}
+	return NULL;
+}
+
+static void *reload_worker(void *arg)
+{
+	struct worker *w = arg;
+	char path[600];
+	snprintf(path, sizeof(path), "%s/jwks.json", G.dir);
+	for (int i = 0; i < 40; i++) {
+		/* A new mtime: the next prepare reads the file again. */
+		struct timespec ts[2] = {{.tv_sec = 1000 + i}, {.tv_sec = 1000 + i}};
+		utimensat(AT_FDCWD, path, ts, 0);
+		size_t n;
+		uint8_t *ev = evidence("gcp", "x.y.z", NULL, &n);
+		struct fleet_join_request req;
+		struct fleet_join_input in;
+		memset(&req, 0, sizeof(req));
+		memset(&in, 0, sizeof(in));
+		req.has_attestation = true;
+		req.attestation.data = ev;
+		req.attestation.len = n;
+		in.req = &req;
+		in.role = "node";
+		if (G.att.prepare(&G.att, &in) != FLEET_OK)
+			w->bad++;
+		free(ev);
+	}
+	return NULL;
+}
+
+static void test_jwks_reload_while_verifying(void **state)
+{
+	struct worker w[4];
+	pthread_t th[4];
+	for (int i = 0; i < 4; i++) {
+		w[i] = (struct worker){.f = *state, .id = i};
+		assert_int_equal(pthread_create(&th[i], NULL, i ? verify_worker : reload_worker,
+						&w[i]),
+				 0);
+	}
+	for (int i = 0; i < 4; i++) {
+		pthread_join(th[i], NULL);
+		assert_int_equal(w[i].bad, 0);
+	}
+}
+
 /* ---- the config file ----------------------------------------------------- */
 
 static void config_refused(const char *text, const char *words)
@@ -1046,6 +1131,7 @@ int main(void)
 		T(test_cloud_iid_role),
 		T(test_instance_reused),
 		T(test_jwks_url_fetched_in_prepare_not_verify),
+		T(test_jwks_reload_while_verifying),
 		T(test_config_refusals),
 #undef T
 	};
