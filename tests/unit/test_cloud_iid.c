@@ -437,6 +437,22 @@ static fleet_err run_fn(struct fleet_store_tx *tx, void *arg)
 	return e;
 }
 
+/* The request and the service's input around evidence ev (len bytes),
+ * for G.csr_hex. */
+static void make_input(struct fleet_join_request *req, struct fleet_join_input *in, uint8_t *ev,
+		       size_t len, const char *role)
+{
+	memset(req, 0, sizeof(*req));
+	memset(in, 0, sizeof(*in));
+	req->has_attestation = ev != NULL;
+	req->attestation.data = ev;
+	req->attestation.len = len;
+	req->role = FLEET_JOIN_ROLE_NODE;
+	in->req = req;
+	in->role = role;
+	memcpy(in->csr_sha256_hex, G.csr_hex, sizeof(in->csr_sha256_hex));
+}
+
 /* ev: NUL-terminated JSON (as evidence() makes it), or NULL for none. */
 static struct fleet_attest_result join_as(struct fx *f, const struct fleet_attestor *att,
 					  uint8_t *ev, const char *role, bool prepare)
@@ -444,15 +460,7 @@ static struct fleet_attest_result join_as(struct fx *f, const struct fleet_attes
 	size_t len = ev ? strlen((const char *)ev) : 0;
 	struct fleet_join_request req;
 	struct fleet_join_input in;
-	memset(&req, 0, sizeof(req));
-	memset(&in, 0, sizeof(in));
-	req.has_attestation = ev != NULL;
-	req.attestation.data = ev;
-	req.attestation.len = len;
-	req.role = FLEET_JOIN_ROLE_NODE;
-	in.req = &req;
-	in.role = role;
-	memcpy(in.csr_sha256_hex, G.csr_hex, sizeof(in.csr_sha256_hex));
+	make_input(&req, &in, ev, len, role);
 	if (prepare)
 		assert_int_equal(att->prepare(att, &in), FLEET_OK);
 	struct run r = {.att = att, .in = &in, .record = true};
@@ -499,6 +507,34 @@ static void admitted(const struct fleet_attest_result *r, const char *pool)
 
 #define GCP(...) (&(struct gcp){__VA_ARGS__})
 
+/* One GCP token's join, refused with reason. */
+static void gcp_refused(struct fx *f, const struct gcp *g, const char *alg, const char *kid,
+			EVP_PKEY *k, const char *reason)
+{
+	size_t n;
+	struct fleet_attest_result r = join(f, gcp_evidence(g, alg, kid, k, &n));
+	refused(&r, reason);
+}
+
+/* One AWS document's join through provider, signed by cert and key. */
+static struct fleet_attest_result aws_join(struct fx *f, const char *provider,
+					   const char *account, const char *region, long long off,
+					   X509 *cert, EVP_PKEY *key)
+{
+	size_t n;
+	char *d = aws_doc(account, region, off);
+	struct fleet_attest_result r = join(f, aws_evidence(provider, d, NULL, cert, key, &n));
+	free(d);
+	return r;
+}
+
+static void aws_refused(struct fx *f, const char *account, const char *region, long long off,
+			X509 *cert, EVP_PKEY *key, const char *reason)
+{
+	struct fleet_attest_result r = aws_join(f, "aws", account, region, off, cert, key);
+	refused(&r, reason);
+}
+
 /* ---- admitted ------------------------------------------------------------ */
 
 static void test_gcp_rs256_admitted(void **state)
@@ -527,23 +563,17 @@ static void test_gcp_es256_admitted(void **state)
 
 static void test_aws_admitted(void **state)
 {
-	size_t n;
-	char *d = aws_doc(ACCT, "us-east-1", -60);
-	uint8_t *ev = aws_evidence("aws", d, NULL, G.aws_cert, G.aws_key, &n);
-	struct fleet_attest_result r = join(*state, ev);
+	struct fleet_attest_result r =
+		aws_join(*state, "aws", ACCT, "us-east-1", -60, G.aws_cert, G.aws_key);
 	admitted(&r, "pool-aws");
 	assert_string_equal(r.site, "");
-	free(d);
 }
 
 static void test_aws_star_region_admitted(void **state)
 {
-	size_t n;
-	char *d = aws_doc(ACCT, "ap-south-1", -60);
-	uint8_t *ev = aws_evidence("aws-any", d, NULL, G.aws_cert, G.aws_key, &n);
-	struct fleet_attest_result r = join(*state, ev);
+	struct fleet_attest_result r =
+		aws_join(*state, "aws-any", ACCT, "ap-south-1", -60, G.aws_cert, G.aws_key);
 	admitted(&r, "pool-any");
-	free(d);
 }
 
 static char *oidc_token(const char *iss, const char *account, EVP_PKEY *k, const char *kid)
@@ -576,44 +606,29 @@ static void test_oidc_admitted(void **state)
 
 static void test_cloud_iid_alg_none(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5), "none", "a1", NULL, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-alg");
+	gcp_refused(*state, GCP(.iat_off = -5), "none", "a1", NULL, "cloud-iid-alg");
 }
 
 static void test_cloud_iid_alg_hs256(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5), "HS256", "a1", NULL, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-alg");
+	gcp_refused(*state, GCP(.iat_off = -5), "HS256", "a1", NULL, "cloud-iid-alg");
 }
 
 static void test_cloud_iid_key_from_another_jwks(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5), "RS256", "b1", G.other, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-key");
+	gcp_refused(*state, GCP(.iat_off = -5), "RS256", "b1", G.other, "cloud-iid-key");
 }
 
 static void test_cloud_iid_key_unknown_kid(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5), "RS256", "zz", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-key");
+	gcp_refused(*state, GCP(.iat_off = -5), "RS256", "zz", G.rsa, "cloud-iid-key");
 }
 
 static void test_cloud_iid_key_of_another_alg(void **state)
 {
 	/* ES256 in the header, the kid of the RSA key: the key is not one
 	 * that algorithm verifies with. */
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5), "ES256", "a1", G.ec, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-key");
+	gcp_refused(*state, GCP(.iat_off = -5), "ES256", "a1", G.ec, "cloud-iid-key");
 }
 
 static void test_cloud_iid_signature_bad(void **state)
@@ -708,103 +723,71 @@ static void test_cloud_iid_provider(void **state)
 static void test_cloud_iid_issuer(void **state)
 {
 	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5, .iss = "https://idp.corp.test"), "RS256",
-				   "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-issuer");
+	gcp_refused(*state, GCP(.iat_off = -5, .iss = "https://idp.corp.test"), "RS256", "a1",
+		    G.rsa, "cloud-iid-issuer");
 	char *t = oidc_token("https://accounts.google.com", "acct-1", G.rsa, "a1");
-	r = join(*state, evidence("corp", t, NULL, &n));
+	struct fleet_attest_result r = join(*state, evidence("corp", t, NULL, &n));
 	refused(&r, "cloud-iid-issuer");
 	free(t);
 }
 
 static void test_cloud_iid_audience(void **state)
 {
-	size_t n;
-	uint8_t *ev =
-		gcp_evidence(GCP(.iat_off = -5, .aud_csr = G.other_csr_hex), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-audience");
+	gcp_refused(*state, GCP(.iat_off = -5, .aud_csr = G.other_csr_hex), "RS256", "a1",
+		   G.rsa, "cloud-iid-audience");
 }
 
 static void test_cloud_iid_too_old(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -700), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-too-old");
+	gcp_refused(*state, GCP(.iat_off = -700), "RS256", "a1", G.rsa, "cloud-iid-too-old");
 }
 
 static void test_cloud_iid_future(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = 120), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-future");
+	gcp_refused(*state, GCP(.iat_off = 120), "RS256", "a1", G.rsa, "cloud-iid-future");
 }
 
 static void test_cloud_iid_expired(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -100, .exp_off = -2), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-expired");
+	gcp_refused(*state, GCP(.iat_off = -100, .exp_off = -2), "RS256", "a1",
+		   G.rsa, "cloud-iid-expired");
 }
 
 static void test_cloud_iid_claims(void **state)
 {
 	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5, .no_name = true), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-claims");
+	gcp_refused(*state, GCP(.iat_off = -5, .no_name = true), "RS256", "a1", G.rsa,
+		    "cloud-iid-claims");
 	char *t = oidc_token("https://idp.corp.test", NULL, G.ec, "e1");
-	r = join(*state, evidence("corp", t, NULL, &n));
+	struct fleet_attest_result r = join(*state, evidence("corp", t, NULL, &n));
 	refused(&r, "cloud-iid-claims");
 	free(t);
 }
 
 static void test_cloud_iid_project(void **state)
 {
-	size_t n;
-	uint8_t *ev = gcp_evidence(GCP(.iat_off = -5, .project = "proj-z"), "RS256", "a1", G.rsa, &n);
-	struct fleet_attest_result r = join(*state, ev);
-	refused(&r, "cloud-iid-project");
+	gcp_refused(*state, GCP(.iat_off = -5, .project = "proj-z"), "RS256", "a1",
+		   G.rsa, "cloud-iid-project");
 }
 
 /* ---- AWS ----------------------------------------------------------------- */
 
 static void test_cloud_iid_account(void **state)
 {
-	size_t n;
-	char *d = aws_doc("999999999999", "us-east-1", -60);
-	struct fleet_attest_result r =
-		join(*state, aws_evidence("aws", d, NULL, G.aws_cert, G.aws_key, &n));
-	refused(&r, "cloud-iid-account");
-	free(d);
+	aws_refused(*state, "999999999999", "us-east-1", -60, G.aws_cert, G.aws_key,
+		    "cloud-iid-account");
 }
 
 static void test_cloud_iid_too_old_aws(void **state)
 {
-	size_t n;
-	char *d = aws_doc(ACCT, "us-east-1", -1801);
-	struct fleet_attest_result r =
-		join(*state, aws_evidence("aws", d, NULL, G.aws_cert, G.aws_key, &n));
-	refused(&r, "cloud-iid-too-old");
-	free(d);
-	d = aws_doc(ACCT, "us-east-1", 300);
-	r = join(*state, aws_evidence("aws", d, NULL, G.aws_cert, G.aws_key, &n));
-	refused(&r, "cloud-iid-future");
-	free(d);
+	aws_refused(*state, ACCT, "us-east-1", -1801, G.aws_cert, G.aws_key, "cloud-iid-too-old");
+	aws_refused(*state, ACCT, "us-east-1", 300, G.aws_cert, G.aws_key, "cloud-iid-future");
 }
 
 static void test_cloud_iid_signature_aws_other_certificate(void **state)
 {
-	size_t n;
-	char *d = aws_doc(ACCT, "us-east-1", -60);
-	struct fleet_attest_result r =
-		join(*state, aws_evidence("aws", d, NULL, G.aws_other_cert, G.aws_other_key, &n));
-	refused(&r, "cloud-iid-signature");
-	free(d);
+	aws_refused(*state, ACCT, "us-east-1", -60, G.aws_other_cert,
+		   G.aws_other_key, "cloud-iid-signature");
 }
 
 static void test_cloud_iid_signature_aws_document_differs(void **state)
@@ -822,12 +805,7 @@ static void test_cloud_iid_signature_aws_document_differs(void **state)
 
 static void test_cloud_iid_region(void **state)
 {
-	size_t n;
-	char *d = aws_doc(ACCT, "ap-south-1", -60);
-	struct fleet_attest_result r =
-		join(*state, aws_evidence("aws", d, NULL, G.aws_cert, G.aws_key, &n));
-	refused(&r, "cloud-iid-region");
-	free(d);
+	aws_refused(*state, ACCT, "ap-south-1", -60, G.aws_cert, G.aws_key, "cloud-iid-region");
 }
 
 /* ---- where it joins ------------------------------------------------------ */
@@ -998,14 +976,7 @@ static void *verify_worker(void *arg)
 		uint8_t *ev = evidence("gcp", t, NULL, &n);
 		struct fleet_join_request req;
 		struct fleet_join_input in;
-		memset(&req, 0, sizeof(req));
-		memset(&in, 0, sizeof(in));
-		req.has_attestation = true;
-		req.attestation.data = ev;
-		req.attestation.len = n;
-		in.req = &req;
-		in.role = "node";
-		memcpy(in.csr_sha256_hex, G.csr_hex, sizeof(in.csr_sha256_hex));
+		make_input(&req, &in, ev, n, "node");
 		struct run r = {.att = &G.att, .in = &in, .record = true};
 		if (G.att.prepare(&G.att, &in) != FLEET_OK ||
 		    fleet_store_join_tx(w->f->st, run_fn, &r) != FLEET_OK ||
@@ -1031,13 +1002,7 @@ static void *reload_worker(void *arg)
 		uint8_t *ev = evidence("gcp", "x.y.z", NULL, &n);
 		struct fleet_join_request req;
 		struct fleet_join_input in;
-		memset(&req, 0, sizeof(req));
-		memset(&in, 0, sizeof(in));
-		req.has_attestation = true;
-		req.attestation.data = ev;
-		req.attestation.len = n;
-		in.req = &req;
-		in.role = "node";
+		make_input(&req, &in, ev, n, "node");
 		if (G.att.prepare(&G.att, &in) != FLEET_OK)
 			w->bad++;
 		free(ev);
