@@ -63,6 +63,7 @@ static struct {
 	struct fleet_cloud_iid_config *cfg;
 	struct fleet_attestor att;
 	char csr_hex[65], other_csr_hex[65];
+	bool embed_signer; /* aws_pkcs7 carries its signer's certificate */
 } G;
 
 struct fx {
@@ -385,7 +386,8 @@ static char *aws_doc(const char *account, const char *region, long long pending_
 static char *aws_pkcs7(const char *doc, X509 *cert, EVP_PKEY *key)
 {
 	BIO *in = BIO_new_mem_buf(doc, (int)strlen(doc));
-	PKCS7 *p7 = PKCS7_sign(cert, key, NULL, in, PKCS7_BINARY | PKCS7_NOCERTS);
+	PKCS7 *p7 = PKCS7_sign(cert, key, NULL, in,
+			       PKCS7_BINARY | (G.embed_signer ? 0 : PKCS7_NOCERTS));
 	assert_non_null(p7);
 	unsigned char *der = NULL;
 	int n = i2d_PKCS7(p7, &der);
@@ -788,6 +790,12 @@ static void test_cloud_iid_signature_aws_other_certificate(void **state)
 {
 	aws_refused(*state, ACCT, "us-east-1", -60, G.aws_other_cert,
 		   G.aws_other_key, "cloud-iid-signature");
+	/* Carrying its own certificate does not help: the signer is looked
+	 * up in the configured certificate only (PKCS7_NOINTERN). */
+	G.embed_signer = true;
+	aws_refused(*state, ACCT, "us-east-1", -60, G.aws_other_cert, G.aws_other_key,
+		    "cloud-iid-signature");
+	G.embed_signer = false;
 }
 
 static void test_cloud_iid_signature_aws_document_differs(void **state)
