@@ -5,3 +5,6 @@ fleet_test(test_join_tpm tpm tpm/test_join_tpm.c LIBS fleetd_join tinkattest fle
 # Its messages (lib/tpm_join_evidence.h TE1-TE5); the fuzz targets are
 # tests/fuzz/fuzz_tpm_join_evidence.c and fuzz_tpm_resolve.c (globbed).
 fleet_test(test_tpm_join_evidence unit unit/test_tpm_join_evidence.c unit/wire_test.c)
+# Over HTTPS: fleet-join --attestor tpm against two fleetd processes that
+# share only the store and the challenge key (tests/e2e/join_tpm_e2e.sh).
+fleet_script_test(join_tpm_e2e e2e e2e/join_tpm_e2e.sh)

@@ -3,6 +3,7 @@
  */
 #include "policy/attestors/attestor.h"
 
+#include <stdio.h>
 #include <string.h>
 
 #include <openssl/rand.h>
@@ -68,5 +69,51 @@ fleet_err fleet_attest_new_id(const char *prefix, char *out, size_t cap)
 		out[n + i] = alphabet[r[i] % 36];
 	}
 	out[n + sizeof(r)] = '\0';
+	return FLEET_OK;
+}
+
+static void defer_pending(struct fleet_attest_result *out, const char *id, uint32_t retry)
+{
+	out->outcome = FLEET_ATTEST_DEFER;
+	snprintf(out->deferral.request_id, sizeof(out->deferral.request_id), "%s", id);
+	out->deferral.retry_after_seconds = retry;
+}
+
+fleet_err fleet_attest_join_request(struct fleet_store_tx *tx, const struct fleet_join_input *in,
+				    const struct fleet_attest_request *q,
+				    struct fleet_attest_result *out, bool *decided)
+{
+	struct fleet_store_join_request rq;
+	fleet_err e = fleet_store_tx_join_request(tx, q->attestor, q->hw_key, &rq);
+	*decided = false;
+	if (e == FLEET_OK && !strcmp(rq.status, "approved")) {
+		memcpy(out->request_done, rq.id, sizeof(out->request_done));
+		return FLEET_OK;
+	}
+	*decided = true;
+	if (e == FLEET_OK && !strcmp(rq.status, "denied"))
+		return fleet_attest_refuse(out, q->denied_reason);
+	if (e == FLEET_OK && !strcmp(rq.status, "pending")) {
+		defer_pending(out, rq.id, q->retry_after_seconds);
+		return FLEET_OK;
+	}
+	if (e != FLEET_OK && e != FLEET_STORE_E_NOT_FOUND)
+		return e;
+	/* None yet, or an expired, spent or ended one: a new pending request. */
+	memset(&rq, 0, sizeof(rq));
+	if ((e = fleet_attest_new_id("jr_", rq.id, sizeof(rq.id))))
+		return e;
+	snprintf(rq.attestor, sizeof(rq.attestor), "%s", q->attestor);
+	snprintf(rq.site, sizeof(rq.site), "%s", q->site);
+	snprintf(rq.hw_key, sizeof(rq.hw_key), "%s", q->hw_key);
+	snprintf(rq.mac, sizeof(rq.mac), "%s", q->mac);
+	snprintf(rq.product_uuid, sizeof(rq.product_uuid), "%s", in->req->product_uuid);
+	memcpy(rq.csr_sha256, in->csr_sha256_hex, sizeof(rq.csr_sha256));
+	snprintf(rq.status, sizeof(rq.status), "pending");
+	rq.created_at = q->now;
+	rq.expires_at = q->now + (int64_t)q->ttl_seconds;
+	if ((e = fleet_store_tx_join_request_put(tx, &rq)))
+		return e;
+	defer_pending(out, rq.id, q->retry_after_seconds);
 	return FLEET_OK;
 }

@@ -158,6 +158,22 @@ fleet_err fleet_attest_token(struct fleet_store_tx *tx, const struct fleet_join_
  * bytes with the NUL): node ids ("node_"), join request ids ("jr_"). */
 fleet_err fleet_attest_new_id(const char *prefix, char *out, size_t cap);
 
+/* An operator's decision (spec 001 "Two-round joins"), keyed on the
+ * machine (attestor, hw_key), never the CSR: an approved request is the
+ * join's to spend (out->request_done, *decided false); a denied one
+ * refuses with denied_reason until the decision ends; a pending one defers
+ * again; none (or an ended one) is a new pending request of ttl seconds,
+ * deferred. *decided is true whenever out holds the outcome. */
+struct fleet_attest_request {
+	const char *attestor, *hw_key, *site, *mac; /* site, mac: "" none */
+	const char *denied_reason;
+	int64_t now;
+	uint32_t ttl_seconds, retry_after_seconds;
+};
+fleet_err fleet_attest_join_request(struct fleet_store_tx *tx, const struct fleet_join_input *in,
+				    const struct fleet_attest_request *rq,
+				    struct fleet_attest_result *out, bool *decided);
+
 /* The claims name this MAC. */
 bool fleet_attest_claims_mac(const struct fleet_join_request *req, const char *mac);
 

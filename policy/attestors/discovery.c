@@ -75,7 +75,6 @@ static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet
 			  const struct fleet_discovery_assertion *as, int64_t now,
 			  struct fleet_attest_result *out, bool *decided)
 {
-	struct fleet_store_join_request rq;
 	char key[65], bound[FLEET_STORE_NODE_ID_MAX + 1];
 	fleet_err e;
 	*decided = false;
@@ -93,44 +92,17 @@ static fleet_err approval(const struct fleet_discovery_config *cfg, struct fleet
 	}
 	if ((e = hw_key(as->site, as->mac, key)))
 		return e;
-	e = fleet_store_tx_join_request(tx, "discovery", key, &rq);
-	if (e == FLEET_OK && !strcmp(rq.status, "approved")) {
-		memcpy(out->request_done, rq.id, sizeof(out->request_done));
-		return FLEET_OK;
-	}
-	if (e == FLEET_OK && !strcmp(rq.status, "denied")) {
-		*decided = true;
-		return fleet_attest_refuse(out, "discovery-denied");
-	}
-	if (e == FLEET_OK && !strcmp(rq.status, "pending")) {
-		*decided = true;
-		out->outcome = FLEET_ATTEST_DEFER;
-		snprintf(out->deferral.request_id, sizeof(out->deferral.request_id), "%s", rq.id);
-		out->deferral.retry_after_seconds = cfg->retry_after_seconds;
-		return FLEET_OK;
-	}
-	if (e != FLEET_OK && e != FLEET_STORE_E_NOT_FOUND)
-		return e;
-	/* None yet, or an expired, spent or ended one: a new pending request. */
-	memset(&rq, 0, sizeof(rq));
-	if ((e = fleet_attest_new_id("jr_", rq.id, sizeof(rq.id))))
-		return e;
-	snprintf(rq.attestor, sizeof(rq.attestor), "discovery");
-	snprintf(rq.site, sizeof(rq.site), "%s", as->site);
-	memcpy(rq.hw_key, key, sizeof(rq.hw_key));
-	snprintf(rq.mac, sizeof(rq.mac), "%s", as->mac);
-	snprintf(rq.product_uuid, sizeof(rq.product_uuid), "%s", in->req->product_uuid);
-	memcpy(rq.csr_sha256, in->csr_sha256_hex, sizeof(rq.csr_sha256));
-	snprintf(rq.status, sizeof(rq.status), "pending");
-	rq.created_at = now;
-	rq.expires_at = now + (int64_t)cfg->pending_ttl_seconds;
-	if ((e = fleet_store_tx_join_request_put(tx, &rq)))
-		return e;
-	*decided = true;
-	out->outcome = FLEET_ATTEST_DEFER;
-	memcpy(out->deferral.request_id, rq.id, sizeof(out->deferral.request_id));
-	out->deferral.retry_after_seconds = cfg->retry_after_seconds;
-	return FLEET_OK;
+	const struct fleet_attest_request q = {
+		.attestor = "discovery",
+		.hw_key = key,
+		.site = as->site,
+		.mac = as->mac,
+		.denied_reason = "discovery-denied",
+		.now = now,
+		.ttl_seconds = cfg->pending_ttl_seconds,
+		.retry_after_seconds = cfg->retry_after_seconds,
+	};
+	return fleet_attest_join_request(tx, in, &q, out, decided);
 }
 
 const char *const fleet_attestor_discovery_reasons[] = {

@@ -377,7 +377,6 @@ static fleet_err where(const struct fleet_tpm_attestor_config *c, struct fleet_s
 		       struct fleet_attest_result *out, bool *decided)
 {
 	struct fleet_store_node n;
-	struct fleet_store_join_request rq;
 	char bound[FLEET_STORE_NODE_ID_MAX + 1] = "", held[129];
 	const struct fleet_tpm_resolve_entry *re;
 	fleet_err e;
@@ -429,40 +428,20 @@ static fleet_err where(const struct fleet_tpm_attestor_config *c, struct fleet_s
 	}
 	/* Enrollment: the request is the EK's, not the CSR's, so a machine
 	 * that restarted its join while it waited is the one approved. */
-	e = fleet_store_tx_join_request(tx, "tpm", ek_hex, &rq);
-	if (e == FLEET_OK && !strcmp(rq.status, "approved")) {
-		memcpy(out->request_done, rq.id, sizeof(out->request_done));
-		snprintf(out->pool, sizeof(out->pool), "%s", c->enrollment_pool);
-		snprintf(out->site, sizeof(out->site), "%s", c->enrollment_site);
-		return FLEET_OK;
-	}
-	*decided = true;
-	if (e == FLEET_OK && !strcmp(rq.status, "denied"))
-		return fleet_attest_refuse(out, "tpm-denied");
-	if (e == FLEET_OK && !strcmp(rq.status, "pending")) {
-		out->outcome = FLEET_ATTEST_DEFER;
-		memcpy(out->deferral.request_id, rq.id, sizeof(out->deferral.request_id));
-		out->deferral.retry_after_seconds = c->retry_after_seconds;
-		return FLEET_OK;
-	}
-	if (e != FLEET_OK && e != FLEET_STORE_E_NOT_FOUND)
+	const struct fleet_attest_request q = {
+		.attestor = "tpm",
+		.hw_key = ek_hex,
+		.site = c->enrollment_site,
+		.mac = "",
+		.denied_reason = "tpm-denied",
+		.now = now,
+		.ttl_seconds = c->pending_ttl_seconds,
+		.retry_after_seconds = c->retry_after_seconds,
+	};
+	if ((e = fleet_attest_join_request(tx, in, &q, out, decided)) || *decided)
 		return e;
-	memset(&rq, 0, sizeof(rq));
-	if ((e = fleet_attest_new_id("jr_", rq.id, sizeof(rq.id))))
-		return e;
-	snprintf(rq.attestor, sizeof(rq.attestor), "tpm");
-	snprintf(rq.site, sizeof(rq.site), "%s", c->enrollment_site);
-	memcpy(rq.hw_key, ek_hex, sizeof(rq.hw_key));
-	snprintf(rq.product_uuid, sizeof(rq.product_uuid), "%s", in->req->product_uuid);
-	memcpy(rq.csr_sha256, in->csr_sha256_hex, sizeof(rq.csr_sha256));
-	snprintf(rq.status, sizeof(rq.status), "pending");
-	rq.created_at = now;
-	rq.expires_at = now + (int64_t)c->pending_ttl_seconds;
-	if ((e = fleet_store_tx_join_request_put(tx, &rq)))
-		return e;
-	out->outcome = FLEET_ATTEST_DEFER;
-	memcpy(out->deferral.request_id, rq.id, sizeof(out->deferral.request_id));
-	out->deferral.retry_after_seconds = c->retry_after_seconds;
+	snprintf(out->pool, sizeof(out->pool), "%s", c->enrollment_pool);
+	snprintf(out->site, sizeof(out->site), "%s", c->enrollment_site);
 	return FLEET_OK;
 }
 

@@ -430,6 +430,18 @@ static void certify(struct machine *m, unsigned gen, const uint8_t q[32], struct
 		fail_msg("TPM: %s", m->tt.err);
 }
 
+/* r's node key: key gen of machine m, certified by m's AK over q. */
+static void recertify(struct round2 *r, struct machine *m, unsigned gen, const uint8_t q[32])
+{
+	certify(m, gen, q, &r->certify, &r->certify_sig);
+	TPM2B_PUBLIC k = node_key(m, gen);
+	marshal_public(&k, &r->key_public);
+	r->ev.has_node_key = true;
+	set_bytes(&r->ev.node_key.key_public, &r->key_public);
+	set_bytes(&r->ev.node_key.certify_info, &r->certify);
+	set_bytes(&r->ev.node_key.signature, &r->certify_sig);
+}
+
 /* The machine's answer to a challenge, as an honest agent gives it: the
  * activated secret, a quote of the challenge's selection over
  * SHA-256(secret || SHA-256(csr)), the node key gen certified over
@@ -467,9 +479,6 @@ static void answer_challenge(struct machine *m, const struct answer *ch, const s
 	if (tink_tpm_quote(&m->tt, &sel, nonce, 32, &r->quote, &r->quote_sig, r->values,
 			   FLEET_TPM_MAX_PCRS, &r->n_values))
 		fail_msg("TPM: %s", m->tt.err);
-	TPM2B_PUBLIC nk = node_key(m, gen);
-	marshal_public(&nk, &r->key_public);
-	certify(m, gen, csr_sha, &r->certify, &r->certify_sig);
 	fleet_tpm_challenge_free(&c);
 	r->ev.round = 2;
 	set_bytes(&r->ev.state, &r->state);
@@ -481,10 +490,7 @@ static void answer_challenge(struct machine *m, const struct answer *ch, const s
 		r->ev.pcr_values[i].data = r->values[i].digest;
 		r->ev.pcr_values[i].len = r->values[i].size;
 	}
-	r->ev.has_node_key = true;
-	set_bytes(&r->ev.node_key.key_public, &r->key_public);
-	set_bytes(&r->ev.node_key.certify_info, &r->certify);
-	set_bytes(&r->ev.node_key.signature, &r->certify_sig);
+	recertify(r, m, gen, csr_sha);
 }
 
 static struct answer send_round2(const struct round2 *r, const struct fleet_buf *csr)
@@ -1013,12 +1019,7 @@ static void test_node_key_signature(void **state)
 	/* Certified by another TPM's AK: not the AK that just proved the EK. */
 	challenged(&A, 0, &csr, &r);
 	sha256(&csr, csr_sha);
-	certify(&B, 0, csr_sha, &r.certify, &r.certify_sig);
-	TPM2B_PUBLIC bk = node_key(&B, 0);
-	marshal_public(&bk, &r.key_public);
-	set_bytes(&r.ev.node_key.key_public, &r.key_public);
-	set_bytes(&r.ev.node_key.certify_info, &r.certify);
-	set_bytes(&r.ev.node_key.signature, &r.certify_sig);
+	recertify(&r, &B, 0, csr_sha);
 	refused_round2(&r, &csr, "node-key-signature");
 	round2_free(&r);
 	fb_free(&csr);
@@ -1128,12 +1129,7 @@ static void test_node_key_not_csr(void **state)
 	/* Key 1 made in this TPM and certified for this CSR, but the CSR's
 	 * key is key 0. */
 	sha256(&csr, csr_sha);
-	certify(&A, 1, csr_sha, &r.certify, &r.certify_sig);
-	TPM2B_PUBLIC k1 = node_key(&A, 1);
-	marshal_public(&k1, &r.key_public);
-	set_bytes(&r.ev.node_key.key_public, &r.key_public);
-	set_bytes(&r.ev.node_key.certify_info, &r.certify);
-	set_bytes(&r.ev.node_key.signature, &r.certify_sig);
+	recertify(&r, &A, 1, csr_sha);
 	refused_round2(&r, &csr, "node-key-not-csr");
 	round2_free(&r);
 	fb_free(&csr);

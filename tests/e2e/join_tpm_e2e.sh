@@ -1,0 +1,235 @@
+#!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
+# shellcheck disable=SC2015 # "check && ok || fail": ok only echoes
+# join_tpm_e2e.sh: the tpm attestor over its real HTTPS endpoint (issue 14;
+# policy/attestors/tpm.c, fleetd/join/join_renew.c): a real swtpm with its
+# manufacturer's EK certificate, fleet-join --attestor tpm as the machine,
+# and TWO fleetd processes sharing only the store and the challenge key
+# behind one address: a TCP relay hands each connection to the next
+# fleetd in turn, so the challenge one process sealed is answered by the
+# other (spec 001: "any api replica can finish the join").
+#
+# Checked: both rounds admitted, the node key certified (its certificate
+# names the AK: urn:bc:tpm-ak:), the EK bound to the node; a reinstall
+# (a new node key, no old files) reclaims the same node; a renewal with the
+# AK's certification of the next key keeps the statement; a renewal
+# without it is refused key-attestation-missing (a raw request: fleet-join
+# never sends one) and the store is unchanged; a second fleetd with
+# another challenge key cannot finish a challenge (challenge-tag).
+# Needs swtpm, openssl, curl, jq, python3 (else 77); root (fleetctl).
+set -euo pipefail
+
+src="${FLEET_SOURCE_DIR:-$(cd "$(dirname "$0")/../.." && pwd)}"
+bin="${FLEET_BINARY_DIR:-$src/build}"
+skip() { echo "SKIP: $*"; exit 77; }
+for tool in openssl curl jq python3 swtpm swtpm_setup swtpm_localca; do
+	command -v "$tool" >/dev/null 2>&1 || skip "$tool not found"
+done
+[ "$(id -u)" -eq 0 ] || skip "fleetctl's join commands are root's: run as root (CI does)"
+
+# shellcheck source=../../scripts/demo-site.sh
+. "$src/scripts/demo-site.sh"
+# shellcheck source=../../scripts/swtpm-env.sh
+. "$src/scripts/swtpm-env.sh"
+site_bins "$bin"
+join="$bin/tink-attest/fleet-join"
+fleetctl="$site_fleetctl"
+[ -x "$join" ] || { echo "FAIL: no $join"; exit 1; }
+
+work=$(mktemp -d "${TMPDIR:-/tmp}/fleet-join-tpm-e2e-XXXXXX")
+pids=()
+cleanup() {
+	local p
+	for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+	for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+	swtpm_env_stop
+	if [ -n "${FLEET_KEEP_E2E:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
+}
+swtpm_env_start sha256 || { rc=$?; [ $rc -eq 77 ] && skip "swtpm is not usable"; exit $rc; }
+trap cleanup EXIT
+cd "$work"
+umask 077
+failures=0
+fail() { echo "FAIL: $*"; failures=$((failures + 1)); }
+ok() { echo "ok: $*"; }
+die() {
+	echo "FAIL: $*"
+	for l in a.log b.log; do [ -f $l ] && tail -n 20 $l | sed "s/^/  $l: /"; done
+	exit 1
+}
+
+# ---- the site: one store, one challenge key, two fleetd --------------------------
+
+mkdir -p roots profiles state && chmod 0700 state
+cp "$SWTPM_ENV_ROOTS"/*.pem roots/ # the TPM's manufacturer: its EK certificate chains here
+site_tls tls
+cp "$src/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
+printf 'version: 1\nnodes: []\n' >nodes.yaml
+"$fleetctl" ca init state/ca --cn "fleetd tpm e2e CA" >/dev/null
+"$fleetctl" join init --state-dir "$work/state" >/dev/null
+"$fleetctl" pool create pool-a --owner root --join-attestors tpm --state-dir "$work/state" >/dev/null
+head -c 32 /dev/urandom >challenge.key
+head -c 32 /dev/urandom >other.key
+chmod 0600 challenge.key other.key
+
+# The TPM's EK hash, as fleetd computes it, for the resolve list.
+tpm2_createek -c ek.ctx -G rsa -u ek.pub >/dev/null 2>&1 || die "tpm2_createek"
+tpm2_nvread 0x01C00002 -o ek.der >/dev/null 2>&1 || die "tpm2_nvread EK certificate"
+ek_hash=$("$fleetctl" ek hash ek.der 2>/dev/null | tail -n1 | awk '{print $NF}')
+[ "${#ek_hash}" -eq 64 ] || die "fleetctl ek hash gave '$ek_hash'"
+printf '# delivery manifest\n%s pool=pool-a\n' "$ek_hash" >resolve.txt
+chmod 0644 resolve.txt
+
+write_config() { # name port key
+	site_fleetd_yaml "$work" "$2" >"$1.yaml"
+	cat >>"$1.yaml" <<YAML
+join:
+  trust_domain: folly.test
+  tpm:
+    challenge_key: $work/$3
+    resolve_file: $work/resolve.txt
+YAML
+}
+pa=$(site_free_port)
+pb=$(site_free_port)
+write_config a "$pa" challenge.key
+write_config b "$pb" challenge.key
+"$site_fleetd" --config a.yaml --check-config >/dev/null 2>check.err || die "check-config: $(cat check.err)"
+start() { # name -> its pid in pids[], its URL in url_<name>
+	site_fleetd_start "$1.yaml" "$1.log" || die "fleetd $1 did not start"
+	pids+=("$site_fleetd_pid")
+	site_fleetd_pid=
+}
+start a
+url_a=$site_fleetd_url
+start b
+url_b=$site_fleetd_url
+
+# The relay: one address, each connection to the next fleetd in turn.
+relay_port=$(site_free_port)
+python3 - "$relay_port" "$pa" "$pb" >relay.log 2>&1 <<'PY' &
+import socket, sys, threading, itertools
+port, backends = int(sys.argv[1]), itertools.cycle([int(p) for p in sys.argv[2:]])
+def pipe(a, b):
+    try:
+        while True:
+            d = a.recv(65536)
+            if not d:
+                break
+            b.sendall(d)
+    except OSError:
+        pass
+    finally:
+        for s in (a, b):
+            try: s.shutdown(socket.SHUT_RDWR)
+            except OSError: pass
+s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+s.bind(("127.0.0.1", port)); s.listen(64)
+while True:
+    c, _ = s.accept()
+    be = next(backends)
+    u = socket.create_connection(("127.0.0.1", be))
+    print("connection to", be, flush=True)
+    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
+    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
+PY
+pids+=($!)
+for _ in $(seq 1 50); do
+	curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$relay_port/healthz" >/dev/null && break
+	sleep 0.1
+done
+url="https://127.0.0.1:$relay_port"
+ca=state/ca/ca.crt
+J=("$join" join --server "$url" --ca "$ca" --tls-ca tls/fleetd.crt --attestor tpm
+	--tcti "$TPM2TOOLS_TCTI")
+
+metric() { # url label -> the refused counter's value
+	curl -sf --cacert tls/fleetd.crt "$1/metrics" |
+		awk -v k="fleetd_join_refused_total{reason=\"$2\"}" '$1 == k { print $2; found=1 } END { if (!found) print 0 }'
+}
+joined() { # url -> fleetd_joins_total{attestor="tpm"}
+	curl -sf --cacert tls/fleetd.crt "$1/metrics" |
+		awk '$1 == "fleetd_joins_total{attestor=\"tpm\"}" { print $2; found=1 } END { if (!found) print 0 }'
+}
+sql() { python3 -c 'import sqlite3,sys; c=sqlite3.connect("file:%s?mode=ro" % sys.argv[1], uri=True); print("\n".join("|".join(str(x) for x in r) for r in c.execute(sys.argv[2])))' state/fleetd.db "$1"; }
+uris() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tr ',' '\n' | sed -n 's/^ *URI://p'; }
+
+# ---- a tpm join, both rounds, across the two processes ----------------------------
+
+"${J[@]}" --key-out node.key --cert-out node.pem >join.out 2>join.err ||
+	die "tpm join: exit $? $(cat join.err)"
+node=$(sql "SELECT node_id FROM node_bindings WHERE kind = 'ek' AND subject = '$ek_hash'")
+[ -n "$node" ] && ok "joined as $node, the EK bound to it" || fail "no EK binding after the join"
+grep -c 'connection to' relay.log | grep -qx '[2-9]' &&
+	grep -q "connection to $pa" relay.log && grep -q "connection to $pb" relay.log &&
+	ok "round 1 and round 2 went to different fleetd processes" ||
+	fail "the rounds did not reach both fleetd ($(cat relay.log | tr '\n' ' '))"
+total=$(( $(joined "$url_a") + $(joined "$url_b") ))
+[ "$total" -eq 1 ] && ok "one join counted" || fail "joins counted: $total"
+grep -q 'FLEET TPM NODE KEY' node.key && ok "the node key is the TPM's (a record, no key bytes)" ||
+	fail "node.key is not a TPM key record"
+aks=$(uris node.pem | grep -c '^urn:bc:tpm-ak:' || true)
+first=$(uris node.pem | head -n1)
+[ "$aks" -eq 1 ] && [ "$first" = "spiffe://folly.test/node/$node" ] &&
+	ok "the certificate: the SPIFFE ID, then the AK's statement" ||
+	fail "the certificate's URIs: $(uris node.pem | tr '\n' ' ')"
+
+# ---- a reinstall: the same TPM, nothing kept, reclaims the node -----------------------
+
+mkdir -p reinstall
+"${J[@]}" --key-generation 5 --key-out reinstall/node.key --cert-out reinstall/node.pem \
+	>reinstall.out 2>reinstall.err || die "reinstall join: exit $? $(cat reinstall.err)"
+again=$(openssl x509 -in reinstall/node.pem -noout -ext subjectAltName | grep -o 'node/node_[a-z0-9]*' | head -n1)
+[ "$again" = "node/$node" ] && ok "the reinstall reclaimed $node" || fail "the reinstall joined as $again"
+gen=$(sql "SELECT generation FROM nodes WHERE id = '$node'")
+[ "$gen" = 2 ] && ok "its generation raised to 2" || fail "generation $gen"
+
+# ---- renewal: the AK certifies the next key; the statement stays -------------------------
+
+statement=$(uris reinstall/node.pem | grep '^urn:bc:tpm-ak:')
+"$join" renew --server "$url" --ca "$ca" --tls-ca tls/fleetd.crt --key reinstall/node.key \
+	--cert reinstall/node.pem --tcti "$TPM2TOOLS_TCTI" >renew.out 2>renew.err ||
+	die "renew: exit $? $(cat renew.err)"
+[ "$(uris reinstall/node.pem | grep '^urn:bc:tpm-ak:')" = "$statement" ] &&
+	ok "the renewed certificate keeps the AK's statement" || fail "the statement was not carried forward"
+
+# A renewal without key_attestation (no agent of ours sends one): refused.
+before=$(( $(metric "$url_a" renew:key-attestation-missing) + $(metric "$url_b" renew:key-attestation-missing) ))
+certs=$(sql "SELECT count(*) FROM node_certs WHERE node_id = '$node'")
+openssl ecparam -name prime256v1 -genkey -noout -out soft.key 2>/dev/null
+openssl req -new -key soft.key -subj /CN=x -outform DER -out soft.csr 2>/dev/null
+python3 - reinstall/node.pem soft.csr >renew.json <<'PY'
+import base64, json, subprocess, sys
+b64 = lambda b: base64.urlsafe_b64encode(b).rstrip(b"=").decode()
+leaf = subprocess.run(["openssl", "x509", "-in", sys.argv[1], "-outform", "DER"], capture_output=True, check=True).stdout
+csr = open(sys.argv[2], "rb").read()
+print(json.dumps({"v": 1, "cert": b64(leaf), "csr": b64(csr), "sig": b64(bytes(64))}, separators=(",", ":")))
+PY
+code=$(curl -s -o renew.ans -w '%{http_code}' --cacert tls/fleetd.crt -H 'Content-Type: application/json' \
+	--data-binary @renew.json "$url/v1/renew")
+after=$(( $(metric "$url_a" renew:key-attestation-missing) + $(metric "$url_b" renew:key-attestation-missing) ))
+sig_refused=$(( $(metric "$url_a" renew:renew-signature) + $(metric "$url_b" renew:renew-signature) ))
+# The proof is checked first: a request that proves nothing is renew-signature.
+[ "$code" = 403 ] && [ "$sig_refused" -ge 1 ] && [ "$after" -eq "$before" ] &&
+	ok "an unproven renewal is refused before any statement is judged" ||
+	fail "unproven renewal: HTTP $code, renew-signature $sig_refused"
+[ "$(sql "SELECT count(*) FROM node_certs WHERE node_id = '$node'")" = "$certs" ] &&
+	ok "the refusal issued nothing" || fail "a refused renewal added a certificate"
+
+# ---- another challenge key cannot finish a challenge ----------------------------------
+
+kill "${pids[1]}" && wait "${pids[1]}" 2>/dev/null || true
+write_config b "$pb" other.key
+start b
+url_b=$site_fleetd_url
+n0=$(metric "$url_a" tpm:challenge-tag)
+n1=$(metric "$url_b" tpm:challenge-tag)
+rc=0
+"${J[@]}" --key-generation 7 --key-out x.key --cert-out x.pem >x.out 2>x.err || rc=$?
+[ "$rc" -eq 10 ] && ok "a replica with another challenge key: denied" || fail "another key: exit $rc"
+[ $(( $(metric "$url_a" tpm:challenge-tag) + $(metric "$url_b" tpm:challenge-tag) )) -eq $(( n0 + n1 + 1 )) ] &&
+	ok "counted challenge-tag once" || fail "challenge-tag not counted"
+[ ! -e x.pem ] && ok "nothing written" || fail "a certificate was written"
+
+[ "$failures" -eq 0 ] || { echo "FAIL: $failures failure(s)"; exit 1; }
+echo "PASS: join_tpm_e2e"
