@@ -1,0 +1,5 @@
+# fleet-join's tpm attestor (tink-attest/tpm_join.h, the tpm paths of
+# join_client.h) on a real swtpm: the node key and its TPM-signed CSR, the
+# challenge's answer checked with lib's verifiers, the join (both rounds) and
+# the renewal with the AK's key_attestation over a transport of the test's own.
+fleet_test(test_join_tpm_client tpm tpm/test_join_tpm_client.c LIBS tinkattest fleet_swtpm)
