@@ -13,18 +13,33 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 
 #include <openssl/evp.h>
+#include <openssl/pem.h>
 #include <openssl/rand.h>
 #include <openssl/x509.h>
 
 #include "lib/ca.h"
+#include "lib/challenge_state.h"
 #include "lib/join_evidence.h"
+#include "lib/join_wire.h"
 #include "lib/tpm.h"
 #include "lib/tpm_credential.h"
+#include "lib/tpm_join_evidence.h"
+#include "lib/x509_ek.h"
 #include "tests/tpm/swtpm_harness.h"
+#include "tink-attest/join_client.h"
 #include "tink-attest/tpm_client.h"
 #include "tink-attest/tpm_join.h"
+
+static void write_file(const char *path, const void *data, size_t len)
+{
+	FILE *fp = fopen(path, "wb");
+	assert_non_null(fp);
+	assert_int_equal(fwrite(data, 1, len, fp), len);
+	assert_int_equal(fclose(fp), 0);
+}
 
 struct tfx {
 	struct swtpm sw;
@@ -275,6 +290,608 @@ static void challenge_answer_verifies(void **state)
 	fb_free(&csr);
 }
 
+/* ---- the runs: join (both rounds) and renew, against a service of the
+ * test's own that checks what it is sent with lib's verifiers ------------- */
+
+#define TD "fleet.example"
+#define PCRS "sha256:0,1,2,3,4,5,6,7"
+
+enum plan { ANSWER, CHALLENGE_ALWAYS };
+
+struct svc {
+	struct fleet_ca *ca;
+	enum plan plan;
+	int calls, rounds2;
+	uint8_t challenge_key[FLEET_CHALLENGE_KEY_LEN];
+	struct fleet_buf csr1;   /* round 1's CSR: round 2 must send it again */
+	TPM2B_PUBLIC ek, ak;     /* round 1's EK and AK */
+	struct fleet_buf event_log; /* what round 2 must carry (empty: none) */
+	char node_id[32];
+	/* renew */
+	bool saw_key_attestation;
+	uint8_t certified_spki[32]; /* the key the AK certified at the last renewal */
+};
+
+static void svc_serve(const struct svc *v, const struct fleet_join_response *r,
+		      struct fleet_buf *wire)
+{
+	struct fleet_join_envelope env = {0};
+	struct fleet_errctx ec = {0};
+	struct fleet_buf body, sig;
+	fb_init(&body);
+	fb_init(&sig);
+	assert_int_equal(fleet_join_body_encode(r, &body), FLEET_OK);
+	assert_int_equal(fleet_ca_sign(v->ca, body.data, body.len, &sig, &ec), FLEET_OK);
+	env.body = (struct fleet_wire_bytes){body.data, body.len};
+	env.sig = (struct fleet_wire_bytes){sig.data, sig.len};
+	assert_int_equal(fleet_join_kid(fleet_ca_cert(v->ca), env.kid), FLEET_OK);
+	fb_reset(wire);
+	assert_int_equal(fleet_join_envelope_encode(&env, wire), FLEET_OK);
+	fb_free(&body);
+	fb_free(&sig);
+}
+
+/* The joined answer: a leaf for the CSR's key naming the AK (a statement
+ * whose name is ak_name), and the CA. */
+static void svc_joined(const struct svc *v, const struct fleet_wire_bytes *csr,
+		       const uint8_t *ak_name, size_t ak_name_len, struct fleet_buf *wire)
+{
+	struct fleet_join_response r;
+	struct fleet_errctx ec = {0};
+	char uri[FLEET_TPM_AK_URI_MAX + 1];
+	X509 *leaf = NULL;
+	memset(&r, 0, sizeof(r));
+	assert_int_equal(fleet_tpm_ak_uri(ak_name, ak_name_len, uri, sizeof(uri)), FLEET_OK);
+	struct fleet_node_cert_request nr = {
+		.csr_der = csr->data, .csr_len = csr->len, .trust_domain = TD,
+		.node_id = v->node_id, .role = "node", .statements = {uri},
+		.validity_seconds = 3600,
+	};
+	if (fleet_ca_issue_node(v->ca, &nr, &leaf, &ec) != FLEET_OK)
+		fail_msg("issue: %s", ec.detail);
+	r.status = FLEET_JOIN_JOINED;
+	assert_int_equal(fleet_join_csr_sha256(csr, r.csr_sha256), FLEET_OK);
+	snprintf(r.node_id, sizeof(r.node_id), "%s", v->node_id);
+	r.n_chain = 2;
+	X509 *c[2] = {leaf, fleet_ca_cert(v->ca)};
+	for (int i = 0; i < 2; i++) {
+		unsigned char *d = NULL;
+		int n = i2d_X509(c[i], &d);
+		assert_true(n > 0);
+		r.chain[i].data = malloc((size_t)n);
+		memcpy(r.chain[i].data, d, (size_t)n);
+		r.chain[i].len = (size_t)n;
+		OPENSSL_free(d);
+	}
+	svc_serve(v, &r, wire);
+	fleet_join_response_free(&r);
+	X509_free(leaf);
+}
+
+/* Round 1: the EK (its certificate its own), the AK (an AK); answered with
+ * MakeCredential to the EK for the AK's name and the secret sealed. ev
+ * NULL: challenge round 1's keys again (CHALLENGE_ALWAYS). */
+static void svc_round1(struct svc *v, const struct fleet_wire_bytes *csr,
+		       const struct fleet_tpm_evidence *ev, struct fleet_buf *wire)
+{
+	struct fleet_errctx ec = {0};
+	X509 *cert = NULL;
+	const char *reason = NULL;
+	uint8_t secret[32], name[TINK_NAME_MAX], csr_sha[32];
+	size_t nlen = 0;
+	struct fleet_buf id, es, sealed, payload;
+	struct fleet_tpm_challenge ch;
+	struct fleet_join_response r;
+
+	if (!ev)
+		goto challenge;
+	assert_int_equal(ev->round, 1);
+	assert_int_equal(fleet_tpm_public_parse(ev->ek_public.data, ev->ek_public.len, &v->ek,
+						&ec),
+			 FLEET_OK);
+	assert_int_equal(fleet_tpm_public_parse(ev->ak_public.data, ev->ak_public.len, &v->ak,
+						&ec),
+			 FLEET_OK);
+	assert_int_equal(fleet_tpm_ak_check(&v->ak.publicArea, &reason), FLEET_OK);
+	assert_true(ev->ek_cert.len > 0); /* swtpm's RSA EK is certified */
+	assert_int_equal(fleet_ek_cert_load(ev->ek_cert.data, ev->ek_cert.len, &cert, &ec),
+			 FLEET_OK);
+	assert_int_equal(fleet_ek_cert_matches_public(cert, &v->ek.publicArea, &reason), FLEET_OK);
+	X509_free(cert);
+	fb_reset(&v->csr1);
+	fb_put(&v->csr1, csr->data, csr->len);
+challenge:
+	fb_init(&id);
+	fb_init(&es);
+	fb_init(&sealed);
+	fb_init(&payload);
+	assert_int_equal(RAND_bytes(secret, sizeof(secret)), 1);
+	assert_int_equal(fleet_tpm_name(&v->ak.publicArea, name, sizeof(name), &nlen), FLEET_OK);
+	assert_int_equal(fleet_make_credential(&v->ek.publicArea, secret, sizeof(secret), name, nlen,
+					       &id, &es, &reason),
+			 FLEET_OK);
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, csr->data, csr->len, csr_sha), FLEET_OK);
+	assert_int_equal(fleet_challenge_seal(v->challenge_key, csr_sha, (int64_t)time(NULL), 300,
+					      secret, sizeof(secret), &sealed),
+			 FLEET_OK);
+	memset(&ch, 0, sizeof(ch));
+	ch.id_object = (struct fleet_wire_bytes){id.data, id.len};
+	ch.enc_secret = (struct fleet_wire_bytes){es.data, es.len};
+	snprintf(ch.pcrs, sizeof(ch.pcrs), "%s", PCRS);
+	ch.state = (struct fleet_wire_bytes){sealed.data, sealed.len};
+	assert_int_equal(fleet_tpm_challenge_encode(&ch, &payload), FLEET_OK);
+	memset(&r, 0, sizeof(r));
+	r.status = FLEET_JOIN_CHALLENGE;
+	assert_int_equal(fleet_join_csr_sha256(csr, r.csr_sha256), FLEET_OK);
+	strcpy(r.deferral.attestor, "tpm");
+	r.deferral.payload = (struct fleet_wire_bytes){payload.data, payload.len};
+	r.deferral.not_after = (int64_t)time(NULL) + 300;
+	svc_serve(v, &r, wire);
+	fb_free(&id);
+	fb_free(&es);
+	fb_free(&sealed);
+	fb_free(&payload);
+}
+
+/* Round 2, checked as policy/attestors/tpm.c will: the same CSR, the state
+ * opened, the secret, the quote over the nonce, the PCR values, the node
+ * key certified over SHA-256(csr) and the CSR's key. */
+static void svc_round2(struct svc *v, const struct fleet_wire_bytes *csr,
+		       const struct fleet_tpm_evidence *ev, struct fleet_buf *wire)
+{
+	struct fleet_errctx ec = {0};
+	struct fleet_buf secret;
+	uint8_t csr_sha[32], nonce[32], spki[32], want[32], name[TINK_NAME_MAX];
+	size_t nlen = 0;
+	TPML_PCR_SELECTION sel;
+	struct fleet_pcr_value vals[FLEET_TPM_MAX_PCRS];
+	const char *reason = NULL;
+	TPM2B_PUBLIC node;
+
+	v->rounds2++;
+	assert_int_equal(ev->round, 2);
+	assert_int_equal(csr->len, v->csr1.len);
+	assert_memory_equal(csr->data, v->csr1.data, csr->len); /* the same CSR */
+	assert_int_equal(fleet_hash(FLEET_ALG_SHA256, csr->data, csr->len, csr_sha), FLEET_OK);
+	fb_init_secret(&secret, FLEET_CHALLENGE_MAX_STATE);
+	if (fleet_challenge_open(v->challenge_key, csr_sha, (int64_t)time(NULL), ev->state.data,
+				 ev->state.len, &secret, &ec) != FLEET_OK)
+		fail_msg("state: %s", ec.detail);
+	assert_int_equal(ev->secret.len, secret.len);
+	assert_memory_equal(ev->secret.data, secret.data, secret.len);
+	assert_int_equal(fleet_tpm_quote_nonce(secret.data, secret.len, csr_sha, nonce), FLEET_OK);
+	fb_free(&secret);
+	assert_int_equal(fleet_pcr_selection_parse(PCRS, &sel), FLEET_OK);
+	assert_int_equal(ev->n_pcr_values, 8);
+	for (size_t i = 0; i < ev->n_pcr_values; i++) {
+		vals[i].alg = TPM2_ALG_SHA256;
+		vals[i].index = (uint8_t)i;
+		assert_true(ev->pcr_values[i].len <= FLEET_DIGEST_MAX);
+		vals[i].size = (uint8_t)ev->pcr_values[i].len;
+		memcpy(vals[i].digest, ev->pcr_values[i].data, ev->pcr_values[i].len);
+	}
+	struct fleet_quote_check q = {
+		.ak = &v->ak.publicArea, .attest = ev->quote.data, .attest_len = ev->quote.len,
+		.sig = ev->quote_sig.data, .sig_len = ev->quote_sig.len, .extra_data = nonce,
+		.extra_data_len = 32, .selection = &sel, .values = vals,
+		.n_values = ev->n_pcr_values,
+	};
+	if (fleet_quote_verify(&q, NULL, &reason) != FLEET_OK)
+		fail_msg("quote: %s", reason ? reason : "?");
+	assert_int_equal(ev->event_log.len, v->event_log.len);
+	if (v->event_log.len)
+		assert_memory_equal(ev->event_log.data, v->event_log.data, v->event_log.len);
+	assert_true(ev->has_node_key);
+	assert_int_equal(fleet_tpm_public_parse(ev->node_key.key_public.data,
+						ev->node_key.key_public.len, &node, &ec),
+			 FLEET_OK);
+	struct fleet_certify_check cc = {
+		.ak = &v->ak.publicArea, .attest = ev->node_key.certify_info.data,
+		.attest_len = ev->node_key.certify_info.len, .sig = ev->node_key.signature.data,
+		.sig_len = ev->node_key.signature.len, .extra_data = csr_sha,
+		.extra_data_len = 32, .object = &node.publicArea,
+	};
+	if (fleet_certify_verify(&cc, spki, &reason) != FLEET_OK)
+		fail_msg("certify: %s", reason ? reason : "?");
+	assert_int_equal(fleet_csr_spki_sha256(csr->data, csr->len, want, &ec), FLEET_OK);
+	assert_memory_equal(spki, want, 32);
+	assert_int_equal(fleet_tpm_name(&v->ak.publicArea, name, sizeof(name), &nlen), FLEET_OK);
+	svc_joined(v, csr, name, nlen, wire);
+}
+
+/* A renewal, checked as fleetd/join/join_renew.c will: the proof by the
+ * current leaf's key; a leaf naming an AK needs key_attestation by that AK
+ * certifying the new CSR's key over SHA-256(csr). */
+static void svc_renew(struct svc *v, const struct fleet_buf *body, struct fleet_buf *wire)
+{
+	struct fleet_renew_request rr;
+	struct fleet_errctx ec = {0};
+	struct fleet_buf input;
+	bool names_ak = false;
+	uint8_t name[TINK_NAME_MAX], got[TINK_NAME_MAX], csr_sha[32], spki[32], want[32];
+	size_t nlen = 0, glen = 0;
+	const char *reason = NULL;
+
+	fb_init(&input);
+	if (fleet_renew_request_decode(body->data, body->len, &rr, &ec) != FLEET_OK)
+		fail_msg("renew request: %s", ec.detail);
+	const unsigned char *p = rr.cert.data;
+	X509 *leaf = d2i_X509(NULL, &p, (long)rr.cert.len);
+	assert_non_null(leaf);
+	assert_int_equal(fleet_renew_signing_input(rr.csr.data, rr.csr.len, rr.cert.data,
+						   rr.cert.len, &input),
+			 FLEET_OK);
+	assert_int_equal(fleet_es256_verify(X509_get0_pubkey(leaf), input.data, input.len, rr.sig,
+					    &ec),
+			 FLEET_OK);
+	assert_int_equal(fj_leaf_ak_statement(leaf, &names_ak, name, sizeof(name), &nlen, &ec),
+			 FLEET_OK);
+	v->saw_key_attestation = rr.has_key_attestation;
+	if (names_ak) {
+		TPM2B_PUBLIC ak, key;
+		assert_true(rr.has_key_attestation);
+		const struct fleet_tpm_key_attestation *ka = &rr.key_attestation;
+		assert_int_equal(fleet_tpm_public_parse(ka->ak_public.data, ka->ak_public.len, &ak,
+							&ec),
+				 FLEET_OK);
+		assert_int_equal(fleet_tpm_name(&ak.publicArea, got, sizeof(got), &glen), FLEET_OK);
+		assert_int_equal(glen, nlen);
+		assert_memory_equal(got, name, nlen);
+		assert_int_equal(fleet_tpm_public_parse(ka->cert.key_public.data,
+							ka->cert.key_public.len, &key, &ec),
+				 FLEET_OK);
+		assert_int_equal(fleet_hash(FLEET_ALG_SHA256, rr.csr.data, rr.csr.len, csr_sha),
+				 FLEET_OK);
+		struct fleet_certify_check cc = {
+			.ak = &ak.publicArea, .attest = ka->cert.certify_info.data,
+			.attest_len = ka->cert.certify_info.len, .sig = ka->cert.signature.data,
+			.sig_len = ka->cert.signature.len, .extra_data = csr_sha,
+			.extra_data_len = 32, .object = &key.publicArea,
+		};
+		if (fleet_certify_verify(&cc, spki, &reason) != FLEET_OK)
+			fail_msg("key_attestation: %s", reason ? reason : "?");
+		assert_int_equal(fleet_csr_spki_sha256(rr.csr.data, rr.csr.len, want, &ec),
+				 FLEET_OK);
+		assert_memory_equal(spki, want, 32);
+		memcpy(v->certified_spki, spki, 32);
+	}
+	/* the statement carried forward */
+	svc_joined(v, &rr.csr, name, names_ak ? nlen : 0, wire);
+	X509_free(leaf);
+	fleet_renew_request_free(&rr);
+	fb_free(&input);
+}
+
+static enum tink_tx_result svc_post(void *ctx, const char *path, const struct fleet_buf *body,
+				    size_t max_reply, struct fleet_buf *reply, long *http,
+				    struct fleet_errctx *ec)
+{
+	struct svc *v = ctx;
+	struct fleet_join_request req;
+	struct fleet_tpm_evidence ev;
+	struct fleet_errctx dec = {0};
+	(void)max_reply;
+	(void)ec;
+	v->calls++;
+	*http = 200;
+	if (strcmp(path, "/v1/renew") == 0) {
+		svc_renew(v, body, reply);
+		return TINK_TX_OK;
+	}
+	assert_string_equal(path, "/v1/join");
+	if (fleet_join_request_decode(body->data, body->len, &req, &dec) != FLEET_OK)
+		fail_msg("join request: %s", dec.detail);
+	assert_string_equal(req.attestor, "tpm");
+	assert_false(req.has_token); /* the TPM is the credential */
+	assert_true(req.has_attestation);
+	if (fleet_tpm_evidence_decode(req.attestation.data, req.attestation.len, &ev, &dec) !=
+	    FLEET_OK)
+		fail_msg("evidence: %s", dec.detail);
+	if (ev.round == 1 || v->plan == CHALLENGE_ALWAYS)
+		svc_round1(v, &req.csr, ev.round == 1 ? &ev : NULL, reply);
+	else
+		svc_round2(v, &req.csr, &ev, reply);
+	fleet_tpm_evidence_free(&ev);
+	fleet_join_request_free(&req);
+	return TINK_TX_OK;
+}
+
+struct jfx {
+	struct swtpm sw;
+	char *dir;
+	char key[600], chain[600], log[600];
+	struct fj_pins pins;
+	struct svc v;
+};
+
+static int jsetup(void **state)
+{
+	struct jfx *f = calloc(1, sizeof(*f));
+	struct fleet_errctx ec = {0};
+	char cadir[600];
+	assert_non_null(f);
+	if (swtpm_start(&f->sw, NULL) != 0) {
+		free(f);
+		return -1;
+	}
+	f->dir = make_temp_dir("join-tpm");
+	snprintf(cadir, sizeof(cadir), "%s/ca", f->dir);
+	snprintf(f->key, sizeof(f->key), "%s/node.key", f->dir);
+	snprintf(f->chain, sizeof(f->chain), "%s/node.pem", f->dir);
+	snprintf(f->log, sizeof(f->log), "%s/eventlog.bin", f->dir);
+	if (fleet_ca_init(cadir, "ca", 30, &ec) != FLEET_OK ||
+	    fleet_ca_load(cadir, &f->v.ca, &ec) != FLEET_OK)
+		fail_msg("ca: %s", ec.detail);
+	f->pins.n = 1;
+	f->pins.certs[0] = X509_dup(fleet_ca_cert(f->v.ca));
+	assert_int_equal(RAND_bytes(f->v.challenge_key, sizeof(f->v.challenge_key)), 1);
+	fb_init(&f->v.csr1);
+	fb_init(&f->v.event_log);
+	snprintf(f->v.node_id, sizeof(f->v.node_id), "node_tpm1");
+	*state = f;
+	return 0;
+}
+
+static int jteardown(void **state)
+{
+	struct jfx *f = *state;
+	fj_pins_free(&f->pins);
+	fleet_ca_free(f->v.ca);
+	fb_free(&f->v.csr1);
+	fb_free(&f->v.event_log);
+	swtpm_stop(&f->sw);
+	rm_rf(f->dir);
+	free(f->dir);
+	free(f);
+	return 0;
+}
+
+static int run_join(struct jfx *f, const char *event_log, struct fj_result *res)
+{
+	struct fj_join_opts o = {.attestor = "tpm", .tcti = f->sw.tcti, .event_log = event_log,
+				 .max_wait = 0, .key_out = f->key, .cert_out = f->chain};
+	struct tink_transport tx = {.post = svc_post, .ctx = &f->v};
+	return fj_join(&o, &f->pins, &tx, NULL, res);
+}
+
+static int run_renew(struct jfx *f, struct fj_result *res)
+{
+	struct fj_renew_opts o = {.key = f->key, .cert = f->chain, .tcti = f->sw.tcti};
+	struct tink_transport tx = {.post = svc_post, .ctx = &f->v};
+	return fj_renew(&o, &f->pins, &tx, NULL, res);
+}
+
+/* KEY holds the record of gen (and nothing fleet_key_read would take),
+ * mode 0600; the TPM derives CHAIN's leaf key from it. */
+static void tpm_identity_ok(struct jfx *f, unsigned gen)
+{
+	struct fleet_errctx ec = {0};
+	struct fleet_buf kb;
+	struct fj_key k;
+	struct fj_pins chain;
+	struct tink_tpm t;
+	struct stat st;
+	EVP_PKEY *sw = NULL;
+	static const char begin[] = "-----BEGIN " FJ_TPM_KEY_PEM "-----";
+
+	assert_int_equal(stat(f->key, &st), 0);
+	assert_int_equal(st.st_mode & 0777, 0600);
+	fb_init(&kb);
+	read_file_or_fail(f->key, &kb);
+	assert_true(kb.len > sizeof(begin) && memcmp(kb.data, begin, sizeof(begin) - 1) == 0);
+	fb_free(&kb);
+	assert_int_not_equal(fj_key_read(f->key, &sw, &ec), FLEET_OK); /* no PKCS#8 here */
+	assert_int_equal(fj_key_load(f->key, &k, &ec), FLEET_OK);
+	assert_true(k.in_tpm);
+	assert_int_equal(k.gen, gen);
+	if (tink_tpm_open(&t, f->sw.tcti) != 0)
+		fail_msg("open: %s", t.err);
+	assert_int_equal(fj_key_attach(&k, &t, &ec), FLEET_OK);
+	assert_int_equal(fj_chain_read(f->chain, &chain, &ec), FLEET_OK);
+	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(chain.certs[0]), k.pkey), 1);
+	tink_tpm_close(&t);
+	fj_pins_free(&chain);
+	fj_key_free(&k);
+}
+
+static void tpm_join_answers_the_challenge(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+	static const uint8_t log[] = "a TCG event log, carried as it is";
+
+	fb_put(&f->v.event_log, log, sizeof(log));
+	write_file(f->log, log, sizeof(log));
+	int rc = run_join(f, f->log, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("join: %d %s", rc, res.message);
+	assert_int_equal(f->v.calls, 2);   /* round 1, round 2 */
+	assert_int_equal(f->v.rounds2, 1); /* checked by svc_round2 */
+	assert_string_equal(res.node_id, "node_tpm1");
+	tpm_identity_ok(f, 0);
+}
+
+static void tpm_join_answers_three_challenges_at_most(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+
+	f->v.plan = CHALLENGE_ALWAYS;
+	assert_int_equal(run_join(f, NULL, &res), FJ_EXIT_CHALLENGE);
+	assert_int_equal(f->v.calls, 1 + FJ_MAX_CHALLENGES);
+	struct stat st;
+	assert_int_not_equal(stat(f->key, &st), 0); /* nothing written */
+}
+
+static void tpm_join_sends_no_token(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+	struct fj_join_opts o = {.attestor = "tpm", .tcti = f->sw.tcti, .token_file = f->log,
+				 .key_out = f->key, .cert_out = f->chain};
+	struct tink_transport tx = {.post = svc_post, .ctx = &f->v};
+	assert_int_equal(fj_join(&o, &f->pins, &tx, NULL, &res), FJ_EXIT_USAGE);
+	o.token_file = NULL;
+	o.tcti = NULL;
+	assert_int_equal(fj_join(&o, &f->pins, &tx, NULL, &res), FJ_EXIT_USAGE);
+	assert_int_equal(f->v.calls, 0);
+}
+
+static void tpm_renew_certifies_the_next_generation(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+	struct fleet_errctx ec = {0};
+	struct fj_pins chain;
+	uint8_t old_spki[32];
+
+	int rc = run_join(f, NULL, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("join: %d %s", rc, res.message);
+	assert_int_equal(fj_chain_read(f->chain, &chain, &ec), FLEET_OK);
+	{
+		unsigned char *d = NULL;
+		int n = i2d_PUBKEY(X509_get0_pubkey(chain.certs[0]), &d);
+		assert_true(n > 0);
+		assert_int_equal(fleet_hash(FLEET_ALG_SHA256, d, (size_t)n, old_spki), FLEET_OK);
+		OPENSSL_free(d);
+	}
+	fj_pins_free(&chain);
+	f->v.calls = 0;
+	rc = run_renew(f, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("renew: %d %s", rc, res.message);
+	assert_int_equal(f->v.calls, 1);
+	assert_true(f->v.saw_key_attestation); /* checked by svc_renew */
+	assert_memory_not_equal(f->v.certified_spki, old_spki, 32); /* another key */
+	tpm_identity_ok(f, 1);
+	/* and the next renewal needs the AK again: generation 2 */
+	rc = run_renew(f, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("renew 2: %d %s", rc, res.message);
+	assert_true(f->v.saw_key_attestation);
+	tpm_identity_ok(f, 2);
+}
+
+/* A leaf that names another AK: refused before any request, KEY kept. */
+static void tpm_renew_refuses_another_ak(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+	struct fleet_buf rec, csr, before, after;
+	struct fleet_errctx ec = {0};
+	struct tink_tpm t;
+	TPM2B_PUBLIC other;
+	uint8_t name[TINK_NAME_MAX];
+	size_t nlen = 0;
+
+	fb_init(&rec);
+	fb_init(&csr);
+	fb_init(&before);
+	fb_init(&after);
+	assert_int_equal(fj_tpm_key_record(0, &rec), FLEET_OK);
+	write_file(f->key, rec.data, rec.len);
+	assert_int_equal(chmod(f->key, 0600), 0);
+	if (tink_tpm_open(&t, f->sw.tcti) != 0)
+		fail_msg("open: %s", t.err);
+	assert_int_equal(tink_node_csr(&t, 0, &csr, NULL), 0);
+	/* another key's name where the AK's should be */
+	assert_int_equal(tink_node_public(&t, 9, &other, NULL), 0);
+	tink_tpm_close(&t);
+	assert_int_equal(fleet_tpm_name(&other.publicArea, name, sizeof(name), &nlen), FLEET_OK);
+	struct fleet_buf wire;
+	struct fleet_join_response r;
+	fb_init(&wire);
+	struct fleet_wire_bytes c = {csr.data, csr.len};
+	svc_joined(&f->v, &c, name, nlen, &wire);
+	/* the chain as a join would have written it */
+	{
+		struct fj_expect x = {.csr = &c, .attestor = "tpm"};
+		struct fj_key k = {.in_tpm = true, .gen = 0};
+		if (tink_tpm_open(&t, f->sw.tcti) != 0)
+			fail_msg("open: %s", t.err);
+		assert_int_equal(fj_key_attach(&k, &t, &ec), FLEET_OK);
+		tink_tpm_close(&t);
+		x.key = k.pkey;
+		assert_int_equal(fj_answer_verify(&f->pins, wire.data, wire.len, &x, &r, NULL, &ec),
+				 FLEET_OK);
+		assert_int_equal(fj_write_identity_key(f->key, f->chain, &k, &r, &ec), FLEET_OK);
+		fleet_join_response_free(&r);
+		fj_key_free(&k);
+	}
+	read_file_or_fail(f->key, &before);
+	f->v.calls = 0;
+	assert_int_equal(run_renew(f, &res), FJ_EXIT_LOCAL);
+	assert_int_equal(f->v.calls, 0);
+	assert_non_null(strstr(res.message, "this TPM's attestation key is not the one the "
+					    "certificate names"));
+	read_file_or_fail(f->key, &after);
+	assert_int_equal(before.len, after.len);
+	assert_memory_equal(before.data, after.data, before.len);
+	/* no fallback either: a software key for that leaf is refused too */
+	{
+		EVP_PKEY *sw = EVP_EC_gen("P-256");
+		FILE *fp = fopen(f->key, "w");
+		assert_non_null(fp);
+		assert_int_equal(PEM_write_PrivateKey(fp, sw, NULL, NULL, 0, NULL, NULL), 1);
+		fclose(fp);
+		assert_int_equal(run_renew(f, &res), FJ_EXIT_LOCAL);
+		assert_int_equal(f->v.calls, 0);
+		EVP_PKEY_free(sw);
+	}
+	fb_free(&wire);
+	fb_free(&rec);
+	fb_free(&csr);
+	fb_free(&before);
+	fb_free(&after);
+}
+
+/* FJ10: the record derives the same public key after the TPM is closed
+ * and opened again; a record of another family is refused. */
+static void tpm_key_record_rederives(void **state)
+{
+	struct jfx *f = *state;
+	struct fleet_errctx ec = {0};
+	struct fleet_buf rec;
+	struct tink_tpm t;
+	struct fj_key k;
+	EVP_PKEY *first = NULL, *want = NULL;
+	uint8_t sig[64];
+	static const uint8_t msg[] = "proof";
+
+	fb_init(&rec);
+	assert_int_equal(fj_tpm_key_record(7, &rec), FLEET_OK);
+	write_file(f->key, rec.data, rec.len);
+	assert_int_equal(chmod(f->key, 0600), 0);
+	for (int pass = 0; pass < 2; pass++) {
+		assert_int_equal(fj_key_load(f->key, &k, &ec), FLEET_OK);
+		assert_true(k.in_tpm);
+		assert_int_equal(k.gen, 7);
+		if (tink_tpm_open(&t, f->sw.tcti) != 0)
+			fail_msg("open: %s", t.err);
+		assert_int_equal(fj_key_attach(&k, &t, &ec), FLEET_OK);
+		assert_int_equal(fj_key_sign(&k, msg, sizeof(msg), sig, &ec), FLEET_OK);
+		assert_int_equal(fleet_es256_verify(k.pkey, msg, sizeof(msg), sig, &ec), FLEET_OK);
+		if (pass == 0) {
+			first = k.pkey;
+			k.pkey = NULL;
+			assert_int_equal(tink_node_public(&t, 7, NULL, &want), 0);
+			assert_int_equal(EVP_PKEY_eq(first, want), 1);
+		} else {
+			assert_int_equal(EVP_PKEY_eq(first, k.pkey), 1);
+		}
+		tink_tpm_close(&t);
+		fj_key_free(&k);
+	}
+	/* a record whose unique is not its generation's template's */
+	rec.data[rec.len / 2] ^= 0x01;
+	write_file(f->key, rec.data, rec.len);
+	assert_int_not_equal(fj_key_load(f->key, &k, &ec), FLEET_OK);
+	EVP_PKEY_free(first);
+	EVP_PKEY_free(want);
+	fb_free(&rec);
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -285,6 +902,14 @@ int main(void)
 						tteardown),
 		cmocka_unit_test_setup_teardown(es256_by_the_tpm_key_verifies, tsetup, tteardown),
 		cmocka_unit_test_setup_teardown(challenge_answer_verifies, tsetup, tteardown),
+		cmocka_unit_test_setup_teardown(tpm_join_answers_the_challenge, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(tpm_join_answers_three_challenges_at_most, jsetup,
+						jteardown),
+		cmocka_unit_test_setup_teardown(tpm_join_sends_no_token, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(tpm_renew_certifies_the_next_generation, jsetup,
+						jteardown),
+		cmocka_unit_test_setup_teardown(tpm_renew_refuses_another_ak, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(tpm_key_record_rederives, jsetup, jteardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
