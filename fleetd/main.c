@@ -112,6 +112,10 @@ struct daemon {
 	struct fleet_deliver *deliver; /* provisioning on: GET /config */
 	struct fleet_seal_key *seal; /* join on: opens sealed tokens */
 	struct fleet_join *join;     /* join on: POST /v1/join, /v1/renew */
+	/* join.tpm on: what the tpm attestor borrows for the daemon's life */
+	struct fleet_tpm_attestor_config tpm;
+	struct fleet_profile *tpm_profile;
+	struct fleet_tpm_resolve tpm_resolve;
 	struct fleet_pass *pass;
 	atomic_bool pass_cancel; /* set at stop: the running pass ends early */
 	struct fleet_http *http;
@@ -314,6 +318,49 @@ static fleet_err load_seal_key(const struct fleet_config *c, struct fleet_seal_k
 	return e;
 }
 
+/* join.tpm's files into t (the roots are the daemon's own EK roots: the
+ * same chain code and the same rules as HookOS admission). */
+static fleet_err load_tpm(const struct fleet_config *c, const struct fleet_ek_roots *roots,
+			  struct fleet_tpm_attestor_config *t, struct fleet_profile **profile,
+			  struct fleet_tpm_resolve *resolve, char *what, size_t cap,
+			  struct fleet_errctx *ec)
+{
+	fleet_err e;
+	memset(t, 0, sizeof(*t));
+	if (c->join_tpm_challenge_key[0])
+		snprintf(what, cap, "%s", c->join_tpm_challenge_key);
+	else
+		snprintf(what, cap, "%s/join/tpm-challenge.key", c->state_dir);
+	if ((e = fleet_join_challenge_key_load(what, t->challenge_key, ec)))
+		return e;
+	if (c->join_tpm_pcr_profile[0]) {
+		snprintf(what, cap, "pcr_profile %s", c->join_tpm_pcr_profile);
+		if ((e = fleet_profile_load(c->join_tpm_pcr_profile, profile, ec)))
+			return e;
+	}
+	if (c->join_tpm_resolve_file[0]) {
+		snprintf(what, cap, "resolve_file %s", c->join_tpm_resolve_file);
+		if ((e = fleet_join_tpm_resolve_load(c->join_tpm_resolve_file, resolve, ec)))
+			return e;
+	}
+	t->ek_roots = roots;
+	t->allow_uncertified_ek = c->join_tpm_allow_uncertified_ek;
+	snprintf(t->pcr_selection, sizeof(t->pcr_selection), "%s", c->join_tpm_pcr_selection);
+	t->pcr_profile = *profile;
+	t->node_key = strcmp(c->join_tpm_node_key, "any") ? FLEET_TPM_NODE_KEY_CERTIFIED
+							    : FLEET_TPM_NODE_KEY_ANY;
+	t->challenge_ttl_seconds = c->join_tpm_challenge_ttl_seconds;
+	snprintf(t->role, sizeof(t->role), "%s", c->join_tpm_role);
+	t->resolve = resolve->n ? resolve : NULL;
+	snprintf(t->enrollment_pool, sizeof(t->enrollment_pool), "%s",
+		 c->join_tpm_enrollment_pool);
+	snprintf(t->enrollment_site, sizeof(t->enrollment_site), "%s",
+		 c->join_tpm_enrollment_site);
+	t->pending_ttl_seconds = c->join_tpm_pending_ttl_seconds;
+	t->retry_after_seconds = c->join_tpm_retry_after_seconds;
+	return FLEET_OK;
+}
+
 static int open_join(struct daemon *d)
 {
 	struct fleet_errctx ec;
@@ -336,7 +383,22 @@ static int open_join(struct daemon *d)
 	for (size_t i = 0; i < sizeof(approvals) / sizeof(approvals[0]); i++)
 		if (!strcmp(d->cfg.join_discovery_approval, approvals[i].n))
 			ap = approvals[i].v;
+	if (d->cfg.join_tpm_enabled) {
+		memset(&ec, 0, sizeof(ec));
+		if (load_tpm(&d->cfg, d->roots, &d->tpm, &d->tpm_profile, &d->tpm_resolve, path,
+			     sizeof(path), &ec) != FLEET_OK) {
+			startup_failed("join.tpm: %s: %s", path,
+				       fleet_errctx_text(&ec, err, sizeof(err)));
+			return -1;
+		}
+		if (d->tpm.allow_uncertified_ek)
+			fleet_log(LOG_WARNING, "join-tpm-uncertified",
+				  FLEET_LOG_FIELDS({"FLEET_ATTESTOR", "tpm"}),
+				  "join.tpm.allow_uncertified_ek is on: a TPM with no manufacturer "
+				  "certificate can join; never in production");
+	}
 	struct fleet_join_config jc = {
+		.tpm = d->cfg.join_tpm_enabled ? &d->tpm : NULL,
 		.store = d->store,
 		.ca = d->ca,
 		.seal = d->seal,
@@ -616,6 +678,9 @@ static void close_all(struct daemon *d)
 	fleet_pass_free(d->pass);
 	fleet_join_free(d->join); /* runs what the hook has queued */
 	fleet_seal_key_free(d->seal);
+	OPENSSL_cleanse(d->tpm.challenge_key, sizeof(d->tpm.challenge_key));
+	fleet_profile_free(d->tpm_profile);
+	fleet_tpm_resolve_free(&d->tpm_resolve);
 	fleet_admission_free(d->adm);
 	fleet_deliver_free(d->deliver); /* after the server: no lease is left */
 	fleet_install_free(d->install); /* joins the CSR watch */
@@ -854,6 +919,20 @@ static int check_local_files(const struct fleet_config *c)
 			startup_failed("join.on_refusal %s is not an executable file",
 				       c->join_on_refusal);
 			rc = -1;
+		}
+		if (c->join_tpm_enabled) {
+			struct fleet_tpm_attestor_config t;
+			struct fleet_profile *tp = NULL;
+			struct fleet_tpm_resolve tr = {0};
+			memset(&ec, 0, sizeof(ec));
+			if (load_tpm(c, NULL, &t, &tp, &tr, path, sizeof(path), &ec) != FLEET_OK) {
+				startup_failed("join.tpm: %s: %s", path,
+					       fleet_errctx_text(&ec, text, sizeof(text)));
+				rc = -1;
+			}
+			OPENSSL_cleanse(&t, sizeof(t));
+			fleet_profile_free(tp);
+			fleet_tpm_resolve_free(&tr);
 		}
 	}
 	for (size_t i = 0; i < c->n_classes; i++) {

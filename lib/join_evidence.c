@@ -401,7 +401,7 @@ fleet_err fleet_discovery_signing_input(const uint8_t *body, size_t len, struct 
 
 /* ---- the renewal -------------------------------------------------------- */
 
-static const char *const renew_keys[] = {"v", "cert", "csr", "sig", NULL};
+static const char *const renew_keys[] = {"v", "cert", "csr", "sig", "key_attestation", NULL};
 
 fleet_err fleet_renew_request_decode(const uint8_t *msg, size_t len,
 				     struct fleet_renew_request *out, struct fleet_errctx *ec)
@@ -417,6 +417,12 @@ fleet_err fleet_renew_request_decode(const uint8_t *msg, size_t len,
 			ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "csr"), "csr", FLEET_JOIN_MAX_CSR, &out->csr, ec));
 	WJ_TRY(wj_fixed(json_object_get(root, "sig"), "sig", out->sig, FLEET_ES256_SIG_LEN, ec));
+	const json_t *ka = json_object_get(root, "key_attestation");
+	if (ka) {
+		WJ_TRY(fleet_tpm_key_attestation_read(ka, "key_attestation", &out->key_attestation,
+						      ec));
+		out->has_key_attestation = true;
+	}
 	json_decref(root);
 	return FLEET_OK;
 fail:
@@ -438,6 +444,10 @@ fleet_err fleet_renew_request_encode(const struct fleet_renew_request *in, struc
 	rc |= wj_put_bytes(root, "cert", in->cert.data, in->cert.len);
 	rc |= wj_put_bytes(root, "csr", in->csr.data, in->csr.len);
 	rc |= wj_put_bytes(root, "sig", in->sig, FLEET_ES256_SIG_LEN);
+	if (in->has_key_attestation) {
+		json_t *ka = fleet_tpm_key_attestation_value(&in->key_attestation);
+		rc |= ka ? json_object_set_new(root, "key_attestation", ka) : -1;
+	}
 	return wj_end(root, rc, out);
 }
 
@@ -447,6 +457,7 @@ void fleet_renew_request_free(struct fleet_renew_request *m)
 		return;
 	wj_bytes_free(&m->cert);
 	wj_bytes_free(&m->csr);
+	fleet_tpm_key_attestation_free(&m->key_attestation);
 	OPENSSL_cleanse(m, sizeof(*m));
 }
 

@@ -62,7 +62,7 @@ expect "join init again" 5 join init --state-dir "$STATE"
 # ---- pools
 expect "pool create" 0 pool create pool-a --owner root --state-dir "$STATE"
 expect "pool create again" 5 pool create pool-a --owner root --state-dir "$STATE"
-expect "pool: an attestor this fleetd does not run" 2 pool create pool-b --owner root --join-attestors tpm --state-dir "$STATE"
+expect "pool: an attestor this fleetd does not run" 2 pool create pool-b --owner root --join-attestors sev-snp --state-dir "$STATE"
 grep -q "not an attestor this fleetd runs" "$TMP/err" || fail "no reason for the unknown attestor"
 expect "pool: a bad id" 2 pool create "Pool B" --owner root --state-dir "$STATE"
 expect "pool create with attestors" 0 pool create pool-b --owner ops --join-attestors join-token --state-dir "$STATE"

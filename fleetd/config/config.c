@@ -6,6 +6,8 @@
  * key is one line (plus its line in docs/configuration.md).
  */
 #include "fleetd/config/config.h"
+#include "lib/tpm.h"
+#include "lib/tpm_join_evidence.h"
 #include "lib/spire_nodes_format.h"
 #include "lib/attest_wire.h"
 
@@ -65,6 +67,13 @@ void fleet_config_defaults(struct fleet_config *c)
 	c->join_discovery_cert_ttl_seconds = 7200;
 	c->join_discovery_pending_ttl_seconds = 86400;
 	c->join_discovery_retry_after_seconds = 30;
+	snprintf(c->join_tpm_node_key, sizeof(c->join_tpm_node_key), "certified");
+	snprintf(c->join_tpm_role, sizeof(c->join_tpm_role), "node");
+	snprintf(c->join_tpm_pcr_selection, sizeof(c->join_tpm_pcr_selection),
+		 "sha256:0,1,2,3,4,5,6,7");
+	c->join_tpm_challenge_ttl_seconds = 300;
+	c->join_tpm_pending_ttl_seconds = 86400;
+	c->join_tpm_retry_after_seconds = 30;
 	c->provision_render_timeout_seconds = 15;
 	/* The protocol's own cap (lib/attest_wire.h): an answer carrying a
 	 * 1 MiB event log is about 1.4 MiB of JSON. */
@@ -117,7 +126,7 @@ struct key {
 #define SEC(i) (size_t)(i), 0
 
 enum { S_TOP, S_LISTEN, S_TLS, S_INV, S_NETBOX, S_FILE, S_SESS, S_CERT, S_VLOG, S_PASS, S_MET,
-       S_HTTP, S_SPIRE, S_PROV, S_JOIN, S__N };
+       S_HTTP, S_SPIRE, S_PROV, S_JOIN, S_JOIN_TPM, S__N };
 
 static const struct key top_keys[] = {
 	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
@@ -219,6 +228,22 @@ static const struct key join_keys[] = {
 	{"discovery_pending_ttl_seconds", K_U32, F(join_discovery_pending_ttl_seconds), 60,
 	 30 * 86400},
 	{"discovery_retry_after_seconds", K_U32, F(join_discovery_retry_after_seconds), 1, 3600},
+	{"tpm", K_MAP, SEC(S_JOIN_TPM), 0, 0},
+};
+/* join.tpm: the tpm attestor (docs/attestors.md, "tpm"); on when present. */
+static const struct key join_tpm_keys[] = {
+	{"challenge_key", K_PATH, F(join_tpm_challenge_key), 0, 0},
+	{"allow_uncertified_ek", K_BOOL, F(join_tpm_allow_uncertified_ek), 0, 0},
+	{"pcr_selection", K_STR, F(join_tpm_pcr_selection), 0, 0},
+	{"pcr_profile", K_PATH, F(join_tpm_pcr_profile), 0, 0},
+	{"node_key", K_STR, F(join_tpm_node_key), 0, 0},
+	{"challenge_ttl_seconds", K_U32, F(join_tpm_challenge_ttl_seconds), 1, 300},
+	{"role", K_STR, F(join_tpm_role), 0, 0},
+	{"resolve_file", K_PATH, F(join_tpm_resolve_file), 0, 0},
+	{"enrollment_pool", K_STR, F(join_tpm_enrollment_pool), 0, 0},
+	{"enrollment_site", K_STR, F(join_tpm_enrollment_site), 0, 0},
+	{"pending_ttl_seconds", K_U32, F(join_tpm_pending_ttl_seconds), 60, 30 * 86400},
+	{"retry_after_seconds", K_U32, F(join_tpm_retry_after_seconds), 1, 3600},
 };
 static const struct key http_keys[] = {
 	{"max_body_bytes", K_U64, F(max_body_bytes), 4096, 64 * MIB},
@@ -245,6 +270,7 @@ static const struct section {
 	S(S_SPIRE, "spire", spire_keys),
 	S(S_PROV, "provision", prov_keys),
 	S(S_JOIN, "join", join_keys),
+	S(S_JOIN_TPM, "join.tpm", join_tpm_keys),
 #undef S
 };
 
@@ -267,6 +293,7 @@ KEYS_FIT(spire_keys);
 KEYS_FIT(prov_keys);
 KEYS_FIT(http_keys);
 KEYS_FIT(join_keys);
+KEYS_FIT(join_tpm_keys);
 
 struct cctx {
 	struct fleet_yaml *y;
@@ -515,6 +542,24 @@ static fleet_err cross_checks(struct cctx *x)
 					       "join.discovery_approval is never, unknown-machines "
 					       "or always");
 		c->join_enabled = true;
+	}
+	if (x->seen[S_JOIN_TPM]) {
+		TPML_PCR_SELECTION sel;
+		if (strcmp(c->join_tpm_node_key, "certified") && strcmp(c->join_tpm_node_key, "any"))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN_TPM],
+					       "join.tpm.node_key is certified or any");
+		if (strcmp(c->join_tpm_role, "node") && strcmp(c->join_tpm_role, "site"))
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN_TPM],
+					       "join.tpm.role is node or site");
+		if (fleet_pcr_selection_parse(c->join_tpm_pcr_selection, &sel) != FLEET_OK ||
+		    strlen(c->join_tpm_pcr_selection) > FLEET_TPM_MAX_SELECTION)
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN_TPM],
+					       "join.tpm.pcr_selection is a PCR selection such as "
+					       "sha256:0,1,2,3,4,5,6,7");
+		if (!c->join_tpm_enrollment_pool[0] && c->join_tpm_enrollment_site[0])
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &x->mark[S_JOIN_TPM],
+					       "join.tpm.enrollment_site needs enrollment_pool");
+		c->join_tpm_enabled = true;
 	}
 	if (!x->seen[S_INV] || !c->inventory)
 		return fleet_yaml_fail(y, FLEET_E_MALFORMED, x->seen[S_INV] ? &x->mark[S_INV] : top,

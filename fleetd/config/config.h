@@ -117,6 +117,20 @@ struct fleet_config {
 	uint32_t join_discovery_cert_ttl_seconds;    /* ramdisk certificates, 60..7200 */
 	uint32_t join_discovery_pending_ttl_seconds;
 	uint32_t join_discovery_retry_after_seconds;
+	/* join.tpm: the tpm attestor, on (join_tpm_enabled) when present. */
+	bool join_tpm_enabled;
+	char join_tpm_challenge_key[FLEET_CONFIG_PATH_MAX]; /* "": <state_dir>/join/tpm-challenge.key */
+	bool join_tpm_allow_uncertified_ek;
+	char join_tpm_pcr_selection[128];
+	char join_tpm_pcr_profile[FLEET_CONFIG_PATH_MAX]; /* "": no boot policy */
+	char join_tpm_node_key[16];                        /* certified | any */
+	uint32_t join_tpm_challenge_ttl_seconds;
+	char join_tpm_role[16];                            /* node | site */
+	char join_tpm_resolve_file[FLEET_CONFIG_PATH_MAX]; /* "": none */
+	char join_tpm_enrollment_pool[64];                 /* "": no enrollment */
+	char join_tpm_enrollment_site[64];
+	uint32_t join_tpm_pending_ttl_seconds;
+	uint32_t join_tpm_retry_after_seconds;
 };
 
 /* Set every default (the values docs/configuration.md lists). */

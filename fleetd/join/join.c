@@ -17,11 +17,13 @@
 #include "fleetd/obs/journal.h"
 #include "lib/hex.h"
 #include "lib/sanitize.h"
+#include "lib/tpm_join_evidence.h"
 
 const char *const join_service_reasons[] = {
 	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE, FLEET_CA_REASON_CSR_SIGNATURE,
 	"token-seal", "token-malformed", "pool-attestor", "expect-mac", "product-uuid-mismatch",
 	"reclaim-not-allowed", "reclaim-pool", "reclaim-role", "bound-elsewhere", "node-retired",
+	"node-key-statement",
 	FLEET_ATTEST_TOKEN_REASONS,
 	/* An attestor that refuses without saying why (none here does). */
 	"refused", NULL};
@@ -196,7 +198,11 @@ static fleet_err issue(struct join_tx *t, int64_t now)
 	cr.trust_domain = t->j->cfg.trust_domain;
 	cr.node_id = t->node_id;
 	cr.role = r->role;
-	cr.statements[0] = r->statement[0] ? r->statement : NULL;
+	size_t ns = 0;
+	if (r->statement[0])
+		cr.statements[ns++] = r->statement;
+	if (r->node_key_uri[0]) /* A8: after the attestor's statement */
+		cr.statements[ns++] = r->node_key_uri;
 	cr.not_before = (time_t)now;
 	cr.validity_seconds = r->validity_seconds ? r->validity_seconds : t->j->cfg.cert_ttl_seconds;
 	if (!strcmp(r->role, "ramdisk") && cr.validity_seconds > FLEET_NODE_RAMDISK_VALIDITY_MAX)
@@ -235,6 +241,13 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 	fleet_err e;
 	if ((e = fleet_store_tx_now(tx, &now)))
 		return e;
+	/* A8: only a statement every renewal can prove again. */
+	if (r->node_key_uri[0]) {
+		uint8_t name[2 + 64];
+		size_t name_len;
+		if (fleet_tpm_ak_uri_parse(r->node_key_uri, name, sizeof(name), &name_len))
+			return tx_refuse(t, "node-key-statement");
+	}
 	/* The pool is a token's or a node's (foreign keys): there. */
 	e = fleet_store_tx_pool(tx, r->pool, &pool);
 	if (e)
@@ -300,13 +313,7 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 		if (e)
 			return e;
 	}
-	if (r->bind_kind[0]) { /* A6 */
-		char other[FLEET_STORE_NODE_ID_MAX + 1] = "";
-		e = fleet_store_tx_binding(tx, r->bind_kind, r->bind_value, other);
-		if (e == FLEET_OK)
-			return strcmp(other, t->node_id) ? tx_refuse(t, "bound-elsewhere") : FLEET_OK;
-		if (e != FLEET_STORE_E_NOT_FOUND)
-			return e;
+	if (r->bind_kind[0]) { /* A6: the same node again is no change */
 		e = fleet_store_tx_node_bind(tx, r->bind_kind, r->bind_value, t->node_id, now);
 		if (e == FLEET_STORE_E_CONFLICT)
 			return tx_refuse(t, "bound-elsewhere");
@@ -379,6 +386,7 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		status = denied(j, &rf, out, reason);
 		goto out;
 	}
+	memcpy(t.in.csr_spki_sha256, spki, sizeof(spki));
 	if (fleet_join_csr_sha256(&req.csr, t.in.csr_sha256_hex) ||
 	    fleet_hex_decode(t.in.csr_sha256_hex, FLEET_JOIN_SHA256_HEX, t.in.csr_sha256, 32)) {
 		status = 500;
@@ -442,6 +450,11 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		resp.chain[1].data = j->ca_der;
 		resp.chain[1].len = j->ca_der_len;
 		fleet_metric_inc_label(j->m_joined, t.att->id);
+		if (t.res.notice)
+			fleet_log(LOG_WARNING, "join-notice",
+				  FLEET_LOG_FIELDS({"FLEET_NODE", t.node_id},
+						   {"FLEET_ATTESTOR", t.att->id}),
+				  "node %s joined by %s with %s", t.node_id, t.att->id, t.res.notice);
 		fleet_log(LOG_NOTICE, t.reclaimed ? "node-reclaimed" : "node-joined",
 			  FLEET_LOG_FIELDS({"FLEET_NODE", t.node_id}, {"FLEET_ATTESTOR", t.att->id},
 					   {"FLEET_POOL", t.res.pool}, {"FLEET_ROLE", t.res.role},
@@ -454,6 +467,8 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 	/* The chain's entries are borrowed: not the response's to free. */
 	memset(&resp, 0, sizeof(resp));
 out:
+	/* A challenge's payload is the attestor's, for the answer only. */
+	free(t.res.deferral.payload.data);
 	fleet_join_token_wipe(&t.in.token);
 	fleet_join_request_free(&req);
 	fb_free(&pt);
@@ -490,13 +505,27 @@ struct fleet_join *fleet_join_new(const struct fleet_join_config *c, struct flee
 	j->cfg.on_refusal = j->on_refusal;
 	j->x509pop = c->x509pop;
 	j->discovery = c->discovery;
+	if (c->tpm) {
+		j->tpm = *c->tpm;
+		j->tpm_on = true;
+		j->cfg.tpm = &j->tpm;
+		j->attestors[4] = (struct fleet_attestor){.id = "tpm",
+							  .verify = fleet_attestor_tpm_verify,
+							  .cfg = &j->tpm,
+							  .reasons = fleet_attestor_tpm_reasons};
+	}
 	j->attestors[0] = fleet_attestor_join_token;
-	j->attestors[1] = (struct fleet_attestor){"x509pop", fleet_attestor_x509pop_verify,
-						  &j->x509pop, fleet_attestor_x509pop_reasons};
-	j->attestors[2] = (struct fleet_attestor){"provisioned", fleet_attestor_provisioned_verify,
-						  NULL, fleet_attestor_provisioned_reasons};
-	j->attestors[3] = (struct fleet_attestor){"discovery", fleet_attestor_discovery_verify,
-						  &j->discovery, fleet_attestor_discovery_reasons};
+	j->attestors[1] = (struct fleet_attestor){.id = "x509pop",
+						  .verify = fleet_attestor_x509pop_verify,
+						  .cfg = &j->x509pop,
+						  .reasons = fleet_attestor_x509pop_reasons};
+	j->attestors[2] = (struct fleet_attestor){.id = "provisioned",
+						  .verify = fleet_attestor_provisioned_verify,
+						  .reasons = fleet_attestor_provisioned_reasons};
+	j->attestors[3] = (struct fleet_attestor){.id = "discovery",
+						  .verify = fleet_attestor_discovery_verify,
+						  .cfg = &j->discovery,
+						  .reasons = fleet_attestor_discovery_reasons};
 	X509 *cac = fleet_ca_cert(c->ca);
 	unsigned char *der = NULL;
 	int n = cac ? i2d_X509(cac, &der) : -1;

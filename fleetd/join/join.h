@@ -78,9 +78,22 @@ struct fleet_join_config {
 	struct fleet_metrics *metrics;
 	struct fleet_x509pop_config x509pop;
 	struct fleet_discovery_config discovery;
+	/* The tpm attestor's options (NULL: the attestor is off, and a leaf
+	 * naming an AK cannot renew: key-statement-unsupported). Must outlive
+	 * the service (its roots, profile and resolve list are borrowed). */
+	const struct fleet_tpm_attestor_config *tpm;
 };
 
 struct fleet_join;
+
+/* The tpm attestor's files (join_tpm_load.c): the challenge key, 32 bytes
+ * or their 64 hex digits, a secret (mode 0600, owned by root or fleetd);
+ * the resolve list, configuration (writable by its owner only), parsed by
+ * fleet_tpm_resolve_parse. The sentence in ec names the file. */
+fleet_err fleet_join_challenge_key_load(const char *path, uint8_t key[32],
+					struct fleet_errctx *ec);
+fleet_err fleet_join_tpm_resolve_load(const char *path, struct fleet_tpm_resolve *out,
+				      struct fleet_errctx *ec);
 
 /* The service; NULL with ec set. Strings are copied; store, ca, seal and
  * metrics must outlive it. */

@@ -31,7 +31,9 @@ struct fleet_join {
 	char on_refusal[4096];
 	struct fleet_x509pop_config x509pop;
 	struct fleet_discovery_config discovery;
-	struct fleet_attestor attestors[4];
+	struct fleet_tpm_attestor_config tpm;
+	bool tpm_on;
+	struct fleet_attestor attestors[6];
 	char kid[FLEET_JOIN_KID_LEN + 1];
 	unsigned char *ca_der;
 	size_t ca_der_len;

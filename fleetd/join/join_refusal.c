@@ -102,7 +102,17 @@ void join_refused(struct fleet_join *j, const struct join_refusal *rf)
 	if (fleet_metric_inc_label(j->m_refused, key) != FLEET_OK)
 		fleet_metric_inc_label(j->m_refused, "other:attestor-unknown");
 	snprintf(why, sizeof(why), "join:%s", rf->reason);
-	if (fleet_log_limit_admit(j->limit, key, time(NULL)))
+	bool renewal = !strcmp(rf->attestor, "renew");
+	bool journal = fleet_log_limit_admit(j->limit, key, time(NULL));
+	if (journal && renewal)
+		/* The node proved its key before any statement was judged:
+		 * this refusal is its owner's to see (spec: refused renewals). */
+		fleet_log(LOG_WARNING, "security.renew.refused",
+			  FLEET_LOG_FIELDS({"FLEET_NODE", rf->node_id}, {"FLEET_REASON", why},
+					   {"FLEET_PEER", rf->peer}),
+			  "renewal of node %s refused: %s", rf->node_id ? rf->node_id : "(unknown)",
+			  rf->reason);
+	else if (journal)
 		fleet_log(LOG_WARNING, "security.join.refused",
 			  FLEET_LOG_FIELDS({"FLEET_ATTESTOR", rf->attestor}, {"FLEET_REASON", why},
 					   {"FLEET_TOKEN", rf->token_id[0] ? rf->token_id : NULL},

@@ -12,18 +12,28 @@
 #include <openssl/crypto.h>
 #include <openssl/err.h>
 #include <openssl/x509.h>
+#include <openssl/x509v3.h>
 
 #include "fleetd/obs/journal.h"
 #include "lib/join_evidence.h"
+#include "lib/tpm_alg.h"
+#include "lib/tpm_join_evidence.h"
+#include "lib/tpm.h"
 
 const char *const join_renew_reasons[] = {
 	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE,
 	FLEET_CA_REASON_CSR_SIGNATURE, "cert-unknown", "cert-revoked", "cert-generation",
-	"node-retired", "renew-expired", "renew-ramdisk", "renew-too-many", "renew-signature", NULL};
+	"node-retired", "renew-expired", "renew-ramdisk", "renew-too-many", "renew-signature",
+	"tpm-ak-uri", "key-statement-unknown", "key-statement-unsupported",
+	"key-attestation-missing", "key-attestation-ak", "node-key-malformed",
+	"node-key-signature", "node-key-nonce", "node-key-name", "node-key-attributes",
+	"node-key-not-csr", NULL};
 
 struct renew_tx {
 	struct fleet_join *j;
 	const struct fleet_renew_request *req;
+	uint8_t csr_spki_sha256[32];
+	char statement[FLEET_NODE_STATEMENT_MAX + 1]; /* the leaf's urn:bc:tpm-ak:, "" none */
 	const char *refused;
 	struct fleet_store_node node;
 	struct fleet_buf cert;
@@ -33,6 +43,70 @@ static fleet_err refuse(struct renew_tx *t, const char *reason)
 {
 	t->refused = reason;
 	return FLEET_STORE_E_STATE;
+}
+
+/* The leaf's statements (after its one SPIFFE ID, NR5 of lib/ca.h): a
+ * urn:bc:tpm-ak: is the one fleetd can prove again, and it is read from
+ * the leaf the store holds byte for byte, never from the CSR, so a CSR
+ * can neither add nor drop it. NULL, or the reason. */
+static const char *leaf_statement(X509 *leaf, char *out, size_t cap)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL);
+	const char *why = NULL;
+	out[0] = '\0';
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && !why; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		if (g->type != GEN_URI)
+			continue;
+		const char *u = (const char *)ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
+		int n = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+		if (n <= 0 || (size_t)n != strnlen(u, (size_t)n + 1) || !strncmp(u, "spiffe://", 9))
+			continue;
+		uint8_t name[2 + 64];
+		size_t name_len;
+		if (!strncmp(u, FLEET_TPM_AK_URI_PREFIX, sizeof(FLEET_TPM_AK_URI_PREFIX) - 1)) {
+			if (out[0] || (size_t)n >= cap ||
+			    fleet_tpm_ak_uri_parse(u, name, sizeof(name), &name_len))
+				why = "tpm-ak-uri";
+			else
+				memcpy(out, u, (size_t)n + 1);
+		} else {
+			why = "key-statement-unknown";
+		}
+	}
+	GENERAL_NAMES_free(sans);
+	ERR_clear_error();
+	return why;
+}
+
+/* A leaf naming an AK renews only with that AK's certification of the new
+ * key (spec: renewing a TPM-held key). NULL, or the reason. */
+static const char *key_attested(const struct renew_tx *t, const char *statement)
+{
+	const struct fleet_renew_request *q = t->req;
+	const struct fleet_tpm_key_attestation *ka = &q->key_attestation;
+	struct fleet_errctx ec;
+	TPM2B_PUBLIC ak;
+	uint8_t want[2 + 64], name[2 + 64], csr_sha256[32];
+	size_t want_len, name_len;
+	const char *why = NULL;
+	memset(&ec, 0, sizeof(ec));
+	if (!t->j->tpm_on)
+		return "key-statement-unsupported";
+	if (!q->has_key_attestation)
+		return "key-attestation-missing";
+	if (fleet_tpm_ak_uri_parse(statement, want, sizeof(want), &want_len))
+		return "tpm-ak-uri";
+	if (fleet_tpm_public_parse(ka->ak_public.data, ka->ak_public.len, &ak, &ec) ||
+	    fleet_tpm_name(&ak.publicArea, name, sizeof(name), &name_len) ||
+	    name_len != want_len || CRYPTO_memcmp(name, want, name_len) != 0 ||
+	    fleet_tpm_ak_check(&ak.publicArea, &why))
+		return "key-attestation-ak";
+	if (fleet_hash(FLEET_ALG_SHA256, q->csr.data, q->csr.len, csr_sha256) ||
+	    fleet_tpm_certification_check(&ak.publicArea, &ka->cert, csr_sha256,
+					  t->csr_spki_sha256, &why))
+		return "node-key-malformed";
+	return why;
 }
 
 static fleet_err renew_tx(struct fleet_store_tx *tx, void *arg)
@@ -79,7 +153,16 @@ static fleet_err renew_tx(struct fleet_store_tx *tx, void *arg)
 		e = refuse(t, "renew-signature");
 		goto out;
 	}
+	/* The statement is judged after the key's proof: a refusal here
+	 * names a node that proved itself, and is its owner's to see. */
+	if ((why = leaf_statement(leaf, t->statement, sizeof(t->statement))) ||
+	    (t->statement[0] && (why = key_attested(t, t->statement)))) {
+		e = refuse(t, why);
+		goto out;
+	}
 	memset(&cr, 0, sizeof(cr));
+	/* No downgrade: the statement goes forward into the new leaf. */
+	cr.statements[0] = t->statement[0] ? t->statement : NULL;
 	cr.csr_der = q->csr.data;
 	cr.csr_len = q->csr.len;
 	cr.trust_domain = t->j->cfg.trust_domain;
@@ -145,6 +228,7 @@ int fleet_join_renew(struct fleet_join *j, const char *peer, const uint8_t *body
 	}
 	t.j = j;
 	t.req = &req;
+	memcpy(t.csr_spki_sha256, spki, sizeof(spki));
 	e = fleet_store_join_tx(j->cfg.store, renew_tx, &t);
 	if (t.refused) {
 		rf.reason = t.refused;

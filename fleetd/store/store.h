@@ -862,6 +862,10 @@ fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, 
 				   const char *node_id, int64_t now);
 fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, const char *subject,
 				 char node_id[FLEET_STORE_NODE_ID_MAX + 1]);
+/* X6: the subject of kind the node is bound to (the oldest; NOT_FOUND when
+ * none): a node holds one EK. */
+fleet_err fleet_store_tx_node_bound(struct fleet_store_tx *tx, const char *node_id,
+				    const char *kind, char subject[129]);
 
 /*
  * The discovery and provisioned attestors' rows (schema version 8,

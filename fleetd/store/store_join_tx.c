@@ -247,3 +247,33 @@ fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, co
 		return FLEET_STORE_E_INVALID;
 	return st_binding_get(tx->st, kind, subject, node_id);
 }
+
+/* X6: the subject of kind the node holds (a node holds one EK); NOT_FOUND
+ * when none. */
+fleet_err fleet_store_tx_node_bound(struct fleet_store_tx *tx, const char *node_id,
+				    const char *kind, char subject[129])
+{
+	sqlite3_stmt *s;
+	fleet_err e;
+	if (!tx || !node_id || !kind || !subject)
+		return FLEET_STORE_E_INVALID;
+	subject[0] = '\0';
+	if ((e = st_prepare(tx->st,
+			    "SELECT subject FROM node_bindings WHERE node_id = ?1 AND kind = ?2 "
+			    "ORDER BY created_at, subject LIMIT 1",
+			    &s)))
+		return e;
+	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
+	int rc = sqlite3_step(s);
+	if (rc == SQLITE_ROW) {
+		if (!st_col_text(s, 0, subject, 129) || !subject[0])
+			e = st_fail(tx->st, FLEET_STORE_E_CORRUPT, "a binding names no subject");
+	} else if (rc == SQLITE_DONE) {
+		e = st_fail(tx->st, FLEET_STORE_E_NOT_FOUND, "not bound");
+	} else {
+		e = st_sqlite(tx->st, rc, "read binding");
+	}
+	sqlite3_finalize(s);
+	return e;
+}

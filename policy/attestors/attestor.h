@@ -45,6 +45,12 @@
  *    it to the node in the same transaction, and a key bound to another
  *    node refuses the join bound-elsewhere. An attestor that finds the key
  *    bound names that node in node_id (a reclaim).
+ * A8 node_key_uri, when set, is a statement about where the node's key
+ *    lives that every renewal must prove again: the service writes it
+ *    into the certificate after the SPIFFE ID (and after statement) only
+ *    when it is one renewals can prove (urn:bc:tpm-ak:, lib/
+ *    tpm_join_evidence.h), and refuses the join node-key-statement
+ *    otherwise, rather than issue a certificate that could never renew.
  * A7 prepare, when set, runs before the transaction opens, for the I/O an
  *    attestor's verify must not do while the store is locked (a JWKS
  *    refresh); it decides nothing about the machine, and an error answers
@@ -61,6 +67,7 @@
 #include "lib/ca.h"
 #include "lib/join_token.h"
 #include "lib/join_wire.h"
+#include "lib/tpm.h"
 
 /* What the service hands an attestor: the decoded request and what it
  * derived from it. The token's secret is the service's; it is wiped after
@@ -70,6 +77,7 @@ struct fleet_join_input {
 	bool has_token;
 	struct fleet_join_token token; /* opened from req->token */
 	uint8_t csr_sha256[32];        /* over the CSR's bytes as sent */
+	uint8_t csr_spki_sha256[32];   /* over its SubjectPublicKeyInfo (NC1-NC3 passed) */
 	char csr_sha256_hex[FLEET_JOIN_SHA256_HEX + 1];
 	const char *role; /* "node" | "site" | "ramdisk": the request's */
 };
@@ -98,7 +106,9 @@ struct fleet_attest_result {
 	int64_t use_expires_at;
 	const char *use_reason;
 	char request_done[FLEET_STORE_NODE_ID_MAX + 1]; /* an approved join request spent */
+	char node_key_uri[FLEET_NODE_STATEMENT_MAX + 1]; /* A8: "" none */
 	char bind_kind[16];   /* A6: "" none */
+	const char *notice;   /* static: a warning the service journals with the join */
 	char bind_value[129];
 
 	/* DEFER (A3) */
@@ -191,6 +201,64 @@ fleet_err fleet_attestor_discovery_verify(const struct fleet_attestor *a,
 					  struct fleet_store_tx *tx,
 					  const struct fleet_join_input *in,
 					  struct fleet_attest_result *out);
+
+/* The tpm attestor (tpm.c; spec 001 "tpm"). */
+enum fleet_tpm_node_key_rule {
+	FLEET_TPM_NODE_KEY_CERTIFIED = 0, /* the default: the AK certifies the CSR's key */
+	FLEET_TPM_NODE_KEY_ANY,           /* also an uncertified key (a file): no claim */
+};
+/* Where an EK no node is bound to joins (the spec's resolve): an
+ * allow-list of EK hashes, each with its pool and site, or a node it is
+ * (a machine that joined another way and now proves its TPM). */
+struct fleet_tpm_resolve_entry {
+	char ek_hash[65];
+	char pool[FLEET_STORE_POOL_ID_MAX + 1];
+	char site[FLEET_STORE_POOL_ID_MAX + 1]; /* "" none */
+	char node[FLEET_STORE_NODE_ID_MAX + 1]; /* "" a new node */
+};
+struct fleet_tpm_resolve {
+	size_t n;
+	struct fleet_tpm_resolve_entry *e;
+};
+struct fleet_ek_roots;
+struct fleet_profile;
+struct fleet_tpm_attestor_config {
+	uint8_t challenge_key[32];
+	const struct fleet_ek_roots *ek_roots; /* NULL or empty: no EK certificate chains */
+	bool allow_uncertified_ek;             /* labs only; every use journaled */
+	char pcr_selection[128];               /* tpm2-tools syntax; "" sha256:0..7 */
+	const struct fleet_profile *pcr_profile; /* NULL: no boot policy */
+	enum fleet_tpm_node_key_rule node_key;
+	uint32_t challenge_ttl_seconds; /* 1..300 */
+	char role[16];                  /* the role it admits: "node" (or "site") */
+	const struct fleet_tpm_resolve *resolve; /* NULL: none */
+	/* enrollment: unknown EKs wait for an operator (join requests) */
+	char enrollment_pool[FLEET_STORE_POOL_ID_MAX + 1]; /* "" none */
+	char enrollment_site[FLEET_STORE_POOL_ID_MAX + 1];
+	uint32_t pending_ttl_seconds, retry_after_seconds;
+};
+extern const char *const fleet_attestor_tpm_reasons[];
+/* The AK's TPM2_Certify of a key over SHA-256(csr), whose SPKI must be the
+ * CSR's (the join's node key, the renewal's key_attestation): FLEET_OK with
+ * *reason NULL when it holds, else the spec's node-key-* reason; an error
+ * only when out of memory. */
+struct fleet_tpm_certification;
+fleet_err fleet_tpm_certification_check(const TPMT_PUBLIC *ak,
+					const struct fleet_tpm_certification *c,
+					const uint8_t csr_sha256[32],
+					const uint8_t csr_spki_sha256[32], const char **reason);
+fleet_err fleet_attestor_tpm_verify(const struct fleet_attestor *a, struct fleet_store_tx *tx,
+				    const struct fleet_join_input *in,
+				    struct fleet_attest_result *out);
+/* The resolve file: one "<ek_hash> pool=<pool> [site=<site>] [node=<node>]"
+ * a line, '#' comments and blank lines; at most FLEET_TPM_RESOLVE_MAX
+ * entries, each EK once. FLEET_E_MALFORMED with the line in ec. */
+#define FLEET_TPM_RESOLVE_MAX 100000
+fleet_err fleet_tpm_resolve_parse(const uint8_t *buf, size_t len, struct fleet_tpm_resolve *out,
+				  struct fleet_errctx *ec);
+void fleet_tpm_resolve_free(struct fleet_tpm_resolve *r);
+const struct fleet_tpm_resolve_entry *fleet_tpm_resolve_find(const struct fleet_tpm_resolve *r,
+							     const char *ek_hash);
 
 /* The commissioning kinds a ramdisk certificate allows (spec:
  * discoveryAllowedKinds), as the statement it carries. */

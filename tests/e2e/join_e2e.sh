@@ -353,7 +353,7 @@ grep -q '"reason":"pool-attestor"' hook/refusals.jsonl 2>/dev/null || sleep 1
 grep '"reason":"pool-attestor"' hook/refusals.jsonl | grep -q '"poolOwner":"security-team"' ||
 	fail "the on_refusal hook did not get pool-attestor with the pool's owner"
 grep -q 'FLEET_REASON=join:pool-attestor' fleetd.log || fail "no security.join.refused entry with join:pool-attestor"
-refused "an attestor fleetd does not run" other:attestor-unknown -- "${J[@]}" --attestor tpm --token-file t1 --key-out x.key --cert-out x.pem
+refused "an attestor fleetd does not run" other:attestor-unknown -- "${J[@]}" --attestor sev-snp --token-file t1 --key-out x.key --cert-out x.pem
 
 # A request that does not decode is no decision: 400, not the signed denial.
 code=$(curl -s -o resp.json -w '%{http_code}' --cacert tls/fleetd.crt -H 'Content-Type: application/json' -X POST -d '{"v":1}' "$url/v1/join")
