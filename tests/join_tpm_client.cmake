@@ -3,3 +3,4 @@
 # challenge's answer checked with lib's verifiers, the join (both rounds) and
 # the renewal with the AK's key_attestation over a transport of the test's own.
 fleet_test(test_join_tpm_client tpm tpm/test_join_tpm_client.c LIBS tinkattest fleet_swtpm)
+add_dependencies(test_join_tpm_client fleet-join)

@@ -892,6 +892,96 @@ static void tpm_key_record_rederives(void **state)
 	fb_free(&rec);
 }
 
+/* The command line a script uses: the tpm attestor's usage errors, and
+ * assert signing with a TPM-held --key through --tcti. */
+static void fleet_join_cli_takes_tpm_keys(void **state)
+{
+	struct jfx *f = *state;
+	struct fleet_errctx ec = {0};
+	struct fleet_buf out, rec, csr;
+	struct tink_tpm t;
+	EVP_PKEY *pk = NULL;
+	char cmd[3000], ca[700], cert[700];
+	const char *bin = FLEET_BINARY_DIR "/tink-attest/fleet-join";
+
+	fb_init(&out);
+	fb_init(&rec);
+	fb_init(&csr);
+	snprintf(ca, sizeof(ca), "%s/ca/ca.crt", f->dir);
+	snprintf(cert, sizeof(cert), "%s/site.pem", f->dir);
+	/* --token-file with --attestor tpm, tpm without --tcti, --tcti elsewhere */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' join --server https://127.0.0.1:1 --ca '%s' --attestor tpm --tcti '%s' "
+		 "--token-file '%s' --key-out '%s' --cert-out '%s' 2>&1",
+		 bin, ca, f->sw.tcti, f->log, f->key, f->chain);
+	assert_int_equal(run_capture(cmd, &out), FJ_EXIT_USAGE);
+	assert_non_null(strstr((const char *)out.data, "no token"));
+	fb_reset(&out);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' join --server https://127.0.0.1:1 --ca '%s' --attestor tpm "
+		 "--key-out '%s' --cert-out '%s' 2>&1",
+		 bin, ca, f->key, f->chain);
+	assert_int_equal(run_capture(cmd, &out), FJ_EXIT_USAGE);
+	fb_reset(&out);
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' join --server https://127.0.0.1:1 --ca '%s' --tcti '%s' "
+		 "--key-out '%s' --cert-out '%s' 2>&1",
+		 bin, ca, f->sw.tcti, f->key, f->chain);
+	assert_int_equal(run_capture(cmd, &out), FJ_EXIT_USAGE);
+
+	/* a site node whose key is in the TPM (generation 3) signs an assertion */
+	assert_int_equal(fj_tpm_key_record(3, &rec), FLEET_OK);
+	write_file(f->key, rec.data, rec.len);
+	assert_int_equal(chmod(f->key, 0600), 0);
+	if (tink_tpm_open(&t, f->sw.tcti) != 0)
+		fail_msg("open: %s", t.err);
+	assert_int_equal(tink_node_csr(&t, 3, &csr, &pk), 0);
+	tink_tpm_close(&t);
+	{
+		struct fleet_node_cert_request nr = {
+			.csr_der = csr.data, .csr_len = csr.len, .trust_domain = TD,
+			.node_id = "node_site1", .role = "site", .validity_seconds = 3600,
+		};
+		X509 *leaf = NULL;
+		if (fleet_ca_issue_node(f->v.ca, &nr, &leaf, &ec) != FLEET_OK)
+			fail_msg("issue: %s", ec.detail);
+		FILE *fp = fopen(cert, "w");
+		assert_non_null(fp);
+		assert_int_equal(PEM_write_X509(fp, leaf), 1);
+		fclose(fp);
+		X509_free(leaf);
+	}
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' assert --key '%s' --cert '%s' --site rack-a1 --signer node_site1 --epoch 4 "
+		 "--mac aa:bb:cc:dd:ee:01 2>/dev/null",
+		 bin, f->key, cert);
+	fb_reset(&out);
+	assert_int_equal(run_capture(cmd, &out), FJ_EXIT_USAGE); /* a record needs --tcti */
+	snprintf(cmd, sizeof(cmd),
+		 "'%s' assert --key '%s' --cert '%s' --site rack-a1 --signer node_site1 --epoch 4 "
+		 "--mac aa:bb:cc:dd:ee:01 --tcti '%s'",
+		 bin, f->key, cert, f->sw.tcti);
+	fb_reset(&out);
+	assert_int_equal(run_capture(cmd, &out), 0);
+	{
+		struct fleet_discovery_signed sg;
+		struct fleet_buf input;
+		fb_init(&input);
+		assert_int_equal(fleet_discovery_signed_decode(out.data, out.len, &sg, &ec),
+				 FLEET_OK);
+		assert_int_equal(fleet_discovery_signing_input(sg.body.data, sg.body.len, &input),
+				 FLEET_OK);
+		assert_int_equal(fleet_es256_verify(pk, input.data, input.len, sg.sig, &ec),
+				 FLEET_OK);
+		fleet_discovery_signed_free(&sg);
+		fb_free(&input);
+	}
+	EVP_PKEY_free(pk);
+	fb_free(&out);
+	fb_free(&rec);
+	fb_free(&csr);
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -910,6 +1000,7 @@ int main(void)
 						jteardown),
 		cmocka_unit_test_setup_teardown(tpm_renew_refuses_another_ak, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(tpm_key_record_rederives, jsetup, jteardown),
+		cmocka_unit_test_setup_teardown(fleet_join_cli_takes_tpm_keys, jsetup, jteardown),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }
