@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,15 @@ static int uuid_ok(const char *s)
 			return 0;
 	}
 	return 1;
+}
+
+/* --tcti: a tpm2-tss TCTI string, opened only when a TPM is needed. */
+static bool tcti_ok(const char *arg)
+{
+	if (arg[0])
+		return true;
+	usage_error("--tcti: a TCTI string (device:/dev/tpmrm0, swtpm:host=H,port=P, ...)");
+	return false;
 }
 
 /* --server and --ca into the transport and the pins. */
@@ -378,8 +388,8 @@ static int cmd_join(int argc, char **argv)
 			o.dump_request = optarg;
 			break;
 		case O_TCTI:
-			if (!optarg[0])
-				return usage_error("--tcti: a TCTI string (device:/dev/tpmrm0, ...)");
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
 			o.tcti = optarg;
 			break;
 		case O_KEY_GEN:
@@ -475,8 +485,8 @@ static int cmd_renew(int argc, char **argv)
 			o.cert = optarg;
 			break;
 		case O_TCTI:
-			if (!optarg[0])
-				return usage_error("--tcti: a TCTI string (device:/dev/tpmrm0, ...)");
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
 			o.tcti = optarg;
 			break;
 		case O_HELP:
@@ -587,8 +597,8 @@ static int cmd_assert(int argc, char **argv)
 				return usage_error("--issued-at %s: Unix seconds", optarg);
 			break;
 		case O_TCTI:
-			if (!optarg[0])
-				return usage_error("--tcti: a TCTI string (device:/dev/tpmrm0, ...)");
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
 			tcti = optarg;
 			break;
 		case O_HELP:

@@ -13,9 +13,14 @@
  *                      assertion on stdout, the --discovery-file of a
  *                      ramdisk's join
  *
+ * join_tpm.c holds the tpm attestor's pieces (FJ9-FJ11): the key in either
+ * form, the rounds' evidence, the renewal's key_attestation, the leaf's AK
+ * statement; the TPM commands are tpm_join.h's.
+ *
  * The rules (each traced to a test of tests/unit/test_join_client.c):
  *
- * FJ1 The key is a fresh software P-256 key (EVP_PKEY) for every run; the
+ * FJ1 The key is a fresh software P-256 key (EVP_PKEY) for every run (the
+ *     tpm attestor's is the TPM's, FJ9); the
  *     CSR is PKCS#10 DER, subject CN=fleet-join, ecdsa-with-SHA256, and is
  *     what the server's NC1-NC3 accept (the server takes its key and
  *     nothing else). A pending answer is followed by the same request, the

@@ -11,6 +11,8 @@
  *   LDevID  a primary in the owner hierarchy from a fixed template:
  *           unrestricted ECDSA P-256 / SHA-256 signing key (fixedTPM,
  *           fixedParent, sensitiveDataOrigin, userWithAuth, sign).
+ *   node    fleet-join's node key (tpm_join.h): the same shape with noDA,
+ *           one template per generation (tink_nodekey_template).
  * A primary made again from the same template in the same hierarchy is the
  * same key, so the AK and LDevID come back on every boot without writing
  * anything to the TPM. Keys are loaded only while a command needs them (a
