@@ -259,12 +259,6 @@ fleet_err fj_tpm_round2(struct tink_tpm *t, const struct tink_ek *ek, unsigned g
 		e = tpm_fail(ec, t);
 		goto out;
 	}
-	if (a.n_values > FLEET_TPM_MAX_PCRS) {
-		e = fleet_errctx_msg(ec, FLEET_E_TOO_LARGE,
-				     "the challenge selects %zu PCRs; at most %d are sent",
-				     a.n_values, FLEET_TPM_MAX_PCRS);
-		goto out;
-	}
 	ev.round = 2;
 	ev.state = ch.state; /* unchanged */
 	ev.secret = view(&a.secret);

@@ -17,6 +17,7 @@
 
 #include <tss2/tss2_mu.h>
 
+#include "lib/tpm_join_evidence.h"
 #include "tink-attest/tpm_internal.h"
 
 /* FJ1's subject (join_client.h FJ_CSR_CN). */
@@ -221,7 +222,7 @@ int tink_node_certify(struct tink_tpm *t, unsigned gen, const uint8_t *q, size_t
 void tink_answer_init(struct tink_answer *a)
 {
 	memset(a, 0, sizeof(*a));
-	fb_init_secret(&a->secret, TINK_MAX_SECRET);
+	fb_init_secret(&a->secret, FLEET_TPM_MAX_SECRET);
 	fb_init(&a->quote);
 	fb_init(&a->quote_sig);
 	fb_init(&a->node_public);
@@ -246,7 +247,7 @@ int tink_answer_challenge(struct tink_tpm *t, const struct tink_ek *ek, unsigned
 			  struct tink_answer *out)
 {
 	TPML_PCR_SELECTION sel;
-	uint8_t secret[TINK_MAX_SECRET], cat[TINK_MAX_SECRET + 32], nonce[32];
+	uint8_t secret[FLEET_TPM_MAX_SECRET], nonce[32];
 	size_t secret_len = 0;
 	int r = -1;
 
@@ -265,14 +266,13 @@ int tink_answer_challenge(struct tink_tpm *t, const struct tink_ek *ek, unsigned
 		goto out;
 	}
 	/* lib/tpm_join_evidence.h TE3: SHA-256(secret || SHA-256(csr)). */
-	memcpy(cat, secret, secret_len);
-	memcpy(cat + secret_len, csr_sha256, 32);
-	if (fleet_hash(FLEET_ALG_SHA256, cat, secret_len + 32, nonce) != FLEET_OK) {
-		tink_tpm_fail(t, 0, "SHA-256 of the quote's nonce failed");
+	if (fleet_tpm_quote_nonce(secret, secret_len, csr_sha256, nonce) != FLEET_OK) {
+		tink_tpm_fail(t, 0, "the quote's nonce cannot be made of a %zu-byte secret",
+			      secret_len);
 		goto out;
 	}
 	if (tink_tpm_quote(t, &sel, nonce, sizeof(nonce), &out->quote, &out->quote_sig,
-			   out->values, TINK_MAX_PCR_VALUES, &out->n_values) != 0)
+			   out->values, FLEET_TPM_MAX_PCRS, &out->n_values) != 0)
 		goto out;
 	if (out->n_values == 0) {
 		tink_tpm_fail(t, 0, "the challenge's PCR selection \"%s\" selects no PCR", pcrs);
@@ -282,7 +282,7 @@ int tink_answer_challenge(struct tink_tpm *t, const struct tink_ek *ek, unsigned
 			      &out->certify_sig);
 out:
 	OPENSSL_cleanse(secret, sizeof(secret));
-	OPENSSL_cleanse(cat, sizeof(cat));
+	OPENSSL_cleanse(nonce, sizeof(nonce));
 	if (r != 0)
 		fb_reset(&out->secret);
 	return r;

@@ -23,16 +23,13 @@
 
 #include "lib/buf.h"
 #include "lib/tpm.h"
+#include "lib/tpm_join_evidence.h"
 #include "tink-attest/tpm_client.h"
 
 /* The last node key generation (the record's and the template's range). */
 #define TINK_NODE_MAX_GEN 1000000u
 /* A TPM name: nameAlg (2) || digest (at most SHA-512's 64). */
 #define TINK_NAME_MAX (2 + 64)
-/* The most PCR values one quote carries (lib/tpm_join_evidence.h). */
-#define TINK_MAX_PCR_VALUES 24
-/* The most secret ActivateCredential returns (FLEET_TPM_MAX_SECRET). */
-#define TINK_MAX_SECRET 64
 
 /* The EK round 1 sends: the RSA EK with its certificate (NV 0x01C00002),
  * else an ECC EK with its own, else (a TPM with no manufacturer
@@ -77,7 +74,7 @@ struct tink_answer {
 	struct fleet_buf secret;
 	struct fleet_buf quote, quote_sig;
 	size_t n_values;
-	struct fleet_pcr_value values[TINK_MAX_PCR_VALUES];
+	struct fleet_pcr_value values[FLEET_TPM_MAX_PCRS];
 	struct fleet_buf node_public, certify_info, certify_sig;
 };
 void tink_answer_init(struct tink_answer *a);

@@ -213,8 +213,13 @@ static int read_pcrs(struct tink_tpm *t, const TPML_PCR_SELECTION *sel,
 						   ESYS_TR_NONE, &one, &counter, &got, &d);
 			if (rc != TSS2_RC_SUCCESS)
 				return tink_tpm_fail(t, rc, "TPM2_PCR_Read (PCR %u)", p);
-			int ok = d->count == 1 && d->digests[0].size <= FLEET_DIGEST_MAX &&
-				 *n < max;
+			if (*n >= max) {
+				Esys_Free(got);
+				Esys_Free(d);
+				return tink_tpm_fail(t, 0, "the selection has more than %zu PCRs",
+						     max);
+			}
+			int ok = d->count == 1 && d->digests[0].size <= FLEET_DIGEST_MAX;
 			if (ok) {
 				v[*n].alg = ps->hash;
 				v[*n].index = (uint8_t)p;
