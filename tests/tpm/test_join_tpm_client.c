@@ -307,6 +307,7 @@ struct svc {
 	TPM2B_PUBLIC ek, ak;     /* round 1's EK and AK */
 	struct fleet_buf event_log; /* what round 2 must carry (empty: none) */
 	char node_id[32];
+	bool no_statement; /* a join whose certificate names no AK */
 	/* renew */
 	bool saw_key_attestation;
 	uint8_t certified_spki[32]; /* the key the AK certified at the last renewal */
@@ -341,12 +342,15 @@ static void svc_joined(const struct svc *v, const struct fleet_wire_bytes *csr,
 	char uri[FLEET_TPM_AK_URI_MAX + 1];
 	X509 *leaf = NULL;
 	memset(&r, 0, sizeof(r));
-	assert_int_equal(fleet_tpm_ak_uri(ak_name, ak_name_len, uri, sizeof(uri)), FLEET_OK);
 	struct fleet_node_cert_request nr = {
 		.csr_der = csr->data, .csr_len = csr->len, .trust_domain = TD,
-		.node_id = v->node_id, .role = "node", .statements = {uri},
-		.validity_seconds = 3600,
+		.node_id = v->node_id, .role = "node", .validity_seconds = 3600,
 	};
+	if (ak_name_len) { /* else a leaf with no statement */
+		assert_int_equal(fleet_tpm_ak_uri(ak_name, ak_name_len, uri, sizeof(uri)),
+				 FLEET_OK);
+		nr.statements[0] = uri;
+	}
 	if (fleet_ca_issue_node(v->ca, &nr, &leaf, &ec) != FLEET_OK)
 		fail_msg("issue: %s", ec.detail);
 	r.status = FLEET_JOIN_JOINED;
@@ -496,7 +500,7 @@ static void svc_round2(struct svc *v, const struct fleet_wire_bytes *csr,
 	assert_int_equal(fleet_csr_spki_sha256(csr->data, csr->len, want, &ec), FLEET_OK);
 	assert_memory_equal(spki, want, 32);
 	assert_int_equal(fleet_tpm_name(&v->ak.publicArea, name, sizeof(name), &nlen), FLEET_OK);
-	svc_joined(v, csr, name, nlen, wire);
+	svc_joined(v, csr, name, v->no_statement ? 0 : nlen, wire);
 }
 
 /* A renewal, checked as fleetd/join/join_renew.c will: the proof by the
@@ -773,6 +777,41 @@ static void tpm_renew_certifies_the_next_generation(void **state)
 	tpm_identity_ok(f, 2);
 }
 
+/* A TPM-held key whose leaf names no AK: the next generation, in the TPM,
+ * and no key_attestation. */
+static void tpm_renew_without_statement_is_uncertified(void **state)
+{
+	struct jfx *f = *state;
+	struct fj_result res;
+
+	f->v.no_statement = true;
+	int rc = run_join(f, NULL, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("join: %d %s", rc, res.message);
+	f->v.calls = 0;
+	rc = run_renew(f, &res);
+	if (rc != FJ_EXIT_OK)
+		fail_msg("renew: %d %s", rc, res.message);
+	assert_int_equal(f->v.calls, 1);
+	assert_false(f->v.saw_key_attestation);
+	tpm_identity_ok(f, 1);
+	/* the TPM key needs its TPM: no --tcti is a usage error, nothing sent */
+	struct fj_renew_opts o = {.key = f->key, .cert = f->chain};
+	struct tink_transport tx = {.post = svc_post, .ctx = &f->v};
+	f->v.calls = 0;
+	assert_int_equal(fj_renew(&o, &f->pins, &tx, NULL, &res), FJ_EXIT_USAGE);
+	assert_int_equal(f->v.calls, 0);
+	/* a record of another generation than the leaf's key: refused here */
+	struct fleet_buf rec;
+	fb_init(&rec);
+	assert_int_equal(fj_tpm_key_record(5, &rec), FLEET_OK);
+	write_file(f->key, rec.data, rec.len);
+	fb_free(&rec);
+	assert_int_equal(run_renew(f, &res), FJ_EXIT_LOCAL);
+	assert_non_null(strstr(res.message, "does not match the node certificate"));
+	assert_int_equal(f->v.calls, 0);
+}
+
 /* A leaf that names another AK: refused before any request, KEY kept. */
 static void tpm_renew_refuses_another_ak(void **state)
 {
@@ -997,6 +1036,8 @@ int main(void)
 						jteardown),
 		cmocka_unit_test_setup_teardown(tpm_join_sends_no_token, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(tpm_renew_certifies_the_next_generation, jsetup,
+						jteardown),
+		cmocka_unit_test_setup_teardown(tpm_renew_without_statement_is_uncertified, jsetup,
 						jteardown),
 		cmocka_unit_test_setup_teardown(tpm_renew_refuses_another_ak, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(tpm_key_record_rederives, jsetup, jteardown),
