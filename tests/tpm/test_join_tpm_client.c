@@ -1021,6 +1021,62 @@ static void fleet_join_cli_takes_tpm_keys(void **state)
 	fb_free(&csr);
 }
 
+/* Round 1 of a TPM with no manufacturer certificate: the RSA EK from its
+ * TCG template, ek_cert absent; of a certified one, the certificate as NV
+ * holds it and the AK an AK. */
+static void round1_evidence_decodes(void **state)
+{
+	(void)state;
+	for (int certified = 1; certified >= 0; certified--) {
+		struct swtpm sw;
+		struct swtpm_opts so = {.no_ek_certs = !certified};
+		struct tink_tpm t;
+		struct tink_ek ek;
+		struct fleet_buf att;
+		struct fleet_tpm_evidence ev;
+		struct fleet_errctx ec = {0};
+		TPM2B_PUBLIC ekp, akp;
+		const char *reason = NULL;
+		if (swtpm_start(&sw, &so) != 0)
+			fail_msg("swtpm did not start");
+		if (tink_tpm_open(&t, sw.tcti) != 0)
+			fail_msg("open: %s", t.err);
+		fb_init(&att);
+		if (fj_tpm_round1(&t, &ek, &att, &ec) != FLEET_OK)
+			fail_msg("round 1: %s", ec.detail);
+		if (fleet_tpm_evidence_decode(att.data, att.len, &ev, &ec) != FLEET_OK)
+			fail_msg("decode: %s", ec.detail);
+		assert_int_equal(ev.round, 1);
+		assert_int_equal(fleet_tpm_public_parse(ev.ek_public.data, ev.ek_public.len, &ekp,
+							&ec),
+				 FLEET_OK);
+		assert_int_equal(fleet_tpm_public_parse(ev.ak_public.data, ev.ak_public.len, &akp,
+							&ec),
+				 FLEET_OK);
+		assert_int_equal(ekp.publicArea.type, TPM2_ALG_RSA);
+		assert_int_equal(fleet_credential_ek_supported(&ekp.publicArea, &reason), FLEET_OK);
+		assert_int_equal(fleet_tpm_ak_check(&akp.publicArea, &reason), FLEET_OK);
+		if (certified) {
+			X509 *cert = NULL;
+			assert_int_equal(ev.ek_cert.len, ek.cert.len);
+			assert_memory_equal(ev.ek_cert.data, ek.cert.data, ek.cert.len);
+			assert_int_equal(fleet_ek_cert_load(ev.ek_cert.data, ev.ek_cert.len, &cert,
+							    &ec),
+					 FLEET_OK);
+			assert_int_equal(fleet_ek_cert_matches_public(cert, &ekp.publicArea, &reason),
+					 FLEET_OK);
+			X509_free(cert);
+		} else {
+			assert_int_equal(ev.ek_cert.len, 0); /* absent */
+		}
+		fleet_tpm_evidence_free(&ev);
+		fb_free(&att);
+		tink_ek_free(&ek);
+		tink_tpm_close(&t);
+		swtpm_stop(&sw);
+	}
+}
+
 int main(void)
 {
 	swtpm_require_or_skip();
@@ -1031,6 +1087,7 @@ int main(void)
 						tteardown),
 		cmocka_unit_test_setup_teardown(es256_by_the_tpm_key_verifies, tsetup, tteardown),
 		cmocka_unit_test_setup_teardown(challenge_answer_verifies, tsetup, tteardown),
+		cmocka_unit_test(round1_evidence_decodes),
 		cmocka_unit_test_setup_teardown(tpm_join_answers_the_challenge, jsetup, jteardown),
 		cmocka_unit_test_setup_teardown(tpm_join_answers_three_challenges_at_most, jsetup,
 						jteardown),
