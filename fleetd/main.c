@@ -55,6 +55,7 @@
 #include "lib/file_read.h"
 #include "lib/token_seal.h"
 #include "lib/x509_ek.h"
+#include "policy/attestors/cloud_iid.h"
 #include "policy/profile.h"
 
 static volatile sig_atomic_t stop_signal;
@@ -116,6 +117,7 @@ struct daemon {
 	struct fleet_tpm_attestor_config tpm;
 	struct fleet_profile *tpm_profile;
 	struct fleet_tpm_resolve tpm_resolve;
+	struct fleet_cloud_iid_config *cloud_iid; /* join.cloud_iid_file */
 	struct fleet_pass *pass;
 	atomic_bool pass_cancel; /* set at stop: the running pass ends early */
 	struct fleet_http *http;
@@ -397,8 +399,17 @@ static int open_join(struct daemon *d)
 				  "join.tpm.allow_uncertified_ek is on: a TPM with no manufacturer "
 				  "certificate can join; never in production");
 	}
+	if (d->cfg.join_cloud_iid_file[0]) {
+		memset(&ec, 0, sizeof(ec));
+		if (fleet_cloud_iid_config_load(d->cfg.join_cloud_iid_file, &d->cloud_iid, &ec)) {
+			startup_failed("join.cloud_iid_file %s: %s", d->cfg.join_cloud_iid_file,
+				       fleet_errctx_text(&ec, err, sizeof(err)));
+			return -1;
+		}
+	}
 	struct fleet_join_config jc = {
 		.tpm = d->cfg.join_tpm_enabled ? &d->tpm : NULL,
+		.cloud_iid = d->cloud_iid,
 		.store = d->store,
 		.ca = d->ca,
 		.seal = d->seal,
@@ -681,6 +692,7 @@ static void close_all(struct daemon *d)
 	OPENSSL_cleanse(d->tpm.challenge_key, sizeof(d->tpm.challenge_key));
 	fleet_profile_free(d->tpm_profile);
 	fleet_tpm_resolve_free(&d->tpm_resolve);
+	fleet_cloud_iid_config_free(d->cloud_iid);
 	fleet_admission_free(d->adm);
 	fleet_deliver_free(d->deliver); /* after the server: no lease is left */
 	fleet_install_free(d->install); /* joins the CSR watch */
@@ -933,6 +945,16 @@ static int check_local_files(const struct fleet_config *c)
 			OPENSSL_cleanse(&t, sizeof(t));
 			fleet_profile_free(tp);
 			fleet_tpm_resolve_free(&tr);
+		}
+		if (c->join_cloud_iid_file[0]) {
+			struct fleet_cloud_iid_config *ci = NULL;
+			memset(&ec, 0, sizeof(ec));
+			if (fleet_cloud_iid_config_load(c->join_cloud_iid_file, &ci, &ec)) {
+				startup_failed("join.cloud_iid_file %s: %s", c->join_cloud_iid_file,
+					       fleet_errctx_text(&ec, text, sizeof(text)));
+				rc = -1;
+			}
+			fleet_cloud_iid_config_free(ci);
 		}
 	}
 	for (size_t i = 0; i < c->n_classes; i++) {

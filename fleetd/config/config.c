@@ -229,6 +229,7 @@ static const struct key join_keys[] = {
 	 30 * 86400},
 	{"discovery_retry_after_seconds", K_U32, F(join_discovery_retry_after_seconds), 1, 3600},
 	{"tpm", K_MAP, SEC(S_JOIN_TPM), 0, 0},
+	{"cloud_iid_file", K_PATH, F(join_cloud_iid_file), 0, 0},
 };
 /* join.tpm: the tpm attestor (docs/attestors.md, "tpm"); on when present. */
 static const struct key join_tpm_keys[] = {

@@ -117,6 +117,7 @@ struct fleet_config {
 	uint32_t join_discovery_cert_ttl_seconds;    /* ramdisk certificates, 60..7200 */
 	uint32_t join_discovery_pending_ttl_seconds;
 	uint32_t join_discovery_retry_after_seconds;
+	char join_cloud_iid_file[FLEET_CONFIG_PATH_MAX]; /* "": cloud-iid off */
 	/* join.tpm: the tpm attestor, on (join_tpm_enabled) when present. */
 	bool join_tpm_enabled;
 	char join_tpm_challenge_key[FLEET_CONFIG_PATH_MAX]; /* "": <state_dir>/join/tpm-challenge.key */

@@ -17,6 +17,7 @@
 #include "fleetd/obs/journal.h"
 #include "lib/hex.h"
 #include "lib/sanitize.h"
+#include "policy/attestors/cloud_iid.h"
 #include "lib/tpm_join_evidence.h"
 
 const char *const join_service_reasons[] = {
@@ -514,6 +515,12 @@ struct fleet_join *fleet_join_new(const struct fleet_join_config *c, struct flee
 							  .cfg = &j->tpm,
 							  .reasons = fleet_attestor_tpm_reasons};
 	}
+	if (c->cloud_iid)
+		j->attestors[5] = (struct fleet_attestor){.id = "cloud-iid",
+							  .verify = fleet_attestor_cloud_iid_verify,
+							  .cfg = c->cloud_iid,
+							  .reasons = fleet_attestor_cloud_iid_reasons,
+							  .prepare = fleet_attestor_cloud_iid_prepare};
 	j->attestors[0] = fleet_attestor_join_token;
 	j->attestors[1] = (struct fleet_attestor){.id = "x509pop",
 						  .verify = fleet_attestor_x509pop_verify,

@@ -82,9 +82,13 @@ struct fleet_join_config {
 	 * naming an AK cannot renew: key-statement-unsupported). Must outlive
 	 * the service (its roots, profile and resolve list are borrowed). */
 	const struct fleet_tpm_attestor_config *tpm;
+	/* The cloud-iid attestor's providers and resolve list
+	 * (policy/attestors/cloud_iid.h; NULL: off). Must outlive the service. */
+	const struct fleet_cloud_iid_config *cloud_iid;
 };
 
 struct fleet_join;
+struct fleet_cloud_iid_config;
 
 /* The tpm attestor's files (join_tpm_load.c): the challenge key, 32 bytes
  * or their 64 hex digits, a secret (mode 0600, owned by root or fleetd);

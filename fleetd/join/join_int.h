@@ -21,8 +21,8 @@
 #define JOIN_HOOK_PER_REASON 10
 #define JOIN_HOOK_WINDOW_S 60
 #define JOIN_LOG_WINDOW_S 60     /* the journal limiter's window */
-#define JOIN_LOG_KEYS 256
-#define JOIN_MAX_LABELS 240
+#define JOIN_LOG_KEYS 512
+#define JOIN_MAX_LABELS 480
 #define JOIN_RENEW_MAX_CURRENT 4 /* a node's current certificates a renewal may add to */
 
 struct fleet_join {

@@ -28,7 +28,7 @@
 #include "lib/fleet_err.h"
 
 #define FLEET_METRICS_MAX_FAMILIES 128
-#define FLEET_METRICS_MAX_VALUES 256 /* label values of one family */
+#define FLEET_METRICS_MAX_VALUES 512 /* label values of one family */
 #define FLEET_METRICS_MAX_NAME 128
 #define FLEET_METRICS_MAX_HELP 256
 #define FLEET_METRICS_MAX_LABEL_VALUE 64

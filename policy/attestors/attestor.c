@@ -8,7 +8,7 @@
 #include <openssl/rand.h>
 
 const char *const fleet_attestor_ids[] = {"join-token", "x509pop", "provisioned", "discovery",
-					 "tpm",	       NULL};
+					 "tpm",	       "cloud-iid",   NULL};
 
 fleet_err fleet_attest_refuse(struct fleet_attest_result *out, const char *reason)
 {

@@ -224,6 +224,50 @@ static void test_join_section(void **state)
 		   "absolute path");
 }
 
+/* join.tpm: off without it; its defaults; each word's and number's rule,
+ * refused at the section's line. */
+static void test_join_tpm_section(void **state)
+{
+	(void)state;
+	struct fleet_config c;
+	struct fleet_errctx err;
+	assert_int_equal(parse(FILE_INV "join:\n  trust_domain: t\n", &c, &err), FLEET_OK);
+	assert_false(c.join_tpm_enabled);
+	assert_int_equal(parse(FILE_INV "join:\n  trust_domain: t\n  tpm:\n"
+					"    enrollment_pool: pool-a\n",
+			       &c, &err),
+			 FLEET_OK);
+	assert_true(c.join_tpm_enabled);
+	assert_string_equal(c.join_tpm_node_key, "certified");
+	assert_string_equal(c.join_tpm_role, "node");
+	assert_string_equal(c.join_tpm_pcr_selection, "sha256:0,1,2,3,4,5,6,7");
+	assert_int_equal(c.join_tpm_challenge_ttl_seconds, 300);
+	assert_false(c.join_tpm_allow_uncertified_ek);
+	assert_string_equal(c.join_tpm_challenge_key, ""); /* <state_dir>/join/tpm-challenge.key */
+	assert_int_equal(parse(FILE_INV "join:\n  trust_domain: t\n"
+					"  cloud_iid_file: /etc/fleetd/cloud-iid.yaml\n  tpm:\n"
+					"    node_key: any\n    pcr_selection: sha256:0,7\n"
+					"    allow_uncertified_ek: true\n",
+			       &c, &err),
+			 FLEET_OK);
+	assert_string_equal(c.join_tpm_node_key, "any");
+	assert_true(c.join_tpm_allow_uncertified_ek);
+	assert_string_equal(c.join_cloud_iid_file, "/etc/fleetd/cloud-iid.yaml");
+	unsigned line = 12; /* join.tpm's mapping */
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    node_key: file\n", line,
+		   "certified or any");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    role: ramdisk\n", line,
+		   "node or site");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    pcr_selection: pcr0\n", line,
+		   "PCR selection");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    enrollment_site: s1\n", line,
+		   "enrollment_site needs enrollment_pool");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    challenge_ttl_seconds: 301\n",
+		   13, "challenge_ttl_seconds");
+	refused_at(FILE_INV "join:\n  trust_domain: t\n  tpm:\n    colour: blue\n", 13,
+		   "unknown key 'colour'");
+}
+
 static void test_refusals(void **state)
 {
 	(void)state;
@@ -434,6 +478,7 @@ int main(void)
 		cmocka_unit_test(test_spire_trust_domain),
 		cmocka_unit_test(test_provision_section),
 		cmocka_unit_test(test_join_section),
+		cmocka_unit_test(test_join_tpm_section),
 		cmocka_unit_test(test_refusals),
 		cmocka_unit_test(test_load_and_token_file),
 		cmocka_unit_test(test_token_swapped_after_check),
