@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <stdarg.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -19,6 +20,7 @@
 #include "lib/join_wire.h"
 #include "tink-attest/config.h"
 #include "tink-attest/join_client.h"
+#include "tink-attest/tpm_join.h"
 #include "tink-attest/transport_curl.h"
 
 static void usage(FILE *f)
@@ -32,11 +34,13 @@ static void usage(FILE *f)
 		"                       [--x509pop-cert CHAIN.pem --x509pop-key KEY.pem --node-id ID]\n"
 		"                       [--discovery-file F] [--max-wait SECONDS] [--timeout SECONDS]\n"
 		"                       [--dump-request FILE]\n"
+		"                       [--attestor tpm --tcti TCTI [--key-generation N]\n"
+		"                        [--event-log FILE]]\n"
 		"       fleet-join renew --server URL --ca CA.pem [--tls-ca TLS.pem] --key KEY\n"
-		"                        --cert CHAIN.pem\n"
+		"                        --cert CHAIN.pem [--tcti TCTI]\n"
 		"       fleet-join assert --key SITEKEY.pem --cert SITECERT.pem --site S --signer NODEID\n"
 		"                         --epoch N --mac M [--ip IP] [--product-uuid U] [--workflow W]\n"
-		"                         [--ttl SECONDS] [--issued-at UNIX] > FILE\n"
+		"                         [--ttl SECONDS] [--issued-at UNIX] [--tcti TCTI] > FILE\n"
 		"\n"
 		"join    a fresh P-256 key and its CSR to POST /v1/join; joined: KEY (PKCS#8 PEM,\n"
 		"        0600) and CHAIN.pem (leaf first) written, the node id printed. pending:\n"
@@ -46,10 +50,23 @@ static void usage(FILE *f)
 		"        --discovery-file (made by fleet-join assert) as it is.\n"
 		"        --token-file (mode 0600): a sealed token as `fleetctl token create`\n"
 		"        prints it, or an unsealed one, sealed here to --seal-pub.\n"
+		"        --attestor tpm: no token; the TPM at --tcti (e.g. device:/dev/tpmrm0,\n"
+		"        swtpm:host=127.0.0.1,port=2321) makes the node key (generation\n"
+		"        --key-generation, default 0) and signs its CSR; round 1 sends its EK\n"
+		"        and AK, each challenge (at most %d) is answered with the activated\n"
+		"        secret, a quote, the PCRs, --event-log (a TCG log) and the AK's\n"
+		"        certification of the node key. KEY is then a \"" FJ_TPM_KEY_PEM "\"\n"
+		"        record (0600): the generation the same TPM derives the key from.\n"
 		"renew   a fresh key's CSR to POST /v1/renew, proven by KEY over CHAIN's leaf;\n"
-		"        KEY and CHAIN are replaced (KEY first).\n"
+		"        KEY and CHAIN are replaced (KEY first). A TPM-held KEY needs --tcti:\n"
+		"        the proof is signed in the TPM and the next key is its next\n"
+		"        generation; a leaf naming an AK (urn:bc:tpm-ak:) also sends the AK's\n"
+		"        certification of the next key, and is refused here (exit 14) when\n"
+		"        this TPM's AK is not the one it names.\n"
 		"assert  a site's boot server: the discovery assertion signed with SITEKEY,\n"
 		"        issued now (or --issued-at), valid --ttl seconds (1..%u, default %u).\n"
+		"Every key read (--key, --x509pop-key) is PKCS#8 PEM or a \"" FJ_TPM_KEY_PEM "\"\n"
+		"record; a record signs in the TPM that --tcti names.\n"
 		"\n"
 		"  --server URL   fleetd, https://HOST[:PORT]\n"
 		"  --ca CA.pem    fleetd's identity CA: the key that signs the join service's\n"
@@ -64,9 +81,12 @@ static void usage(FILE *f)
 		"  10  access denied\n"
 		"  11  fleetd unreachable, or its answer does not verify against --ca\n"
 		"  12  still pending at --max-wait\n"
-		"  13  a challenge (no attestor here answers one yet)\n"
-		"  14  local error: making the key, writing KEY, CHAIN or stdout\n",
-		FJ_DEFAULT_MAX_WAIT, FJ_ASSERT_MAX_TTL, FJ_ASSERT_DEFAULT_TTL, FJ_DEFAULT_TIMEOUT);
+		"  13  a challenge unanswered (another attestor's, or the tpm attestor's\n"
+		"      after %d answers)\n"
+		"  14  local error: the TPM (unavailable, another AK than the certificate\n"
+		"      names, a failed command), making the key, writing KEY, CHAIN or stdout\n",
+		FJ_DEFAULT_MAX_WAIT, FJ_MAX_CHALLENGES, FJ_ASSERT_MAX_TTL, FJ_ASSERT_DEFAULT_TTL,
+		FJ_DEFAULT_TIMEOUT, FJ_MAX_CHALLENGES);
 }
 
 static void say(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -159,6 +179,15 @@ static int uuid_ok(const char *s)
 	return 1;
 }
 
+/* --tcti: a tpm2-tss TCTI string, opened only when a TPM is needed. */
+static bool tcti_ok(const char *arg)
+{
+	if (arg[0])
+		return true;
+	usage_error("--tcti: a TCTI string (device:/dev/tpmrm0, swtpm:host=H,port=P, ...)");
+	return false;
+}
+
 /* --server and --ca into the transport and the pins. */
 struct net {
 	const char *server, *ca, *tls_ca;
@@ -241,7 +270,7 @@ static int cmd_join(int argc, char **argv)
 	enum {
 		O_SERVER = 1, O_CA, O_TLS_CA, O_KEY_OUT, O_CERT_OUT, O_ATTESTOR, O_ROLE, O_TOKEN, O_SEAL_PUB,
 		O_MAC, O_UUID, O_POP_CERT, O_POP_KEY, O_NODE_ID, O_DISCOVERY, O_MAX_WAIT, O_TIMEOUT,
-		O_DUMP, O_HELP,
+		O_DUMP, O_TCTI, O_KEY_GEN, O_EVENT_LOG, O_HELP,
 	};
 	static const struct option longopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
@@ -262,6 +291,9 @@ static int cmd_join(int argc, char **argv)
 		{"max-wait", required_argument, NULL, O_MAX_WAIT},
 		{"timeout", required_argument, NULL, O_TIMEOUT},
 		{"dump-request", required_argument, NULL, O_DUMP},
+		{"tcti", required_argument, NULL, O_TCTI},
+		{"key-generation", required_argument, NULL, O_KEY_GEN},
+		{"event-log", required_argument, NULL, O_EVENT_LOG},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -271,7 +303,7 @@ static int cmd_join(int argc, char **argv)
 				 .max_wait = FJ_DEFAULT_MAX_WAIT};
 	struct net n = {.timeout = FJ_DEFAULT_TIMEOUT};
 	unsigned long long v;
-	int ch, rc;
+	int ch, rc, have_gen = 0;
 
 	fb_init(&n.curl.ca_pem);
 	while ((ch = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
@@ -355,6 +387,21 @@ static int cmd_join(int argc, char **argv)
 		case O_DUMP:
 			o.dump_request = optarg;
 			break;
+		case O_TCTI:
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
+			o.tcti = optarg;
+			break;
+		case O_KEY_GEN:
+			if (parse_u64(optarg, 0, TINK_NODE_MAX_GEN, &v) != 0)
+				return usage_error("--key-generation %s: 0..%u", optarg,
+						   TINK_NODE_MAX_GEN);
+			o.key_gen = (unsigned)v;
+			have_gen = 1;
+			break;
+		case O_EVENT_LOG:
+			o.event_log = optarg;
+			break;
 		case O_HELP:
 			usage(stdout);
 			return FJ_EXIT_OK;
@@ -380,6 +427,15 @@ static int cmd_join(int argc, char **argv)
 				   "with it");
 	if (o.seal_pub && !o.token_file)
 		return usage_error("join: --seal-pub seals a --token-file");
+	int tpm = strcmp(o.attestor, FJ_TPM_ATTESTOR) == 0;
+	if (!tpm && (o.event_log || have_gen || (o.tcti && !pop)))
+		return usage_error("join: --key-generation and --event-log are for --attestor tpm, "
+				   "--tcti for it and a TPM-held --x509pop-key");
+	if (tpm && !o.tcti)
+		return usage_error("join: --attestor tpm needs --tcti TCTI (the TPM)");
+	if (tpm && (o.token_file || o.seal_pub))
+		return usage_error("join: --attestor tpm sends no token (the TPM is the "
+				   "credential): drop --token-file");
 	if ((rc = net_open(&n)) != FJ_EXIT_OK) {
 		net_close(&n);
 		return rc;
@@ -395,13 +451,14 @@ static int cmd_join(int argc, char **argv)
 
 static int cmd_renew(int argc, char **argv)
 {
-	enum { O_SERVER = 1, O_CA, O_TLS_CA, O_KEY, O_CERT, O_HELP };
+	enum { O_SERVER = 1, O_CA, O_TLS_CA, O_KEY, O_CERT, O_TCTI, O_HELP };
 	static const struct option longopts[] = {
 		{"server", required_argument, NULL, O_SERVER},
 		{"ca", required_argument, NULL, O_CA},
 		{"tls-ca", required_argument, NULL, O_TLS_CA},
 		{"key", required_argument, NULL, O_KEY},
 		{"cert", required_argument, NULL, O_CERT},
+		{"tcti", required_argument, NULL, O_TCTI},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
@@ -426,6 +483,11 @@ static int cmd_renew(int argc, char **argv)
 			break;
 		case O_CERT:
 			o.cert = optarg;
+			break;
+		case O_TCTI:
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
+			o.tcti = optarg;
 			break;
 		case O_HELP:
 			usage(stdout);
@@ -457,7 +519,7 @@ static int cmd_assert(int argc, char **argv)
 {
 	enum {
 		O_KEY = 1, O_CERT, O_SITE, O_SIGNER, O_EPOCH, O_MAC, O_IP, O_UUID, O_WORKFLOW,
-		O_TTL, O_ISSUED_AT, O_HELP,
+		O_TTL, O_ISSUED_AT, O_TCTI, O_HELP,
 	};
 	static const struct option longopts[] = {
 		{"key", required_argument, NULL, O_KEY},
@@ -471,11 +533,12 @@ static int cmd_assert(int argc, char **argv)
 		{"workflow", required_argument, NULL, O_WORKFLOW},
 		{"ttl", required_argument, NULL, O_TTL},
 		{"issued-at", required_argument, NULL, O_ISSUED_AT},
+		{"tcti", required_argument, NULL, O_TCTI},
 		{"help", no_argument, NULL, O_HELP},
 		{NULL, 0, NULL, 0},
 	};
 	struct fleet_discovery_assertion a;
-	const char *key_path = NULL, *cert_path = NULL;
+	const char *key_path = NULL, *cert_path = NULL, *tcti = NULL;
 	unsigned long long v, ttl = FJ_ASSERT_DEFAULT_TTL, issued = 0;
 	int have_epoch = 0, ch;
 
@@ -533,6 +596,11 @@ static int cmd_assert(int argc, char **argv)
 				      &issued) != 0)
 				return usage_error("--issued-at %s: Unix seconds", optarg);
 			break;
+		case O_TCTI:
+			if (!tcti_ok(optarg))
+				return FJ_EXIT_USAGE;
+			tcti = optarg;
+			break;
 		case O_HELP:
 			usage(stdout);
 			return FJ_EXIT_OK;
@@ -554,18 +622,26 @@ static int cmd_assert(int argc, char **argv)
 	char text[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	struct fj_pins cert = {0};
 	struct fleet_buf out;
-	EVP_PKEY *key = NULL;
+	struct fj_key key = {0};
+	struct tink_tpm t;
+	struct fj_result res = {0};
+	bool t_open = false;
 	int rc = FJ_EXIT_USAGE;
 	fb_init(&out);
-	if (fj_key_read(key_path, &key, &ec) != FLEET_OK) {
+	if (fj_key_load(key_path, &key, &ec) != FLEET_OK) {
 		say("--key: %s", fleet_errctx_text(&ec, text, sizeof(text)));
 		goto out;
 	}
+	if ((rc = fj_key_open(&key, tcti, &t, &t_open, &res)) != FJ_EXIT_OK) {
+		say("--key %s: %s", key_path, res.message);
+		goto out;
+	}
+	rc = FJ_EXIT_USAGE;
 	if (fj_chain_read(cert_path, &cert, &ec) != FLEET_OK) {
 		say("--cert: %s", fleet_errctx_text(&ec, text, sizeof(text)));
 		goto out;
 	}
-	fleet_err e = fj_assert_build(key, cert.certs[0], &a, &out, &ec);
+	fleet_err e = fj_assert_build_key(&key, cert.certs[0], &a, &out, &ec);
 	if (e != FLEET_OK) {
 		rc = fleet_err_code(e) == FLEET_CODE_INVALID_ARG ||
 				     fleet_err_code(e) == FLEET_CODE_UNSUPPORTED
@@ -582,7 +658,9 @@ static int cmd_assert(int argc, char **argv)
 	}
 	rc = FJ_EXIT_OK;
 out:
-	EVP_PKEY_free(key);
+	fj_key_free(&key);
+	if (t_open)
+		tink_tpm_close(&t);
 	fj_pins_free(&cert);
 	fb_free(&out);
 	return rc;

@@ -27,6 +27,7 @@
 #include "lib/join_token.h"
 #include "lib/token_seal.h"
 #include "tink-attest/output.h"
+#include "tink-attest/tpm_join.h"
 
 /* What a file may hold, at most (FLEET_FILE_POLICY_*, docs/files.md). */
 #define MAX_KEY_FILE (16u * 1024)
@@ -87,16 +88,6 @@ static void bytes_free(struct fleet_wire_bytes *b)
 	free(b->data);
 	b->data = NULL;
 	b->len = 0;
-}
-
-/* An encrypted key is refused rather than asked for on a terminal. */
-static int no_passphrase(char *buf, int size, int rw, void *u)
-{
-	(void)buf;
-	(void)size;
-	(void)rw;
-	(void)u;
-	return -1;
 }
 
 /* ---- FJ1: the key and its CSR ------------------------------------------- */
@@ -212,28 +203,20 @@ fleet_err fj_chain_read(const char *path, struct fj_pins *out, struct fleet_errc
 
 fleet_err fj_key_read(const char *path, EVP_PKEY **out, struct fleet_errctx *ec)
 {
-	static const struct fleet_file_policy policy =
-		FLEET_FILE_POLICY_SECRET("the private key", MAX_KEY_FILE);
-	struct fleet_buf b;
-	BIO *bio;
-	fleet_err e;
+	struct fj_key k;
+	fleet_err e = fj_key_load(path, &k, ec);
 
 	*out = NULL;
-	fb_init(&b);
-	if ((e = fleet_file_read(AT_FDCWD, path, &policy, &b, ec)) != FLEET_OK)
-		return fleet_errctx_wrap(ec, e, "cannot read ", NULL);
-	/* A read-only BIO over the secret buffer: no copy of the PEM is made
-	 * here, and the buffer is wiped when freed. */
-	if (!(bio = BIO_new_mem_buf(b.data, (int)b.len))) {
-		fb_free(&b);
-		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_new_mem_buf");
+	if (e != FLEET_OK)
+		return e;
+	if (k.in_tpm) {
+		fj_key_free(&k);
+		return fleet_errctx_msg(ec, FLEET_E_UNSUPPORTED,
+					"%s: a TPM-held key (" FJ_TPM_KEY_PEM "), which needs its TPM "
+					"(--tcti)",
+					path);
 	}
-	*out = PEM_read_bio_PrivateKey(bio, NULL, no_passphrase, NULL);
-	BIO_free(bio);
-	fb_free(&b);
-	if (!*out)
-		return fleet_errctx_openssl(ec, FLEET_E_MALFORMED,
-					    "%s: not an unencrypted PEM private key", path);
+	*out = k.pkey;
 	return FLEET_OK;
 }
 
@@ -508,6 +491,16 @@ fleet_err fj_x509pop_build(EVP_PKEY *key, const struct fj_pins *chain, const cha
 			   const struct fleet_wire_bytes *csr, int64_t client_time_ms,
 			   struct fleet_buf *out, struct fleet_errctx *ec)
 {
+	struct fj_key k = {.pkey = key};
+
+	return fj_x509pop_build_key(&k, chain, node_id, csr, client_time_ms, out, ec);
+}
+
+fleet_err fj_x509pop_build_key(const struct fj_key *key, const struct fj_pins *chain,
+			       const char *node_id, const struct fleet_wire_bytes *csr,
+			       int64_t client_time_ms, struct fleet_buf *out,
+			       struct fleet_errctx *ec)
+{
 	struct fleet_x509pop_evidence ev;
 	struct fleet_node_identity id;
 	struct fleet_errctx iec = {0};
@@ -517,12 +510,13 @@ fleet_err fj_x509pop_build(EVP_PKEY *key, const struct fj_pins *chain, const cha
 
 	memset(&ev, 0, sizeof(ev));
 	fb_init(&input);
-	if (!key || !chain || chain->n < 1 || chain->n > FLEET_JOIN_MAX_CHAIN || !node_id ||
+	if (!key || !key->pkey || !chain || chain->n < 1 || chain->n > FLEET_JOIN_MAX_CHAIN ||
+	    !node_id ||
 	    strlen(node_id) > FLEET_JOIN_MAX_ID || !csr || !csr->data || csr->len == 0 || !out)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG,
 					"x509pop: a key, a chain of 1..%d, a node id and a CSR",
 					FLEET_JOIN_MAX_CHAIN);
-	if (EVP_PKEY_eq(X509_get0_pubkey(chain->certs[0]), key) != 1) {
+	if (EVP_PKEY_eq(X509_get0_pubkey(chain->certs[0]), key->pkey) != 1) {
 		ERR_clear_error();
 		return fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_X509POP_KEY,
 					   "x509pop: the key is not the leaf certificate's");
@@ -552,7 +546,7 @@ fleet_err fj_x509pop_build(EVP_PKEY *key, const struct fj_pins *chain, const cha
 					"carries");
 		goto out;
 	}
-	if ((e = fleet_es256_sign(key, input.data, input.len, ev.sig, ec)) != FLEET_OK)
+	if ((e = fj_key_sign(key, input.data, input.len, ev.sig, ec)) != FLEET_OK)
 		goto out;
 	if ((e = fleet_x509pop_encode(&ev, out)) != FLEET_OK)
 		fleet_errctx_msg(ec, e, "x509pop: the evidence cannot be encoded");
@@ -567,14 +561,23 @@ out:
 fleet_err fj_assert_build(EVP_PKEY *key, X509 *cert, const struct fleet_discovery_assertion *a,
 			  struct fleet_buf *out, struct fleet_errctx *ec)
 {
+	struct fj_key k = {.pkey = key};
+
+	return fj_assert_build_key(&k, cert, a, out, ec);
+}
+
+fleet_err fj_assert_build_key(const struct fj_key *key, X509 *cert,
+			      const struct fleet_discovery_assertion *a, struct fleet_buf *out,
+			      struct fleet_errctx *ec)
+{
 	struct fleet_discovery_signed s;
 	struct fleet_buf body, input;
 	fleet_err e;
 
 	memset(&s, 0, sizeof(s));
-	if (!key || !cert || !a || !out)
+	if (!key || !key->pkey || !cert || !a || !out)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "assert: no key, certificate or body");
-	if (EVP_PKEY_eq(X509_get0_pubkey(cert), key) != 1) {
+	if (EVP_PKEY_eq(X509_get0_pubkey(cert), key->pkey) != 1) {
 		ERR_clear_error();
 		return fleet_errctx_refuse(ec, FLEET_E_INVALID_ARG, FJ_REASON_ASSERT_KEY,
 					   "assert: the key is not the certificate's");
@@ -590,7 +593,7 @@ fleet_err fj_assert_build(EVP_PKEY *key, X509 *cert, const struct fleet_discover
 		fleet_errctx_msg(ec, e, "assert: no signing input");
 		goto out;
 	}
-	if ((e = fleet_es256_sign(key, input.data, input.len, s.sig, ec)) != FLEET_OK)
+	if ((e = fj_key_sign(key, input.data, input.len, s.sig, ec)) != FLEET_OK)
 		goto out;
 	if ((e = cert_der(cert, &s.cert)) != FLEET_OK) {
 		fleet_errctx_msg(ec, e, "assert: the certificate cannot be encoded");
@@ -629,7 +632,7 @@ static fleet_err split(const char *path, char dir[4096], char base[4096], struct
 	return FLEET_OK;
 }
 
-static fleet_err write_key(const char *path, EVP_PKEY *key, struct fleet_errctx *ec)
+static fleet_err write_key(const char *path, const struct fj_key *key, struct fleet_errctx *ec)
 {
 	char dir[4096], base[4096];
 	BIO *b;
@@ -639,11 +642,22 @@ static fleet_err write_key(const char *path, EVP_PKEY *key, struct fleet_errctx 
 
 	if ((e = split(path, dir, base, ec)) != FLEET_OK)
 		return e;
+	if (key->in_tpm) {
+		/* FJ10: what lets the TPM derive the key again, and no more */
+		struct fleet_buf rec;
+		fb_init_secret(&rec, 4096);
+		if ((e = fj_tpm_key_record(key->gen, &rec)) != FLEET_OK)
+			e = fleet_errctx_msg(ec, e, "cannot encode the TPM key's record");
+		else
+			e = tink_write_file(dir, base, rec.data, rec.len, 0600, ec);
+		fb_free(&rec);
+		return e;
+	}
 	/* OpenSSL's wiping memory BIO: the PEM's every block is cleared when
 	 * freed or grown. */
 	if (!(b = BIO_new(BIO_s_secmem())))
 		return fleet_errctx_openssl(ec, FLEET_E_NOMEM, "BIO_s_secmem");
-	if (PEM_write_bio_PrivateKey(b, key, NULL, NULL, 0, NULL, NULL) != 1 ||
+	if (PEM_write_bio_PrivateKey(b, key->pkey, NULL, NULL, 0, NULL, NULL) != 1 ||
 	    (n = BIO_get_mem_data(b, &pem)) <= 0) {
 		BIO_free(b);
 		return fleet_errctx_openssl(ec, FLEET_E_CRYPTO, "cannot encode the key as PEM");
@@ -689,10 +703,19 @@ static fleet_err write_chain(const char *path, const struct fleet_join_response 
 fleet_err fj_write_identity(const char *key_path, const char *chain_path, EVP_PKEY *key,
 			    const struct fleet_join_response *r, struct fleet_errctx *ec)
 {
+	struct fj_key k = {.pkey = key};
+
+	return fj_write_identity_key(key_path, chain_path, &k, r, ec);
+}
+
+fleet_err fj_write_identity_key(const char *key_path, const char *chain_path,
+				const struct fj_key *key, const struct fleet_join_response *r,
+				struct fleet_errctx *ec)
+{
 	fleet_err e;
 
-	if (!key_path || !chain_path || !key || !r || r->status != FLEET_JOIN_JOINED ||
-	    r->n_chain < 1)
+	if (!key_path || !chain_path || !key || (!key->in_tpm && !key->pkey) || !r ||
+	    r->status != FLEET_JOIN_JOINED || r->n_chain < 1)
 		return fleet_errctx_msg(ec, FLEET_E_INVALID_ARG, "no joined answer to write");
 	/* The key first: a chain is never left naming a key not on disk. */
 	if ((e = write_key(key_path, key, ec)) != FLEET_OK)
@@ -833,10 +856,15 @@ static int exchange(const char *path, const struct fleet_buf *req, const struct 
 			rc = say(res, FJ_EXIT_DENIED, "access denied");
 			break;
 		}
+		if (resp->status == FLEET_JOIN_CHALLENGE && x->answers_challenge) {
+			rc = say(res, FJ_EXIT_CHALLENGE, "the %s attestor's challenge (until %lld)",
+				 resp->deferral.attestor, (long long)resp->deferral.not_after);
+			break;
+		}
 		if (resp->status == FLEET_JOIN_CHALLENGE) {
 			rc = say(res, FJ_EXIT_CHALLENGE,
 				 "the %s attestor answered with a challenge (until %lld); fleet-join "
-				 "answers no challenge yet",
+				 "answers only the tpm attestor's",
 				 resp->deferral.attestor, (long long)resp->deferral.not_after);
 			break;
 		}
@@ -856,23 +884,43 @@ static int exchange(const char *path, const struct fleet_buf *req, const struct 
 		fleet_join_response_free(resp);
 		clock_sleep(clk, wait);
 	}
-	if (rc != FJ_EXIT_OK)
+	if (rc != FJ_EXIT_OK && !(rc == FJ_EXIT_CHALLENGE && x->answers_challenge))
 		fleet_join_response_free(resp);
 	fb_free(&reply);
 	return rc;
 }
 
 /* A joined answer's files and node id. */
-static int joined(const char *key_path, const char *chain_path, EVP_PKEY *key,
+static int joined(const char *key_path, const char *chain_path, const struct fj_key *key,
 		  const struct fleet_join_response *resp, struct fj_result *res)
 {
 	struct fleet_errctx ec = {0};
 
-	if (fj_write_identity(key_path, chain_path, key, resp, &ec) != FLEET_OK)
+	if (fj_write_identity_key(key_path, chain_path, key, resp, &ec) != FLEET_OK)
 		return say_ec(res, FJ_EXIT_LOCAL, "joined, but the identity was not written", &ec);
 	snprintf(res->node_id, sizeof(res->node_id), "%s", resp->node_id);
 	return say(res, FJ_EXIT_OK, "joined as %s: key %s, chain %s", resp->node_id, key_path,
 		   chain_path);
+}
+
+int fj_key_open(struct fj_key *k, const char *tcti, struct tink_tpm *t, bool *t_open,
+		struct fj_result *res)
+{
+	struct fleet_errctx ec = {0};
+
+	*t_open = false;
+	if (!k->in_tpm)
+		return FJ_EXIT_OK;
+	if (!tcti || !tcti[0])
+		return say(res, FJ_EXIT_USAGE, "the key is TPM-held (" FJ_TPM_KEY_PEM "): --tcti "
+					       "names its TPM");
+	if (tink_tpm_open(t, tcti) != 0)
+		return say(res, FJ_EXIT_LOCAL, "the key is in the TPM, which is unavailable: %s",
+			   t->err);
+	*t_open = true;
+	if (fj_key_attach(k, t, &ec) != FLEET_OK)
+		return say_ec(res, FJ_EXIT_LOCAL, "the key in the TPM", &ec);
+	return FJ_EXIT_OK;
 }
 
 /* The attestation of x509pop (FJ5). */
@@ -881,8 +929,10 @@ static int x509pop_attestation(const struct fj_join_opts *o, const struct fleet_
 {
 	struct fleet_errctx ec = {0};
 	struct fj_pins chain;
-	EVP_PKEY *k = NULL;
+	struct fj_key k;
 	struct fleet_wire_bytes c = {csr->data, csr->len};
+	struct tink_tpm t;
+	bool t_open = false;
 	int rc = FJ_EXIT_OK;
 	fleet_err e;
 
@@ -891,20 +941,79 @@ static int x509pop_attestation(const struct fj_join_opts *o, const struct fleet_
 			   "--attestor x509pop needs --x509pop-cert, --x509pop-key and --node-id");
 	if (fj_chain_read(o->x509pop_cert, &chain, &ec) != FLEET_OK)
 		return say_ec(res, FJ_EXIT_USAGE, "--x509pop-cert", &ec);
-	if (fj_key_read(o->x509pop_key, &k, &ec) != FLEET_OK) {
+	if (fj_key_load(o->x509pop_key, &k, &ec) != FLEET_OK) {
 		fj_pins_free(&chain);
 		return say_ec(res, FJ_EXIT_USAGE, "--x509pop-key", &ec);
 	}
-	e = fj_x509pop_build(k, &chain, o->node_id, &c, unix_ms(), att, &ec);
+	if ((rc = fj_key_open(&k, o->tcti, &t, &t_open, res)) != FJ_EXIT_OK)
+		goto out;
+	e = fj_x509pop_build_key(&k, &chain, o->node_id, &c, unix_ms(), att, &ec);
 	if (e != FLEET_OK)
 		rc = say_ec(res, fleet_err_code(e) == FLEET_CODE_INVALID_ARG ||
 					 fleet_err_code(e) == FLEET_CODE_UNSUPPORTED
 				 ? FJ_EXIT_USAGE
 				 : FJ_EXIT_LOCAL,
 			    "x509pop", &ec);
-	EVP_PKEY_free(k);
+out:
+	fj_key_free(&k);
+	if (t_open)
+		tink_tpm_close(&t);
 	fj_pins_free(&chain);
 	return rc;
+}
+
+/* FJ9: the TPM of --attestor tpm, open, its EK read and its node key's CSR
+ * made (key the key's public half). The round-1 attestation into att. */
+struct tpm_join {
+	bool open;
+	struct tink_tpm t;
+	struct tink_ek ek;
+	struct fleet_buf event_log;
+};
+
+static int tpm_join_start(const struct fj_join_opts *o, struct tpm_join *tj, struct fj_key *key,
+			  struct fleet_buf *csr, struct fleet_buf *att, struct fj_result *res)
+{
+	static const struct fleet_file_policy log_policy =
+		FLEET_FILE_POLICY_DATA("the event log", FLEET_TPM_MAX_EVENTLOG);
+	struct fleet_errctx ec = {0};
+
+	if (!o->tcti || !o->tcti[0])
+		return say(res, FJ_EXIT_USAGE, "--attestor tpm needs --tcti (the TPM)");
+	if (o->token_file)
+		return say(res, FJ_EXIT_USAGE, "--attestor tpm sends no token: the TPM is the "
+					       "credential (drop --token-file)");
+	if (o->key_gen > TINK_NODE_MAX_GEN)
+		return say(res, FJ_EXIT_USAGE, "--key-generation %u: 0..%u", o->key_gen,
+			   TINK_NODE_MAX_GEN);
+	if (o->event_log) {
+		fleet_err e = fleet_file_read(AT_FDCWD, o->event_log, &log_policy, &tj->event_log,
+					      &ec);
+		if (e != FLEET_OK) {
+			fleet_errctx_wrap(&ec, e, "cannot read ", NULL);
+			return say_ec(res, FJ_EXIT_USAGE, "--event-log", &ec);
+		}
+	}
+	if (tink_tpm_open(&tj->t, o->tcti) != 0)
+		return say(res, FJ_EXIT_LOCAL, "the TPM: %s", tj->t.err);
+	tj->open = true;
+	key->in_tpm = true;
+	key->gen = o->key_gen;
+	key->tpm = &tj->t;
+	if (tink_node_csr(&tj->t, key->gen, csr, &key->pkey) != 0)
+		return say(res, FJ_EXIT_LOCAL, "the node key in the TPM: %s", tj->t.err);
+	if (fj_tpm_round1(&tj->t, &tj->ek, att, &ec) != FLEET_OK)
+		return say_ec(res, FJ_EXIT_LOCAL, "the tpm attestor's round 1", &ec);
+	return FJ_EXIT_OK;
+}
+
+static void tpm_join_end(struct tpm_join *tj)
+{
+	tink_ek_free(&tj->ek);
+	fb_free(&tj->event_log);
+	if (tj->open)
+		tink_tpm_close(&tj->t);
+	tj->open = false;
 }
 
 int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
@@ -913,18 +1022,23 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 	static const struct fleet_file_policy att_policy =
 		FLEET_FILE_POLICY_DATA("the discovery assertion", FLEET_JOIN_MAX_ATTESTATION);
 	const char *attestor = o->attestor ? o->attestor : "";
+	bool tpm = strcmp(attestor, FJ_TPM_ATTESTOR) == 0;
 	struct fleet_join_request req;
 	struct fleet_join_response resp;
 	struct fleet_errctx ec = {0};
 	struct fleet_buf csr, sealed, att, body;
-	EVP_PKEY *key = NULL;
+	struct tpm_join tj;
+	struct fj_key key = {0};
 	int rc;
 
 	memset(res, 0, sizeof(*res));
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
+	memset(&tj, 0, sizeof(tj));
+	fb_init(&tj.event_log);
 	fb_init(&csr);
-	fb_init(&att);
+	/* A round-2 attestation holds the activated secret: wiped as well. */
+	fb_init_secret(&att, FLEET_JOIN_MAX_ATTESTATION);
 	/* The sealed token and the request that carries it are bearer
 	 * credentials: wiped when freed. */
 	fb_init_secret(&sealed, FLEET_SEAL_MAX_SEALED);
@@ -934,7 +1048,15 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 		rc = say(res, FJ_EXIT_USAGE, "an attestor, MAC or UUID too long, or too many MACs");
 		goto out;
 	}
-	if (fj_key_csr(&key, &csr, &ec) != FLEET_OK) {
+	if (!tpm && (o->event_log || (o->tcti && strcmp(attestor, "x509pop") != 0))) {
+		rc = say(res, FJ_EXIT_USAGE, "--event-log is for --attestor tpm, --tcti for tpm and "
+					     "a TPM-held --x509pop-key");
+		goto out;
+	}
+	if (tpm) {
+		if ((rc = tpm_join_start(o, &tj, &key, &csr, &att, res)) != FJ_EXIT_OK)
+			goto out;
+	} else if (fj_key_csr(&key.pkey, &csr, &ec) != FLEET_OK) {
 		rc = say_ec(res, FJ_EXIT_LOCAL, "the key", &ec);
 		goto out;
 	}
@@ -966,8 +1088,6 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 	memcpy(req.attestor, attestor, strlen(attestor) + 1);
 	req.has_token = sealed.len > 0;
 	req.token = (struct fleet_wire_bytes){sealed.len ? sealed.data : NULL, sealed.len};
-	req.has_attestation = att.len > 0;
-	req.attestation = (struct fleet_wire_bytes){att.len ? att.data : NULL, att.len};
 	req.csr = (struct fleet_wire_bytes){csr.data, csr.len};
 	req.role = o->role ? o->role : FLEET_JOIN_ROLE_NODE;
 	req.n_macs = o->n_macs;
@@ -975,34 +1095,107 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 		snprintf(req.macs[i], sizeof(req.macs[i]), "%s", o->macs[i]);
 	if (o->product_uuid)
 		snprintf(req.product_uuid, sizeof(req.product_uuid), "%s", o->product_uuid);
-	/* The encoder holds JW4/JW5: what it refuses was never sendable. */
-	if (fleet_join_request_encode(&req, &body) != FLEET_OK) {
-		rc = say(res, FJ_EXIT_USAGE,
-			 "the request cannot be sent: the attestor, role, a MAC or the UUID is "
-			 "not in its form (lib/join_wire.h JW4, JW5), or a field is over its cap");
-		goto out;
-	}
-	if (o->dump_request && write_request(o->dump_request, &body, res) != 0) {
-		rc = FJ_EXIT_LOCAL;
-		goto out;
-	}
 	struct fj_expect x = {.csr = &req.csr,
-			      .key = key,
+			      .key = key.pkey,
 			      .attestor = attestor,
-			      .role = fleet_join_role_name(req.role)};
-	rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+			      .role = fleet_join_role_name(req.role),
+			      .answers_challenge = tpm};
+	/* FJ9: the same CSR each round, the attestation the round's. */
+	for (unsigned round = 0;; round++) {
+		req.has_attestation = att.len > 0;
+		req.attestation = (struct fleet_wire_bytes){att.len ? att.data : NULL, att.len};
+		fb_reset(&body);
+		/* The encoder holds JW4/JW5: what it refuses was never sendable. */
+		if (fleet_join_request_encode(&req, &body) != FLEET_OK) {
+			rc = say(res, FJ_EXIT_USAGE,
+				 "the request cannot be sent: the attestor, role, a MAC or the UUID "
+				 "is not in its form (lib/join_wire.h JW4, JW5), or a field is over "
+				 "its cap");
+			goto out;
+		}
+		if (o->dump_request && write_request(o->dump_request, &body, res) != 0) {
+			rc = FJ_EXIT_LOCAL;
+			goto out;
+		}
+		rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+		if (rc != FJ_EXIT_CHALLENGE || !tpm)
+			break;
+		if (round == FJ_MAX_CHALLENGES) {
+			rc = say(res, FJ_EXIT_CHALLENGE,
+				 "the tpm attestor still challenges after %d answers for this CSR",
+				 FJ_MAX_CHALLENGES);
+			break;
+		}
+		fleet_err e = fj_tpm_round2(&tj.t, &tj.ek, key.gen, &resp.deferral.payload, &req.csr,
+					    o->event_log ? &tj.event_log : NULL, &att, &ec);
+		fleet_join_response_free(&resp);
+		if (e != FLEET_OK) {
+			rc = say_ec(res, FJ_EXIT_LOCAL, "answering the tpm challenge", &ec);
+			goto out;
+		}
+		fprintf(stderr, "fleet-join: the tpm attestor's challenge answered (round %u)\n",
+			round + 2);
+	}
 	if (rc == FJ_EXIT_OK)
-		rc = joined(o->key_out, o->cert_out, key, &resp, res);
+		rc = joined(o->key_out, o->cert_out, &key, &resp, res);
 out:
 	/* req borrows every byte field: it is wiped, not freed. */
 	OPENSSL_cleanse(&req, sizeof(req));
 	fleet_join_response_free(&resp);
-	EVP_PKEY_free(key);
+	fj_key_free(&key);
+	tpm_join_end(&tj);
 	fb_free(&csr);
 	fb_free(&att);
 	fb_free(&sealed);
 	fb_free(&body);
 	return rc;
+}
+
+/* FJ11: what the renewal needs of the TPM: the current key's public half,
+ * and with an AK statement, that AK's name equal to it. */
+static int renew_tpm_checks(const struct fj_renew_opts *o, struct tink_tpm *t, bool *t_open,
+			    struct fj_key *cur, X509 *leaf, bool *names_ak,
+			    struct fj_result *res)
+{
+	struct fleet_errctx ec = {0};
+	uint8_t want[TINK_NAME_MAX], have[TINK_NAME_MAX];
+	size_t want_len = 0, have_len = 0;
+	TPM2B_PUBLIC ak;
+
+	if (fj_leaf_ak_statement(leaf, names_ak, want, sizeof(want), &want_len, &ec) != FLEET_OK)
+		return say_ec(res, FJ_EXIT_LOCAL, "renewal: --cert's leaf", &ec);
+	if (*names_ak && !cur->in_tpm)
+		return say(res, FJ_EXIT_LOCAL,
+			   "renewal: the certificate names a TPM attestation key, and --key %s is "
+			   "a software key: the certificate cannot be renewed with it (no "
+			   "fallback to a software key); join again with --attestor tpm",
+			   o->key);
+	if (!cur->in_tpm && !*names_ak)
+		return FJ_EXIT_OK; /* a software key renews as before */
+	int rc = fj_key_open(cur, o->tcti, t, t_open, res);
+	if (rc != FJ_EXIT_OK) {
+		char why[sizeof(res->message)];
+		snprintf(why, sizeof(why), "%s", res->message);
+		return say(res, rc, "renewal: the certificate's node key (--key %s): %s", o->key,
+			   why);
+	}
+	if (EVP_PKEY_eq(X509_get0_pubkey(leaf), cur->pkey) != 1) {
+		ERR_clear_error();
+		return say(res, FJ_EXIT_LOCAL,
+			   "renewal: the node key does not match the node certificate: the TPM "
+			   "derives another key from %s (was the TPM cleared?); join again",
+			   o->key);
+	}
+	if (!*names_ak)
+		return FJ_EXIT_OK;
+	if (tink_ak_name(t, &ak, have, &have_len) != 0)
+		return say(res, FJ_EXIT_LOCAL, "renewal: the TPM's attestation key: %s", t->err);
+	if (have_len != want_len || memcmp(have, want, have_len) != 0)
+		return say(res, FJ_EXIT_LOCAL,
+			   "renewal: this TPM's attestation key is not the one the certificate "
+			   "names (another TPM, or its endorsement seed changed): the certificate "
+			   "cannot be renewed here; join again with --attestor tpm");
+	return FJ_EXIT_OK;
 }
 
 int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
@@ -1013,17 +1206,20 @@ int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
 	struct fleet_errctx ec = {0};
 	struct fleet_buf csr, input, body;
 	struct fj_pins chain = {0};
-	EVP_PKEY *cur = NULL, *key = NULL;
+	struct fj_key cur = {0}, key = {0};
+	struct tink_tpm t;
+	bool t_open = false, names_ak = false;
 	int rc;
 	fleet_err e;
 
 	memset(res, 0, sizeof(*res));
 	memset(&req, 0, sizeof(req));
 	memset(&resp, 0, sizeof(resp));
+	memset(&t, 0, sizeof(t));
 	fb_init(&csr);
 	fb_init(&input);
 	fb_init(&body);
-	if (fj_key_read(o->key, &cur, &ec) != FLEET_OK) {
+	if (fj_key_load(o->key, &cur, &ec) != FLEET_OK) {
 		rc = say_ec(res, FJ_EXIT_USAGE, "--key", &ec);
 		goto out;
 	}
@@ -1031,15 +1227,43 @@ int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
 		rc = say_ec(res, FJ_EXIT_USAGE, "--cert", &ec);
 		goto out;
 	}
-	if (EVP_PKEY_eq(X509_get0_pubkey(chain.certs[0]), cur) != 1) {
+	if ((rc = renew_tpm_checks(o, &t, &t_open, &cur, chain.certs[0], &names_ak, res)) !=
+	    FJ_EXIT_OK)
+		goto out;
+	if (!cur.in_tpm && EVP_PKEY_eq(X509_get0_pubkey(chain.certs[0]), cur.pkey) != 1) {
 		ERR_clear_error();
 		rc = say(res, FJ_EXIT_USAGE, "--key %s is not the key of --cert %s's leaf", o->key,
 			 o->cert);
 		goto out;
 	}
-	if (fj_key_csr(&key, &csr, &ec) != FLEET_OK) {
+	/* The next key: the TPM's next generation for a TPM-held key, never
+	 * a file key where the certificate names an AK (FJ11). */
+	if (cur.in_tpm) {
+		if (cur.gen >= TINK_NODE_MAX_GEN) {
+			rc = say(res, FJ_EXIT_LOCAL, "renewal: node key generation %u is the last",
+				 cur.gen);
+			goto out;
+		}
+		key.in_tpm = true;
+		key.gen = cur.gen + 1;
+		key.tpm = &t;
+		if (tink_node_csr(&t, key.gen, &csr, &key.pkey) != 0) {
+			rc = say(res, FJ_EXIT_LOCAL, "renewal: the next node key in the TPM: %s",
+				 t.err);
+			goto out;
+		}
+	} else if (fj_key_csr(&key.pkey, &csr, &ec) != FLEET_OK) {
 		rc = say_ec(res, FJ_EXIT_LOCAL, "the key", &ec);
 		goto out;
+	}
+	struct fleet_wire_bytes sent = {csr.data, csr.len};
+	if (names_ak) {
+		if (fj_tpm_key_attestation(&t, key.gen, &sent, &req.key_attestation, &ec) !=
+		    FLEET_OK) {
+			rc = say_ec(res, FJ_EXIT_LOCAL, "renewal", &ec);
+			goto out;
+		}
+		req.has_key_attestation = true;
 	}
 	if (cert_der(chain.certs[0], &req.cert) != FLEET_OK) {
 		rc = say(res, FJ_EXIT_USAGE, "--cert %s: the leaf cannot be encoded", o->cert);
@@ -1052,31 +1276,32 @@ int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
 			 FLEET_JOIN_MAX_CERT);
 		goto out;
 	}
-	if ((e = fleet_es256_sign(cur, input.data, input.len, req.sig, &ec)) != FLEET_OK) {
+	if ((e = fj_key_sign(&cur, input.data, input.len, req.sig, &ec)) != FLEET_OK) {
 		rc = say_ec(res, fleet_err_code(e) == FLEET_CODE_UNSUPPORTED ? FJ_EXIT_USAGE
 									      : FJ_EXIT_LOCAL,
 			    "--key", &ec);
 		goto out;
 	}
-	req.csr = (struct fleet_wire_bytes){csr.data, csr.len};
+	req.csr = sent;
 	e = fleet_renew_request_encode(&req, &body);
 	req.csr = (struct fleet_wire_bytes){NULL, 0}; /* csr's, freed with it */
 	if (e != FLEET_OK) {
 		rc = say(res, FJ_EXIT_LOCAL, "the renew request cannot be encoded");
 		goto out;
 	}
-	struct fleet_wire_bytes sent = {csr.data, csr.len};
 	/* renew is no attestor's: "" never challenges, so a challenge is refused */
-	struct fj_expect x = {.csr = &sent, .key = key, .attestor = ""};
+	struct fj_expect x = {.csr = &sent, .key = key.pkey, .attestor = ""};
 	rc = exchange("/v1/renew", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
 	if (rc == FJ_EXIT_OK)
-		rc = joined(o->key, o->cert, key, &resp, res);
+		rc = joined(o->key, o->cert, &key, &resp, res);
 out:
 	fleet_renew_request_free(&req);
 	fleet_join_response_free(&resp);
 	fj_pins_free(&chain);
-	EVP_PKEY_free(cur);
-	EVP_PKEY_free(key);
+	fj_key_free(&cur);
+	fj_key_free(&key);
+	if (t_open)
+		tink_tpm_close(&t);
 	fb_free(&csr);
 	fb_free(&input);
 	fb_free(&body);

@@ -13,9 +13,14 @@
  *                      assertion on stdout, the --discovery-file of a
  *                      ramdisk's join
  *
+ * join_tpm.c holds the tpm attestor's pieces (FJ9-FJ11): the key in either
+ * form, the rounds' evidence, the renewal's key_attestation, the leaf's AK
+ * statement; the TPM commands are tpm_join.h's.
+ *
  * The rules (each traced to a test of tests/unit/test_join_client.c):
  *
- * FJ1 The key is a fresh software P-256 key (EVP_PKEY) for every run; the
+ * FJ1 The key is a fresh software P-256 key (EVP_PKEY) for every run (the
+ *     tpm attestor's is the TPM's, FJ9); the
  *     CSR is PKCS#10 DER, subject CN=fleet-join, ecdsa-with-SHA256, and is
  *     what the server's NC1-NC3 accept (the server takes its key and
  *     nothing else). A pending answer is followed by the same request, the
@@ -68,6 +73,33 @@
  * FJ8 pending: wait retry_after_seconds and send again, unless that wait
  *     would end past max_wait seconds since the run began: then
  *     FJ_EXIT_PENDING. test_join_max_wait.
+ *
+ * The tpm attestor (issue 14; lib/tpm_join_evidence.h, tink-attest/
+ * tpm_join.h; tests/tpm/test_join_tpm_client.c):
+ *
+ * FJ9 --attestor tpm makes the node key IN the TPM (node key generation
+ *     --key-generation, default 0) and its CSR signed there; no token is
+ *     read or sent. Round 1 carries {ek_public, ek_cert, ak_public}; a
+ *     signed challenge for "tpm" is answered (ActivateCredential, the
+ *     quote over the challenge's pcrs with extraData
+ *     fleet_tpm_quote_nonce(secret, SHA-256(csr)), the PCR values, the
+ *     AK's certification of the node key over SHA-256(csr), --event-log)
+ *     with the same CSR and the state unchanged, at most FJ_MAX_CHALLENGES
+ *     times; then FJ_EXIT_CHALLENGE. The secret and every request carrying
+ *     it are in wiping buffers.
+ * FJ10 A TPM-held KEY is the PEM block FJ_TPM_KEY_PEM, mode 0600, written
+ *     as FJ7 writes a key, holding the record fj_tpm_key_record encodes
+ *     ("FTNK", version 1, the generation, the template's unique): the same
+ *     TPM derives the same key from it again. Every reader of a key
+ *     (fj_key_load) takes either form; a record needs a TPM (--tcti).
+ * FJ11 renew with a TPM-held key proves the request with TPM2_Sign (r||s).
+ *     A leaf whose URI SAN begins FLEET_TPM_AK_URI_PREFIX renews only with
+ *     the next generation made in the same TPM and key_attestation, the
+ *     AK's certification of it over SHA-256(new csr); an AK whose name is
+ *     not the statement's is refused before anything is sent
+ *     (FJ_EXIT_LOCAL), and there is no fallback to a software key. A leaf
+ *     with no statement renews a TPM key with the next generation and no
+ *     key_attestation, a software key with a software key.
  */
 #ifndef TINK_JOIN_CLIENT_H
 #define TINK_JOIN_CLIENT_H
@@ -84,6 +116,7 @@
 #include "lib/fleet_err.h"
 #include "lib/join_evidence.h"
 #include "lib/join_wire.h"
+#include "tink-attest/tpm_client.h"
 #include "tink-attest/transport.h"
 
 /* Exit codes of fleet-join. */
@@ -93,8 +126,8 @@ enum fj_exit {
 	FJ_EXIT_DENIED = 10,   /* "denied": access denied */
 	FJ_EXIT_FAILED = 11,   /* transport failure, or an answer that does not verify */
 	FJ_EXIT_PENDING = 12,  /* still pending at --max-wait */
-	FJ_EXIT_CHALLENGE = 13, /* a challenge (no attestor here answers one yet) */
-	FJ_EXIT_LOCAL = 14,    /* this side: making the key, writing KEY or CHAIN */
+	FJ_EXIT_CHALLENGE = 13, /* a challenge unanswered (another attestor's, or a 4th) */
+	FJ_EXIT_LOCAL = 14,    /* this side: the TPM, making the key, writing KEY or CHAIN */
 };
 const char *fj_exit_name(int code);
 
@@ -104,6 +137,9 @@ const char *fj_exit_name(int code);
 #define FJ_ASSERT_DEFAULT_TTL 600u
 #define FJ_CSR_CN "fleet-join"
 #define FJ_MAX_PINNED 16 /* certificates in --ca */
+#define FJ_MAX_CHALLENGES 3 /* challenge rounds answered for one CSR (FJ9) */
+#define FJ_TPM_KEY_PEM "FLEET TPM NODE KEY"
+#define FJ_TPM_ATTESTOR "tpm"
 
 /* Reasons (ec->reason). */
 #define FJ_REASON_ENVELOPE "answer-envelope"
@@ -144,6 +180,7 @@ struct fj_expect {
 	EVP_PKEY *key;                      /* its key */
 	const char *attestor;               /* the request's ("" join-token) */
 	const char *role;                   /* the role asked; NULL: any (a renewal) */
+	bool answers_challenge;             /* FJ9: a challenge is the caller's to answer */
 };
 
 /* FJ2, FJ3: reply (the HTTP body) into *out; on a refusal *out is zeroed
@@ -171,18 +208,73 @@ fleet_err fj_seal_pub_read(const char *path, struct fleet_buf *spki, struct flee
 fleet_err fj_key_read(const char *path, EVP_PKEY **out, struct fleet_errctx *ec);
 fleet_err fj_chain_read(const char *path, struct fj_pins *out, struct fleet_errctx *ec);
 
+/* FJ10: a key as every command reads it. Software: pkey the private key.
+ * TPM-held: in_tpm, gen, and (after fj_key_attach) tpm and pkey the
+ * public half the TPM derives. */
+struct fj_key {
+	EVP_PKEY *pkey;
+	bool in_tpm;
+	unsigned gen;
+	struct tink_tpm *tpm; /* borrowed */
+};
+/* Either form from a file (a secret: mode 0600 or stricter). */
+fleet_err fj_key_load(const char *path, struct fj_key *out, struct fleet_errctx *ec);
+/* A TPM-held key's public half from its TPM (t stays the caller's). */
+fleet_err fj_key_attach(struct fj_key *k, struct tink_tpm *t, struct fleet_errctx *ec);
+/* ES256 (r || s) over msg by the key, wherever it is. */
+fleet_err fj_key_sign(const struct fj_key *k, const uint8_t *msg, size_t len,
+		      uint8_t sig[FLEET_ES256_SIG_LEN], struct fleet_errctx *ec);
+void fj_key_free(struct fj_key *k);
+/* FJ10: the record of generation gen as its PEM block, appended to pem. */
+fleet_err fj_tpm_key_record(unsigned gen, struct fleet_buf *pem);
+
+/* FJ9: round 1's attestation from TPM t, appended to att; *ek (freed with
+ * tink_ek_free) is the EK sent, for round 2. */
+fleet_err fj_tpm_round1(struct tink_tpm *t, struct tink_ek *ek, struct fleet_buf *att,
+			struct fleet_errctx *ec);
+/* FJ9: the answer to the challenge payload for csr made with node key
+ * generation gen, as round 2's attestation in att (reset first: a wiping
+ * buffer, since it holds the secret). event_log may be NULL. */
+fleet_err fj_tpm_round2(struct tink_tpm *t, const struct tink_ek *ek, unsigned gen,
+			const struct fleet_wire_bytes *payload, const struct fleet_wire_bytes *csr,
+			const struct fleet_buf *event_log, struct fleet_buf *att,
+			struct fleet_errctx *ec);
+/* FJ11: the AK's certification of node key generation gen over
+ * SHA-256(csr), *out owning its bytes (fleet_tpm_key_attestation_free). */
+fleet_err fj_tpm_key_attestation(struct tink_tpm *t, unsigned gen,
+				 const struct fleet_wire_bytes *csr,
+				 struct fleet_tpm_key_attestation *out, struct fleet_errctx *ec);
+/* FJ11: the leaf's "urn:bc:tpm-ak:" statement: *found and the AK's name, or
+ * FLEET_E_MALFORMED for one that cannot be an AK's name (or two). */
+fleet_err fj_leaf_ak_statement(X509 *leaf, bool *found, uint8_t *name, size_t cap,
+			       size_t *name_len, struct fleet_errctx *ec);
+
 /* FJ5: the x509pop evidence, appended to out. */
 fleet_err fj_x509pop_build(EVP_PKEY *key, const struct fj_pins *chain, const char *node_id,
 			   const struct fleet_wire_bytes *csr, int64_t client_time_ms,
 			   struct fleet_buf *out, struct fleet_errctx *ec);
 
+/* The same with either form of key (FJ10). */
+fleet_err fj_x509pop_build_key(const struct fj_key *key, const struct fj_pins *chain,
+			       const char *node_id, const struct fleet_wire_bytes *csr,
+			       int64_t client_time_ms, struct fleet_buf *out,
+			       struct fleet_errctx *ec);
+
 /* FJ6: the signed assertion, appended to out. */
 fleet_err fj_assert_build(EVP_PKEY *key, X509 *cert, const struct fleet_discovery_assertion *a,
 			  struct fleet_buf *out, struct fleet_errctx *ec);
+/* The same with either form of key (FJ10). */
+fleet_err fj_assert_build_key(const struct fj_key *key, X509 *cert,
+			      const struct fleet_discovery_assertion *a, struct fleet_buf *out,
+			      struct fleet_errctx *ec);
 
 /* FJ7: KEY, then CHAIN (the joined answer's). */
 fleet_err fj_write_identity(const char *key_path, const char *chain_path, EVP_PKEY *key,
 			    const struct fleet_join_response *r, struct fleet_errctx *ec);
+/* FJ7 and FJ10: the same for either form of key (a TPM-held key's record). */
+fleet_err fj_write_identity_key(const char *key_path, const char *chain_path,
+				const struct fj_key *key, const struct fleet_join_response *r,
+				struct fleet_errctx *ec);
 
 /* ---- runs --------------------------------------------------------------- */
 
@@ -205,6 +297,11 @@ struct fj_join_opts {
 	const char *discovery_file;                      /* attestor discovery */
 	unsigned max_wait;                               /* seconds */
 	const char *key_out, *cert_out;
+	/* attestor tpm (FJ9): the TPM (a TCTI string, as tpm2-tools takes
+	 * it), the node key's generation, and a TCG event log to send. */
+	const char *tcti;
+	unsigned key_gen;
+	const char *event_log;
 	/* NULL, or a file (0600: the request holds the sealed token) that
 	 * gets the request's bytes exactly as sent: what an operator sends
 	 * again with curl to see how fleetd answers a replay. */
@@ -213,6 +310,7 @@ struct fj_join_opts {
 
 struct fj_renew_opts {
 	const char *key, *cert; /* read, then replaced */
+	const char *tcti;       /* the TPM of a TPM-held key, or of the AK (FJ11) */
 	unsigned max_wait;
 };
 
@@ -220,6 +318,11 @@ struct fj_result {
 	char node_id[FLEET_JOIN_MAX_ID + 1]; /* FJ_EXIT_OK */
 	char message[600];                   /* what happened, one line */
 };
+
+/* FJ10: a TPM-held k's TPM opened at tcti (*t_open then; close t) and its
+ * public half derived; a software k needs nothing. An exit code. */
+int fj_key_open(struct fj_key *k, const char *tcti, struct tink_tpm *t, bool *t_open,
+		struct fj_result *res);
 
 /* One join (or renewal): the exit code, res says what happened. */
 int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,

@@ -74,14 +74,17 @@ static const char *key_name(enum tink_key k)
 		return "AK";
 	case TINK_KEY_LDEVID:
 		return "LDevID key";
+	case TINK_KEY_NODE:
+		return "node key";
 	}
 	return "key";
 }
 
 int tink_tpm_load(struct tink_tpm *t, enum tink_key k, ESYS_TR *h, TPM2B_PUBLIC *pub)
 {
-	TPM2B_PUBLIC tmpl =
-		k == TINK_KEY_LDEVID ? tink_ldevid_template(t->ldevid_gen) : tink_key_template(k);
+	TPM2B_PUBLIC tmpl = k == TINK_KEY_LDEVID ? tink_ldevid_template(t->ldevid_gen)
+			    : k == TINK_KEY_NODE ? tink_nodekey_template(t->node_gen)
+						 : tink_key_template(k);
 	TPM2B_SENSITIVE_CREATE sens;
 	TPM2B_DATA outside;
 	TPML_PCR_SELECTION none;
@@ -89,13 +92,17 @@ int tink_tpm_load(struct tink_tpm *t, enum tink_key k, ESYS_TR *h, TPM2B_PUBLIC 
 	memset(&sens, 0, sizeof(sens));
 	memset(&outside, 0, sizeof(outside));
 	memset(&none, 0, sizeof(none));
-	ESYS_TR hier = k == TINK_KEY_LDEVID ? ESYS_TR_RH_OWNER : ESYS_TR_RH_ENDORSEMENT;
+	ESYS_TR hier = k == TINK_KEY_LDEVID || k == TINK_KEY_NODE ? ESYS_TR_RH_OWNER
+								   : ESYS_TR_RH_ENDORSEMENT;
 	*h = ESYS_TR_NONE;
 	TSS2_RC rc = Esys_CreatePrimary(t->esys, hier, ESYS_TR_PASSWORD, ESYS_TR_NONE,
 					ESYS_TR_NONE, &sens, &tmpl, &outside, &none, h, &out, NULL,
 					NULL, NULL);
 	if (rc != TSS2_RC_SUCCESS)
-		return tink_tpm_fail(t, rc, "TPM2_CreatePrimary (%s)", key_name(k));
+		return k == TINK_KEY_NODE
+			       ? tink_tpm_fail(t, rc, "TPM2_CreatePrimary (node key generation %u)",
+					       t->node_gen)
+			       : tink_tpm_fail(t, rc, "TPM2_CreatePrimary (%s)", key_name(k));
 	if (pub)
 		*pub = *out;
 	Esys_Free(out);

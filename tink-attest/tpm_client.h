@@ -11,6 +11,8 @@
  *   LDevID  a primary in the owner hierarchy from a fixed template:
  *           unrestricted ECDSA P-256 / SHA-256 signing key (fixedTPM,
  *           fixedParent, sensitiveDataOrigin, userWithAuth, sign).
+ *   node    fleet-join's node key (tpm_join.h): the same shape with noDA,
+ *           one template per generation (tink_nodekey_template).
  * A primary made again from the same template in the same hierarchy is the
  * same key, so the AK and LDevID come back on every boot without writing
  * anything to the TPM. Keys are loaded only while a command needs them (a
@@ -41,6 +43,7 @@ enum tink_key {
 	TINK_KEY_EK_ECC_P384, /* TCG H-3 (high range) */
 	TINK_KEY_AK,
 	TINK_KEY_LDEVID,
+	TINK_KEY_NODE, /* fleet-join's node key of generation t->node_gen */
 };
 
 struct tink_tpm {
@@ -49,6 +52,8 @@ struct tink_tpm {
 	/* Which LDevID key TINK_KEY_LDEVID means: 0 (tink_tpm_open's) is the
 	 * admission's; a renewal moves to the next (tink_ldevid_template). */
 	unsigned ldevid_gen;
+	/* Which node key TINK_KEY_NODE means (tink_nodekey_template). */
+	unsigned node_gen;
 	char err[300];
 };
 
@@ -76,6 +81,13 @@ TPM2B_PUBLIC tink_key_template(enum tink_key k);
  * (tpm-reattest/README.md, "Renewal"). */
 TPM2B_PUBLIC tink_ldevid_template(unsigned gen);
 
+/* fleet-join's node key of generation gen (tink-attest/tpm_join.h): an
+ * unrestricted ECDSA P-256 / SHA-256 signing primary of the owner hierarchy
+ * (fixedTPM, fixedParent, sensitiveDataOrigin, userWithAuth, sign, noDA)
+ * whose unique is "fleetd node key gen N": a family of its own, never an
+ * LDevID's. */
+TPM2B_PUBLIC tink_nodekey_template(unsigned gen);
+
 /* Read an EK certificate, create the EK from its template, and require the
  * two to carry the same key. *present false (and 0) when the certificate's
  * NV index is not defined. For ECC the P-256 index is tried first. */
@@ -86,6 +98,11 @@ void tink_ek_free(struct tink_ek *ek);
 /* The AK's and LDevID's public areas (creating and flushing each). */
 int tink_tpm_public(struct tink_tpm *t, enum tink_key k, TPM2B_PUBLIC *pub);
 
+/* TPM2_Certify of key k (TINK_KEY_LDEVID, TINK_KEY_NODE) by the AK with
+ * qualifying data q. attest gets the TPMS_ATTEST bytes, sig the marshaled
+ * TPMT_SIGNATURE. */
+int tink_tpm_certify(struct tink_tpm *t, enum tink_key k, const uint8_t *q, size_t qlen,
+		     struct fleet_buf *attest, struct fleet_buf *sig);
 /* TPM2_Certify of the LDevID by the AK with qualifying data q. attest gets
  * the TPMS_ATTEST bytes, sig the marshaled TPMT_SIGNATURE. */
 int tink_tpm_certify_ldevid(struct tink_tpm *t, const uint8_t *q, size_t qlen,
@@ -113,6 +130,10 @@ int tink_tpm_quote(struct tink_tpm *t, const TPML_PCR_SELECTION *sel, const uint
 		   size_t qlen, struct fleet_buf *attest, struct fleet_buf *sig,
 		   struct fleet_pcr_value *values, size_t max_values, size_t *n_values);
 
+/* TPM2_Sign by key k (TINK_KEY_LDEVID, TINK_KEY_NODE) of SHA-256(msg)
+ * (ECDSA, SHA-256; a null ticket, as an unrestricted key allows). */
+int tink_tpm_sign(struct tink_tpm *t, enum tink_key k, const uint8_t *msg, size_t len,
+		  TPMT_SIGNATURE *sig);
 /* TPM2_Sign by the LDevID of SHA-256(msg) (ECDSA, SHA-256; a null ticket, as
  * an unrestricted key allows); sig gets the marshaled TPMT_SIGNATURE. */
 int tink_tpm_sign_ldevid(struct tink_tpm *t, const uint8_t *msg, size_t len,

@@ -35,8 +35,8 @@ static int keep_signed(struct tink_tpm *t, const TPM2B_ATTEST *a, const TPMT_SIG
 	return 0;
 }
 
-int tink_tpm_certify_ldevid(struct tink_tpm *t, const uint8_t *q, size_t qlen,
-			    struct fleet_buf *attest, struct fleet_buf *sig)
+int tink_tpm_certify(struct tink_tpm *t, enum tink_key k, const uint8_t *q, size_t qlen,
+		     struct fleet_buf *attest, struct fleet_buf *sig)
 {
 	ESYS_TR ak = ESYS_TR_NONE, key = ESYS_TR_NONE;
 	TPM2B_DATA qual;
@@ -49,13 +49,16 @@ int tink_tpm_certify_ldevid(struct tink_tpm *t, const uint8_t *q, size_t qlen,
 	memset(&qual, 0, sizeof(qual));
 	qual.size = (UINT16)qlen;
 	memcpy(qual.buffer, q, qlen);
-	if (tink_tpm_load(t, TINK_KEY_AK, &ak, NULL) != 0 ||
-	    tink_tpm_load(t, TINK_KEY_LDEVID, &key, NULL) != 0)
+	if (tink_tpm_load(t, TINK_KEY_AK, &ak, NULL) != 0 || tink_tpm_load(t, k, &key, NULL) != 0)
 		goto out;
 	TSS2_RC rc = Esys_Certify(t->esys, key, ak, ESYS_TR_PASSWORD, ESYS_TR_PASSWORD,
 				  ESYS_TR_NONE, &qual, &scheme, &a, &s);
 	if (rc != TSS2_RC_SUCCESS) {
-		tink_tpm_fail(t, rc, "TPM2_Certify (LDevID key by the AK)");
+		if (k == TINK_KEY_NODE)
+			tink_tpm_fail(t, rc, "TPM2_Certify (node key generation %u by the AK)",
+				      t->node_gen);
+		else
+			tink_tpm_fail(t, rc, "TPM2_Certify (LDevID key by the AK)");
 		goto out;
 	}
 	r = keep_signed(t, a, s, attest, sig);
@@ -65,6 +68,12 @@ out:
 	tink_tpm_unload(t, &key);
 	tink_tpm_unload(t, &ak);
 	return r;
+}
+
+int tink_tpm_certify_ldevid(struct tink_tpm *t, const uint8_t *q, size_t qlen,
+			    struct fleet_buf *attest, struct fleet_buf *sig)
+{
+	return tink_tpm_certify(t, TINK_KEY_LDEVID, q, qlen, attest, sig);
 }
 
 int tink_tpm_prove_ldevid(struct tink_tpm *t, const char *serial, TPM2B_PUBLIC *pub,
@@ -204,8 +213,13 @@ static int read_pcrs(struct tink_tpm *t, const TPML_PCR_SELECTION *sel,
 						   ESYS_TR_NONE, &one, &counter, &got, &d);
 			if (rc != TSS2_RC_SUCCESS)
 				return tink_tpm_fail(t, rc, "TPM2_PCR_Read (PCR %u)", p);
-			int ok = d->count == 1 && d->digests[0].size <= FLEET_DIGEST_MAX &&
-				 *n < max;
+			if (*n >= max) {
+				Esys_Free(got);
+				Esys_Free(d);
+				return tink_tpm_fail(t, 0, "the selection has more than %zu PCRs",
+						     max);
+			}
+			int ok = d->count == 1 && d->digests[0].size <= FLEET_DIGEST_MAX;
 			if (ok) {
 				v[*n].alg = ps->hash;
 				v[*n].index = (uint8_t)p;
@@ -257,49 +271,55 @@ out:
 	return r;
 }
 
-int tink_tpm_sign_ldevid(struct tink_tpm *t, const uint8_t *msg, size_t len,
-			 struct fleet_buf *sig)
+int tink_tpm_sign(struct tink_tpm *t, enum tink_key k, const uint8_t *msg, size_t len,
+		  TPMT_SIGNATURE *sig)
 {
 	ESYS_TR key = ESYS_TR_NONE;
 	TPM2B_DIGEST digest;
 	TPMT_SIG_SCHEME scheme;
 	TPMT_TK_HASHCHECK ticket;
 	TPMT_SIGNATURE *s = NULL;
-	uint8_t m[sizeof(TPMT_SIGNATURE)];
-	size_t off = 0;
-	int r = -1;
 
 	memset(&digest, 0, sizeof(digest));
 	memset(&scheme, 0, sizeof(scheme));
 	memset(&ticket, 0, sizeof(ticket));
 	digest.size = 32;
 	if (fleet_hash(FLEET_ALG_SHA256, msg, len, digest.buffer) != FLEET_OK)
-		return tink_tpm_fail(t, 0, "SHA-256 of the confirm statement failed");
+		return tink_tpm_fail(t, 0, "SHA-256 of the message to sign failed");
 	scheme.scheme = TPM2_ALG_ECDSA;
 	scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
-	/* A null ticket: allowed because the LDevID key is not restricted. */
+	/* A null ticket: allowed because the key is not restricted. */
 	ticket.tag = TPM2_ST_HASHCHECK;
 	ticket.hierarchy = TPM2_RH_NULL;
-	if (tink_tpm_load(t, TINK_KEY_LDEVID, &key, NULL) != 0)
+	if (tink_tpm_load(t, k, &key, NULL) != 0)
 		return -1;
 	TSS2_RC rc = Esys_Sign(t->esys, key, ESYS_TR_PASSWORD, ESYS_TR_NONE, ESYS_TR_NONE,
 			       &digest, &scheme, &ticket, &s);
-	if (rc != TSS2_RC_SUCCESS) {
-		tink_tpm_fail(t, rc, "TPM2_Sign (LDevID key)");
-		goto out;
-	}
-	rc = Tss2_MU_TPMT_SIGNATURE_Marshal(s, m, sizeof(m), &off);
-	if (rc != TSS2_RC_SUCCESS) {
-		tink_tpm_fail(t, rc, "marshaling the LDevID signature");
-		goto out;
-	}
-	if (fb_put(sig, m, off) != FLEET_OK) {
-		tink_tpm_fail(t, 0, "out of memory");
-		goto out;
-	}
-	r = 0;
-out:
-	Esys_Free(s);
 	tink_tpm_unload(t, &key);
-	return r;
+	if (rc != TSS2_RC_SUCCESS) {
+		if (k == TINK_KEY_NODE)
+			return tink_tpm_fail(t, rc, "TPM2_Sign (node key generation %u)",
+					     t->node_gen);
+		return tink_tpm_fail(t, rc, "TPM2_Sign (LDevID key)");
+	}
+	*sig = *s;
+	Esys_Free(s);
+	return 0;
+}
+
+int tink_tpm_sign_ldevid(struct tink_tpm *t, const uint8_t *msg, size_t len,
+			 struct fleet_buf *sig)
+{
+	TPMT_SIGNATURE s;
+	uint8_t m[sizeof(TPMT_SIGNATURE)];
+	size_t off = 0;
+
+	if (tink_tpm_sign(t, TINK_KEY_LDEVID, msg, len, &s) != 0)
+		return -1;
+	TSS2_RC rc = Tss2_MU_TPMT_SIGNATURE_Marshal(&s, m, sizeof(m), &off);
+	if (rc != TSS2_RC_SUCCESS)
+		return tink_tpm_fail(t, rc, "marshaling the LDevID signature");
+	if (fb_put(sig, m, off) != FLEET_OK)
+		return tink_tpm_fail(t, 0, "out of memory");
+	return 0;
 }

@@ -105,6 +105,8 @@ TPM2B_PUBLIC tink_key_template(enum tink_key k)
 		return ecc_signer(SIGNER_ATTRS | TPMA_OBJECT_RESTRICTED, ak_unique);
 	case TINK_KEY_LDEVID:
 		return ecc_signer(SIGNER_ATTRS, ldevid_unique);
+	case TINK_KEY_NODE:
+		return tink_nodekey_template(0);
 	}
 	return p;
 }
@@ -117,4 +119,12 @@ TPM2B_PUBLIC tink_ldevid_template(unsigned gen)
 		return ecc_signer(SIGNER_ATTRS, ldevid_unique);
 	snprintf(unique, sizeof(unique), "fleetd LDevID gen %u", gen);
 	return ecc_signer(SIGNER_ATTRS, unique);
+}
+
+TPM2B_PUBLIC tink_nodekey_template(unsigned gen)
+{
+	char unique[32]; /* "fleetd node key gen 4294967295": 30 characters */
+
+	snprintf(unique, sizeof(unique), "fleetd node key gen %u", gen);
+	return ecc_signer(SIGNER_ATTRS | TPMA_OBJECT_NODA, unique);
 }
