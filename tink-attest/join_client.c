@@ -812,12 +812,20 @@ static int write_request(const char *path, const struct fleet_buf *body, struct 
  * the verified joined answer and *signer its CA; every other exit with
  * res->message saying why. The same bytes are sent every time (FJ1).
  */
+/* *t0 (0: now) is when the run began, for --max-wait across calls. With
+ * restart, a pending answer is waited out once and returned as
+ * FJ_EXIT_PENDING with *restart set: the caller asks again from its first
+ * round (the tpm attestor's challenge state lasts minutes, an operator's
+ * decision may take hours: a fresh challenge follows the wait, as the spec's
+ * agent does). */
 static int exchange(const char *path, const struct fleet_buf *req, const struct fj_pins *pins,
 		    const struct fj_expect *x, unsigned max_wait, const struct tink_transport *tx,
 		    const struct fj_clock *clk, struct fleet_join_response *resp,
-		    struct fj_result *res)
+		    struct fj_result *res, double *t0, bool *restart)
 {
-	double start = clock_now(clk);
+	if (*t0 == 0)
+		*t0 = clock_now(clk);
+	double start = *t0;
 	struct fleet_buf reply;
 	int rc;
 
@@ -883,6 +891,11 @@ static int exchange(const char *path, const struct fleet_buf *req, const struct 
 			resp->deferral.request_id, wait);
 		fleet_join_response_free(resp);
 		clock_sleep(clk, wait);
+		if (restart) {
+			*restart = true;
+			rc = FJ_EXIT_PENDING;
+			break;
+		}
 	}
 	if (rc != FJ_EXIT_OK && !(rc == FJ_EXIT_CHALLENGE && x->answers_challenge))
 		fleet_join_response_free(resp);
@@ -1100,6 +1113,7 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 			      .attestor = attestor,
 			      .role = fleet_join_role_name(req.role),
 			      .answers_challenge = tpm};
+	double t0 = 0;
 	/* FJ9: the same CSR each round, the attestation the round's. */
 	for (unsigned round = 0;; round++) {
 		req.has_attestation = att.len > 0;
@@ -1117,7 +1131,20 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 			rc = FJ_EXIT_LOCAL;
 			goto out;
 		}
-		rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+		bool again = false;
+		rc = exchange("/v1/join", &body, pins, &x, o->max_wait, tx, clk, &resp, res, &t0,
+			      tpm ? &again : NULL);
+		if (rc == FJ_EXIT_PENDING && again) {
+			/* Waited for an operator: round 1 again, a fresh challenge. */
+			struct fleet_errctx ec1 = {0};
+			fb_reset(&att);
+			if (fj_tpm_round1(&tj.t, &tj.ek, &att, &ec1) != FLEET_OK) {
+				rc = say_ec(res, FJ_EXIT_LOCAL, "the tpm attestor's round 1", &ec1);
+				goto out;
+			}
+			round = (unsigned)-1; /* the loop's ++ starts the count again */
+			continue;
+		}
 		if (rc != FJ_EXIT_CHALLENGE || !tpm)
 			break;
 		if (round == FJ_MAX_CHALLENGES) {
@@ -1291,7 +1318,8 @@ int fj_renew(const struct fj_renew_opts *o, const struct fj_pins *pins,
 	}
 	/* renew is no attestor's: "" never challenges, so a challenge is refused */
 	struct fj_expect x = {.csr = &sent, .key = key.pkey, .attestor = ""};
-	rc = exchange("/v1/renew", &body, pins, &x, o->max_wait, tx, clk, &resp, res);
+	double t0 = 0;
+	rc = exchange("/v1/renew", &body, pins, &x, o->max_wait, tx, clk, &resp, res, &t0, NULL);
 	if (rc == FJ_EXIT_OK)
 		rc = joined(o->key, o->cert, &key, &resp, res);
 out:

@@ -67,7 +67,6 @@ cp "$src/tests/fwsim/worker.profile.yaml" profiles/worker.yaml
 printf 'version: 1\nnodes: []\n' >nodes.yaml
 "$fleetctl" ca init state/ca --cn "fleetd tpm e2e CA" >/dev/null
 "$fleetctl" join init --state-dir "$work/state" >/dev/null
-"$fleetctl" pool create pool-a --owner root --join-attestors tpm --state-dir "$work/state" >/dev/null
 head -c 32 /dev/urandom >challenge.key
 head -c 32 /dev/urandom >other.key
 chmod 0600 challenge.key other.key
@@ -102,6 +101,9 @@ start() { # name -> its pid in pids[], its URL in url_<name>
 }
 start a
 url_a=$site_fleetd_url
+# A pool that takes only the tpm attestor (fleetd made the store).
+"$fleetctl" pool create pool-a --owner root --join-attestors tpm --state-dir "$work/state" >/dev/null ||
+	die "pool create"
 start b
 url_b=$site_fleetd_url
 
