@@ -88,10 +88,16 @@ size_t store_certs(const char *device, size_t *revoked);
 /* Provisional certificates carrying device's name (store.h), and how many
  * of them are revoked. */
 size_t store_provisional(const char *device, size_t *revoked);
+/* device's provisional certificates are two, both revoked, and fleetd
+ * journaled exactly one provisional-revoked line for device with reason
+ * whose FLEET_DETAIL names exactly those two SHA-1s. */
+void assert_revoked_named(const char *device, const char *reason);
 /* Lines of verdicts.jsonl holding both needles. */
 size_t vlog_count(const char *a, const char *b);
 /* One series' value from GET /metrics (fails the test when absent). */
 long long metric(const char *series);
+/* fleetd_unproven_total's series for one reason (admission_int.h). */
+#define UNPROVEN(reason) "fleetd_unproven_total{reason=\"" reason "\"}"
 /* The fake's view of one device (a new reference); its non-GET requests. */
 json_t *nb_device(long id);
 size_t nb_writes(void);
