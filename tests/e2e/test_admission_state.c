@@ -16,7 +16,10 @@
  *                                 requests, the rest 503
  *   unconfirmed_is_provisional    certificates without a confirm belong to
  *                                 no device, are revoked when superseded or
- *                                 at the deadline, and SPIRE lists neither
+ *                                 at the deadline (after a confirm with a
+ *                                 bad signature; a confirm after it is
+ *                                 refused), the journal naming each SHA-1,
+ *                                 and SPIRE lists neither
  *   refused_confirm_undoes_all    the binding moves to another TPM before
  *                                 the confirm: nothing of the session stays;
  *                                 the new TPM is admitted, the old refused
@@ -49,6 +52,7 @@
 #include "tests/e2e/netbox_harness.h"
 
 #define FORGER "127.0.0.2"
+#define CONFIRM "/v1/attest/confirm"
 #define N_SERIALS 8 /* STA-0001 .. STA-0008 (s1 .. s8), approved for machine A */
 
 static char CONFIG[700], ARM[700];
@@ -151,7 +155,7 @@ static int teardown(void **state)
 /* What a hooked run captured, and where it stops. */
 struct capture {
 	struct hooked h;
-	struct fleet_buf intake, answer;
+	struct fleet_buf intake, answer, confirm;
 	const char *stop_before; /* a round's path: the machine vanishes there */
 };
 
@@ -162,6 +166,8 @@ static void capture_before(struct hooked *h, const char *path, const struct flee
 		fb_put(&c->intake, body->data, body->len);
 	if (strcmp(path, "/v1/attest/answer") == 0 && c->answer.len == 0)
 		fb_put(&c->answer, body->data, body->len);
+	if (strcmp(path, "/v1/attest/confirm") == 0 && c->confirm.len == 0)
+		fb_put(&c->confirm, body->data, body->len);
 	if (c->stop_before && strcmp(path, c->stop_before) == 0) {
 		/* the machine is gone: nothing answers, nothing is retried */
 		snprintf(h->curl.base_url, sizeof(h->curl.base_url), "https://127.0.0.1:1");
@@ -176,6 +182,7 @@ static int run_captured(struct machine *m, const char *serial, struct capture *c
 	memset(c, 0, sizeof(*c));
 	fb_init(&c->intake);
 	fb_init(&c->answer);
+	fb_init(&c->confirm);
 	c->stop_before = stop_before;
 	c->h.before = capture_before;
 	return run_hooked(m, serial, &c->h, 1, out, sizeof(out));
@@ -185,6 +192,7 @@ static void capture_free(struct capture *c)
 {
 	fb_free(&c->intake);
 	fb_free(&c->answer);
+	fb_free(&c->confirm);
 }
 
 /* POST from the forger; returns the status, and the reply's session id
@@ -411,23 +419,48 @@ static void unconfirmed_is_provisional(void **state)
 	sleep(2); /* the reaper runs every second */
 	assert_int_equal(store_provisional("s4", &revoked), 2);
 	assert_int_equal(revoked, 2);
-	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s4",
-				       "FLEET_REASON=superseded", (char *)NULL), 1);
+	assert_revoked_named("s4", "superseded");
 	assert_int_equal(store_certs("s4", &revoked), 2);
 	assert_int_equal(revoked, 0);
 
-	/* abandoned for good: revoked at the session's deadline */
+	/* abandoned for good after a confirm with a bad signature: refused,
+	 * the session left as it was, revoked at its deadline; the genuine
+	 * confirm, sent after the deadline, finds no session */
 	capture_free(&cap);
 	assert_int_not_equal(run_captured(&MA, "STA-0005", &cap, "/v1/attest/confirm"),
 			     TINK_EXIT_CONFIRMED);
+	assert_true(cap.confirm.len > 0); /* the machine had sent it when it vanished */
 	assert_int_equal(store_provisional("s5", &revoked), 2);
 	assert_int_equal(revoked, 0);
+	struct fleet_wire_confirm cf;
+	struct fleet_buf flipped;
+	fb_init(&flipped);
+	assert_int_equal(fleet_wire_confirm_decode(cap.confirm.data, cap.confirm.len, &cf, NULL),
+			 FLEET_OK);
+	cf.signature.data[cf.signature.len - 1] ^= 1;
+	assert_int_equal(fleet_wire_confirm_encode(&cf, &flipped), FLEET_OK);
+	fleet_wire_confirm_free(&cf);
+	long long proof0 = metric(UNPROVEN("confirm-proof"));
+	long long late0 = metric("fleetd_confirm_total{result=\"session-unknown\"}");
+	post_raw(CONFIRM, flipped.data, flipped.len, 200, "\"refused\"");
+	fb_free(&flipped);
+	assert_int_equal(metric(UNPROVEN("confirm-proof")), proof0 + 1);
+	assert_false(store_device("STA-0005", &d));
+	assert_int_equal(store_certs("s5", NULL), 0);
+	assert_int_equal(store_provisional("s5", &revoked), 2);
+	assert_int_equal(revoked, 0); /* an unproven request ends no session */
 	sleep(33); /* ttl 30 s, reaped within a second */
 	assert_int_equal(store_provisional("s5", &revoked), 2);
 	assert_int_equal(revoked, 2);
-	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s5",
-				       "FLEET_REASON=session-expired", (char *)NULL), 1);
+	assert_revoked_named("s5", "session-expired");
+	post_raw(CONFIRM, cap.confirm.data, cap.confirm.len, 200, "\"refused\"");
+	assert_int_equal(metric("fleetd_confirm_total{result=\"session-unknown\"}"), late0 + 1);
 	assert_false(store_device("STA-0005", &d));
+	assert_int_equal(store_certs("s5", NULL), 0);
+	store_verdicts("s5", &pass, &fail, NULL);
+	assert_int_equal(pass, 0);
+	assert_int_equal(adm_log_count(LOG, "event=device-admitted", "FLEET_DEVICE=s5 ",
+				       (char *)NULL), 0);
 
 	/* SPIRE's list (rewritten at the start's pass) holds none of them */
 	fleetd_stop(&FD);
