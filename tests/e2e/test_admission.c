@@ -451,6 +451,7 @@ static void intake_proofs_refused(void **state)
 	struct hooked h;
 	size_t before = adm_log_count(LOG, "event=intake-refused", "FLEET_SERIAL=ADM-0004",
 				      (char *)NULL);
+	long long unproven0 = metric(UNPROVEN("intake-proof"));
 	memset(&h, 0, sizeof(h));
 	h.before = swap_ek_certs_first;
 	/* the genuine intake then goes on to w4's binding-author refusal */
@@ -468,6 +469,8 @@ static void intake_proofs_refused(void **state)
 			 1);
 	assert_int_equal(adm_log_count(LOG, "FLEET_REASON=ek-", "FLEET_DEVICE=w4", (char *)NULL),
 			 0);
+	/* counted as what it is: an intake whose own proofs failed */
+	assert_int_equal(metric(UNPROVEN("intake-proof")), unproven0 + 1);
 }
 
 /* I4: a class without a profile. */
@@ -816,12 +819,16 @@ static void forgeries_refused(void **state)
 	struct hooked h;
 	size_t pass, fail;
 	long long auth0 = metric("fleetd_auth_failures_total");
+	long long answer0 = metric(UNPROVEN("answer-proof"));
+	long long confirm0 = metric(UNPROVEN("confirm-proof"));
 	memset(&h, 0, sizeof(h));
 	h.before = forge_first;
 	assert_int_equal(run_hooked(&MA, "ADM-0012", &h, 2, out, sizeof(out)),
 			 TINK_EXIT_CONFIRMED);
 	assert_int_equal(h.seen, 2);
 	assert_int_equal(metric("fleetd_auth_failures_total"), auth0 + 2);
+	assert_int_equal(metric(UNPROVEN("answer-proof")), answer0 + 1);
+	assert_int_equal(metric(UNPROVEN("confirm-proof")), confirm0 + 1);
 	assert_int_equal(adm_log_count(LOG, "event=auth-failure", "FLEET_DEVICE=w12",
 				       "FLEET_REASON=proof-invalid", (char *)NULL), 1);
 	assert_int_equal(adm_log_count(LOG, "event=auth-failure", "FLEET_DEVICE=w12",

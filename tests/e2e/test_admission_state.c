@@ -271,6 +271,24 @@ static void forged_intakes_cannot_block(void **state)
 
 /* ---- unproven requests are counted, not journaled --------------------------- */
 
+/* The sum of field's numeric values (field is "NAME=") over the log lines
+ * holding both needles. */
+static unsigned long long log_sum(const char *log, const char *field, const char *a,
+				  const char *b)
+{
+	FILE *f = fopen(log, "r");
+	char line[8192];
+	unsigned long long sum = 0;
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *v = strstr(line, field);
+		if (v && strstr(line, a) && strstr(line, b))
+			sum += strtoull(v + strlen(field), NULL, 10);
+	}
+	fclose(f);
+	return sum;
+}
+
 static void unproven_flood_not_journaled(void **state)
 {
 	(void)state;
@@ -285,7 +303,7 @@ static void unproven_flood_not_journaled(void **state)
 	sleep(2); /* a fresh window for the lookup budget */
 	forger_init(&c);
 	size_t lines0 = adm_log_lines(LOG);
-	long long proof0 = metric("fleetd_unproven_total{reason=\"answer-proof\"}");
+	long long proof0 = metric(UNPROVEN("answer-proof"));
 	unsigned challenged = 0;
 	for (int i = 0; i < 500; i++) {
 		uint8_t sid[FLEET_WIRE_ID_LEN];
@@ -310,8 +328,21 @@ static void unproven_flood_not_journaled(void **state)
 		      added);
 	assert_true(challenged >= 1);
 	assert_true(added <= 8);
-	assert_int_equal(metric("fleetd_unproven_total{reason=\"answer-proof\"}") - proof0,
+	assert_int_equal(metric(UNPROVEN("answer-proof")) - proof0,
 			 challenged);
+	/* What the limiter held back is summarised when its window ends, at
+	 * the latest as fleetd stops: the auth failures journaled plus those
+	 * the log-suppressed lines count are every one fleetd counted. */
+	long long failures = metric("fleetd_auth_failures_total");
+	fleetd_stop(&FD);
+	size_t journaled = adm_log_count(LOG, "event=auth-failure ", (char *)NULL);
+	unsigned long long suppressed = log_sum(LOG, "FLEET_SUPPRESSED=", "event=log-suppressed ",
+						"FLEET_KEY=auth-failure/");
+	print_message("%lld auth failures: %zu journaled, %llu summarised\n", failures,
+		      journaled, suppressed);
+	assert_true(suppressed >= 1);
+	assert_int_equal((long long)journaled + (long long)suppressed, failures);
+	start(false);
 	fleet_wire_answer_free(&a);
 	capture_free(&cap);
 }
@@ -363,6 +394,8 @@ static void inventory_budget(void **state)
 			     TINK_EXIT_CONFIRMED);
 	sleep(3); /* the bucket refills to its burst (10) */
 	forger_init(&c);
+	long long budget0 = metric(UNPROVEN("lookup-budget"));
+	long long caps0 = metric(UNPROVEN("session-caps"));
 	size_t asked0 = nbf_log_len();
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -373,11 +406,40 @@ static void inventory_budget(void **state)
 	http_client_free(&c);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	size_t asked = nbf_log_len() - asked0;
-	print_message("200 intakes in %.2f s: %zu NetBox requests, %u answered 503\n", secs, asked,
-		      busy);
+	long long budget = metric(UNPROVEN("lookup-budget")) - budget0;
+	long long caps = metric(UNPROVEN("session-caps")) - caps0;
+	print_message("200 intakes in %.2f s: %zu NetBox requests, %u answered 503 (%lld over "
+		      "the lookup budget, %lld over the session caps)\n",
+		      secs, asked, busy, budget, caps);
 	/* the burst, plus 5 a second: two requests per intake that passes */
 	assert_true((double)asked <= 10 + 5 * secs + 2);
 	assert_true(busy >= 150);
+	/* every 503 was the budget's: the forger's each intake replaced its
+	 * own last session, so no cap was reached */
+	assert_int_equal(budget, busy);
+	assert_int_equal(caps, 0);
+
+	/* Ten addresses at once for one serial: past ADM_SESSIONS_PER_SERIAL
+	 * (8) open sessions, the rest are turned away before any lookup,
+	 * counted as session-caps, not against the budget. */
+	sleep(3);
+	budget0 = metric(UNPROVEN("lookup-budget"));
+	caps0 = metric(UNPROVEN("session-caps"));
+	unsigned opened = 0, turned = 0;
+	for (int i = 0; i < 10; i++) {
+		forger_init(&c);
+		snprintf(c.source, sizeof(c.source), "127.0.0.%d", 10 + i);
+		long st = forge(&c, "/v1/attest/intake", &cap.intake, NULL);
+		http_client_free(&c);
+		assert_true(st == 200 || st == 503);
+		opened += st == 200;
+		turned += st == 503;
+	}
+	print_message("ten sources: %u challenged, %u turned away\n", opened, turned);
+	assert_true(opened <= 8);
+	assert_true(turned >= 2);
+	assert_int_equal(metric(UNPROVEN("session-caps")) - caps0, turned);
+	assert_int_equal(metric(UNPROVEN("lookup-budget")), budget0);
 	capture_free(&cap);
 }
 
