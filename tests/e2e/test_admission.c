@@ -1488,21 +1488,25 @@ static size_t longest_run(const char *s, char ch)
 /* I1, I6: the LLDP neighbour's system name and port id are claimed: the
  * port-mismatch line shows each escaped and capped at
  * FLEET_LOG_CLAIMED_MAX characters. Each field is as long as the protocol
- * allows (255 bytes) and holds a backslash, a quote, "FIELD=" text and
+ * allows (255 bytes) and holds a backslash, a quote, "FIELD=" text,
  * characters that reorder or break a displayed line (U+202E, U+2028,
- * U+2029); the wire refuses C0/C1 controls, so these are what a machine
- * can send. */
+ * U+2029, U+061C) and invisible format characters (U+200B, U+2060, U+FEFF,
+ * U+00AD); the wire refuses C0/C1 controls, so these are what a machine
+ * can send. Each of them must reach the journal escaped, byte by byte. */
 static void lldp_fields_capped_in_log(void **state)
 {
 	(void)state;
 	char sys[FLEET_WIRE_MAX_LLDP_FIELD + 1], port[FLEET_WIRE_MAX_LLDP_FIELD + 1];
 	char out[800];
 	size_t n;
-	/* "evil\sw" U+202E U+2028 then A... ; Eth"12 FLEET_REASON=forged U+2029 then B... */
-	n = (size_t)snprintf(sys, sizeof(sys), "evil\\sw\xe2\x80\xae\xe2\x80\xa8");
+	/* "evil\sw" U+202E U+2028 U+061C U+200B U+2060 then A... ;
+	 * Eth"12 FLEET_REASON=forged U+2029 U+FEFF U+00AD then B... */
+	n = (size_t)snprintf(sys, sizeof(sys),
+			     "evil\\sw\xe2\x80\xae\xe2\x80\xa8\xd8\x9c\xe2\x80\x8b\xe2\x81\xa0");
 	memset(sys + n, 'A', FLEET_WIRE_MAX_LLDP_FIELD - n);
 	sys[FLEET_WIRE_MAX_LLDP_FIELD] = '\0';
-	n = (size_t)snprintf(port, sizeof(port), "Eth\"12 FLEET_REASON=forged\xe2\x80\xa9");
+	n = (size_t)snprintf(port, sizeof(port),
+			     "Eth\"12 FLEET_REASON=forged\xe2\x80\xa9\xef\xbb\xbf\xc2\xad");
 	memset(port + n, 'B', FLEET_WIRE_MAX_LLDP_FIELD - n);
 	port[FLEET_WIRE_MAX_LLDP_FIELD] = '\0';
 
@@ -1546,6 +1550,22 @@ static void lldp_fields_capped_in_log(void **state)
 	for (const unsigned char *p = (const unsigned char *)line; *p && *p != '\n'; p++)
 		if (*p < 0x20 || *p >= 0x7f)
 			fail_msg("the port-mismatch line holds the raw byte 0x%02x", *p);
+	/* Each bidi and format character by name, as the sanitiser's \xNN
+	 * per byte (its backslash escaped again by the detail's escaping and
+	 * the line's quoting), whatever the want above was computed with. */
+	static const char *const hidden[][2] = {
+		{"U+202E", "\xe2\x80\xae"}, {"U+2028", "\xe2\x80\xa8"}, {"U+2029", "\xe2\x80\xa9"},
+		{"U+061C", "\xd8\x9c"},     {"U+200B", "\xe2\x80\x8b"}, {"U+2060", "\xe2\x81\xa0"},
+		{"U+FEFF", "\xef\xbb\xbf"}, {"U+00AD", "\xc2\xad"},
+	};
+	for (size_t i = 0; i < sizeof(hidden) / sizeof(hidden[0]); i++) {
+		char shown[64];
+		size_t k = 0;
+		for (const unsigned char *b = (const unsigned char *)hidden[i][1]; *b; b++)
+			k += (size_t)snprintf(shown + k, sizeof(shown) - k, "\\\\\\\\x%02X", *b);
+		if (!strstr(line, shown))
+			fail_msg("%s is not in the port-mismatch line as %s", hidden[i][0], shown);
+	}
 	assert_true(longest_run(line, 'A') <= FLEET_LOG_CLAIMED_MAX);
 	assert_true(longest_run(line, 'B') <= FLEET_LOG_CLAIMED_MAX);
 	assert_non_null(strstr(line, "[+")); /* the cut is marked */
