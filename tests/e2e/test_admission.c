@@ -756,9 +756,10 @@ static void round_deadline(void **state)
 	late_counted(LATE_INTAKE, late0, "w40");
 }
 
-/* I2: an intake for a serial whose session is open is refused; the open
- * session completes. A2/C1: a forged answer and a forged confirmation are
- * refused without a verdict, and the genuine ones still complete. */
+/* I2: an intake for a serial whose session is open opens a parallel
+ * challenge, and the first session to prove itself (the machine's) ends
+ * the other. A2/C1: a forged answer and a forged confirmation are refused
+ * without a verdict, and the genuine ones still complete. */
 static void second_intake(struct hooked *h, const char *path, const struct fleet_buf *body,
 			  long status, const struct fleet_buf *reply)
 {
