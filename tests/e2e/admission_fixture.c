@@ -124,10 +124,16 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path))
 
 void adm_write_config(const char *path, const char *netbox_extra, const char *sessions)
 {
+	adm_write_config_listen(path, "  rate_per_second: 100000\n  rate_burst: 100000\n",
+				netbox_extra, sessions);
+}
+
+void adm_write_config_listen(const char *path, const char *listen_extra,
+			     const char *netbox_extra, const char *sessions)
+{
 	char cfg[4096];
 	snprintf(cfg, sizeof(cfg),
-		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
-		 "  rate_per_second: 100000\n  rate_burst: 100000\n"
+		 "listen:\n  address: 127.0.0.1\n  port: %u\n%s"
 		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
 		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
 		 "classes:\n  worker: worker.yaml\n"
@@ -136,7 +142,8 @@ void adm_write_config(const char *path, const char *netbox_extra, const char *se
 		 "binding_author: terraform\n"
 		 "sessions:\n%s"
 		 "spire:\n  trust_domain: fleet.test\n",
-		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca, netbox_extra, sessions);
+		 (unsigned)FD.port, listen_extra, D, D, STATE, D, D, D, E.base, D, E.ca, netbox_extra,
+		 sessions);
 	put(path, cfg);
 }
 

@@ -49,6 +49,10 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path));
  * under inventory.netbox) and sessions (the lines under sessions:) are the
  * test's own. */
 void adm_write_config(const char *path, const char *netbox_extra, const char *sessions);
+/* The same with listen_extra (lines indented two spaces under listen:) in
+ * place of the lifted rate limit: "" runs the listener's defaults. */
+void adm_write_config_listen(const char *path, const char *listen_extra,
+			     const char *netbox_extra, const char *sessions);
 /* Stop the fake and the TPMs, remove D (kept with FLEET_KEEP_TEST_DIR). */
 void adm_fixture_down(void);
 

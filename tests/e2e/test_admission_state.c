@@ -30,6 +30,10 @@
  *   kill9_each_write_point        kill -9 at every durable write of the
  *                                 answer and confirm: after a restart the
  *                                 state is the before or the after
+ *   listener_guards_on_fleetd     the listener's default per-source rate
+ *                                 limit (429s, bounded NetBox requests) and
+ *                                 its request deadline (a trickled request
+ *                                 cut and counted), with fleetd's wiring
  */
 #include "tests/e2e/admission_fixture.h"
 
@@ -53,7 +57,7 @@
 
 #define FORGER "127.0.0.2"
 #define CONFIRM "/v1/attest/confirm"
-#define N_SERIALS 8 /* STA-0001 .. STA-0008 (s1 .. s8), approved for machine A */
+#define N_SERIALS 9 /* STA-0001 .. STA-0009 (s1 .. s9), approved for machine A */
 
 static char CONFIG[700], ARM[700];
 
@@ -778,6 +782,76 @@ static void ek_name_alg_refused_at_intake(void **state)
 	capture_free(&cap);
 }
 
+/* ---- the listener's guards, as fleetd runs them ------------------------------- */
+
+#define GUARD_DEADLINE 2 /* listen.request_deadline_seconds */
+#define REJECTED(reason) "fleetd_http_rejected_total{reason=\"" reason "\"}"
+
+/* fleetd with the listener's default rate limit (5 POSTs a second per
+ * source, a burst of 20: docs/configuration.md) and a 2 s request deadline;
+ * the lookup budget lifted, so that only the listener stands between a
+ * source and NetBox. */
+static void listener_guards_on_fleetd(void **state)
+{
+	(void)state;
+	struct capture cap;
+	struct http_client c;
+	assert_int_not_equal(run_captured(&MA, "STA-0009", &cap, "/v1/attest/answer"),
+			     TINK_EXIT_CONFIRMED);
+	fleetd_stop(&FD);
+	adm_write_config_listen(CONFIG, "  request_deadline_seconds: 2\n",
+				"    lookups_per_second: 1000\n",
+				"  ttl_seconds: 30\n  answer_seconds: 5\n");
+	start(false);
+
+	/* 25 intakes from one source, as fast as it sends them */
+	http_client_init(&c, FD.port, FD.tls_ca);
+	snprintf(c.source, sizeof(c.source), "127.0.0.3");
+	long long limited0 = metric(REJECTED("rate-limited"));
+	size_t asked0 = nbf_log_len();
+	unsigned served = 0, limited = 0;
+	double t0 = http_now_s();
+	for (int i = 0; i < 25; i++) {
+		long st = forge(&c, "/v1/attest/intake", &cap.intake, NULL);
+		assert_true(st == 200 || st == 429);
+		served += st == 200;
+		limited += st == 429;
+	}
+	double secs = http_now_s() - t0;
+	http_client_free(&c);
+	size_t asked = nbf_log_len() - asked0;
+	print_message("25 intakes from one source in %.2f s: %u served, %u answered 429, %zu "
+		      "NetBox requests\n",
+		      secs, served, limited, asked);
+	/* the burst and what 5 a second refilled meanwhile; the rest 429,
+	 * each counted, and none of them cost NetBox anything */
+	assert_true(served <= 20 + 5 * secs + 1);
+	assert_true(limited >= 1);
+	assert_int_equal(metric(REJECTED("rate-limited")) - limited0, limited);
+	assert_true(asked <= 2 * (size_t)served);
+
+	/* a request's headers a byte a second: cut at the deadline, counted */
+	long long cut0 = metric(REJECTED("request-deadline"));
+	struct raw_tls t;
+	t0 = http_now_s();
+	raw_tls_open(&t, FD.port, FD.tls_ca);
+	double closed = raw_tls_trickle(&t,
+					"POST /v1/attest/intake HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+					t0, GUARD_DEADLINE + 10);
+	raw_tls_close(&t);
+	print_message("a trickled request: closed after %.2f s\n", closed);
+	if (closed < GUARD_DEADLINE - 0.5 || closed > GUARD_DEADLINE + 1.5)
+		fail_msg("a trickled request was closed after %.2f s, want %d s", closed,
+			 GUARD_DEADLINE);
+	assert_int_equal(metric(REJECTED("request-deadline")), cut0 + 1);
+
+	fleetd_stop(&FD);
+	write_config();
+	start(false);
+	capture_free(&cap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -790,6 +864,7 @@ int main(void)
 		cmocka_unit_test(ek_name_alg_refused_at_intake),
 		cmocka_unit_test(requested_run_read_again),
 		cmocka_unit_test(kill9_each_write_point),
+		cmocka_unit_test(listener_guards_on_fleetd),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }
