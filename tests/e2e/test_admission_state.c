@@ -9,11 +9,15 @@
  *   forged_intakes_cannot_block   a replayed intake every 200 ms while the
  *                                 machine attests: it is admitted
  *   unproven_flood_not_journaled  1,000 unproven requests: a handful of
- *                                 journal lines, every one counted
+ *                                 journal lines, every one counted, the
+ *                                 rest summarised (log-suppressed) by the
+ *                                 time fleetd stops
  *   claim_only_after_proof        replayed intakes of an unknown serial
  *                                 write no claim; the TPM's answer does
  *   inventory_budget              a flood costs NetBox a bounded number of
- *                                 requests, the rest 503
+ *                                 requests, the rest 503 (lookup-budget);
+ *                                 ten sources for one serial meet its cap
+ *                                 (session-caps)
  *   unconfirmed_is_provisional    certificates without a confirm belong to
  *                                 no device, are revoked when superseded or
  *                                 at the deadline (after a confirm with a
