@@ -124,10 +124,16 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path))
 
 void adm_write_config(const char *path, const char *netbox_extra, const char *sessions)
 {
+	adm_write_config_listen(path, "  rate_per_second: 100000\n  rate_burst: 100000\n",
+				netbox_extra, sessions);
+}
+
+void adm_write_config_listen(const char *path, const char *listen_extra,
+			     const char *netbox_extra, const char *sessions)
+{
 	char cfg[4096];
 	snprintf(cfg, sizeof(cfg),
-		 "listen:\n  address: 127.0.0.1\n  port: %u\n"
-		 "  rate_per_second: 100000\n  rate_burst: 100000\n"
+		 "listen:\n  address: 127.0.0.1\n  port: %u\n%s"
 		 "tls:\n  cert: %s/fleetd.crt\n  key: %s/fleetd.key\n"
 		 "state_dir: %s\nroots_dir: %s/roots\nca_dir: %s/ca\nprofiles_dir: %s/profiles\n"
 		 "classes:\n  worker: worker.yaml\n"
@@ -136,7 +142,8 @@ void adm_write_config(const char *path, const char *netbox_extra, const char *se
 		 "binding_author: terraform\n"
 		 "sessions:\n%s"
 		 "spire:\n  trust_domain: fleet.test\n",
-		 (unsigned)FD.port, D, D, STATE, D, D, D, E.base, D, E.ca, netbox_extra, sessions);
+		 (unsigned)FD.port, listen_extra, D, D, STATE, D, D, D, E.base, D, E.ca, netbox_extra,
+		 sessions);
 	put(path, cfg);
 }
 
@@ -307,6 +314,38 @@ size_t store_provisional(const char *device, size_t *revoked)
 	if (revoked)
 		*revoked = r;
 	return mine;
+}
+
+void assert_revoked_named(const char *device, const char *reason)
+{
+	struct fleet_store *st = store_ro();
+	struct fleet_store_cert *c = NULL;
+	size_t n = 0, k = 0;
+	char sha1[2][41], dev[100], why[100], named[2][100];
+	assert_int_equal(fleet_store_provisional_list(st, &c, &n), FLEET_STORE_OK);
+	for (size_t i = 0; i < n; i++) {
+		if (strcmp(c[i].device, device) != 0)
+			continue;
+		assert_true(c[i].revoked);
+		assert_true(k < 2);
+		snprintf(sha1[k++], sizeof(sha1[0]), "%s", c[i].sha1);
+	}
+	fleet_store_certs_free(c, n);
+	fleet_store_close(st);
+	assert_int_equal(k, 2);
+	snprintf(dev, sizeof(dev), "FLEET_DEVICE=%s ", device);
+	snprintf(why, sizeof(why), "FLEET_REASON=%s ", reason);
+	/* in the order the store revoked them, which the test does not know */
+	snprintf(named[0], sizeof(named[0]), "FLEET_DETAIL=\"%s %s\"", sha1[0], sha1[1]);
+	snprintf(named[1], sizeof(named[1]), "FLEET_DETAIL=\"%s %s\"", sha1[1], sha1[0]);
+	size_t lines = adm_log_count(LOG, "event=provisional-revoked", dev, why, (char *)NULL);
+	size_t exact = adm_log_count(LOG, "event=provisional-revoked", dev, why, named[0],
+				     (char *)NULL) +
+		       adm_log_count(LOG, "event=provisional-revoked", dev, why, named[1],
+				     (char *)NULL);
+	if (lines != 1 || exact != 1)
+		fail_msg("%zu provisional-revoked lines for %s (%s), %zu naming exactly %s and %s",
+			 lines, device, reason, exact, sha1[0], sha1[1]);
 }
 
 /* Lines of verdicts.jsonl holding both needles. */

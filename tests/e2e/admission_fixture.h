@@ -49,6 +49,10 @@ void adm_fixture_up(const char *what, void (*write_seed)(const char *path));
  * under inventory.netbox) and sessions (the lines under sessions:) are the
  * test's own. */
 void adm_write_config(const char *path, const char *netbox_extra, const char *sessions);
+/* The same with listen_extra (lines indented two spaces under listen:) in
+ * place of the lifted rate limit: "" runs the listener's defaults. */
+void adm_write_config_listen(const char *path, const char *listen_extra,
+			     const char *netbox_extra, const char *sessions);
 /* Stop the fake and the TPMs, remove D (kept with FLEET_KEEP_TEST_DIR). */
 void adm_fixture_down(void);
 
@@ -88,10 +92,16 @@ size_t store_certs(const char *device, size_t *revoked);
 /* Provisional certificates carrying device's name (store.h), and how many
  * of them are revoked. */
 size_t store_provisional(const char *device, size_t *revoked);
+/* device's provisional certificates are two, both revoked, and fleetd
+ * journaled exactly one provisional-revoked line for device with reason
+ * whose FLEET_DETAIL names exactly those two SHA-1s. */
+void assert_revoked_named(const char *device, const char *reason);
 /* Lines of verdicts.jsonl holding both needles. */
 size_t vlog_count(const char *a, const char *b);
 /* One series' value from GET /metrics (fails the test when absent). */
 long long metric(const char *series);
+/* fleetd_unproven_total's series for one reason (admission_int.h). */
+#define UNPROVEN(reason) "fleetd_unproven_total{reason=\"" reason "\"}"
 /* The fake's view of one device (a new reference); its non-GET requests. */
 json_t *nb_device(long id);
 size_t nb_writes(void);

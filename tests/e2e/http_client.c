@@ -1,7 +1,12 @@
 /* http_client.c: see http_client.h. */
 #include "tests/e2e/http_client.h"
 
+#include "tests/testutil.h"
+
 #include <arpa/inet.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <time.h>
 #include <netinet/in.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -195,4 +200,100 @@ out:
 		close(fd);
 	SSL_CTX_free(ctx);
 	return ok;
+}
+
+/* ---- raw TLS ------------------------------------------------------------- */
+
+double http_now_s(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+void raw_tls_open(struct raw_tls *t, uint16_t port, const char *ca)
+{
+	t->ctx = SSL_CTX_new(TLS_client_method());
+	assert_non_null(t->ctx);
+	assert_int_equal(SSL_CTX_load_verify_locations(t->ctx, ca, NULL), 1);
+	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
+	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
+	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+	assert_int_equal(connect(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	t->ssl = SSL_new(t->ctx);
+	SSL_set_fd(t->ssl, t->fd);
+	assert_int_equal(SSL_connect(t->ssl), 1);
+	assert_int_equal(fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) | O_NONBLOCK), 0);
+}
+
+void raw_tls_close(struct raw_tls *t)
+{
+	SSL_free(t->ssl);
+	close(t->fd);
+	SSL_CTX_free(t->ctx);
+}
+
+int raw_tls_wait(struct raw_tls *t, int ms, char *buf, size_t cap, size_t *len)
+{
+	struct pollfd pfd = {.fd = t->fd, .events = POLLIN};
+	if (SSL_pending(t->ssl) == 0 && poll(&pfd, 1, ms) <= 0)
+		return 0;
+	char tmp[4096];
+	int n = SSL_read(t->ssl, tmp, sizeof(tmp));
+	if (n > 0) {
+		size_t k = (size_t)n < cap - *len - 1 ? (size_t)n : cap - *len - 1;
+		memcpy(buf + *len, tmp, k);
+		*len += k;
+		buf[*len] = '\0';
+		return 1;
+	}
+	int err = SSL_get_error(t->ssl, n);
+	return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? 0 : -1;
+}
+
+/* Send text a byte a second, watching for the connection to close; then
+ * go on watching until limit_s. Returns the seconds from t0 at which it
+ * closed, or -1 if it did not (or if an answer came instead). */
+double raw_tls_trickle(struct raw_tls *t, const char *text, double t0, double limit_s)
+{
+	size_t sent = 0, n = strlen(text);
+	char buf[1024];
+	size_t len = 0;
+	while (http_now_s() - t0 < limit_s) {
+		if (sent < n) {
+			int w = SSL_write(t->ssl, text + sent, 1);
+			if (w == 1)
+				sent++;
+			else if (SSL_get_error(t->ssl, w) != SSL_ERROR_WANT_WRITE)
+				return http_now_s() - t0; /* the write found it closed */
+		}
+		double tick = http_now_s();
+		while (http_now_s() - tick < 1.0) {
+			int r = raw_tls_wait(t, 100, buf, sizeof(buf), &len);
+			if (r < 0)
+				return http_now_s() - t0;
+			if (r > 0 && strstr(buf, "HTTP/1.1 "))
+				return -1;
+		}
+	}
+	return -1;
+}
+
+int raw_tls_request(struct raw_tls *t, const char *req)
+{
+	size_t n = strlen(req);
+	assert_int_equal(SSL_write(t->ssl, req, (int)n), (int)n);
+	char buf[2048];
+	size_t len = 0;
+	double t0 = http_now_s();
+	while (http_now_s() - t0 < 5.0) {
+		if (raw_tls_wait(t, 100, buf, sizeof(buf), &len) < 0)
+			return 0;
+		const char *end = strstr(buf, "\r\n\r\n");
+		const char *cl = strstr(buf, "Content-Length: ");
+		if (end && cl && (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10) <= len)
+			return atoi(buf + 9);
+	}
+	return 0;
 }

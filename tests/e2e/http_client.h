@@ -1,12 +1,15 @@
 /* http_client.h: the HTTPS client the e2e tests use against fleetd's
- * listener: libcurl trusting one CA file, and a raw OpenSSL probe for the
- * TLS versions the server accepts. */
+ * listener: libcurl trusting one CA file, a raw OpenSSL probe for the
+ * TLS versions the server accepts, and a raw TLS connection that sends a
+ * request as slowly as a test wants. */
 #ifndef FLEET_TEST_HTTP_CLIENT_H
 #define FLEET_TEST_HTTP_CLIENT_H
 
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+
+#include <openssl/ssl.h>
 
 struct http_client {
 	void *curl; /* CURL *, reused so connections are kept alive */
@@ -48,5 +51,27 @@ void http_reply_free(struct http_reply *r);
 /* A TLS handshake with 127.0.0.1:port offering only versions min..max
  * (OpenSSL's TLS1_x_VERSION), trusting ca_file: 1 done, 0 refused. */
 int tls_probe(uint16_t port, const char *ca_file, int min_version, int max_version);
+
+/* A raw TLS connection to 127.0.0.1:port, made non-blocking once the
+ * handshake is done (so a TLS 1.3 session ticket cannot block a read). */
+struct raw_tls {
+	SSL_CTX *ctx;
+	SSL *ssl;
+	int fd;
+};
+
+void raw_tls_open(struct raw_tls *t, uint16_t port, const char *ca);
+void raw_tls_close(struct raw_tls *t);
+/* Wait up to ms for the peer: 1 data came (appended to buf), 0 nothing,
+ * -1 the connection is closed. */
+int raw_tls_wait(struct raw_tls *t, int ms, char *buf, size_t cap, size_t *len);
+/* Send text a byte a second, watching for the connection to close; then
+ * go on watching until limit_s. Returns the seconds from t0 (http_now_s)
+ * at which it closed, or -1 if it did not (or if an answer came instead). */
+double raw_tls_trickle(struct raw_tls *t, const char *text, double t0, double limit_s);
+/* One whole request on t; its status (0: none within 5 s). */
+int raw_tls_request(struct raw_tls *t, const char *req);
+/* CLOCK_MONOTONIC in seconds. */
+double http_now_s(void);
 
 #endif

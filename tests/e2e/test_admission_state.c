@@ -9,14 +9,21 @@
  *   forged_intakes_cannot_block   a replayed intake every 200 ms while the
  *                                 machine attests: it is admitted
  *   unproven_flood_not_journaled  1,000 unproven requests: a handful of
- *                                 journal lines, every one counted
+ *                                 journal lines, every one counted, the
+ *                                 rest summarised (log-suppressed) by the
+ *                                 time fleetd stops
  *   claim_only_after_proof        replayed intakes of an unknown serial
  *                                 write no claim; the TPM's answer does
  *   inventory_budget              a flood costs NetBox a bounded number of
- *                                 requests, the rest 503
+ *                                 requests, the rest 503 (lookup-budget);
+ *                                 ten sources for one serial meet its cap
+ *                                 (session-caps)
  *   unconfirmed_is_provisional    certificates without a confirm belong to
  *                                 no device, are revoked when superseded or
- *                                 at the deadline, and SPIRE lists neither
+ *                                 at the deadline (after a confirm with a
+ *                                 bad signature; a confirm after it is
+ *                                 refused), the journal naming each SHA-1,
+ *                                 and SPIRE lists neither
  *   refused_confirm_undoes_all    the binding moves to another TPM before
  *                                 the confirm: nothing of the session stays;
  *                                 the new TPM is admitted, the old refused
@@ -27,6 +34,10 @@
  *   kill9_each_write_point        kill -9 at every durable write of the
  *                                 answer and confirm: after a restart the
  *                                 state is the before or the after
+ *   listener_guards_on_fleetd     the listener's default per-source rate
+ *                                 limit (429s, bounded NetBox requests) and
+ *                                 its request deadline (a trickled request
+ *                                 cut and counted), with fleetd's wiring
  */
 #include "tests/e2e/admission_fixture.h"
 
@@ -49,7 +60,8 @@
 #include "tests/e2e/netbox_harness.h"
 
 #define FORGER "127.0.0.2"
-#define N_SERIALS 8 /* STA-0001 .. STA-0008 (s1 .. s8), approved for machine A */
+#define CONFIRM "/v1/attest/confirm"
+#define N_SERIALS 9 /* STA-0001 .. STA-0009 (s1 .. s9), approved for machine A */
 
 static char CONFIG[700], ARM[700];
 
@@ -151,7 +163,7 @@ static int teardown(void **state)
 /* What a hooked run captured, and where it stops. */
 struct capture {
 	struct hooked h;
-	struct fleet_buf intake, answer;
+	struct fleet_buf intake, answer, confirm;
 	const char *stop_before; /* a round's path: the machine vanishes there */
 };
 
@@ -162,6 +174,8 @@ static void capture_before(struct hooked *h, const char *path, const struct flee
 		fb_put(&c->intake, body->data, body->len);
 	if (strcmp(path, "/v1/attest/answer") == 0 && c->answer.len == 0)
 		fb_put(&c->answer, body->data, body->len);
+	if (strcmp(path, "/v1/attest/confirm") == 0 && c->confirm.len == 0)
+		fb_put(&c->confirm, body->data, body->len);
 	if (c->stop_before && strcmp(path, c->stop_before) == 0) {
 		/* the machine is gone: nothing answers, nothing is retried */
 		snprintf(h->curl.base_url, sizeof(h->curl.base_url), "https://127.0.0.1:1");
@@ -176,6 +190,7 @@ static int run_captured(struct machine *m, const char *serial, struct capture *c
 	memset(c, 0, sizeof(*c));
 	fb_init(&c->intake);
 	fb_init(&c->answer);
+	fb_init(&c->confirm);
 	c->stop_before = stop_before;
 	c->h.before = capture_before;
 	return run_hooked(m, serial, &c->h, 1, out, sizeof(out));
@@ -185,6 +200,7 @@ static void capture_free(struct capture *c)
 {
 	fb_free(&c->intake);
 	fb_free(&c->answer);
+	fb_free(&c->confirm);
 }
 
 /* POST from the forger; returns the status, and the reply's session id
@@ -263,6 +279,24 @@ static void forged_intakes_cannot_block(void **state)
 
 /* ---- unproven requests are counted, not journaled --------------------------- */
 
+/* The sum of field's numeric values (field is "NAME=") over the log lines
+ * holding both needles. */
+static unsigned long long log_sum(const char *log, const char *field, const char *a,
+				  const char *b)
+{
+	FILE *f = fopen(log, "r");
+	char line[8192];
+	unsigned long long sum = 0;
+	assert_non_null(f);
+	while (fgets(line, sizeof(line), f)) {
+		const char *v = strstr(line, field);
+		if (v && strstr(line, a) && strstr(line, b))
+			sum += strtoull(v + strlen(field), NULL, 10);
+	}
+	fclose(f);
+	return sum;
+}
+
 static void unproven_flood_not_journaled(void **state)
 {
 	(void)state;
@@ -277,7 +311,7 @@ static void unproven_flood_not_journaled(void **state)
 	sleep(2); /* a fresh window for the lookup budget */
 	forger_init(&c);
 	size_t lines0 = adm_log_lines(LOG);
-	long long proof0 = metric("fleetd_unproven_total{reason=\"answer-proof\"}");
+	long long proof0 = metric(UNPROVEN("answer-proof"));
 	unsigned challenged = 0;
 	for (int i = 0; i < 500; i++) {
 		uint8_t sid[FLEET_WIRE_ID_LEN];
@@ -302,8 +336,21 @@ static void unproven_flood_not_journaled(void **state)
 		      added);
 	assert_true(challenged >= 1);
 	assert_true(added <= 8);
-	assert_int_equal(metric("fleetd_unproven_total{reason=\"answer-proof\"}") - proof0,
+	assert_int_equal(metric(UNPROVEN("answer-proof")) - proof0,
 			 challenged);
+	/* What the limiter held back is summarised when its window ends, at
+	 * the latest as fleetd stops: the auth failures journaled plus those
+	 * the log-suppressed lines count are every one fleetd counted. */
+	long long failures = metric("fleetd_auth_failures_total");
+	fleetd_stop(&FD);
+	size_t journaled = adm_log_count(LOG, "event=auth-failure ", (char *)NULL);
+	unsigned long long suppressed = log_sum(LOG, "FLEET_SUPPRESSED=", "event=log-suppressed ",
+						"FLEET_KEY=auth-failure/");
+	print_message("%lld auth failures: %zu journaled, %llu summarised\n", failures,
+		      journaled, suppressed);
+	assert_true(suppressed >= 1);
+	assert_int_equal((long long)journaled + (long long)suppressed, failures);
+	start(false);
 	fleet_wire_answer_free(&a);
 	capture_free(&cap);
 }
@@ -355,6 +402,8 @@ static void inventory_budget(void **state)
 			     TINK_EXIT_CONFIRMED);
 	sleep(3); /* the bucket refills to its burst (10) */
 	forger_init(&c);
+	long long budget0 = metric(UNPROVEN("lookup-budget"));
+	long long caps0 = metric(UNPROVEN("session-caps"));
 	size_t asked0 = nbf_log_len();
 	struct timespec t0, t1;
 	clock_gettime(CLOCK_MONOTONIC, &t0);
@@ -365,11 +414,40 @@ static void inventory_budget(void **state)
 	http_client_free(&c);
 	double secs = (double)(t1.tv_sec - t0.tv_sec) + (double)(t1.tv_nsec - t0.tv_nsec) / 1e9;
 	size_t asked = nbf_log_len() - asked0;
-	print_message("200 intakes in %.2f s: %zu NetBox requests, %u answered 503\n", secs, asked,
-		      busy);
+	long long budget = metric(UNPROVEN("lookup-budget")) - budget0;
+	long long caps = metric(UNPROVEN("session-caps")) - caps0;
+	print_message("200 intakes in %.2f s: %zu NetBox requests, %u answered 503 (%lld over "
+		      "the lookup budget, %lld over the session caps)\n",
+		      secs, asked, busy, budget, caps);
 	/* the burst, plus 5 a second: two requests per intake that passes */
 	assert_true((double)asked <= 10 + 5 * secs + 2);
 	assert_true(busy >= 150);
+	/* every 503 was the budget's: the forger's each intake replaced its
+	 * own last session, so no cap was reached */
+	assert_int_equal(budget, busy);
+	assert_int_equal(caps, 0);
+
+	/* Ten addresses at once for one serial: past ADM_SESSIONS_PER_SERIAL
+	 * (8) open sessions, the rest are turned away before any lookup,
+	 * counted as session-caps, not against the budget. */
+	sleep(3);
+	budget0 = metric(UNPROVEN("lookup-budget"));
+	caps0 = metric(UNPROVEN("session-caps"));
+	unsigned opened = 0, turned = 0;
+	for (int i = 0; i < 10; i++) {
+		forger_init(&c);
+		snprintf(c.source, sizeof(c.source), "127.0.0.%d", 10 + i);
+		long st = forge(&c, "/v1/attest/intake", &cap.intake, NULL);
+		http_client_free(&c);
+		assert_true(st == 200 || st == 503);
+		opened += st == 200;
+		turned += st == 503;
+	}
+	print_message("ten sources: %u challenged, %u turned away\n", opened, turned);
+	assert_true(opened <= 8);
+	assert_true(turned >= 2);
+	assert_int_equal(metric(UNPROVEN("session-caps")) - caps0, turned);
+	assert_int_equal(metric(UNPROVEN("lookup-budget")), budget0);
 	capture_free(&cap);
 }
 
@@ -411,23 +489,48 @@ static void unconfirmed_is_provisional(void **state)
 	sleep(2); /* the reaper runs every second */
 	assert_int_equal(store_provisional("s4", &revoked), 2);
 	assert_int_equal(revoked, 2);
-	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s4",
-				       "FLEET_REASON=superseded", (char *)NULL), 1);
+	assert_revoked_named("s4", "superseded");
 	assert_int_equal(store_certs("s4", &revoked), 2);
 	assert_int_equal(revoked, 0);
 
-	/* abandoned for good: revoked at the session's deadline */
+	/* abandoned for good after a confirm with a bad signature: refused,
+	 * the session left as it was, revoked at its deadline; the genuine
+	 * confirm, sent after the deadline, finds no session */
 	capture_free(&cap);
 	assert_int_not_equal(run_captured(&MA, "STA-0005", &cap, "/v1/attest/confirm"),
 			     TINK_EXIT_CONFIRMED);
+	assert_true(cap.confirm.len > 0); /* the machine had sent it when it vanished */
 	assert_int_equal(store_provisional("s5", &revoked), 2);
 	assert_int_equal(revoked, 0);
+	struct fleet_wire_confirm cf;
+	struct fleet_buf flipped;
+	fb_init(&flipped);
+	assert_int_equal(fleet_wire_confirm_decode(cap.confirm.data, cap.confirm.len, &cf, NULL),
+			 FLEET_OK);
+	cf.signature.data[cf.signature.len - 1] ^= 1;
+	assert_int_equal(fleet_wire_confirm_encode(&cf, &flipped), FLEET_OK);
+	fleet_wire_confirm_free(&cf);
+	long long proof0 = metric(UNPROVEN("confirm-proof"));
+	long long late0 = metric("fleetd_confirm_total{result=\"session-unknown\"}");
+	post_raw(CONFIRM, flipped.data, flipped.len, 200, "\"refused\"");
+	fb_free(&flipped);
+	assert_int_equal(metric(UNPROVEN("confirm-proof")), proof0 + 1);
+	assert_false(store_device("STA-0005", &d));
+	assert_int_equal(store_certs("s5", NULL), 0);
+	assert_int_equal(store_provisional("s5", &revoked), 2);
+	assert_int_equal(revoked, 0); /* an unproven request ends no session */
 	sleep(33); /* ttl 30 s, reaped within a second */
 	assert_int_equal(store_provisional("s5", &revoked), 2);
 	assert_int_equal(revoked, 2);
-	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s5",
-				       "FLEET_REASON=session-expired", (char *)NULL), 1);
+	assert_revoked_named("s5", "session-expired");
+	post_raw(CONFIRM, cap.confirm.data, cap.confirm.len, 200, "\"refused\"");
+	assert_int_equal(metric("fleetd_confirm_total{result=\"session-unknown\"}"), late0 + 1);
 	assert_false(store_device("STA-0005", &d));
+	assert_int_equal(store_certs("s5", NULL), 0);
+	store_verdicts("s5", &pass, &fail, NULL);
+	assert_int_equal(pass, 0);
+	assert_int_equal(adm_log_count(LOG, "event=device-admitted", "FLEET_DEVICE=s5 ",
+				       (char *)NULL), 0);
 
 	/* SPIRE's list (rewritten at the start's pass) holds none of them */
 	fleetd_stop(&FD);
@@ -596,8 +699,7 @@ static void refused_confirm_undoes_all(void **state)
 	assert_int_equal(pass + fail, 0);
 	assert_int_equal(store_provisional("s7", &revoked), 2);
 	assert_int_equal(revoked, 2);
-	assert_int_equal(adm_log_count(LOG, "event=provisional-revoked", "FLEET_DEVICE=s7",
-				       "FLEET_REASON=binding-changed", (char *)NULL), 1);
+	assert_revoked_named("s7", "binding-changed");
 	/* the newly approved TPM is admitted */
 	assert_int_equal(run_tink(&MB, "STA-0007", NULL, out, sizeof(out)), TINK_EXIT_CONFIRMED);
 	assert_true(store_device("STA-0007", &d));
@@ -684,6 +786,76 @@ static void ek_name_alg_refused_at_intake(void **state)
 	capture_free(&cap);
 }
 
+/* ---- the listener's guards, as fleetd runs them ------------------------------- */
+
+#define GUARD_DEADLINE 2 /* listen.request_deadline_seconds */
+#define REJECTED(reason) "fleetd_http_rejected_total{reason=\"" reason "\"}"
+
+/* fleetd with the listener's default rate limit (5 POSTs a second per
+ * source, a burst of 20: docs/configuration.md) and a 2 s request deadline;
+ * the lookup budget lifted, so that only the listener stands between a
+ * source and NetBox. */
+static void listener_guards_on_fleetd(void **state)
+{
+	(void)state;
+	struct capture cap;
+	struct http_client c;
+	assert_int_not_equal(run_captured(&MA, "STA-0009", &cap, "/v1/attest/answer"),
+			     TINK_EXIT_CONFIRMED);
+	fleetd_stop(&FD);
+	adm_write_config_listen(CONFIG, "  request_deadline_seconds: 2\n",
+				"    lookups_per_second: 1000\n",
+				"  ttl_seconds: 30\n  answer_seconds: 5\n");
+	start(false);
+
+	/* 25 intakes from one source, as fast as it sends them */
+	http_client_init(&c, FD.port, FD.tls_ca);
+	snprintf(c.source, sizeof(c.source), "127.0.0.3");
+	long long limited0 = metric(REJECTED("rate-limited"));
+	size_t asked0 = nbf_log_len();
+	unsigned served = 0, limited = 0;
+	double t0 = http_now_s();
+	for (int i = 0; i < 25; i++) {
+		long st = forge(&c, "/v1/attest/intake", &cap.intake, NULL);
+		assert_true(st == 200 || st == 429);
+		served += st == 200;
+		limited += st == 429;
+	}
+	double secs = http_now_s() - t0;
+	http_client_free(&c);
+	size_t asked = nbf_log_len() - asked0;
+	print_message("25 intakes from one source in %.2f s: %u served, %u answered 429, %zu "
+		      "NetBox requests\n",
+		      secs, served, limited, asked);
+	/* the burst and what 5 a second refilled meanwhile; the rest 429,
+	 * each counted, and none of them cost NetBox anything */
+	assert_true(served <= 20 + 5 * secs + 1);
+	assert_true(limited >= 1);
+	assert_int_equal(metric(REJECTED("rate-limited")) - limited0, limited);
+	assert_true(asked <= 2 * (size_t)served);
+
+	/* a request's headers a byte a second: cut at the deadline, counted */
+	long long cut0 = metric(REJECTED("request-deadline"));
+	struct raw_tls t;
+	t0 = http_now_s();
+	raw_tls_open(&t, FD.port, FD.tls_ca);
+	double closed = raw_tls_trickle(&t,
+					"POST /v1/attest/intake HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+					"Content-Type: application/json\r\nContent-Length: 2\r\n\r\n{}",
+					t0, GUARD_DEADLINE + 10);
+	raw_tls_close(&t);
+	print_message("a trickled request: closed after %.2f s\n", closed);
+	if (closed < GUARD_DEADLINE - 0.5 || closed > GUARD_DEADLINE + 1.5)
+		fail_msg("a trickled request was closed after %.2f s, want %d s", closed,
+			 GUARD_DEADLINE);
+	assert_int_equal(metric(REJECTED("request-deadline")), cut0 + 1);
+
+	fleetd_stop(&FD);
+	write_config();
+	start(false);
+	capture_free(&cap);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -696,6 +868,7 @@ int main(void)
 		cmocka_unit_test(ek_name_alg_refused_at_intake),
 		cmocka_unit_test(requested_run_read_again),
 		cmocka_unit_test(kill9_each_write_point),
+		cmocka_unit_test(listener_guards_on_fleetd),
 	};
 	return cmocka_run_group_tests(tests, setup, teardown);
 }

@@ -710,115 +710,10 @@ static void side_free(struct side *sd)
 	fleet_metrics_free(sd->metrics);
 }
 
-static double now_s(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
-}
-
 static void sleep_ms(long ms)
 {
 	struct timespec ts = {ms / 1000, (ms % 1000) * 1000000l};
 	nanosleep(&ts, NULL);
-}
-
-/* A raw TLS connection to 127.0.0.1:port, made non-blocking once the
- * handshake is done (so a TLS 1.3 session ticket cannot block a read). */
-struct raw_tls {
-	SSL_CTX *ctx;
-	SSL *ssl;
-	int fd;
-};
-
-static void raw_open(struct raw_tls *t, uint16_t port, const char *ca)
-{
-	t->ctx = SSL_CTX_new(TLS_client_method());
-	assert_non_null(t->ctx);
-	assert_int_equal(SSL_CTX_load_verify_locations(t->ctx, ca, NULL), 1);
-	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
-	t->fd = socket(AF_INET, SOCK_STREAM, 0);
-	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
-	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-	assert_int_equal(connect(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
-	t->ssl = SSL_new(t->ctx);
-	SSL_set_fd(t->ssl, t->fd);
-	assert_int_equal(SSL_connect(t->ssl), 1);
-	assert_int_equal(fcntl(t->fd, F_SETFL, fcntl(t->fd, F_GETFL) | O_NONBLOCK), 0);
-}
-
-static void raw_close(struct raw_tls *t)
-{
-	SSL_free(t->ssl);
-	close(t->fd);
-	SSL_CTX_free(t->ctx);
-}
-
-/* Wait up to ms for the peer: 1 data came (appended to buf), 0 nothing,
- * -1 the connection is closed. */
-static int raw_wait(struct raw_tls *t, int ms, char *buf, size_t cap, size_t *len)
-{
-	struct pollfd pfd = {.fd = t->fd, .events = POLLIN};
-	if (SSL_pending(t->ssl) == 0 && poll(&pfd, 1, ms) <= 0)
-		return 0;
-	char tmp[4096];
-	int n = SSL_read(t->ssl, tmp, sizeof(tmp));
-	if (n > 0) {
-		size_t k = (size_t)n < cap - *len - 1 ? (size_t)n : cap - *len - 1;
-		memcpy(buf + *len, tmp, k);
-		*len += k;
-		buf[*len] = '\0';
-		return 1;
-	}
-	int err = SSL_get_error(t->ssl, n);
-	return err == SSL_ERROR_WANT_READ || err == SSL_ERROR_WANT_WRITE ? 0 : -1;
-}
-
-/* Send text a byte a second, watching for the connection to close; then
- * go on watching until limit_s. Returns the seconds from t0 at which it
- * closed, or -1 if it did not (or if an answer came instead). */
-static double trickle(struct raw_tls *t, const char *text, double t0, double limit_s)
-{
-	size_t sent = 0, n = strlen(text);
-	char buf[1024];
-	size_t len = 0;
-	while (now_s() - t0 < limit_s) {
-		if (sent < n) {
-			int w = SSL_write(t->ssl, text + sent, 1);
-			if (w == 1)
-				sent++;
-			else if (SSL_get_error(t->ssl, w) != SSL_ERROR_WANT_WRITE)
-				return now_s() - t0; /* the write found it closed */
-		}
-		double tick = now_s();
-		while (now_s() - tick < 1.0) {
-			int r = raw_wait(t, 100, buf, sizeof(buf), &len);
-			if (r < 0)
-				return now_s() - t0;
-			if (r > 0 && strstr(buf, "HTTP/1.1 "))
-				return -1;
-		}
-	}
-	return -1;
-}
-
-/* One whole request on t; its status (0: none within 5 s). */
-static int raw_request(struct raw_tls *t, const char *req)
-{
-	size_t n = strlen(req);
-	assert_int_equal(SSL_write(t->ssl, req, (int)n), (int)n);
-	char buf[2048];
-	size_t len = 0;
-	double t0 = now_s();
-	while (now_s() - t0 < 5.0) {
-		if (raw_wait(t, 100, buf, sizeof(buf), &len) < 0)
-			return 0;
-		const char *end = strstr(buf, "\r\n\r\n");
-		const char *cl = strstr(buf, "Content-Length: ");
-		if (end && cl && (size_t)(end + 4 - buf) + strtoul(cl + 16, NULL, 10) <= len)
-			return atoi(buf + 9);
-	}
-	return 0;
 }
 
 #define DEADLINE 3
@@ -845,20 +740,20 @@ static void test_request_deadline(void **state)
 	/* Headers, a byte a second. */
 	long long cut0 = scraped_from(&sd.client, "request-deadline");
 	int saved = stderr_to_file(fx);
-	double t0 = now_s();
+	double t0 = http_now_s();
 	struct raw_tls t;
-	raw_open(&t, sd.port, fx->cert);
-	double closed_headers = trickle(&t, headers, t0, DEADLINE + 10);
-	raw_close(&t);
+	raw_tls_open(&t, sd.port, fx->cert);
+	double closed_headers = raw_tls_trickle(&t, headers, t0, DEADLINE + 10);
+	raw_tls_close(&t);
 
 	/* The headers at once, then the body a byte a second. */
-	t0 = now_s();
-	raw_open(&t, sd.port, fx->cert);
+	t0 = http_now_s();
+	raw_tls_open(&t, sd.port, fx->cert);
 	assert_int_equal(SSL_write(t.ssl, body_head, (int)strlen(body_head)),
 			 (int)strlen(body_head));
-	double closed_body = trickle(&t, "{\"a\":\"0123456789012345678901234567890123456789012345678\"}",
+	double closed_body = raw_tls_trickle(&t, "{\"a\":\"0123456789012345678901234567890123456789012345678\"}",
 				     t0, DEADLINE + 10);
-	raw_close(&t);
+	raw_tls_close(&t);
 	long logged = stderr_restore(fx, saved);
 
 	if (closed_headers < DEADLINE - 0.5 || closed_headers > DEADLINE + SLACK)
@@ -873,14 +768,14 @@ static void test_request_deadline(void **state)
 	/* Kept alive: a request, idle past the deadline, another request on
 	 * the same connection (the idle timeout governs idling), then the
 	 * third one trickled: its clock starts at its first byte. */
-	raw_open(&t, sd.port, fx->cert);
-	assert_int_equal(raw_request(&t, headers), 200);
+	raw_tls_open(&t, sd.port, fx->cert);
+	assert_int_equal(raw_tls_request(&t, headers), 200);
 	sleep_ms(1000 * DEADLINE + 1000);
-	assert_int_equal(raw_request(&t, headers), 200);
+	assert_int_equal(raw_tls_request(&t, headers), 200);
 	sleep_ms(1000);
-	t0 = now_s();
-	double closed_next = trickle(&t, headers, t0, DEADLINE + 10);
-	raw_close(&t);
+	t0 = http_now_s();
+	double closed_next = raw_tls_trickle(&t, headers, t0, DEADLINE + 10);
+	raw_tls_close(&t);
 	if (closed_next < DEADLINE - 0.5 || closed_next > DEADLINE + SLACK)
 		fail_msg("trickled second request: closed after %.2f s, want %d s", closed_next,
 			 DEADLINE);
@@ -1008,8 +903,8 @@ static void stall_begin(struct fixture *fx, struct side *sd, struct stall_run *r
 		curl_easy_setopt(h, CURLOPT_INTERFACE, iface);
 		curl_multi_add_handle(run->m, h);
 	}
-	double settled = 0, t0 = now_s();
-	while (now_s() - t0 < 30 && (!settled || now_s() - settled < 1.0)) {
+	double settled = 0, t0 = http_now_s();
+	while (http_now_s() - t0 < 30 && (!settled || http_now_s() - settled < 1.0)) {
 		int running;
 		curl_multi_perform(run->m, &running);
 		curl_multi_poll(run->m, NULL, 0, 50, NULL);
@@ -1030,11 +925,11 @@ static void stall_begin(struct fixture *fx, struct side *sd, struct stall_run *r
 			run->paused += !run->st[i].done && run->st[i].paused;
 		}
 		if (!settled && run->done + run->paused == n)
-			settled = now_s();
+			settled = http_now_s();
 		long rss = rss_kib();
 		run->rss_max = rss > run->rss_max ? rss : run->rss_max;
 	}
-	run->took = now_s() - t0;
+	run->took = http_now_s() - t0;
 }
 
 static void stall_end(struct stall_run *run)

@@ -158,6 +158,40 @@ static void cert(struct fx *f, const char *name, const char *kind, time_t not_af
 	X509_free(x);
 }
 
+/* Both provisional certificates of an answer round that no confirm
+ * completed (store.h "One admission") for name, valid until not_after;
+ * left unrevoked, as a session still open leaves them. */
+static void provisional(struct fx *f, const char *session, const char *name, const char *serial,
+			time_t not_after, char lak[41], char ldevid[41])
+{
+	struct mint m = {.key = f->key, .cn = name, .not_before = NOW - 60, .not_after = not_after};
+	X509 *x1 = mint_cert(&m), *x2 = mint_cert(&m);
+	size_t l1, l2;
+	unsigned char *d1 = mint_der(x1, &l1), *d2 = mint_der(x2, &l2);
+	struct fleet_store_issue_in in = {.session = session, .serial = serial, .device = name,
+					  .lak_der = d1, .lak_len = l1, .ldevid_der = d2,
+					  .ldevid_len = l2, .now = NOW - 60};
+	fleet_err e = fleet_store_provisional_issue(f->st, &in, lak, ldevid);
+	if (e)
+		fail_msg("provisional %s: %s: %s", name, fleet_err_str(e),
+			 fleet_store_errmsg(f->st));
+	free(d1);
+	free(d2);
+	X509_free(x1);
+	X509_free(x2);
+}
+
+/* sha1 is in none of the doc's lists, eligible or revoked. */
+static void listed_nowhere(const struct fleet_spire_doc *d, const char *sha1)
+{
+	for (size_t i = 0; i < d->n_eligible; i++)
+		for (size_t j = 0; j < d->eligible[i].n_ldevid; j++)
+			assert_string_not_equal(d->eligible[i].ldevid_sha1[j], sha1);
+	for (size_t i = 0; i < d->n_revoked; i++)
+		for (size_t j = 0; j < d->revoked[i].n_ldevid; j++)
+			assert_string_not_equal(d->revoked[i].ldevid_sha1[j], sha1);
+}
+
 /* A device that would be eligible if the inventory said active. */
 static void good_device(struct fx *f, const char *name, const char *serial, const char *status,
 			char sha1[41])
@@ -438,11 +472,14 @@ static void test_not_admitted_journaled_once(void **state)
 	fleet_spire_not_admitted_log_free(NULL);
 }
 
-/* Current LDevIDs only: not revoked, not expired; no LAK; sorted. */
+/* Current LDevIDs only: not revoked, not expired; no LAK; sorted; never a
+ * provisional one, live and unrevoked, of an eligible device (a re-attest
+ * whose confirm is still to come) or of a revoked one. */
 static void test_current_ldevids(void **state)
 {
 	struct fx *f = *state;
 	char a[41], b[41], c[41], r[41], lak[41], edge[41];
+	char plak[41], pldevid[41], qlak[41], qldevid[41], x[41];
 	admit(f, "w1", "S1", true, true);
 	verdict(f, "w1", true);
 	inv_add(f, "w1", "S1", "active");
@@ -453,9 +490,21 @@ static void test_current_ldevids(void **state)
 	cert(f, "w1", FLEET_STORE_CERT_LDEVID, NOW + 50 * DAY, r);
 	assert_int_equal(fleet_store_cert_revoke(f->st, r, NOW), FLEET_STORE_OK);
 	cert(f, "w1", FLEET_STORE_CERT_LAK, NOW + 50 * DAY, lak);
+	provisional(f, "1111111111111111111111111111111111111111111111111111111111111111", "w1",
+		    "S1", NOW + 60 * DAY, plak, pldevid);
+	good_device(f, "w9", "S9", "decommissioning", x);
+	provisional(f, "9999999999999999999999999999999999999999999999999999999999999999", "w9",
+		    "S9", NOW + 60 * DAY, qlak, qldevid);
 	struct fleet_spire_doc d;
 	build(f, NOW, &d);
 	assert_int_equal(d.n_eligible, 1);
+	assert_int_equal(d.n_revoked, 1);
+	assert_int_equal(d.revoked[0].n_ldevid, 1);
+	assert_string_equal(d.revoked[0].ldevid_sha1[0], x);
+	listed_nowhere(&d, pldevid);
+	listed_nowhere(&d, plak);
+	listed_nowhere(&d, qldevid);
+	listed_nowhere(&d, qlak);
 	const struct fleet_spire_node *n = &d.eligible[0];
 	assert_int_equal(n->n_ldevid, 3);
 	const char *want[3] = {a, b, edge};
