@@ -8,3 +8,6 @@ fleet_test(test_tpm_join_evidence unit unit/test_tpm_join_evidence.c unit/wire_t
 # Over HTTPS: fleet-join --attestor tpm against two fleetd processes that
 # share only the store and the challenge key (tests/e2e/join_tpm_e2e.sh).
 fleet_script_test(join_tpm_e2e e2e e2e/join_tpm_e2e.sh)
+# The cloud-iid attestor through the real fleetd over HTTPS (an OIDC
+# issuer's RS256 tokens signed with openssl; tests/e2e/join_cloud_iid_e2e.sh).
+fleet_script_test(join_cloud_iid_e2e e2e e2e/join_cloud_iid_e2e.sh)

@@ -45,6 +45,9 @@ cleanup() {
 	swtpm_env_stop
 	if [ -n "${FLEET_KEEP_E2E:-}" ]; then echo "kept $work"; else rm -rf "$work"; fi
 }
+# Two TPMs of one manufacturer (one roots directory trusts both).
+SWTPM_ENV_CA="$work/tpm-ca"
+export SWTPM_ENV_CA
 swtpm_env_start sha256 || { rc=$?; [ $rc -eq 77 ] && skip "swtpm is not usable"; exit $rc; }
 trap cleanup EXIT
 cd "$work"
@@ -72,13 +75,16 @@ head -c 32 /dev/urandom >other.key
 chmod 0600 challenge.key other.key
 
 # The TPM's EK hash, as fleetd computes it, for the resolve list.
-tpm2_createek -c ek.ctx -G rsa -u ek.pub >/dev/null 2>&1 || die "tpm2_createek"
-tpm2_nvread 0x01C00002 -o ek.der >/dev/null 2>&1 || die "tpm2_nvread EK certificate"
-ek_hash=$("$fleetctl" ek hash ek.der 2>/dev/null | tail -n1 | awk '{print $NF}')
+ek_of_tpm() { # file -> the EK hash
+	tpm2_nvread 0x01C00002 -o "$1" >/dev/null 2>&1 || die "tpm2_nvread EK certificate"
+	"$fleetctl" ek hash "$1" 2>/dev/null | tail -n1 | awk '{print $NF}'
+}
+ek_hash=$(ek_of_tpm ek.der)
 [ "${#ek_hash}" -eq 64 ] || die "fleetctl ek hash gave '$ek_hash'"
 printf '# delivery manifest\n%s pool=pool-a\n' "$ek_hash" >resolve.txt
 chmod 0644 resolve.txt
 
+enroll= # the enrollment pool, when set
 write_config() { # name port key
 	site_fleetd_yaml "$work" "$2" >"$1.yaml"
 	cat >>"$1.yaml" <<YAML
@@ -87,24 +93,31 @@ join:
   tpm:
     challenge_key: $work/$3
     resolve_file: $work/resolve.txt
+    retry_after_seconds: 1
 YAML
+	[ -z "$enroll" ] || printf '    enrollment_pool: %s\n' "$enroll" >>"$1.yaml"
 }
 pa=$(site_free_port)
 pb=$(site_free_port)
 write_config a "$pa" challenge.key
 write_config b "$pb" challenge.key
 "$site_fleetd" --config a.yaml --check-config >/dev/null 2>check.err || die "check-config: $(cat check.err)"
-start() { # name -> its pid in pids[], its URL in url_<name>
+# pids[0] is fleetd a, pids[1] fleetd b, pids[2] the relay.
+start() { # name index -> its pid in pids[index], its URL in site_fleetd_url
 	site_fleetd_start "$1.yaml" "$1.log" || die "fleetd $1 did not start"
-	pids+=("$site_fleetd_pid")
+	pids[$2]=$site_fleetd_pid
 	site_fleetd_pid=
 }
-start a
+stop() { # index
+	kill "${pids[$1]}" 2>/dev/null || true
+	wait "${pids[$1]}" 2>/dev/null || true
+}
+start a 0
 url_a=$site_fleetd_url
 # A pool that takes only the tpm attestor (fleetd made the store).
 "$fleetctl" pool create pool-a --owner root --join-attestors tpm --state-dir "$work/state" >/dev/null ||
 	die "pool create"
-start b
+start b 1
 url_b=$site_fleetd_url
 
 # The relay: one address, each connection to the next fleetd in turn.
@@ -135,7 +148,7 @@ while True:
     threading.Thread(target=pipe, args=(c, u), daemon=True).start()
     threading.Thread(target=pipe, args=(u, c), daemon=True).start()
 PY
-pids+=($!)
+pids[2]=$!
 for _ in $(seq 1 50); do
 	curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$relay_port/healthz" >/dev/null && break
 	sleep 0.1
@@ -220,9 +233,9 @@ sig_refused=$(( $(metric "$url_a" renew:renew-signature) + $(metric "$url_b" ren
 
 # ---- another challenge key cannot finish a challenge ----------------------------------
 
-kill "${pids[1]}" && wait "${pids[1]}" 2>/dev/null || true
+stop 1
 write_config b "$pb" other.key
-start b
+start b 1
 url_b=$site_fleetd_url
 n0=$(metric "$url_a" tpm:challenge-tag)
 n1=$(metric "$url_b" tpm:challenge-tag)
@@ -232,6 +245,65 @@ rc=0
 [ $(( $(metric "$url_a" tpm:challenge-tag) + $(metric "$url_b" tpm:challenge-tag) )) -eq $(( n0 + n1 + 1 )) ] &&
 	ok "counted challenge-tag once" || fail "challenge-tag not counted"
 [ ! -e x.pem ] && ok "nothing written" || fail "a certificate was written"
+
+# ---- a second TPM ------------------------------------------------------------------
+
+restart_both() { # both fleetd on the challenge key, the current resolve list and enroll
+	stop 0
+	stop 1
+	write_config a "$pa" challenge.key
+	write_config b "$pb" challenge.key
+	start a 0
+	url_a=$site_fleetd_url
+	start b 1
+	url_b=$site_fleetd_url
+}
+swtpm_env_stop
+swtpm_env_start sha256 || die "the second TPM did not start"
+J2=("$join" join --server "$url" --ca "$ca" --tls-ca tls/fleetd.crt --attestor tpm
+	--tcti "$TPM2TOOLS_TCTI")
+ek2=$(ek_of_tpm ek2.der)
+[ "${#ek2}" -eq 64 ] && [ "$ek2" != "$ek_hash" ] || die "the second TPM's EK: '$ek2'"
+
+# A list that hands the first machine's node to the second TPM: a node
+# holds one EK, so the list cannot give it away.
+printf '%s pool=pool-a\n%s pool=pool-a node=%s\n' "$ek_hash" "$ek2" "$node" >resolve.txt
+restart_both
+n=$(( $(metric "$url_a" tpm:bound-elsewhere) + $(metric "$url_b" tpm:bound-elsewhere) ))
+rc=0
+"${J2[@]}" --key-out t2.key --cert-out t2.pem >t2.out 2>t2.err || rc=$?
+[ "$rc" -eq 10 ] && [ $(( $(metric "$url_a" tpm:bound-elsewhere) + $(metric "$url_b" tpm:bound-elsewhere) )) -eq $((n + 1)) ] &&
+	ok "another TPM handed a bound node: bound-elsewhere" || fail "bound elsewhere: exit $rc"
+[ -z "$(sql "SELECT node_id FROM node_bindings WHERE subject = '$ek2'")" ] &&
+	ok "its EK bound to nothing" || fail "the refused EK was bound"
+
+# Enrollment: the unlisted TPM waits for an operator, who approves; the
+# agent then asks again from round 1 (a fresh challenge) and joins.
+printf '%s pool=pool-a\n' "$ek_hash" >resolve.txt
+"$fleetctl" pool create pool-e --owner root --join-attestors tpm --state-dir "$work/state" >/dev/null
+enroll=pool-e
+restart_both
+"${J2[@]}" --max-wait 60 --key-out t2.key --cert-out t2.pem >t2.out 2>t2.err &
+pj=$!
+rq=
+for _ in $(seq 1 100); do
+	rq=$("$fleetctl" join-requests list --json --state-dir "$work/state" 2>/dev/null |
+		jq -r '.join_requests[]? | select(.status == "pending" and .attestor == "tpm") | .id' | head -n1)
+	[ -n "$rq" ] && break
+	sleep 0.2
+done
+[ -n "$rq" ] && ok "the unknown EK waits: join request $rq" || fail "no pending tpm join request"
+[ -n "$rq" ] && "$fleetctl" join-requests approve "$rq" --state-dir "$work/state" >/dev/null 2>&1
+rc=0
+wait $pj || rc=$?
+n2=$(sql "SELECT node_id FROM node_bindings WHERE kind = 'ek' AND subject = '$ek2'")
+[ "$rc" -eq 0 ] && [ -n "$n2" ] && [ "$(sql "SELECT pool FROM nodes WHERE id = '$n2'")" = pool-e ] &&
+	ok "approved: joined pool-e as $n2" || fail "the approved join: exit $rc $(tail -n 3 t2.err)"
+[ "$(grep -c "challenge answered" t2.err)" -ge 2 ] &&
+	ok "after the wait the agent answered a fresh challenge" ||
+	fail "the agent did not start again from round 1: $(tr '\n' ' ' <t2.err)"
+[ "$(sql "SELECT status FROM join_requests WHERE id = '$rq'")" = used ] &&
+	ok "the approval spent" || fail "the request is $(sql "SELECT status FROM join_requests WHERE id = '$rq'")"
 
 [ "$failures" -eq 0 ] || { echo "FAIL: $failures failure(s)"; exit 1; }
 echo "PASS: join_tpm_e2e"

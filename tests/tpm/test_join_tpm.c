@@ -30,6 +30,7 @@
 #include <tss2/tss2_mu.h>
 
 #include "fleetd/join/join.h"
+#include "fleetd/join/join_int.h"
 #include "fleetd/obs/metrics.h"
 #include "fleetd/store/store.h"
 #include "lib/ca.h"
@@ -1350,6 +1351,41 @@ static void test_another_replica_finishes(void **state)
 	fb_free(&csr);
 }
 
+/* A8: an attestor that returns a key statement renewals could not prove
+ * (here the tpm attestor's own result with its statement replaced, as a
+ * module of another kind would return one) is refused, not issued a
+ * certificate that could never renew. */
+static fleet_err lying_tpm_verify(const struct fleet_attestor *a, struct fleet_store_tx *tx,
+				  const struct fleet_join_input *in,
+				  struct fleet_attest_result *out)
+{
+	fleet_err e = fleet_attestor_tpm_verify(a, tx, in, out);
+	if (!e && out->outcome == FLEET_ATTEST_RESULT)
+		snprintf(out->node_key_uri, sizeof(out->node_key_uri), "urn:bc:file-key:%s",
+			 "0123456789abcdef");
+	return e;
+}
+
+static void test_node_key_statement(void **state)
+{
+	(void)state;
+	struct fleet_buf csr;
+	struct round2 r;
+	fb_init(&csr);
+	struct fleet_attestor *tpm = NULL;
+	for (size_t i = 0; i < sizeof(S.j->attestors) / sizeof(S.j->attestors[0]); i++)
+		if (S.j->attestors[i].id && !strcmp(S.j->attestors[i].id, "tpm"))
+			tpm = &S.j->attestors[i];
+	assert_non_null(tpm);
+	tpm->verify = lying_tpm_verify;
+	challenged(&A, 30, &csr, &r);
+	int64_t n = refused("tpm:node-key-statement");
+	struct answer a = send_round2(&r, &csr);
+	assert_refused(&a, "tpm:node-key-statement", n);
+	round2_free(&r);
+	fb_free(&csr);
+}
+
 /* ---- renewal --------------------------------------------------------------------- */
 
 /* The current leaf of machine A's node (the last join's), DER. */
@@ -1672,6 +1708,7 @@ int main(void)
 		cmocka_unit_test_setup(test_any_admits_uncertified_without_a_claim, test_setup),
 		cmocka_unit_test_setup(test_enrollment_pending_denied_approved, test_setup),
 		cmocka_unit_test_setup(test_another_replica_finishes, test_setup),
+		cmocka_unit_test_setup(test_node_key_statement, test_setup),
 		cmocka_unit_test_setup(test_renewal_keeps_the_statement, test_setup),
 		cmocka_unit_test_setup(test_key_attestation_missing, test_setup),
 		cmocka_unit_test_setup(test_key_attestation_ak, test_setup),
