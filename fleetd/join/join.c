@@ -459,7 +459,9 @@ int fleet_join_handle(struct fleet_join *j, const char *peer, const uint8_t *bod
 		fleet_log(LOG_NOTICE, t.reclaimed ? "node-reclaimed" : "node-joined",
 			  FLEET_LOG_FIELDS({"FLEET_NODE", t.node_id}, {"FLEET_ATTESTOR", t.att->id},
 					   {"FLEET_POOL", t.res.pool}, {"FLEET_ROLE", t.res.role},
-					   {"FLEET_TOKEN", rf.token_id[0] ? rf.token_id : NULL}),
+					   {"FLEET_TOKEN", rf.token_id[0] ? rf.token_id : NULL},
+					   /* spec: nodeKey tpm (certified by the AK) or unattested */
+					   {"FLEET_NODE_KEY", t.res.node_key_uri[0] ? "tpm" : "unattested"}),
 			  "node %s %s by %s", t.node_id, t.reclaimed ? "reclaimed" : "joined",
 			  t.att->id);
 	}

@@ -179,6 +179,9 @@ grep -c 'connection to' relay.log | grep -qx '[2-9]' &&
 	grep -q "connection to $pa" relay.log && grep -q "connection to $pb" relay.log &&
 	ok "round 1 and round 2 went to different fleetd processes" ||
 	fail "the rounds did not reach both fleetd ($(cat relay.log | tr '\n' ' '))"
+grep -h "event=node-joined FLEET_NODE=$node" a.log b.log | grep -q 'FLEET_NODE_KEY=tpm' &&
+	ok "the journal says the node key is the TPM's (FLEET_NODE_KEY=tpm)" ||
+	fail "node-joined does not say FLEET_NODE_KEY=tpm"
 total=$(( $(joined "$url_a") + $(joined "$url_b") ))
 [ "$total" -eq 1 ] && ok "one join counted" || fail "joins counted: $total"
 grep -q 'FLEET TPM NODE KEY' node.key && ok "the node key is the TPM's (a record, no key bytes)" ||
