@@ -1138,6 +1138,7 @@ int fj_join(const struct fj_join_opts *o, const struct fj_pins *pins,
 			/* Waited for an operator: round 1 again, a fresh challenge. */
 			struct fleet_errctx ec1 = {0};
 			fb_reset(&att);
+			tink_ek_free(&tj.ek); /* round 1 reads it again */
 			if (fj_tpm_round1(&tj.t, &tj.ek, &att, &ec1) != FLEET_OK) {
 				rc = say_ec(res, FJ_EXIT_LOCAL, "the tpm attestor's round 1", &ec1);
 				goto out;

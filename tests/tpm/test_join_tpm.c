@@ -455,7 +455,7 @@ static void answer_challenge(struct machine *m, const struct answer *ch, const s
 	TPML_PCR_SELECTION sel;
 	uint8_t secret[64], csr_sha[32], nonce[32];
 	size_t slen = 0;
-	memset(r, 0, sizeof(*r));
+	round2_free(r); /* a test answers again with the same r */
 	fb_init(&r->state);
 	fb_init(&r->secret);
 	fb_init(&r->quote);
@@ -508,7 +508,7 @@ static struct answer send_round2(const struct round2 *r, const struct fleet_buf 
 static struct answer join_tpm(struct machine *m, unsigned gen, struct fleet_buf *csr)
 {
 	struct fleet_buf att;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&att);
 	tpm_csr(m, gen, csr);
 	round1_evidence(m, &att);
@@ -775,7 +775,7 @@ static void test_challenge_malformed(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.ev.state.len = 20; /* shorter than the layout */
@@ -788,7 +788,7 @@ static void test_challenge_tag(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.state.data[r.state.len - 1] ^= 1;
@@ -806,7 +806,7 @@ static void test_challenge_for_another_csr(void **state)
 {
 	(void)state;
 	struct fleet_buf csr, other;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	fb_init(&other);
 	challenged(&A, 0, &csr, &r);
@@ -821,7 +821,7 @@ static void test_challenge_expired(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	S.tpm.challenge_ttl_seconds = 1;
 	server_restart(&S);
@@ -836,7 +836,7 @@ static void test_tpm_credential(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.secret.data[0] ^= 1; /* a secret the TPM did not activate */
@@ -849,7 +849,7 @@ static void test_tpm_quote_malformed(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	/* Signed by the AK, but a certification, not a quote. */
@@ -864,7 +864,7 @@ static void test_tpm_quote_signature(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.quote_sig.data[r.quote_sig.len - 1] ^= 1;
@@ -913,7 +913,7 @@ static void test_tpm_quote_nonce(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t csr_sha[32];
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
@@ -930,7 +930,7 @@ static void test_tpm_quote_selection(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t csr_sha[32], nonce[32];
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
@@ -947,7 +947,7 @@ static void test_tpm_pcr_values(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.values[7].digest[0] ^= 1; /* PCR 7 claimed other than quoted */
@@ -963,7 +963,7 @@ static void test_pcr_policy(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	struct fleet_profile *p = NULL;
 	struct fleet_errctx ec = {0};
 	char path[512];
@@ -993,7 +993,7 @@ static void test_node_key_malformed(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.ev.node_key.key_public.len = 6;
@@ -1011,7 +1011,7 @@ static void test_node_key_signature(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t csr_sha[32];
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
@@ -1030,7 +1030,7 @@ static void test_node_key_nonce(void **state)
 {
 	(void)state;
 	struct fleet_buf csr, other;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t other_sha[32];
 	fb_init(&csr);
 	fb_init(&other);
@@ -1053,7 +1053,7 @@ static void test_node_key_name(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	/* The certification is of key 0; the public area says key 1. */
@@ -1072,7 +1072,7 @@ static void test_node_key_attributes(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t csr_sha[32];
 	ESYS_TR ak = ESYS_TR_NONE, key = ESYS_TR_NONE;
 	TPM2B_PUBLIC *out_pub = NULL;
@@ -1123,7 +1123,7 @@ static void test_node_key_not_csr(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	uint8_t csr_sha[32];
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
@@ -1140,7 +1140,7 @@ static void test_node_key_not_certified(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 0, &csr, &r);
 	r.ev.has_node_key = false;
@@ -1153,7 +1153,7 @@ static void test_tpm_unknown_ek(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	S.tpm.resolve = NULL; /* neither resolve nor enrollment */
 	server_restart(&S);
@@ -1215,7 +1215,7 @@ static void test_bound_elsewhere(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	char line[3000];
 	fb_init(&csr);
 	assert_string_not_equal(joined_a, "");
@@ -1250,7 +1250,7 @@ static void test_any_admits_uncertified_without_a_claim(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	char uris[600];
 	fb_init(&csr);
 	S.tpm.node_key = FLEET_TPM_NODE_KEY_ANY;
@@ -1272,7 +1272,7 @@ static void test_enrollment_pending_denied_approved(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	/* B, now trusted, unlisted: enrollment. */
 	struct fleet_ek_roots *both = NULL;
@@ -1330,7 +1330,7 @@ static void test_another_replica_finishes(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	challenged(&A, 4, &csr, &r);
 	struct fleet_join *other = service(&S, &S.tpm);
@@ -1370,7 +1370,7 @@ static void test_node_key_statement(void **state)
 {
 	(void)state;
 	struct fleet_buf csr;
-	struct round2 r;
+	struct round2 r = {0};
 	fb_init(&csr);
 	struct fleet_attestor *tpm = NULL;
 	for (size_t i = 0; i < sizeof(S.j->attestors) / sizeof(S.j->attestors[0]); i++)
