@@ -10,4 +10,4 @@ target_link_libraries(nodes_file_check PRIVATE fleetd_inventory)
 add_test(NAME terraform_netbox_folly COMMAND /usr/bin/python3
          ${CMAKE_CURRENT_SOURCE_DIR}/terraform/test_terraform_module.py)
 set_tests_properties(terraform_netbox_folly PROPERTIES LABELS unit SKIP_RETURN_CODE 77
-  ENVIRONMENT "FLEET_SOURCE_DIR=${PROJECT_SOURCE_DIR};FLEET_BINARY_DIR=${PROJECT_BINARY_DIR};FLEET_CONTRACTS=${PROJECT_SOURCE_DIR}/../shared/contracts;FLEET_NODES_FILE_CHECK=$<TARGET_FILE:nodes_file_check>;FLEETD=$<TARGET_FILE:fleetd>")
+  ENVIRONMENT "FLEET_SOURCE_DIR=${PROJECT_SOURCE_DIR};FLEET_BINARY_DIR=${PROJECT_BINARY_DIR};FLEET_CONTRACTS=${PROJECT_SOURCE_DIR}/../shared/contracts;FLEET_NODES_FILE_CHECK=$<TARGET_FILE:nodes_file_check>")
