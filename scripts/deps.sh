@@ -15,7 +15,13 @@ packages=(
   # libfaketime: the renewal's end-to-end test runs fleetd and tpm-reattest
   # 61 days later than now (docs/testing.md, "Time"); tests only.
   faketime
+  # Nix for the NixOS module's evaluation (issue 15); checks only.
+  nix-bin
 )
+# Node.js and npm for the deployment checks' npm packages (below): the
+# machine's own when it has them (a Node.js that bundles npm conflicts with
+# Debian's npm package), else Debian's.
+command -v npm >/dev/null 2>&1 || packages+=(nodejs npm)
 # kubectl for the Kubernetes fake's test: Debian's kubernetes-client, unless
 # a kubectl is already installed (another package's /usr/bin/kubectl, which
 # kubernetes-client would collide with): the test runs whichever is there.
@@ -26,14 +32,28 @@ for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || missing+=("$p")
 done
 
-if [ ${#missing[@]} -eq 0 ]; then
-  echo "deps: all ${#packages[@]} packages present"
-  exit 0
-fi
-
-echo "deps: installing ${missing[*]}"
 SUDO=""
 [ "$(id -u)" -eq 0 ] || SUDO="sudo"
-export DEBIAN_FRONTEND=noninteractive
-$SUDO apt-get update -qq
-$SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "deps: all ${#packages[@]} packages present"
+else
+  echo "deps: installing ${missing[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  $SUDO apt-get update -qq
+  $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
+fi
+
+# From the npm registry, pinned, into one prefix the tests look in
+# (FLEET_NPM_PREFIX overrides it): HashiCorp's HCL v2 parser (terraform/'s
+# test) and the GitHub Actions workflow validator (.github/'s test).
+npm_prefix=${FLEET_NPM_PREFIX:-/usr/local/lib/fleet-npm}
+npm_pkgs=(@cdktf/hcl2json@0.21.0 @action-validator/cli@0.6.0)
+npm_missing=()
+for p in "${npm_pkgs[@]}"; do
+  [ -d "$npm_prefix/node_modules/${p%@*}" ] || npm_missing+=("$p")
+done
+if [ ${#npm_missing[@]} -gt 0 ]; then
+  echo "deps: npm installing ${npm_missing[*]} into $npm_prefix"
+  $SUDO mkdir -p "$npm_prefix"
+  $SUDO npm install --silent --no-audit --no-fund --prefix "$npm_prefix" "${npm_missing[@]}"
+fi
