@@ -33,6 +33,10 @@ in
       seal_key = "${d}/join/seal.key";
       discovery_approval = "unknown-machines";
       x509pop_min_interval_seconds = 300;
+      tpm = {
+        challenge_key = "${d}/join/tpm-challenge.key";
+        retry_after_seconds = 10;
+      };
     };
     settings = {
       # state_dir is where systemd puts it; the test points the rest here.

@@ -67,6 +67,7 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 30 \
 	-subj "/CN=nix module test identity CA" -addext basicConstraints=critical,CA:TRUE \
 	-keyout "$site/ca/ca.key" -out "$site/ca/ca.crt" 2>/dev/null
 openssl genpkey -algorithm EC -pkeyopt ec_paramgen_curve:P-256 -out "$site/join/seal.key" 2>/dev/null
+openssl rand -hex 32 >"$site/join/tpm-challenge.key"
 
 # The YAML as the module rendered it, its paths moved into $site.
 render() { # eval.json out.yaml
@@ -109,6 +110,14 @@ if evaluate '{ homelab.fleetd.settings.sessions.ttl_secs = 900; }' >"$work/typo.
 	fi
 else
 	fail "settings.sessions.ttl_secs does not evaluate: $(cat "$work/eval.err")"
+fi
+
+# A test-only switch is said out loud: NixOS prints config.warnings.
+if evaluate '{ homelab.fleetd.join.tpm.allow_uncertified_ek = true; }' >"$work/warn.json" 2>"$work/eval.err" &&
+	python3 -c 'import json,sys; w=json.load(open(sys.argv[1]))["warnings"]; sys.exit(not any("allow_uncertified_ek" in x for x in w))' "$work/warn.json"; then
+	ok "join.tpm.allow_uncertified_ek = true is warned about"
+else
+	fail "join.tpm.allow_uncertified_ek = true gives no warning $(cat "$work/eval.err")"
 fi
 
 # ---- 2. the units against the tree's ------------------------------------------
