@@ -75,6 +75,21 @@ let
     in
     t // { description = "YAML value"; };
 
+  # A section of fleetd.yaml in fleetd's key names: null (left out) or a
+  # set of the typed options given and any other key passed through.
+  section =
+    description: options:
+    lib.mkOption {
+      default = null;
+      inherit description;
+      type = types.nullOr (
+        types.submodule {
+          freeformType = types.attrsOf yamlValue;
+          inherit options;
+        }
+      );
+    };
+
   # ---- YAML -----------------------------------------------------------------
   # Block style, keys sorted. fleetd reads YAML strictly (docs/configuration.md):
   # numbers and booleans plain, so strings that could read as anything but a
@@ -183,6 +198,7 @@ in
     trustDomain
     httpsUrl
     yamlValue
+    section
     toYAML
     commonSandbox
     ;

@@ -24,6 +24,12 @@ let
 
   configFile = "fleetd/fleetd.yaml";
   nullOr = t: default: description: mkOption { type = types.nullOr t; inherit default description; };
+  # An enum whose first value is fleetd's default.
+  oneOf = values: description: mkOption {
+    type = types.enum values;
+    default = builtins.head values;
+    inherit description;
+  };
 in
 {
   options.homelab.fleetd = {
@@ -104,57 +110,23 @@ in
 
     spire.trustDomain = nullOr fl.trustDomain null "SPIFFE trust domain written into spire-nodes.json (`spire.trust_domain`); null: no spire-nodes.json.";
 
-    join = mkOption {
-      default = null;
-      description = "The `join` section (POST /v1/join, docs/attestors.md), in fleetd's own key names; null: no join service. Keys not typed here pass through as given.";
-      type = types.nullOr (
-        types.submodule {
-          freeformType = types.attrsOf fl.yamlValue;
-          options = {
-            trust_domain = mkOption {
-              type = fl.trustDomain;
-              description = "`join.trust_domain`: node certificates are spiffe://<trust_domain>/<role>/<node>.";
-            };
-            seal_key = nullOr fl.secretPath null "`join.seal_key` (fleetctl join init); null: <stateDir>/join/seal.key.";
-            discovery_approval = mkOption {
-              type = types.enum [
-                "never"
-                "unknown-machines"
-                "always"
-              ];
-              default = "never";
-              description = "`join.discovery_approval`.";
-            };
-            tpm = mkOption {
-              default = null;
-              description = "`join.tpm`: the tpm attestor, on when set.";
-              type = types.nullOr (
-                types.submodule {
-                  freeformType = types.attrsOf fl.yamlValue;
-                  options = {
-                    challenge_key = nullOr fl.secretPath null "`join.tpm.challenge_key`, a secret; null: <stateDir>/join/tpm-challenge.key.";
-                    allow_uncertified_ek = mkOption {
-                      type = types.bool;
-                      default = false;
-                      description = "`join.tpm.allow_uncertified_ek`: never in production (a warning says so).";
-                    };
-                    node_key = mkOption {
-                      type = types.enum [ "certified" "any" ];
-                      default = "certified";
-                      description = "`join.tpm.node_key`.";
-                    };
-                    role = mkOption {
-                      type = types.enum [ "node" "site" ];
-                      default = "node";
-                      description = "`join.tpm.role`.";
-                    };
-                  };
-                }
-              );
-            };
-          };
-        }
-      );
+    join = fl.section "The `join` section (POST /v1/join, docs/attestors.md), in fleetd's own key names; null: no join service. Keys not typed here pass through as given." {
+      trust_domain = mkOption {
+        type = fl.trustDomain;
+        description = "`join.trust_domain`: node certificates are spiffe://<trust_domain>/<role>/<node>.";
+      };
+      seal_key = nullOr fl.secretPath null "`join.seal_key` (fleetctl join init); null: <stateDir>/join/seal.key.";
+      discovery_approval = oneOf [ "never" "unknown-machines" "always" ] "`join.discovery_approval`.";
+      tpm = fl.section "`join.tpm`: the tpm attestor, on when set." {
+        challenge_key = nullOr fl.secretPath null "`join.tpm.challenge_key`, a secret; null: <stateDir>/join/tpm-challenge.key.";
+        allow_uncertified_ek = mkOption {
+          type = types.bool;
+          default = false;
+          description = "`join.tpm.allow_uncertified_ek`: never in production (a warning says so).";
+        };
+        node_key = oneOf [ "certified" "any" ] "`join.tpm.node_key`.";
+        role = oneOf [ "node" "site" ] "`join.tpm.role`.";
+      };
     };
 
     settings = mkOption {
