@@ -485,7 +485,11 @@ lt=$(lifetime rd.pem)
 openssl x509 -in rd.pem -noout -ext subjectAltName | grep -qF ", URI:urn:bc:allowed-kinds:inventory.refresh,logs.collect,diag.*,disk.wipe,deploy.*,boot.kexec" || fail "the ramdisk certificate names no commissioning kinds"
 tok td2 --pool pool-a --role discovery --site s1
 refused "the same assertion again" discovery:assertion-reused -- "${D[@]}" --token-file td2 --discovery-file a1.json --mac $M --key-out x.key --cert-out x.pem
-assert >a2.json
+# Another assertion: its own ttl, so it is never a1's bytes again when both
+# are made within one second (the same MAC at the same time is the same
+# assertion, and a1 was spent).
+assert --ttl 599 >a2.json
+cmp -s a1.json a2.json && fail "a2 is a1"
 tok td-multi --pool pool-a --role discovery --site s1 --uses 2
 refused "a discovery token for two" discovery:not-single-use -- "${D[@]}" --token-file td-multi --discovery-file a2.json --mac $M --key-out x.key --cert-out x.pem
 refused "a ramdisk claiming to be a node" discovery:discovery-role -- "${D[@]}" --role node --token-file td2 --discovery-file a2.json --mac $M --key-out x.key --cert-out x.pem
