@@ -22,6 +22,7 @@
 #include <jansson.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/policy_io.h"
 #include "fleetctl/util.h"
 #include "lib/buf.h"
 #include "lib/eventlog.h"
@@ -30,8 +31,7 @@
 #include "policy/evaluate.h"
 #include "policy/profile.h"
 
-/* Every bank times every PCR: a JSON file cannot name more distinct ones. */
-#define MAX_QUOTED (FLEET_EVLOG_MAX_BANKS * FLEET_PCR_COUNT)
+#define MAX_QUOTED FLEETCTL_POLICY_MAX_QUOTED
 #define PCRS_MAX_SIZE (256u * 1024)
 
 struct check_args {
@@ -42,7 +42,11 @@ struct check_args {
 static int usage(void)
 {
 	fprintf(stderr, "usage: fleetctl policy check --profile P --log FILE [--pcrs JSON] "
-			"[--bios VERSION] [--renewal] [--json]\n");
+			"[--bios VERSION] [--renewal] [--json]\n"
+			"       fleetctl policy create --from-log LOG --class C [--bios VERSION] "
+			"[--bank B] [--out FILE]\n"
+			"       fleetctl policy explain --profile P --log LOG [--pcrs JSON] "
+			"[--bios VERSION] [--json]\n");
 	return FLEETCTL_EXIT_USAGE;
 }
 
@@ -63,8 +67,7 @@ static int parse_index(const char *s, unsigned *out)
 	return 0;
 }
 
-/* Read {"pcrs": {bank: {index: hex}}} into vals; prints its own error. */
-static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
+int fleetctl_policy_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
 {
 	struct fleet_buf b;
 	fb_init(&b);
@@ -155,46 +158,62 @@ static int print_verdict(const struct check_args *a, const struct fleet_profile 
 	return v->pass ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_REFUSED;
 }
 
+int fleetctl_policy_profile(const char *path, struct fleet_profile **out)
+{
+	struct fleet_errctx perr = {0};
+	if (fleet_profile_load(path, out, &perr) == FLEET_OK)
+		return 0;
+	char text[sizeof(perr.detail) + sizeof(perr.ossl) + 80];
+	fleet_errctx_text(&perr, text, sizeof(text));
+	if (perr.line)
+		fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", path, perr.line, perr.column,
+			text);
+	else
+		fprintf(stderr, "fleetctl: policy: %s: %s\n", path, text);
+	return -1;
+}
+
+int fleetctl_policy_log(const char *path, struct fleet_evlog **log,
+			struct fleet_pcr_replay *replay)
+{
+	struct fleet_buf b;
+	struct fleet_errctx ec = {0};
+	char msg[300];
+	int rc = FLEETCTL_EXIT_REFUSED;
+	fleet_err e;
+
+	*log = NULL;
+	fb_init(&b);
+	if (fleet_file_read_data(path, FLEET_EVLOG_MAX_SIZE, &b, &ec) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path,
+			fleet_errctx_text(&ec, msg, sizeof(msg)));
+		rc = FLEETCTL_EXIT_USAGE;
+	} else if ((e = fleet_evlog_parse(b.data, b.len, log, &ec)) ||
+		   (e = fleet_evlog_replay(*log, replay, &ec))) {
+		fleet_errctx_format(&ec, e, msg, sizeof(msg));
+		fprintf(stderr, "fleetctl: policy: %s is not an event log fleetd can read: %s\n",
+			path, msg);
+	} else {
+		rc = FLEETCTL_EXIT_OK;
+	}
+	fb_free(&b);
+	return rc;
+}
+
 static int run_check(const struct check_args *a)
 {
 	struct fleet_profile *p = NULL;
-	struct fleet_errctx perr = {0};
 	struct fleet_evlog *log = NULL;
-	struct fleet_buf b;
 	struct fleet_pcr_replay replay;
-	struct fleet_errctx ec = {0};
 	static struct fleet_pcr_value quoted[MAX_QUOTED];
 	size_t n_quoted = 0;
 	int rc = FLEETCTL_EXIT_USAGE;
-	char msg[300];
 
-	fb_init(&b);
-	fleet_err e = fleet_profile_load(a->profile, &p, &perr);
-	if (e) {
-		char text[sizeof(perr.detail) + sizeof(perr.ossl) + 80];
-		fleet_errctx_text(&perr, text, sizeof(text));
-		if (perr.line)
-			fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", a->profile, perr.line,
-				perr.column, text);
-		else
-			fprintf(stderr, "fleetctl: policy: %s: %s\n", a->profile, text);
+	if (fleetctl_policy_profile(a->profile, &p) ||
+	    (a->pcrs && fleetctl_policy_pcrs(a->pcrs, quoted, &n_quoted)))
 		goto out;
-	}
-	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))
+	if ((rc = fleetctl_policy_log(a->log, &log, &replay)) != FLEETCTL_EXIT_OK)
 		goto out;
-	struct fleet_errctx fe;
-	if (fleet_file_read_data(a->log, FLEET_EVLOG_MAX_SIZE, &b, &fe) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log,
-			fleet_errctx_text(&fe, msg, sizeof(msg)));
-		goto out;
-	}
-	rc = FLEETCTL_EXIT_REFUSED;
-	if ((e = fleet_evlog_parse(b.data, b.len, &log, &ec)) ||
-	    (e = fleet_evlog_replay(log, &replay, &ec))) {
-		fleet_errctx_format(&ec, e, msg, sizeof(msg));
-		fprintf(stderr, "fleetctl: policy: %s: %s\n", a->log, msg);
-		goto out;
-	}
 	struct fleet_policy_input in = {
 		.log = log,
 		.replay = &replay,
@@ -213,12 +232,15 @@ static int run_check(const struct check_args *a)
 out:
 	fleet_evlog_free(log);
 	fleet_profile_free(p);
-	fb_free(&b);
 	return rc;
 }
 
 int cmd_policy(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "create"))
+		return fleetctl_policy_create(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "explain"))
+		return fleetctl_policy_explain(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "check"))
 		return usage();
 	struct check_args a = {0};
