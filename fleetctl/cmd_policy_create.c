@@ -586,9 +586,12 @@ struct recorded {
 #define MAX_RECORDED 4096
 
 /* The "#   PCR n event k @off TYPE hex" lines of the profile's text, in
- * order. Advisory: they explain, they never decide. */
-static size_t read_record(const struct fleet_buf *text, struct recorded *rec)
+ * order, and in *mask the PCRs whose "# PCR n: ..." header says the boot
+ * was recorded for them (a PCR with no event has the header alone).
+ * Advisory: they explain, they never decide. */
+static size_t read_record(const struct fleet_buf *text, struct recorded *rec, uint32_t *mask)
 {
+	*mask = 0;
 	size_t n = 0, pos = 0;
 	while (pos < text->len && n < MAX_RECORDED) {
 		const char *line = (const char *)text->data + pos;
@@ -601,9 +604,18 @@ static size_t read_record(const struct fleet_buf *text, struct recorded *rec)
 		memcpy(buf, line, len);
 		buf[len] = '\0';
 		struct recorded *r = &rec[n];
-		if (sscanf(buf, " #   PCR %u event %zu @%zu %47s %128[0-9a-f-]", &r->pcr, &r->index,
+		const char *c = buf + strspn(buf, " ");
+		unsigned hp;
+		char colon;
+		if (!strncmp(c, "# PCR ", 6) && sscanf(c + 2, "PCR %u%c", &hp, &colon) == 2 &&
+		    colon == ':' && hp < FLEET_PCR_COUNT) {
+			*mask |= 1u << hp;
+			continue;
+		}
+		if (!strncmp(c, "#   PCR ", 8) &&
+		    sscanf(c + 4, "PCR %u event %zu @%zu %47s %128[0-9a-f-]", &r->pcr, &r->index,
 			   &r->offset, r->type, r->hex) == 5 &&
-		    r->pcr < FLEET_PCR_COUNT)
+		    r->pcr < FLEET_PCR_COUNT && (*mask & (1u << r->pcr)))
 			n++;
 	}
 	return n;
@@ -619,7 +631,7 @@ struct difference {
  * boot's event at the same place in that PCR's sequence; else the first
  * recorded event the log lacks. */
 static struct difference first_difference(const struct fleet_evlog *log,
-					  const struct fleet_profile *p,
+					  const struct fleet_profile *p, uint32_t mask,
 					  const struct recorded *rec, size_t n_rec)
 {
 	struct difference d = {.found = false, .event = -1, .rec = NULL};
@@ -627,7 +639,7 @@ static struct difference first_difference(const struct fleet_evlog *log,
 	char hex[HEX_MAX];
 	for (size_t k = 0; k < log->n_events; k++) {
 		const struct fleet_evlog_event *ev = &log->events[k];
-		if (!counted(ev, p->quote_mask))
+		if (!counted(ev, mask))
 			continue;
 		size_t j = seen[ev->pcr]++, m = 0;
 		const struct recorded *r = NULL;
@@ -643,7 +655,7 @@ static struct difference first_difference(const struct fleet_evlog *log,
 	}
 	size_t m[FLEET_PCR_COUNT] = {0};
 	for (size_t i = 0; i < n_rec; i++)
-		if ((p->quote_mask & (1u << rec[i].pcr)) && m[rec[i].pcr]++ == seen[rec[i].pcr]) {
+		if ((mask & (1u << rec[i].pcr)) && m[rec[i].pcr]++ == seen[rec[i].pcr]) {
 			d.found = true;
 			d.rec = &rec[i];
 			return d;
@@ -651,10 +663,48 @@ static struct difference first_difference(const struct fleet_evlog *log,
 	return d;
 }
 
+/* "  recorded: ..." under a differing event: what the recorded boot had
+ * at its place. */
+static void print_recorded(const struct recorded *r, unsigned pcr)
+{
+	if (r)
+		printf("  recorded: PCR %u event %zu @%zu %s %s\n", r->pcr, r->index, r->offset,
+		       r->type, r->hex);
+	else
+		printf("  recorded: nothing (the recorded boot has no more events on PCR %u)\n",
+		       pcr);
+}
+
 struct explain_args {
 	const char *profile, *log, *pcrs, *bios;
 	int json;
 };
+
+/* The PCR a reason's detail names first ("PCR 4: ..."), or FLEET_PCR_COUNT. */
+static unsigned reason_pcr(const struct fleet_policy_reason *r)
+{
+	unsigned pcr;
+	const char *s = strstr(r->detail, "PCR ");
+	return s && sscanf(s, "PCR %u", &pcr) == 1 && pcr < FLEET_PCR_COUNT ? pcr
+									 : FLEET_PCR_COUNT;
+}
+
+/* Reasons about a PCR's value, not one event: the event that made it
+ * differ is the first one unlike the recorded boot's on that PCR. */
+static bool value_reason(const char *reason)
+{
+	return !strcmp(reason, "pcr-pinned-mismatch") || !strcmp(reason, "pcr0-mismatch") ||
+	       !strcmp(reason, "log-quote-mismatch") || !strcmp(reason, "pcr-unlogged-nonzero");
+}
+
+static json_t *recorded_json(const struct recorded *r)
+{
+	if (!r)
+		return json_null();
+	return json_pack("{s:I,s:I,s:I,s:s,s:s}", "index", (json_int_t)r->index, "offset",
+			 (json_int_t)r->offset, "pcr", (json_int_t)r->pcr, "type", r->type,
+			 "digest", r->hex);
+}
 
 /* What the profile would need to admit what a reason refuses. */
 static void admit_text(const struct fleet_profile *p, const struct fleet_policy_reason *r,
@@ -662,11 +712,8 @@ static void admit_text(const struct fleet_profile *p, const struct fleet_policy_
 		       uint32_t have, const char *bios, char *out, size_t cap)
 {
 	char hex[HEX_MAX], safe[FLEET_SANITIZE_BUF(FLEET_PROFILE_MAX_NAME)];
-	unsigned pcr = FLEET_PCR_COUNT;
+	unsigned pcr = reason_pcr(r);
 	const char *why = r->reason;
-	const char *s = strstr(r->detail, "PCR ");
-	if (s && sscanf(s, "PCR %u", &pcr) != 1)
-		pcr = FLEET_PCR_COUNT;
 	bool value = pcr < FLEET_PCR_COUNT && (have & (1u << pcr));
 	if (value)
 		fleet_hex_encode(values[pcr], p->size, hex);
@@ -679,7 +726,9 @@ static void admit_text(const struct fleet_profile *p, const struct fleet_policy_
 	else if ((!strcmp(why, "pcr0-mismatch") || !strcmp(why, "pcr0-unknown-bios")) &&
 		 (have & 1u) && bios) {
 		fleet_hex_encode(values[0], p->size, hex);
-		snprintf(out, cap, "pcr0_by_bios: \"%s\" would be \"%s\"",
+		snprintf(out, cap,
+			 !strcmp(why, "pcr0-mismatch") ? "pcr0_by_bios: \"%s\" would be \"%s\""
+						       : "add \"%s\": \"%s\" to pcr0_by_bios",
 			 fleet_sanitize(bios, strlen(bios), safe, sizeof(safe),
 					FLEET_PROFILE_MAX_NAME),
 			 hex);
@@ -710,6 +759,7 @@ static int run_explain(const struct explain_args *a)
 	struct fleet_pcr_replay replay;
 	static struct fleet_pcr_value quoted[FLEETCTL_POLICY_MAX_QUOTED];
 	size_t n_quoted = 0, n_rec = 0;
+	uint32_t rec_mask = 0;
 	struct recorded *rec = calloc(MAX_RECORDED, sizeof(*rec));
 	struct fleet_buf text;
 	int rc = FLEETCTL_EXIT_USAGE;
@@ -729,7 +779,7 @@ static int run_explain(const struct explain_args *a)
 	 * itself came through the configuration reader above). */
 	struct fleet_errctx ec;
 	if (fleet_file_read_data(a->profile, FLEET_PROFILE_MAX_SIZE, &text, &ec) == FLEET_OK)
-		n_rec = read_record(&text, rec);
+		n_rec = read_record(&text, rec, &rec_mask);
 	struct fleet_policy_input in = {
 		.log = log,
 		.replay = &replay,
@@ -770,12 +820,21 @@ static int run_explain(const struct explain_args *a)
 		const struct fleet_policy_reason *r = &v.reasons[i];
 		size_t k = 0;
 		const struct fleet_evlog_event *ev = reason_event(log, r, &k);
+		struct difference rd = {0};
+		unsigned pcr = reason_pcr(r);
+		if (!ev && pcr < FLEET_PCR_COUNT && (rec_mask & (1u << pcr)) &&
+		    value_reason(r->reason)) {
+			rd = first_difference(log, p, 1u << pcr, rec, n_rec);
+			if (rd.found && rd.event >= 0)
+				ev = &log->events[k = (size_t)rd.event];
+		}
 		admit_text(p, r, ev, (const uint8_t(*)[FLEET_DIGEST_MAX])values, have, a->bios,
 			   admit, sizeof(admit));
 		if (a->json) {
-			json_t *o = json_pack("{s:s,s:s,s:o,s:s}", "reason", r->reason, "detail",
+			json_t *o = json_pack("{s:s,s:s,s:o,s:o,s:s}", "reason", r->reason, "detail",
 					      r->detail, "event",
 					      ev ? event_json(log, k, p->bank) : json_null(),
+					      "recorded", recorded_json(rd.found ? rd.rec : NULL),
 					      "admit", admit);
 			if (!o || json_array_append_new(reasons, o))
 				goto nomem;
@@ -786,22 +845,19 @@ static int run_explain(const struct explain_args *a)
 			event_line(log, k, p->bank, line, sizeof(line));
 			printf("  event: %s\n", line);
 		}
+		if (rd.found)
+			print_recorded(rd.rec, pcr);
 		printf("  admit: %s\n", admit);
 	}
 	if (!a->json && v.n_dropped)
 		printf("... and %zu more failures\n", v.n_dropped);
 	struct difference d = {0};
-	if (!v.pass && n_rec)
-		d = first_difference(log, p, rec, n_rec);
+	if (!v.pass && rec_mask)
+		d = first_difference(log, p, p->quote_mask & rec_mask, rec, n_rec);
 	if (a->json) {
 		json_t *diff = json_null();
 		if (d.found) {
-			json_t *recj = d.rec ? json_pack("{s:I,s:I,s:I,s:s,s:s}", "index",
-							 (json_int_t)d.rec->index, "offset",
-							 (json_int_t)d.rec->offset, "pcr",
-							 (json_int_t)d.rec->pcr, "type", d.rec->type,
-							 "digest", d.rec->hex)
-					     : json_null();
+			json_t *recj = recorded_json(d.rec);
 			diff = json_pack("{s:o,s:o}", "event",
 					 d.event >= 0 ? event_json(log, (size_t)d.event, p->bank)
 						      : json_null(),
@@ -819,20 +875,16 @@ static int run_explain(const struct explain_args *a)
 			goto nomem;
 		printf("%s\n", s);
 		free(s);
-	} else if (!v.pass && !n_rec) {
+	} else if (!v.pass && !rec_mask) {
 		printf("first difference: unknown (the profile records no boot: it was not "
 		       "written by fleetctl policy create)\n");
 	} else if (d.found && d.event >= 0) {
 		event_line(log, (size_t)d.event, p->bank, line, sizeof(line));
 		printf("first difference: %s\n", line);
-		if (d.rec)
-			printf("  recorded: PCR %u event %zu @%zu %s %s\n", d.rec->pcr, d.rec->index,
-			       d.rec->offset, d.rec->type, d.rec->hex);
-		else
-			printf("  recorded: nothing (the recorded boot has no more events on PCR "
-			       "%u)\n", log->events[d.event].pcr);
+		print_recorded(d.rec, log->events[d.event].pcr);
 	} else if (d.found) {
-		printf("first difference: the log lacks recorded PCR %u event %zu @%zu %s %s\n",
+		printf("first difference: the log lacks PCR %u event %zu @%zu %s %s, which the "
+		       "recorded boot has\n",
 		       d.rec->pcr, d.rec->index, d.rec->offset, d.rec->type, d.rec->hex);
 	} else if (!v.pass) {
 		printf("first difference: none (the log's events on the quoted PCRs are the "
