@@ -10,6 +10,9 @@
  * values. Without it the log is judged against its own replay, and the
  * verdict says quote_checked: false.
  *
+ * policy create and policy explain are in cmd_policy_create.c; the readers
+ * they share with check are here (policy_io.h).
+ *
  * Exit 0: pass. 1: fail (verdict "fail" on stdout, each reason on stderr; or
  * all of it as JSON on stdout with --json), or the log is malformed. 2: usage,
  * an unreadable file, a bad profile (with its line) or a bad --pcrs file.
