@@ -34,7 +34,6 @@
 #include "policy/evaluate.h"
 #include "policy/profile.h"
 
-#define MAX_QUOTED FLEETCTL_POLICY_MAX_QUOTED
 #define PCRS_MAX_SIZE (256u * 1024)
 
 struct check_args {
@@ -110,7 +109,7 @@ int fleetctl_policy_pcrs(const char *path, struct fleet_pcr_value *vals, size_t 
 		json_object_foreach(bank_obj, idx, hex) {
 			unsigned i;
 			const char *h = json_string_value(hex);
-			if (parse_index(idx, &i) || !h || *n >= MAX_QUOTED) {
+			if (parse_index(idx, &i) || !h || *n >= FLEETCTL_POLICY_MAX_QUOTED) {
 				fprintf(stderr, "fleetctl: policy: %s: %s PCR \"%.8s\" is not a PCR "
 						"index with a hex string\n", path, bank_name, idx);
 				goto out;
@@ -203,38 +202,46 @@ int fleetctl_policy_log(const char *path, struct fleet_evlog **log,
 	return rc;
 }
 
+int fleetctl_policy_judge(const char *profile, const char *log, const char *pcrs,
+			  const char *bios, bool renewal, struct fleetctl_policy_run *r)
+{
+	int rc;
+	memset(r, 0, sizeof(*r));
+	if (fleetctl_policy_profile(profile, &r->p) ||
+	    (pcrs && fleetctl_policy_pcrs(pcrs, r->quoted, &r->n_quoted)))
+		return FLEETCTL_EXIT_USAGE;
+	if ((rc = fleetctl_policy_log(log, &r->log, &r->replay)) != FLEETCTL_EXIT_OK)
+		return rc;
+	struct fleet_policy_input in = {
+		.log = r->log,
+		.replay = &r->replay,
+		.quoted = pcrs ? r->quoted : NULL,
+		.n_quoted = r->n_quoted,
+		.bios_version = bios,
+		.renewal = renewal,
+	};
+	if (fleet_policy_evaluate(r->p, &in, &r->v) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: evaluation failed\n");
+		return FLEETCTL_EXIT_USAGE;
+	}
+	return FLEETCTL_EXIT_OK;
+}
+
+void fleetctl_policy_run_free(struct fleetctl_policy_run *r)
+{
+	fleet_evlog_free(r->log);
+	fleet_profile_free(r->p);
+	r->log = NULL;
+	r->p = NULL;
+}
+
 static int run_check(const struct check_args *a)
 {
-	struct fleet_profile *p = NULL;
-	struct fleet_evlog *log = NULL;
-	struct fleet_pcr_replay replay;
-	static struct fleet_pcr_value quoted[MAX_QUOTED];
-	size_t n_quoted = 0;
-	int rc = FLEETCTL_EXIT_USAGE;
-
-	if (fleetctl_policy_profile(a->profile, &p) ||
-	    (a->pcrs && fleetctl_policy_pcrs(a->pcrs, quoted, &n_quoted)))
-		goto out;
-	if ((rc = fleetctl_policy_log(a->log, &log, &replay)) != FLEETCTL_EXIT_OK)
-		goto out;
-	struct fleet_policy_input in = {
-		.log = log,
-		.replay = &replay,
-		.quoted = a->pcrs ? quoted : NULL,
-		.n_quoted = n_quoted,
-		.bios_version = a->bios,
-		.renewal = a->renewal,
-	};
-	struct fleet_verdict v;
-	if (fleet_policy_evaluate(p, &in, &v) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: evaluation failed\n");
-		rc = FLEETCTL_EXIT_USAGE;
-		goto out;
-	}
-	rc = print_verdict(a, p, &v);
-out:
-	fleet_evlog_free(log);
-	fleet_profile_free(p);
+	static struct fleetctl_policy_run r;
+	int rc = fleetctl_policy_judge(a->profile, a->log, a->pcrs, a->bios, a->renewal, &r);
+	if (rc == FLEETCTL_EXIT_OK)
+		rc = print_verdict(a, r.p, &r.v);
+	fleetctl_policy_run_free(&r);
 	return rc;
 }
 

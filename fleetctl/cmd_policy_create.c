@@ -218,6 +218,20 @@ drop:
 	return false;
 }
 
+/* learn_list, and the comment above the list: how many, or why it is
+ * left out. */
+static void learn_noted(struct fleet_profile *p, struct fleet_digest_list *list,
+			const char *reason, const char *what, const struct fleet_evlog *log,
+			const struct fleet_pcr_replay *replay, const char *bios,
+			const char *left_out, char *note, size_t cap)
+{
+	if (learn_list(p, list, reason, log, replay, bios))
+		snprintf(note, cap, "%s: %zu (every such event, by digest, whatever its type)",
+			 what, list->n);
+	else
+		snprintf(note, cap, "%s", left_out);
+}
+
 /* The YAML being written, with a printf that remembers running out. */
 struct out {
 	struct fleet_buf b;
@@ -475,24 +489,16 @@ static int run_create(const struct create_args *a)
 		goto out;
 	}
 	learn_secure_boot(p, log, &replay, a->bios, sb_note, sizeof(sb_note));
-	if (learn_list(p, &p->allowed_authorities, "authority-not-allowed", log, &replay, a->bios))
-		snprintf(auth_note, sizeof(auth_note),
-			 "PCR 7 after its separator: %zu authorit%s (by digest, whatever the type)",
-			 p->allowed_authorities.n, p->allowed_authorities.n == 1 ? "y" : "ies");
-	else
-		snprintf(auth_note, sizeof(auth_note),
-			 "allowed_authorities left out: PCR 7 has no separator fleetd can prove, "
-			 "or configuration it cannot read; its pin still holds it");
-	if (learn_list(p, &p->boot_applications, "boot-application-not-allowed", log, &replay,
-		       a->bios))
-		snprintf(apps_note, sizeof(apps_note),
-			 "PCR 4: %zu boot application%s (Authenticode digests; every code event, "
-			 "whatever the type)",
-			 p->boot_applications.n, p->boot_applications.n == 1 ? "" : "s");
-	else
-		snprintf(apps_note, sizeof(apps_note),
-			 "boot_applications left out: no code event on PCR 4 after its separator; "
-			 "the PCR 4 pin still holds it");
+	learn_noted(p, &p->allowed_authorities, "authority-not-allowed",
+		    "PCR 7 after its separator: authorities", log, &replay, a->bios,
+		    "allowed_authorities left out: PCR 7 has no separator fleetd can prove, or "
+		    "configuration it cannot read; its pin still holds it",
+		    auth_note, sizeof(auth_note));
+	learn_noted(p, &p->boot_applications, "boot-application-not-allowed",
+		    "PCR 4: boot applications (Authenticode digests)", log, &replay, a->bios,
+		    "boot_applications left out: no code event on PCR 4 after its separator; "
+		    "the PCR 4 pin still holds it",
+		    apps_note, sizeof(apps_note));
 	emit(&o, a, log, p, sb_note, auth_note, apps_note);
 	if (fb_err(&o.b)) {
 		fprintf(stderr, "fleetctl: policy: the profile for %s would pass %u bytes, the "
@@ -754,11 +760,8 @@ static void admit_text(const struct fleet_profile *p, const struct fleet_policy_
 
 static int run_explain(const struct explain_args *a)
 {
-	struct fleet_profile *p = NULL;
-	struct fleet_evlog *log = NULL;
-	struct fleet_pcr_replay replay;
-	static struct fleet_pcr_value quoted[FLEETCTL_POLICY_MAX_QUOTED];
-	size_t n_quoted = 0, n_rec = 0;
+	static struct fleetctl_policy_run run;
+	size_t n_rec = 0;
 	uint32_t rec_mask = 0;
 	struct recorded *rec = calloc(MAX_RECORDED, sizeof(*rec));
 	struct fleet_buf text;
@@ -770,32 +773,23 @@ static int run_explain(const struct explain_args *a)
 		rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "policy: out of memory");
 		goto out;
 	}
-	if (fleetctl_policy_profile(a->profile, &p) ||
-	    (a->pcrs && fleetctl_policy_pcrs(a->pcrs, quoted, &n_quoted)))
+	if ((rc = fleetctl_policy_judge(a->profile, a->log, a->pcrs, a->bios, false, &run)) !=
+	    FLEETCTL_EXIT_OK)
 		goto out;
-	if ((rc = fleetctl_policy_log(a->log, &log, &replay)) != FLEETCTL_EXIT_OK)
-		goto out;
+	const struct fleet_profile *p = run.p;
+	const struct fleet_evlog *log = run.log;
+	const struct fleet_verdict *vp = &run.v;
+	const struct fleet_pcr_value *quoted = run.quoted;
+	size_t n_quoted = run.n_quoted;
 	/* The comments, read again as text (they are advisory; the profile
-	 * itself came through the configuration reader above). */
+	 * itself came through the configuration reader). */
 	struct fleet_errctx ec;
 	if (fleet_file_read_data(a->profile, FLEET_PROFILE_MAX_SIZE, &text, &ec) == FLEET_OK)
 		n_rec = read_record(&text, rec, &rec_mask);
-	struct fleet_policy_input in = {
-		.log = log,
-		.replay = &replay,
-		.quoted = a->pcrs ? quoted : NULL,
-		.n_quoted = n_quoted,
-		.bios_version = a->bios,
-	};
-	struct fleet_verdict v;
-	if (fleet_policy_evaluate(p, &in, &v) != FLEET_OK) {
-		rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "policy: evaluation failed");
-		goto out;
-	}
 	/* The values the verdict compared: the quote's, else the replay's. */
 	uint8_t values[FLEET_PCR_COUNT][FLEET_DIGEST_MAX] = {{0}};
 	uint32_t have = 0;
-	const struct fleet_pcr_bank *bank = fleet_pcr_replay_bank(&replay, p->bank);
+	const struct fleet_pcr_bank *bank = fleet_pcr_replay_bank(&run.replay, p->bank);
 	for (unsigned i = 0; i < FLEET_PCR_COUNT; i++) {
 		if (a->pcrs) {
 			for (size_t k = 0; k < n_quoted; k++)
@@ -811,13 +805,13 @@ static int run_explain(const struct explain_args *a)
 	}
 	const char *bank_name = fleet_hash_alg_name(p->bank);
 	if (!a->json)
-		printf("verdict: %s (class %s, %s, quote checked: %s)\n", v.pass ? "pass" : "fail",
-		       p->class_name, bank_name, v.quote_checked ? "yes" : "no");
+		printf("verdict: %s (class %s, %s, quote checked: %s)\n", vp->pass ? "pass" : "fail",
+		       p->class_name, bank_name, vp->quote_checked ? "yes" : "no");
 	if (!(reasons = json_array()))
 		goto nomem;
 	char line[1200], admit[400];
-	for (size_t i = 0; i < v.n_reasons; i++) {
-		const struct fleet_policy_reason *r = &v.reasons[i];
+	for (size_t i = 0; i < vp->n_reasons; i++) {
+		const struct fleet_policy_reason *r = &vp->reasons[i];
 		size_t k = 0;
 		const struct fleet_evlog_event *ev = reason_event(log, r, &k);
 		struct difference rd = {0};
@@ -849,10 +843,10 @@ static int run_explain(const struct explain_args *a)
 			print_recorded(rd.rec, pcr);
 		printf("  admit: %s\n", admit);
 	}
-	if (!a->json && v.n_dropped)
-		printf("... and %zu more failures\n", v.n_dropped);
+	if (!a->json && vp->n_dropped)
+		printf("... and %zu more failures\n", vp->n_dropped);
 	struct difference d = {0};
-	if (!v.pass && rec_mask)
+	if (!vp->pass && rec_mask)
 		d = first_difference(log, p, p->quote_mask & rec_mask, rec, n_rec);
 	if (a->json) {
 		json_t *diff = json_null();
@@ -864,9 +858,9 @@ static int run_explain(const struct explain_args *a)
 					 "recorded", recj);
 		}
 		json_t *o = json_pack("{s:s,s:s,s:s,s:b,s:o,s:I,s:o}", "verdict",
-				      v.pass ? "pass" : "fail", "class", p->class_name, "bank",
-				      bank_name, "quote_checked", v.quote_checked, "reasons",
-				      reasons, "reasons_dropped", (json_int_t)v.n_dropped,
+				      vp->pass ? "pass" : "fail", "class", p->class_name, "bank",
+				      bank_name, "quote_checked", vp->quote_checked, "reasons",
+				      reasons, "reasons_dropped", (json_int_t)vp->n_dropped,
 				      "first_difference", diff);
 		reasons = NULL;
 		char *s = o ? json_dumps(o, JSON_INDENT(2) | JSON_SORT_KEYS) : NULL;
@@ -875,7 +869,7 @@ static int run_explain(const struct explain_args *a)
 			goto nomem;
 		printf("%s\n", s);
 		free(s);
-	} else if (!v.pass && !rec_mask) {
+	} else if (!vp->pass && !rec_mask) {
 		printf("first difference: unknown (the profile records no boot: it was not "
 		       "written by fleetctl policy create)\n");
 	} else if (d.found && d.event >= 0) {
@@ -886,11 +880,11 @@ static int run_explain(const struct explain_args *a)
 		printf("first difference: the log lacks PCR %u event %zu @%zu %s %s, which the "
 		       "recorded boot has\n",
 		       d.rec->pcr, d.rec->index, d.rec->offset, d.rec->type, d.rec->hex);
-	} else if (!v.pass) {
+	} else if (!vp->pass) {
 		printf("first difference: none (the log's events on the quoted PCRs are the "
 		       "recorded boot's)\n");
 	}
-	rc = v.pass ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_REFUSED;
+	rc = vp->pass ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_REFUSED;
 	goto out;
 nomem:
 	rc = fleetctl_fail(FLEETCTL_EXIT_USAGE, "policy: out of memory");
@@ -898,8 +892,7 @@ out:
 	json_decref(reasons);
 	fb_free(&text);
 	free(rec);
-	fleet_evlog_free(log);
-	fleet_profile_free(p);
+	fleetctl_policy_run_free(&run);
 	return rc;
 }
 
