@@ -30,6 +30,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <jansson.h>
@@ -69,7 +70,16 @@ static const struct fleet_evlog_event *reason_event(const struct fleet_evlog *lo
 						    const struct fleet_policy_reason *r,
 						    size_t *index)
 {
-	const char *at = strstr(r->detail, " at byte ");
+	/* Only the reasons about one event (policy/evaluate.c names it by
+	 * offset); others may quote a claim, which names nothing. */
+	static const char *const about_event[] = {
+		"boot-application-not-allowed", "authority-not-allowed", "separator-malformed",
+		"separator-error", "event-data-mismatch",
+	};
+	bool known = false;
+	for (size_t i = 0; i < sizeof(about_event) / sizeof(about_event[0]); i++)
+		known = known || !strcmp(r->reason, about_event[i]);
+	const char *at = known ? strstr(r->detail, " at byte ") : NULL;
 	if (!at)
 		return NULL;
 	char *end;
@@ -362,8 +372,12 @@ static int write_out(const char *path, const struct fleet_buf *b)
 	if (!path)
 		return fwrite(b->data, 1, b->len, stdout) == b->len && fflush(stdout) == 0 ? 0 : -1;
 	int fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0644);
-	if (fd < 0) {
+	/* A profile is configuration: writable by its owner only, or fleetd
+	 * will not read it (an existing file keeps its mode otherwise). */
+	if (fd < 0 || fchmod(fd, 0644)) {
 		fprintf(stderr, "fleetctl: policy: cannot write %s: %s\n", path, strerror(errno));
+		if (fd >= 0)
+			close(fd);
 		return -1;
 	}
 	size_t done = 0;
