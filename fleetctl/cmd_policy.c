@@ -10,6 +10,9 @@
  * values. Without it the log is judged against its own replay, and the
  * verdict says quote_checked: false.
  *
+ * policy create and policy explain are in cmd_policy_create.c; the readers
+ * they share with check are here (policy_io.h).
+ *
  * Exit 0: pass. 1: fail (verdict "fail" on stdout, each reason on stderr; or
  * all of it as JSON on stdout with --json), or the log is malformed. 2: usage,
  * an unreadable file, a bad profile (with its line) or a bad --pcrs file.
@@ -22,6 +25,7 @@
 #include <jansson.h>
 
 #include "fleetctl/fleetctl.h"
+#include "fleetctl/policy_io.h"
 #include "fleetctl/util.h"
 #include "lib/buf.h"
 #include "lib/eventlog.h"
@@ -30,8 +34,6 @@
 #include "policy/evaluate.h"
 #include "policy/profile.h"
 
-/* Every bank times every PCR: a JSON file cannot name more distinct ones. */
-#define MAX_QUOTED (FLEET_EVLOG_MAX_BANKS * FLEET_PCR_COUNT)
 #define PCRS_MAX_SIZE (256u * 1024)
 
 struct check_args {
@@ -42,7 +44,11 @@ struct check_args {
 static int usage(void)
 {
 	fprintf(stderr, "usage: fleetctl policy check --profile P --log FILE [--pcrs JSON] "
-			"[--bios VERSION] [--renewal] [--json]\n");
+			"[--bios VERSION] [--renewal] [--json]\n"
+			"       fleetctl policy create --from-log LOG --class C [--bios VERSION] "
+			"[--bank B] [--out FILE]\n"
+			"       fleetctl policy explain --profile P --log LOG [--pcrs JSON] "
+			"[--bios VERSION] [--json]\n");
 	return FLEETCTL_EXIT_USAGE;
 }
 
@@ -63,8 +69,7 @@ static int parse_index(const char *s, unsigned *out)
 	return 0;
 }
 
-/* Read {"pcrs": {bank: {index: hex}}} into vals; prints its own error. */
-static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
+int fleetctl_policy_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
 {
 	struct fleet_buf b;
 	fb_init(&b);
@@ -104,7 +109,7 @@ static int load_pcrs(const char *path, struct fleet_pcr_value *vals, size_t *n)
 		json_object_foreach(bank_obj, idx, hex) {
 			unsigned i;
 			const char *h = json_string_value(hex);
-			if (parse_index(idx, &i) || !h || *n >= MAX_QUOTED) {
+			if (parse_index(idx, &i) || !h || *n >= FLEETCTL_POLICY_MAX_QUOTED) {
 				fprintf(stderr, "fleetctl: policy: %s: %s PCR \"%.8s\" is not a PCR "
 						"index with a hex string\n", path, bank_name, idx);
 				goto out;
@@ -155,70 +160,97 @@ static int print_verdict(const struct check_args *a, const struct fleet_profile 
 	return v->pass ? FLEETCTL_EXIT_OK : FLEETCTL_EXIT_REFUSED;
 }
 
+int fleetctl_policy_profile(const char *path, struct fleet_profile **out)
+{
+	struct fleet_errctx perr = {0};
+	if (fleet_profile_load(path, out, &perr) == FLEET_OK)
+		return 0;
+	char text[sizeof(perr.detail) + sizeof(perr.ossl) + 80];
+	fleet_errctx_text(&perr, text, sizeof(text));
+	if (perr.line)
+		fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", path, perr.line, perr.column,
+			text);
+	else
+		fprintf(stderr, "fleetctl: policy: %s: %s\n", path, text);
+	return -1;
+}
+
+int fleetctl_policy_log(const char *path, struct fleet_evlog **log,
+			struct fleet_pcr_replay *replay)
+{
+	struct fleet_buf b;
+	struct fleet_errctx ec = {0};
+	char msg[300];
+	int rc = FLEETCTL_EXIT_REFUSED;
+	fleet_err e;
+
+	*log = NULL;
+	fb_init(&b);
+	if (fleet_file_read_data(path, FLEET_EVLOG_MAX_SIZE, &b, &ec) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", path,
+			fleet_errctx_text(&ec, msg, sizeof(msg)));
+		rc = FLEETCTL_EXIT_USAGE;
+	} else if ((e = fleet_evlog_parse(b.data, b.len, log, &ec)) ||
+		   (e = fleet_evlog_replay(*log, replay, &ec))) {
+		fleet_errctx_format(&ec, e, msg, sizeof(msg));
+		fprintf(stderr, "fleetctl: policy: %s is not an event log fleetd can read: %s\n",
+			path, msg);
+	} else {
+		rc = FLEETCTL_EXIT_OK;
+	}
+	fb_free(&b);
+	return rc;
+}
+
+int fleetctl_policy_judge(const char *profile, const char *log, const char *pcrs,
+			  const char *bios, bool renewal, struct fleetctl_policy_run *r)
+{
+	int rc;
+	memset(r, 0, sizeof(*r));
+	if (fleetctl_policy_profile(profile, &r->p) ||
+	    (pcrs && fleetctl_policy_pcrs(pcrs, r->quoted, &r->n_quoted)))
+		return FLEETCTL_EXIT_USAGE;
+	if ((rc = fleetctl_policy_log(log, &r->log, &r->replay)) != FLEETCTL_EXIT_OK)
+		return rc;
+	struct fleet_policy_input in = {
+		.log = r->log,
+		.replay = &r->replay,
+		.quoted = pcrs ? r->quoted : NULL,
+		.n_quoted = r->n_quoted,
+		.bios_version = bios,
+		.renewal = renewal,
+	};
+	if (fleet_policy_evaluate(r->p, &in, &r->v) != FLEET_OK) {
+		fprintf(stderr, "fleetctl: policy: evaluation failed\n");
+		return FLEETCTL_EXIT_USAGE;
+	}
+	return FLEETCTL_EXIT_OK;
+}
+
+void fleetctl_policy_run_free(struct fleetctl_policy_run *r)
+{
+	fleet_evlog_free(r->log);
+	fleet_profile_free(r->p);
+	r->log = NULL;
+	r->p = NULL;
+}
+
 static int run_check(const struct check_args *a)
 {
-	struct fleet_profile *p = NULL;
-	struct fleet_errctx perr = {0};
-	struct fleet_evlog *log = NULL;
-	struct fleet_buf b;
-	struct fleet_pcr_replay replay;
-	struct fleet_errctx ec = {0};
-	static struct fleet_pcr_value quoted[MAX_QUOTED];
-	size_t n_quoted = 0;
-	int rc = FLEETCTL_EXIT_USAGE;
-	char msg[300];
-
-	fb_init(&b);
-	fleet_err e = fleet_profile_load(a->profile, &p, &perr);
-	if (e) {
-		char text[sizeof(perr.detail) + sizeof(perr.ossl) + 80];
-		fleet_errctx_text(&perr, text, sizeof(text));
-		if (perr.line)
-			fprintf(stderr, "fleetctl: policy: %s:%u:%u: %s\n", a->profile, perr.line,
-				perr.column, text);
-		else
-			fprintf(stderr, "fleetctl: policy: %s: %s\n", a->profile, text);
-		goto out;
-	}
-	if (a->pcrs && load_pcrs(a->pcrs, quoted, &n_quoted))
-		goto out;
-	struct fleet_errctx fe;
-	if (fleet_file_read_data(a->log, FLEET_EVLOG_MAX_SIZE, &b, &fe) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: cannot read %s: %s\n", a->log,
-			fleet_errctx_text(&fe, msg, sizeof(msg)));
-		goto out;
-	}
-	rc = FLEETCTL_EXIT_REFUSED;
-	if ((e = fleet_evlog_parse(b.data, b.len, &log, &ec)) ||
-	    (e = fleet_evlog_replay(log, &replay, &ec))) {
-		fleet_errctx_format(&ec, e, msg, sizeof(msg));
-		fprintf(stderr, "fleetctl: policy: %s: %s\n", a->log, msg);
-		goto out;
-	}
-	struct fleet_policy_input in = {
-		.log = log,
-		.replay = &replay,
-		.quoted = a->pcrs ? quoted : NULL,
-		.n_quoted = n_quoted,
-		.bios_version = a->bios,
-		.renewal = a->renewal,
-	};
-	struct fleet_verdict v;
-	if (fleet_policy_evaluate(p, &in, &v) != FLEET_OK) {
-		fprintf(stderr, "fleetctl: policy: evaluation failed\n");
-		rc = FLEETCTL_EXIT_USAGE;
-		goto out;
-	}
-	rc = print_verdict(a, p, &v);
-out:
-	fleet_evlog_free(log);
-	fleet_profile_free(p);
-	fb_free(&b);
+	static struct fleetctl_policy_run r;
+	int rc = fleetctl_policy_judge(a->profile, a->log, a->pcrs, a->bios, a->renewal, &r);
+	if (rc == FLEETCTL_EXIT_OK)
+		rc = print_verdict(a, r.p, &r.v);
+	fleetctl_policy_run_free(&r);
 	return rc;
 }
 
 int cmd_policy(int argc, char **argv)
 {
+	if (argc >= 2 && !strcmp(argv[1], "create"))
+		return fleetctl_policy_create(argc, argv);
+	if (argc >= 2 && !strcmp(argv[1], "explain"))
+		return fleetctl_policy_explain(argc, argv);
 	if (argc < 2 || strcmp(argv[1], "check"))
 		return usage();
 	struct check_args a = {0};

@@ -15,6 +15,8 @@ static const struct command commands[] = {
 	{"eventlog", cmd_eventlog, "eventlog replay [--json] FILE | eventlog show FILE"},
 	{"policy", cmd_policy,
 	 "policy check --profile P --log FILE [--pcrs JSON] [--bios VERSION] [--renewal] "
+	 "[--json] | policy create --from-log LOG --class C [--bios VERSION] [--bank B] "
+	 "[--out FILE] | policy explain --profile P --log LOG [--pcrs JSON] [--bios VERSION] "
 	 "[--json]"},
 	{"ek", cmd_ek, "ek hash CERT | ek show CERT | ek verify --roots DIR [--at T] CERT"},
 	{"ca", cmd_ca, "ca init DIR [--cn NAME] [--days N] | ca issue DIR --kind lak|ldevid ..."},
