@@ -58,6 +58,9 @@ for f in usr/sbin/fleetd usr/bin/fleetctl usr/bin/tink-attest usr/bin/fleet-join
 	usr/share/man/man8/tpm-reattest.8.gz usr/share/man/man8/spire-server-fleet-entries.8.gz; do
 	[ -e "$root/$f" ] || [ -e "$root/usr/$f" ] || die "not in the package: /$f"
 done
+dpkg-deb -e "$deb" "$work/control" || die "dpkg-deb -e"
+grep -q 'systemd-sysusers' "$work/control/postinst" || die "the postinst does not run systemd-sysusers"
+grep -q 'daemon-reload' "$work/control/postinst" || die "the postinst does not reload systemd"
 ok "the package holds the binaries, units, sysusers entry, docs, man pages and example"
 
 # The example configuration, its paths moved under the throwaway root, and
