@@ -60,7 +60,7 @@ for f in usr/sbin/fleetd usr/bin/fleetctl usr/bin/tink-attest usr/bin/fleet-join
 done
 dpkg-deb -e "$deb" "$work/control" || die "dpkg-deb -e"
 grep -q 'systemd-sysusers' "$work/control/postinst" || die "the postinst does not run systemd-sysusers"
-grep -q 'daemon-reload' "$work/control/postinst" || die "the postinst does not reload systemd"
+grep -q "update-state 'fleetd.service'" "$work/control/postinst" || die "the postinst does not register fleetd.service"
 ok "the package holds the binaries, units, sysusers entry, docs, man pages and example"
 
 # The example configuration, its paths moved under the throwaway root, and
