@@ -90,4 +90,23 @@ ok "the packaged fleetd --check-config passes on the packaged example config"
 MANPATH="$root/usr/share/man" man -l "$root/usr/share/man/man8/fleetd.8.gz" >/dev/null 2>&1 ||
 	die "man -l fleetd.8.gz"
 ok "the installed man page renders"
+# 4. With FLEET_PACKAGE_INSTALL=1 (CI, a throwaway machine, as root): a real
+#    install by apt (the maintainer scripts run: systemd-sysusers makes the
+#    fleetd user, the units are registered), the installed fleetd's
+#    --check-config on the packaged example, then the package removed.
+if [ "${FLEET_PACKAGE_INSTALL:-}" = 1 ]; then
+	[ "$(id -u)" -eq 0 ] || die "FLEET_PACKAGE_INSTALL=1 needs root"
+	! dpkg-query -W fleetd >/dev/null 2>&1 || die "a fleetd package is installed already"
+	DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$deb" >"$work/install.log" 2>&1 ||
+		{ tail -n 20 "$work/install.log"; die "apt-get install $(basename "$deb")"; }
+	trap 'DEBIAN_FRONTEND=noninteractive apt-get purge -y -qq fleetd >/dev/null 2>&1; rm -rf "$work"' EXIT
+	getent passwd fleetd >/dev/null || die "the postinst made no fleetd user"
+	[ -x /usr/sbin/fleetd ] && [ -f /lib/systemd/system/fleetd.service ] || die "not installed"
+	sed -e "s#$root/usr/#/usr/#g" "$cfg" >"$work/installed.yaml"
+	/usr/sbin/fleetd --config "$work/installed.yaml" --check-config --log-target stderr \
+		>"$work/check2.out" 2>&1 || { cat "$work/check2.out"; die "the installed fleetd --check-config"; }
+	ok "installed by apt: the fleetd user made, the installed fleetd --check-config passes"
+	man -w fleetd >/dev/null 2>&1 || die "man fleetd: not installed where man looks"
+	ok "man fleetd finds the installed page"
+fi
 echo "package test passed: $(basename "$deb")"
