@@ -17,6 +17,9 @@ packages=(
   faketime
   # Nix for the NixOS module's evaluation (issue 15); checks only.
   nix-bin
+  # The man pages' check (groff warnings as failures, man -l) and the
+  # Debian package's build and lintian (tests/packaging/build_deb.sh).
+  groff-base man-db debhelper lintian
 )
 # Node.js and npm for the deployment checks' npm packages (below): the
 # machine's own when it has them (a Node.js that bundles npm conflicts with
