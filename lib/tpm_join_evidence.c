@@ -10,7 +10,9 @@
 #include <string.h>
 
 #include <openssl/crypto.h>
+#include <openssl/err.h>
 #include <openssl/evp.h>
+#include <openssl/x509v3.h>
 
 #include "lib/attest_wire_json.h"
 #include "lib/hex.h"
@@ -467,4 +469,36 @@ fleet_err fleet_tpm_ak_uri_parse(const char *uri, uint8_t *name, size_t cap, siz
 	}
 	*name_len = len;
 	return FLEET_OK;
+}
+
+/* ---- a leaf's statements (TE6) ------------------------------------------------ */
+
+const char *fleet_tpm_leaf_statement(X509 *leaf, char *out, size_t cap)
+{
+	GENERAL_NAMES *sans = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL);
+	const char *why = NULL;
+	out[0] = '\0';
+	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && !why; i++) {
+		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
+		if (g->type != GEN_URI)
+			continue;
+		const char *u = (const char *)ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
+		int n = ASN1_STRING_length(g->d.uniformResourceIdentifier);
+		if (n <= 0 || (size_t)n != strnlen(u, (size_t)n + 1) || !strncmp(u, "spiffe://", 9))
+			continue;
+		uint8_t name[2 + 64];
+		size_t name_len;
+		if (!strncmp(u, FLEET_TPM_AK_URI_PREFIX, sizeof(FLEET_TPM_AK_URI_PREFIX) - 1)) {
+			if (out[0] || (size_t)n >= cap ||
+			    fleet_tpm_ak_uri_parse(u, name, sizeof(name), &name_len))
+				why = "tpm-ak-uri";
+			else
+				memcpy(out, u, (size_t)n + 1);
+		} else {
+			why = "key-statement-unknown";
+		}
+	}
+	GENERAL_NAMES_free(sans);
+	ERR_clear_error();
+	return why;
 }

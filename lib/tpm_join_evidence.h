@@ -84,6 +84,12 @@
  *     name is never compared as one.
  * TE5 Free functions wipe every byte field (the secret above all) and zero
  *     the struct; NULL and a zeroed struct are no-ops.
+ * TE6 fleet_tpm_leaf_statement reads a node certificate's statements (its
+ *     URI SANs after the SPIFFE ID, lib/ca.h NR5): NULL and ak_uri the one
+ *     urn:bc:tpm-ak: statement ("" none), or the reason: "tpm-ak-uri" (two
+ *     of them, or one that TE4 refuses), "key-statement-unknown" (any
+ *     other statement). The renewal (what it must prove again) and x509pop
+ *     (what it may not re-join without) read it from the store's own leaf.
  */
 #ifndef FLEET_TPM_JOIN_EVIDENCE_H
 #define FLEET_TPM_JOIN_EVIDENCE_H
@@ -171,6 +177,10 @@ void fleet_tpm_key_attestation_free(struct fleet_tpm_key_attestation *m);
 /* TE3: SHA-256(secret || csr_sha256). */
 fleet_err fleet_tpm_quote_nonce(const uint8_t *secret, size_t secret_len,
 				const uint8_t csr_sha256[32], uint8_t out[32]);
+
+/* TE6; cap at least FLEET_TPM_AK_URI_MAX + 1. */
+#include <openssl/x509.h>
+const char *fleet_tpm_leaf_statement(X509 *leaf, char *ak_uri, size_t cap);
 
 /* TE4 */
 fleet_err fleet_tpm_ak_uri(const uint8_t *name, size_t name_len, char *out, size_t cap);

@@ -24,7 +24,7 @@ const char *const join_service_reasons[] = {
 	FLEET_CA_REASON_CSR_MALFORMED, FLEET_CA_REASON_CSR_KEY_TYPE, FLEET_CA_REASON_CSR_SIGNATURE,
 	"token-seal", "token-malformed", "pool-attestor", "expect-mac", "product-uuid-mismatch",
 	"reclaim-not-allowed", "reclaim-pool", "reclaim-role", "bound-elsewhere", "node-retired",
-	"node-key-statement",
+	"node-key-statement", "pool-unknown",
 	FLEET_ATTEST_TOKEN_REASONS,
 	/* An attestor that refuses without saying why (none here does). */
 	"refused", NULL};
@@ -249,8 +249,13 @@ static fleet_err finish(struct join_tx *t, struct fleet_store_tx *tx)
 		if (fleet_tpm_ak_uri_parse(r->node_key_uri, name, sizeof(name), &name_len))
 			return tx_refuse(t, "node-key-statement");
 	}
-	/* The pool is a token's or a node's (foreign keys): there. */
+	/* A token's or a node's pool is there (foreign keys); one an
+	 * attestor's configuration names (a resolve list, enrollment) may
+	 * not be yet: that is the operator's to fix, and said so, not the
+	 * store's corruption. */
 	e = fleet_store_tx_pool(tx, r->pool, &pool);
+	if (e == FLEET_STORE_E_NOT_FOUND && !r->token_based && !r->node_id[0])
+		return tx_refuse(t, "pool-unknown");
 	if (e)
 		return e == FLEET_STORE_E_NOT_FOUND ? FLEET_STORE_E_CORRUPT : e;
 	if (pool.n_attestors && !pool_lists(&pool, t->att->id)) {

@@ -45,40 +45,6 @@ static fleet_err refuse(struct renew_tx *t, const char *reason)
 	return FLEET_STORE_E_STATE;
 }
 
-/* The leaf's statements (after its one SPIFFE ID, NR5 of lib/ca.h): a
- * urn:bc:tpm-ak: is the one fleetd can prove again, and it is read from
- * the leaf the store holds byte for byte, never from the CSR, so a CSR
- * can neither add nor drop it. NULL, or the reason. */
-static const char *leaf_statement(X509 *leaf, char *out, size_t cap)
-{
-	GENERAL_NAMES *sans = X509_get_ext_d2i(leaf, NID_subject_alt_name, NULL, NULL);
-	const char *why = NULL;
-	out[0] = '\0';
-	for (int i = 0; sans && i < sk_GENERAL_NAME_num(sans) && !why; i++) {
-		const GENERAL_NAME *g = sk_GENERAL_NAME_value(sans, i);
-		if (g->type != GEN_URI)
-			continue;
-		const char *u = (const char *)ASN1_STRING_get0_data(g->d.uniformResourceIdentifier);
-		int n = ASN1_STRING_length(g->d.uniformResourceIdentifier);
-		if (n <= 0 || (size_t)n != strnlen(u, (size_t)n + 1) || !strncmp(u, "spiffe://", 9))
-			continue;
-		uint8_t name[2 + 64];
-		size_t name_len;
-		if (!strncmp(u, FLEET_TPM_AK_URI_PREFIX, sizeof(FLEET_TPM_AK_URI_PREFIX) - 1)) {
-			if (out[0] || (size_t)n >= cap ||
-			    fleet_tpm_ak_uri_parse(u, name, sizeof(name), &name_len))
-				why = "tpm-ak-uri";
-			else
-				memcpy(out, u, (size_t)n + 1);
-		} else {
-			why = "key-statement-unknown";
-		}
-	}
-	GENERAL_NAMES_free(sans);
-	ERR_clear_error();
-	return why;
-}
-
 /* A leaf naming an AK renews only with that AK's certification of the new
  * key (spec: renewing a TPM-held key). NULL, or the reason. */
 static const char *key_attested(const struct renew_tx *t, const char *statement)
@@ -155,7 +121,9 @@ static fleet_err renew_tx(struct fleet_store_tx *tx, void *arg)
 	}
 	/* The statement is judged after the key's proof: a refusal here
 	 * names a node that proved itself, and is its owner's to see. */
-	if ((why = leaf_statement(leaf, t->statement, sizeof(t->statement))) ||
+	/* The statement is read from the leaf the store holds byte for byte,
+	 * never from the CSR, so a CSR can neither add nor drop it. */
+	if ((why = fleet_tpm_leaf_statement(leaf, t->statement, sizeof(t->statement))) ||
 	    (t->statement[0] && (why = key_attested(t, t->statement)))) {
 		e = refuse(t, why);
 		goto out;

@@ -163,7 +163,9 @@ static const char *jwt_claims(const struct ciid_provider *p, const json_t *c,
 		return "cloud-iid-claims";
 	if (json_integer_value(iat) > now + CIID_CLOCK_SKEW)
 		return "cloud-iid-future";
-	if (now - json_integer_value(iat) > (int64_t)p->max_age)
+	/* Compared without a subtraction from the token's value: an iat
+	 * near INT64_MIN would overflow it and pass. */
+	if (json_integer_value(iat) < now - (int64_t)p->max_age)
 		return "cloud-iid-too-old";
 	if (json_integer_value(exp) <= now)
 		return "cloud-iid-expired";

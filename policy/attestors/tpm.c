@@ -53,6 +53,8 @@
  *     else none                                           tpm-unknown-ek,
  *                                                         tpm-denied,
  *                                                         bound-elsewhere
+ * A round 2 admits one join (challenge-replayed, A5: its state's SHA-256 in
+ * attestation_uses until the state ends).
  * The result binds the EK (A6: a bound EK never admits another node) and,
  * with a certified key, carries the AK's name as the certificate's
  * urn:bc:tpm-ak: statement (A8), so every renewal must be certified by the
@@ -92,7 +94,7 @@ const char *const fleet_attestor_tpm_reasons[] = {
 	"node-key-malformed",	 "node-key-signature",	"node-key-nonce",
 	"node-key-name",	 "node-key-attributes", "node-key-not-csr",
 	"node-key-not-certified", "tpm-unknown-ek",	"tpm-denied",
-	"bound-elsewhere",	 NULL};
+	"bound-elsewhere",	 "challenge-replayed", NULL};
 
 /* The second round's state, sealed (lib/challenge_state.h):
  *   u8 version (1) || u8 flags (bit 0: the EK was certified) ||
@@ -545,6 +547,16 @@ static fleet_err round2(const struct fleet_attestor *a, struct fleet_store_tx *t
 		e = fleet_attest_refuse(out, "node-key-not-certified");
 		goto out;
 	}
+	/* One answer per challenge: a round 2 sent again (captured, or the
+	 * agent's own retry after an answer it lost) would reclaim the node
+	 * once more and revoke the certificate the first one issued. The
+	 * service records the use with the join (A5), until the state ends. */
+	uint8_t sh[32];
+	if ((e = fleet_hash(FLEET_ALG_SHA256, ev->state.data, ev->state.len, sh)))
+		goto out;
+	fleet_hex_encode(sh, sizeof(sh), out->use_subject);
+	out->use_expires_at = now + FLEET_CHALLENGE_MAX_TTL;
+	out->use_reason = "challenge-replayed";
 	fleet_hex_encode(st.ek_hash, sizeof(st.ek_hash), ek_hex);
 	if ((e = where(c, tx, in, ek_hex, now, out, &decided)) || decided)
 		goto out;

@@ -19,6 +19,8 @@
  *   the node's newest certificate is min_interval_seconds
  *     old                                                  x509pop-too-soon
  *   the signature verifies under the leaf's key            x509pop-signature
+ *   the leaf names no AK (urn:bc:tpm-ak:, or any statement
+ *     fleetd could not carry into the new certificate)     x509pop-key-statement
  *
  * The replay record is attestation_uses (SHA-256 of the signed bytes, kept
  * window_seconds past clientTime), so it holds across restarts and every
@@ -39,11 +41,13 @@
 #include "lib/hex.h"
 #include "lib/tpm_alg.h"
 #include "lib/join_evidence.h"
+#include "lib/tpm_join_evidence.h"
 
 const char *const fleet_attestor_x509pop_reasons[] = {
 	"x509pop-malformed", "cert-unknown",  "cert-revoked",        "cert-generation",
 	"node-retired",      "x509pop-node-id", "x509pop-role",      "x509pop-expired",
-	"x509pop-client-time", "x509pop-too-soon", "x509pop-signature", "x509pop-replayed", NULL};
+	"x509pop-client-time", "x509pop-too-soon", "x509pop-signature", "x509pop-replayed",
+	"x509pop-key-statement", NULL};
 
 fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct fleet_store_tx *tx,
 					const struct fleet_join_input *in,
@@ -137,6 +141,15 @@ fleet_err fleet_attestor_x509pop_verify(const struct fleet_attestor *a, struct f
 	if (!pub || fleet_es256_verify(pub, msg.data, msg.len, ev.sig, &ec) != FLEET_OK) {
 		ERR_clear_error();
 		e = fleet_attest_refuse(out, "x509pop-signature");
+		goto out;
+	}
+	/* A leaf whose key its TPM certified (urn:bc:tpm-ak:) never re-joins
+	 * by a proof of that key alone: the new certificate would name no AK
+	 * and renew with a key kept anywhere, for good. Such a node joins
+	 * again with its TPM (the tpm attestor reclaims it). */
+	char ak_uri[FLEET_TPM_AK_URI_MAX + 1];
+	if (fleet_tpm_leaf_statement(leaf, ak_uri, sizeof(ak_uri)) || ak_uri[0]) {
+		e = fleet_attest_refuse(out, "x509pop-key-statement");
 		goto out;
 	}
 	out->use_expires_at = ct + (int64_t)cfg->window_seconds;

@@ -185,6 +185,7 @@ static struct fleet_join *service_m(struct server *s, const struct fleet_tpm_att
 		.cert_ttl_seconds = 3600,
 		.metrics = *m = fleet_metrics_new(),
 		.tpm = tpm,
+		.x509pop = {.grace_seconds = 7 * 86400, .window_seconds = 60},
 	};
 	struct fleet_join *j = fleet_join_new(&jc, &ec);
 	if (!j)
@@ -1405,19 +1406,16 @@ static void join_a_fresh(unsigned gen)
 	fb_free(&csr);
 }
 
-/* The renew proof by key gen over (csr, leaf): ES256 from the TPM's ECDSA. */
-static void renew_sig(struct machine *m, unsigned gen, const struct fleet_buf *csr,
-		      const struct fleet_buf *leaf, uint8_t sig[64])
+/* An ES256 (r||s) by the TPM's node key gen over msg (TPM2_Sign's ECDSA). */
+static void renew_sig_raw(struct machine *m, unsigned gen, const struct fleet_buf *msg,
+			  uint8_t sig[64])
 {
-	struct fleet_buf in, s;
+	struct fleet_buf s;
 	struct fleet_errctx ec = {0};
 	TPMT_SIGNATURE ts;
-	fb_init(&in);
 	fb_init(&s);
-	assert_int_equal(fleet_renew_signing_input(csr->data, csr->len, leaf->data, leaf->len, &in),
-			 FLEET_OK);
 	m->tt.ldevid_gen = gen;
-	if (tink_tpm_sign_ldevid(&m->tt, in.data, in.len, &s))
+	if (tink_tpm_sign_ldevid(&m->tt, msg->data, msg->len, &s))
 		fail_msg("TPM: %s", m->tt.err);
 	assert_int_equal(fleet_tpm_signature_parse(s.data, s.len, &ts, &ec), FLEET_OK);
 	memset(sig, 0, 64);
@@ -1425,8 +1423,19 @@ static void renew_sig(struct machine *m, unsigned gen, const struct fleet_buf *c
 	       ts.signature.ecdsa.signatureR.size);
 	memcpy(sig + 64 - ts.signature.ecdsa.signatureS.size, ts.signature.ecdsa.signatureS.buffer,
 	       ts.signature.ecdsa.signatureS.size);
-	fb_free(&in);
 	fb_free(&s);
+}
+
+/* The renew proof by key gen over (csr, leaf). */
+static void renew_sig(struct machine *m, unsigned gen, const struct fleet_buf *csr,
+		      const struct fleet_buf *leaf, uint8_t sig[64])
+{
+	struct fleet_buf in;
+	fb_init(&in);
+	assert_int_equal(fleet_renew_signing_input(csr->data, csr->len, leaf->data, leaf->len, &in),
+			 FLEET_OK);
+	renew_sig_raw(m, gen, &in, sig);
+	fb_free(&in);
 }
 
 struct renewal {
@@ -1672,6 +1681,146 @@ static void test_key_statement_unsupported(void **state)
 	renewal_free(&w);
 }
 
+/* An ES256 (r||s) by the TPM node key gen over msg. */
+static void tpm_es256(struct machine *m, unsigned gen, const struct fleet_buf *msg, uint8_t sig[64])
+{
+	renew_sig_raw(m, gen, msg, sig);
+}
+
+static struct answer join_attestor_as(const char *attestor, const struct fleet_buf *csr,
+				      const struct fleet_buf *att)
+{
+	struct fleet_join_request rq;
+	struct fleet_buf body, out;
+	struct answer a;
+	const char *reason = NULL;
+	memset(&rq, 0, sizeof(rq));
+	memset(&a, 0, sizeof(a));
+	fb_init(&body);
+	fb_init(&out);
+	snprintf(rq.attestor, sizeof(rq.attestor), "%s", attestor);
+	rq.has_attestation = true;
+	rq.attestation.data = att->data;
+	rq.attestation.len = att->len;
+	rq.csr.data = csr->data;
+	rq.csr.len = csr->len;
+	rq.role = FLEET_JOIN_ROLE_NODE;
+	assert_int_equal(fleet_join_request_encode(&rq, &body), FLEET_OK);
+	a.status = fleet_join_handle(S.j, "127.0.0.1", body.data, body.len, &out, &reason);
+	if (a.status == 200 || a.status == 403)
+		decode_answer(&out, &a);
+	fb_free(&body);
+	fb_free(&out);
+	return a;
+}
+
+/* ---- the adversarial review's attacks, each refused ----------------------------- */
+
+/* A P-256 key in a file (outside any TPM) and its CSR. */
+static EVP_PKEY *file_key_csr(struct fleet_buf *csr)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256");
+	X509_REQ *r = X509_REQ_new();
+	unsigned char *der = NULL;
+	assert_non_null(k);
+	assert_int_equal(X509_REQ_set_version(r, 0), 1);
+	assert_int_equal(X509_REQ_set_pubkey(r, k), 1);
+	assert_true(X509_REQ_sign(r, k, EVP_sha256()) > 0);
+	int n = i2d_X509_REQ(r, &der);
+	assert_true(n > 0);
+	fb_reset(csr);
+	fb_put(csr, der, (size_t)n);
+	OPENSSL_free(der);
+	X509_REQ_free(r);
+	return k;
+}
+
+/* x509pop may not downgrade a TPM-held identity: the current leaf (with its
+ * urn:bc:tpm-ak: statement) and one signature by its TPM key, for a CSR of
+ * a key in a file, would give a certificate naming no AK that renews with
+ * the file key for good. Refused x509pop-key-statement; nothing changes. */
+static void test_x509pop_key_statement(void **state)
+{
+	(void)state;
+	struct fleet_buf csr, att, msg;
+	struct fleet_x509pop_evidence xe;
+	struct fleet_store_node before, after;
+	uint8_t csr_sha[32];
+	char node[FLEET_STORE_NODE_ID_MAX + 1];
+	fb_init(&csr);
+	fb_init(&att);
+	fb_init(&msg);
+	join_a_fresh(40);
+	node_of_ek(A.ek_hash, node);
+	assert_int_equal(fleet_store_node_get(S.st, node, &before), FLEET_OK);
+	EVP_PKEY *fk = file_key_csr(&csr);
+	sha256(&csr, csr_sha);
+	memset(&xe, 0, sizeof(xe));
+	snprintf(xe.node_id, sizeof(xe.node_id), "%s", node);
+	xe.n_chain = 1;
+	xe.chain[0].data = leaf_a.data;
+	xe.chain[0].len = leaf_a.len;
+	xe.client_time_ms = (int64_t)time(NULL) * 1000;
+	assert_int_equal(fleet_x509pop_signing_input(csr_sha, node, xe.client_time_ms, &msg),
+			 FLEET_OK);
+	tpm_es256(&A, 40, &msg, xe.sig); /* the one use of the TPM key it needs */
+	assert_int_equal(fleet_x509pop_encode(&xe, &att), FLEET_OK);
+	int64_t n = refused("x509pop:x509pop-key-statement");
+	struct answer a = join_attestor_as("x509pop", &csr, &att);
+	assert_refused(&a, "x509pop:x509pop-key-statement", n);
+	assert_int_equal(fleet_store_node_get(S.st, node, &after), FLEET_OK);
+	assert_int_equal(after.generation, before.generation);
+	EVP_PKEY_free(fk);
+	fb_free(&csr);
+	fb_free(&att);
+	fb_free(&msg);
+}
+
+/* A round 2 admits one join: sent again within the state's life (captured,
+ * or a retry after a lost answer) it would reclaim the node once more and
+ * revoke the certificate the first one issued. */
+static void test_challenge_replayed(void **state)
+{
+	(void)state;
+	struct fleet_buf csr;
+	struct round2 r = {0};
+	struct fleet_store_node n1, n2;
+	fb_init(&csr);
+	challenged(&A, 42, &csr, &r);
+	struct answer a1 = send_round2(&r, &csr);
+	assert_int_equal(a1.r.status, FLEET_JOIN_JOINED);
+	assert_int_equal(fleet_store_node_get(S.st, a1.r.node_id, &n1), FLEET_OK);
+	refused_round2(&r, &csr, "challenge-replayed");
+	assert_int_equal(fleet_store_node_get(S.st, a1.r.node_id, &n2), FLEET_OK);
+	assert_int_equal(n2.generation, n1.generation);
+	answer_free(&a1);
+	round2_free(&r);
+	fb_free(&csr);
+}
+
+/* A resolve list naming a pool the store does not hold is the operator's to
+ * fix: refused pool-unknown (said so), not a 503 "corrupt" on every retry. */
+static void test_pool_unknown(void **state)
+{
+	(void)state;
+	struct fleet_buf csr;
+	struct round2 r = {0};
+	char line[256], node[FLEET_STORE_NODE_ID_MAX + 1];
+	fb_init(&csr);
+	node_of_ek(A.ek_hash, node);
+	assert_string_equal(node, ""); /* runs before A first joins */
+	snprintf(line, sizeof(line), "%s pool=pool-typo\n", A.ek_hash);
+	resolve_set(&S, line);
+	S.tpm.resolve = &S.resolve;
+	server_restart(&S);
+	challenged(&A, 50, &csr, &r);
+	refused_round2(&r, &csr, "pool-unknown");
+	node_of_ek(A.ek_hash, node);
+	assert_string_equal(node, "");
+	round2_free(&r);
+	fb_free(&csr);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
@@ -1702,6 +1851,7 @@ int main(void)
 		cmocka_unit_test_setup(test_node_key_not_csr, test_setup),
 		cmocka_unit_test_setup(test_node_key_not_certified, test_setup),
 		cmocka_unit_test_setup(test_tpm_unknown_ek, test_setup),
+		cmocka_unit_test_setup(test_pool_unknown, test_setup),
 		cmocka_unit_test_setup(test_join_certified_carries_the_ak, test_setup),
 		cmocka_unit_test_setup(test_reinstall_reclaims_the_same_node, test_setup),
 		cmocka_unit_test_setup(test_bound_elsewhere, test_setup),
@@ -1715,6 +1865,8 @@ int main(void)
 		cmocka_unit_test_setup(test_renewal_node_key_checks, test_setup),
 		cmocka_unit_test_setup(test_tpm_ak_uri_and_unknown_statements, test_setup),
 		cmocka_unit_test_setup(test_key_statement_unsupported, test_setup),
+		cmocka_unit_test_setup(test_x509pop_key_statement, test_setup),
+		cmocka_unit_test_setup(test_challenge_replayed, test_setup),
 	};
 	int rc = cmocka_run_group_tests(tests, group_setup, group_teardown);
 	fb_free(&leaf_a);

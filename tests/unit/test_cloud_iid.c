@@ -12,6 +12,7 @@
  * as fleetd/join/join.c's finish() does from the result.
  */
 #include <fcntl.h>
+#include <limits.h>
 #include <pthread.h>
 #include <setjmp.h>
 #include <signal.h>
@@ -323,6 +324,7 @@ struct gcp {
 	const char *iss, *aud_csr, *project, *instance;
 	long long iat_off, exp_off; /* from now */
 	bool no_name;               /* instance_name left out */
+	bool iat_min;               /* iat INT64_MIN (an overflow of now - iat) */
 };
 
 /* Google's documented format=full claims (verifying-instance-identity). */
@@ -337,7 +339,8 @@ static char *gcp_claims(const struct gcp *g)
 		 "\"project_number\":424242,\"zone\":\"us-central1-a\",\"instance_id\":\"%s\","
 		 "%s\"instance_creation_timestamp\":1700000000,"
 		 "\"instance_confidentiality\":0,\"license_id\":[\"1000\"]}}}",
-		 g->iss ? g->iss : "https://accounts.google.com", now + g->iat_off,
+		 g->iss ? g->iss : "https://accounts.google.com",
+		 g->iat_min ? LLONG_MIN : now + g->iat_off,
 		 now + (g->exp_off ? g->exp_off : 3000), g->aud_csr ? g->aud_csr : G.csr_hex,
 		 g->project ? g->project : "proj-a", g->project ? g->project : "proj-a",
 		 g->instance ? g->instance : "4242", g->no_name ? "" : "\"instance_name\":\"vm-1\",");
@@ -744,6 +747,12 @@ static void test_cloud_iid_too_old(void **state)
 	gcp_refused(*state, GCP(.iat_off = -700), "RS256", "a1", G.rsa, "cloud-iid-too-old");
 }
 
+/* The oldest iat there is: age compared without overflowing (UBSan). */
+static void test_cloud_iid_too_old_int64_min(void **state)
+{
+	gcp_refused(*state, GCP(.iat_min = true), "RS256", "a1", G.rsa, "cloud-iid-too-old");
+}
+
 static void test_cloud_iid_future(void **state)
 {
 	gcp_refused(*state, GCP(.iat_off = 120), "RS256", "a1", G.rsa, "cloud-iid-future");
@@ -1121,6 +1130,7 @@ int main(void)
 		T(test_unknown_instance),
 		T(test_cloud_iid_role),
 		T(test_instance_reused),
+		T(test_cloud_iid_too_old_int64_min),
 		T(test_jwks_url_fetched_in_prepare_not_verify),
 		T(test_jwks_reload_while_verifying),
 		T(test_config_refusals),
