@@ -333,3 +333,13 @@ fleet_err wj_time_parse(const char *s, time_t *out)
 	*out = t;
 	return FLEET_OK;
 }
+
+fleet_err wj_load_capped(const uint8_t *msg, size_t len, size_t cap, const char *what,
+			 const char *const *keys, json_t **root, struct fleet_errctx *ec)
+{
+	*root = NULL;
+	if (len > cap)
+		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s: %zu bytes, over %zu", what, len,
+					cap);
+	return wj_load(msg, len, keys, root, ec);
+}

@@ -22,6 +22,11 @@
  * keys against allowed (NULL-terminated) and "v" == 1. */
 fleet_err wj_load(const uint8_t *body, size_t len, const char *const *allowed, json_t **out,
 		  struct fleet_errctx *ec);
+/* wj_load after the whole message's own cap (FLEET_E_TOO_LARGE, naming
+ * what): the join service's messages are each capped below the outer one.
+ * *root is NULL on a refusal. */
+fleet_err wj_load_capped(const uint8_t *msg, size_t len, size_t cap, const char *what,
+			 const char *const *keys, json_t **root, struct fleet_errctx *ec);
 /* Every key of obj is in allowed (NULL-terminated). */
 fleet_err wj_keys(const json_t *obj, const char *const *allowed, const char *path,
 		  struct fleet_errctx *ec);

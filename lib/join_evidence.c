@@ -96,16 +96,6 @@ static bool client_time_ok(int64_t ms)
 
 /* ---- shared reading steps ----------------------------------------------- */
 
-/* The whole message's cap (JE1), then wj_load. */
-static fleet_err load(const uint8_t *msg, size_t len, size_t cap, const char *what,
-		      const char *const *keys, json_t **root, struct fleet_errctx *ec)
-{
-	*root = NULL;
-	if (len > cap)
-		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s: %zu bytes, over %zu", what, len,
-					cap);
-	return wj_load(msg, len, keys, root, ec);
-}
 
 /* A string of min..max bytes of set; what names the set in the detail. */
 static fleet_err chars_read(const json_t *v, const char *path, size_t min, size_t max,
@@ -159,8 +149,8 @@ fleet_err fleet_x509pop_decode(const uint8_t *msg, size_t len, struct fleet_x509
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_ATTESTATION, "x509pop evidence", x509pop_keys, &root,
-		    ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_ATTESTATION, "x509pop evidence",
+			      x509pop_keys, &root, ec));
 	WJ_TRY(chars_read(json_object_get(root, "nodeId"), "nodeId", 1, FLEET_JOIN_MAX_ID, SET_ID,
 			  "a-z 0-9 _ -", out->node_id, ec));
 	WJ_TRY(chain_read(json_object_get(root, "chain"), out, ec));
@@ -249,8 +239,8 @@ fleet_err fleet_discovery_signed_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_ATTESTATION, "discovery attestation", signed_keys,
-		    &root, ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_ATTESTATION, "discovery attestation",
+			      signed_keys, &root, ec));
 	/* The body stays bytes: the signature is over them exactly, and they
 	 * are read only once it verified (as join_wire's envelope, JW9). */
 	WJ_TRY(wj_bytes(json_object_get(root, "assertion"), "assertion", FLEET_EVIDENCE_MAX_BODY,
@@ -310,8 +300,8 @@ fleet_err fleet_discovery_body_decode(const uint8_t *body, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(body, len, FLEET_EVIDENCE_MAX_BODY, "discovery assertion", body_keys, &root,
-		    ec));
+	WJ_TRY(wj_load_capped(body, len, FLEET_EVIDENCE_MAX_BODY, "discovery assertion", body_keys,
+			      &root, ec));
 	WJ_TRY(chars_read(json_object_get(root, "site"), "site", 1, FLEET_EVIDENCE_SITE_MAX,
 			  SET_SITE, "a-z 0-9 -", out->site, ec));
 	WJ_TRY(chars_read(json_object_get(root, "signer"), "signer", 1, FLEET_JOIN_MAX_ID, SET_ID,
@@ -412,7 +402,8 @@ fleet_err fleet_renew_request_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_REQUEST, "renew request", renew_keys, &root, ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_REQUEST, "renew request", renew_keys, &root,
+			      ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "cert"), "cert", FLEET_JOIN_MAX_CERT, &out->cert,
 			ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "csr"), "csr", FLEET_JOIN_MAX_CSR, &out->csr, ec));

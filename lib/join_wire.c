@@ -96,16 +96,6 @@ const char *fleet_join_role_name(enum fleet_join_role r)
 
 /* ---- shared reading steps ----------------------------------------------- */
 
-/* The whole message's cap (JW2), then wj_load. */
-static fleet_err load(const uint8_t *msg, size_t len, size_t cap, const char *what,
-		      const char *const *keys, json_t **root, struct fleet_errctx *ec)
-{
-	*root = NULL;
-	if (len > cap)
-		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s: %zu bytes, over %zu", what, len,
-					cap);
-	return wj_load(msg, len, keys, root, ec);
-}
 
 /* A string of min..max bytes of a-z 0-9 and extra. */
 static fleet_err id_read(const json_t *v, const char *path, size_t min, size_t max,
@@ -218,7 +208,8 @@ fleet_err fleet_join_request_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_REQUEST, "request", request_keys, &root, ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_REQUEST, "request", request_keys, &root,
+			      ec));
 	WJ_TRY(id_read(json_object_get(root, "attestor"), "attestor", 0, FLEET_JOIN_MAX_ATTESTOR,
 		       ID_ATTESTOR, out->attestor, ec));
 	WJ_TRY(optional_read(root, "token", FLEET_JOIN_MAX_TOKEN, &out->has_token, &out->token,
@@ -427,7 +418,7 @@ fleet_err fleet_join_body_decode(const uint8_t *body, size_t len, struct fleet_j
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(body, len, FLEET_JOIN_MAX_BODY, "body", body_keys, &root, ec));
+	WJ_TRY(wj_load_capped(body, len, FLEET_JOIN_MAX_BODY, "body", body_keys, &root, ec));
 	WJ_TRY(name_read(json_object_get(root, "status"), "status", status_names,
 			 ARRAY_LEN(status_names), &st, ec));
 	out->status = (enum fleet_join_status)(FLEET_JOIN_JOINED + st);
@@ -594,7 +585,8 @@ fleet_err fleet_join_envelope_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_ENVELOPE, "envelope", envelope_keys, &root, ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_ENVELOPE, "envelope", envelope_keys, &root,
+			      ec));
 	/* The body stays bytes: it is read only once its signature verified (JW10). */
 	WJ_TRY(wj_bytes(json_object_get(root, "body"), "body", FLEET_JOIN_MAX_BODY, &out->body, ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "sig"), "sig", FLEET_JOIN_MAX_SIG, &out->sig, ec));

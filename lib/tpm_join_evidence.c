@@ -24,17 +24,8 @@ _Static_assert(FLEET_JOIN_MAX_PAYLOAD <= FLEET_WIRE_MAX_BODY, "wj_load's cap is 
 
 #define SELECTION_SET "abcdefghijklmnopqrstuvwxyz0123456789:,+"
 
-/* ---- shared steps ---------------------------------------------------------- */
 
-static fleet_err load(const uint8_t *msg, size_t len, size_t cap, const char *what,
-		      const char *const *keys, json_t **root, struct fleet_errctx *ec)
-{
-	*root = NULL;
-	if (len > cap)
-		return fleet_errctx_msg(ec, FLEET_E_TOO_LARGE, "%s: %zu bytes, over %zu", what, len,
-					cap);
-	return wj_load(msg, len, keys, root, ec);
-}
+/* ---- shared steps ---------------------------------------------------------- */
 
 static bool selection_ok(const char *s)
 {
@@ -172,8 +163,8 @@ fleet_err fleet_tpm_evidence_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_ATTESTATION, "tpm evidence", any_round_keys, &root,
-		    ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_ATTESTATION, "tpm evidence", any_round_keys,
+			      &root, ec));
 	WJ_TRY(wj_int(json_object_get(root, "round"), "round", 1, 2, &round, ec));
 	out->round = (int)round;
 	if (round == 1) {
@@ -306,7 +297,8 @@ fleet_err fleet_tpm_challenge_decode(const uint8_t *msg, size_t len,
 	if (!out)
 		return FLEET_E_INVALID_ARG;
 	memset(out, 0, sizeof(*out));
-	WJ_TRY(load(msg, len, FLEET_JOIN_MAX_PAYLOAD, "tpm challenge", challenge_keys, &root, ec));
+	WJ_TRY(wj_load_capped(msg, len, FLEET_JOIN_MAX_PAYLOAD, "tpm challenge", challenge_keys,
+			      &root, ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "id_object"), "id_object", FLEET_TPM_MAX_BLOB,
 			&out->id_object, ec));
 	WJ_TRY(wj_bytes(json_object_get(root, "enc_secret"), "enc_secret", FLEET_TPM_MAX_BLOB,
