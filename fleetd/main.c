@@ -592,9 +592,13 @@ static int open_all(struct daemon *d)
 	char err[sizeof(ec.detail) + sizeof(ec.ossl) + 80];
 	memset(&ec, 0, sizeof(ec));
 
-	fleet_err se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_RW, &d->store, &ec);
+	/* The PostgreSQL store when the configuration names one; its URI
+	 * may hold a password, so it is never logged: "the PostgreSQL store". */
+	const char *loc = d->cfg.store[0] ? d->cfg.store : d->cfg.state_dir;
+	const char *where = d->cfg.store[0] ? "the PostgreSQL store" : d->cfg.state_dir;
+	fleet_err se = fleet_store_open(loc, FLEET_STORE_RW, &d->store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s: %s (%s)", d->cfg.state_dir,
+		startup_failed("store in %s: %s (%s)", where,
 			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}
@@ -606,9 +610,9 @@ static int open_all(struct daemon *d)
 	}
 	if (recover_state(d) != 0)
 		return -1;
-	se = fleet_store_open(d->cfg.state_dir, FLEET_STORE_READONLY, &d->pass_store, &ec);
+	se = fleet_store_open(loc, FLEET_STORE_READONLY, &d->pass_store, &ec);
 	if (se != FLEET_STORE_OK) {
-		startup_failed("store in %s, read-only for the pass: %s (%s)", d->cfg.state_dir,
+		startup_failed("store in %s, read-only for the pass: %s (%s)", where,
 			       fleet_errctx_text(&ec, err, sizeof(err)), fleet_err_str(se));
 		return -1;
 	}

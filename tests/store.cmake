@@ -1,6 +1,6 @@
 # fleetd's state: the SQLite store, verdicts.jsonl, the nodes-file
 # inventory, fleetd.yaml, and fleetctl's read-only store commands.
-fleet_test(test_store unit unit/test_store.c LIBS fleetdcore fleet_x509_mint)
+fleet_test(test_store unit unit/test_store.c LIBS fleetdcore fleet_x509_mint fleet_store_location)
 fleet_test(test_verdict_log unit unit/test_verdict_log.c LIBS fleetdcore)
 fleet_test(test_nodes_file unit unit/test_nodes_file.c LIBS fleetdcore)
 # calloc and realloc wrapped at link time: the test makes the nodes-file
@@ -20,7 +20,10 @@ fleet_test(test_store_concurrency unit unit/test_store_concurrency.c
 set_tests_properties(test_store_concurrency PROPERTIES TIMEOUT 300)
 # The install runs (schema version 4): one open per device, compare-and-set
 # stages, burned codes across restarts, the config wiped, one CSR per token.
-fleet_test(test_store_provisions unit unit/test_store_provisions.c LIBS fleetd_store)
+fleet_test(test_store_provisions unit unit/test_store_provisions.c LIBS fleetd_store fleet_store_location)
 # fleetctl quarantine list | lift (root; the store's operator handle, the
 # journal entry): tests/quarantine_cli.sh, skipped (77) when not root.
 fleet_script_test(quarantine_cli e2e quarantine_cli.sh $<TARGET_FILE:store_seed>)
+# The same tests on PostgreSQL (tests/CMakeLists.txt, fleet_pg_twin).
+fleet_pg_twin(test_store)
+fleet_pg_twin(test_store_provisions)

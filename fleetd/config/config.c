@@ -132,6 +132,7 @@ static const struct key top_keys[] = {
 	{"listen", K_MAP, SEC(S_LISTEN), 0, 0},
 	{"tls", K_MAP, SEC(S_TLS), 0, 0},
 	{"state_dir", K_PATH, F(state_dir), 0, 0},
+	{"store", K_STR, F(store), 0, 0},
 	{"roots_dir", K_PATH, F(roots_dir), 0, 0},
 	{"ca_dir", K_PATH, F(ca_dir), 0, 0},
 	{"profiles_dir", K_PATH, F(profiles_dir), 0, 0},
@@ -395,6 +396,11 @@ static fleet_err get_value(struct cctx *x, const struct key *k, yaml_node_t *v,
 		if (!dst[0])
 			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
 					       "%s must not be empty", k->name);
+		if (dst == x->c->store && strncmp(dst, "postgres://", 11) != 0 &&
+		    strncmp(dst, "postgresql://", 13) != 0)
+			return fleet_yaml_fail(y, FLEET_E_MALFORMED, &v->start_mark,
+					       "store must be a postgres:// or postgresql:// URI "
+					       "(leave it out for the SQLite store in state_dir)");
 		if (dst == x->c->binding_author) {
 			x->has_author = true;
 			x->author_mark = v->start_mark;

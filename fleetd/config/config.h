@@ -41,6 +41,11 @@ struct fleet_config {
 	char tls_key[FLEET_CONFIG_PATH_MAX];
 
 	char state_dir[FLEET_CONFIG_PATH_MAX];
+	/* "": the SQLite store in state_dir; postgres://… or postgresql://…
+	 * (a libpq URI): the PostgreSQL store several replicas share
+	 * (docs/store.md, "Several replicas"). state_dir still holds the
+	 * verdict log and the keys. */
+	char store[512];
 	char roots_dir[FLEET_CONFIG_PATH_MAX];
 	char ca_dir[FLEET_CONFIG_PATH_MAX];
 	char profiles_dir[FLEET_CONFIG_PATH_MAX];

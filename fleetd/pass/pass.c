@@ -77,7 +77,7 @@ fleet_err fleet_pass_new(const struct fleet_pass_deps *deps, struct fleet_pass *
 	if (deps->metrics) {
 		static const char *const results[] = {
 			"ok",        "inventory-error", "store-error", "write-error",
-			"cancelled", "out-of-memory",   NULL};
+			"cancelled", "out-of-memory",   "other-replica", NULL};
 		fleet_err e = fleet_metrics_register(deps->metrics, FLEET_METRIC_COUNTER,
 						     "fleetd_pass_total", "Reconcile passes, by result.",
 						     "result", results, &p->runs, NULL);
@@ -337,6 +337,24 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	p->t0 = mono_ms();
 	if (p->d.reap_sessions)
 		p->d.reap_sessions(p->d.reap_ctx);
+	/* P1 (store.h): one replica at a time runs the pass; the others
+	 * skip theirs while it holds the lock. The lock is the store's,
+	 * released with the holder's connection or process, so a replica
+	 * killed mid-pass leaves the next one its turn; each step of a pass
+	 * is its own transaction or atomic file write, so what it leaves is
+	 * a consistent state the next pass starts from. */
+	bool held = false;
+	if (p->d.store) {
+		fleet_err le = fleet_store_pass_lock(p->d.store, &held);
+		if (le != FLEET_STORE_OK) {
+			fleet_log(LOG_ERR, "pass-failed", FLEET_LOG_FIELDS({"FLEET_REASON", "store"}),
+				  "pass: the pass lock could not be taken: %s",
+				  fleet_store_errmsg(p->d.store));
+			return count(p, "store-error");
+		}
+		if (!held)
+			return count(p, "other-replica");
+	}
 	const char *result = "ok";
 	bool authors = p->d.record_author && p->d.forget_author;
 	/* One listing a pass: the SPIRE build lists through the view, which
@@ -368,5 +386,7 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	pass_listing_free(&listing);
 	if (p->d.reconcile_installs && strcmp(result, "cancelled") != 0)
 		p->d.reconcile_installs(p->d.installs_ctx, now);
+	if (held)
+		fleet_store_pass_unlock(p->d.store);
 	return count(p, result);
 }

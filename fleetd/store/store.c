@@ -7,6 +7,9 @@
  */
 #include "fleetd/store/store_int.h"
 
+#include <sqlite3.h>
+#include <sys/file.h>
+
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
@@ -27,7 +30,7 @@
 #define FLEET_STORE_APPLICATION_ID 0x666c6474
 
 /* How long a statement waits for another connection's lock. */
-#define FLEET_STORE_BUSY_MS 5000
+#define FLEET_STORE_BUSY_MS DB_BUSY_MS
 
 
 /*
@@ -41,11 +44,7 @@
 #define HEX64(c) "(" c " IS NULL OR (length(" c ") = 64 AND " c " NOT GLOB '*[^0-9a-f]*'))"
 #define HEX64_OR_EMPTY(c) "(" c " = '' OR (length(" c ") = 64 AND " c " NOT GLOB '*[^0-9a-f]*'))"
 
-static const struct migration {
-	int version;
-	const char *name;
-	const char *sql;
-} migrations[] = {
+static const struct st_migration migrations[] = {
 	{1, "initial schema",
 	 "PRAGMA application_id = 1718379636;"
 	 "CREATE TABLE devices ("
@@ -329,6 +328,18 @@ static const struct migration {
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");
 
+static bool is_pg(const struct fleet_store *st)
+{
+	return db_engine(st->db) == DB_POSTGRES;
+}
+
+/* The engine's migrations: one list per engine, the same versions. */
+static const struct st_migration *engine_migrations(const struct fleet_store *st, size_t *n)
+{
+	*n = is_pg(st) ? st_pg_n_migrations : N_MIGRATIONS;
+	return is_pg(st) ? st_pg_migrations : migrations;
+}
+
 /* The calling thread's last failure: which handle, and its sentence. Per
  * thread rather than per handle, so that the message a caller reads after
  * a failed call is that call's, whatever other threads do with the handle
@@ -377,37 +388,35 @@ fleet_err st_unlock(struct fleet_store *st, fleet_err e)
 	return e;
 }
 
-fleet_err st_sqlite(struct fleet_store *st, int rc, const char *what)
+fleet_err st_dberr(struct fleet_store *st, int rc, const char *what)
 {
 	fleet_err e;
-	switch (rc & 0xff) {
-	case SQLITE_BUSY:
-	case SQLITE_LOCKED:
+	switch (rc) {
+	case DB_BUSY:
 		e = FLEET_STORE_E_BUSY;
 		break;
-	case SQLITE_READONLY:
+	case DB_READONLY:
 		e = FLEET_STORE_E_READONLY;
 		break;
-	case SQLITE_CONSTRAINT:
+	case DB_CONSTRAINT:
 		e = FLEET_STORE_E_CONFLICT;
 		break;
-	case SQLITE_NOMEM:
+	case DB_NOMEM:
 		e = FLEET_STORE_E_NOMEM;
 		break;
-	case SQLITE_CORRUPT:
-	case SQLITE_NOTADB:
+	case DB_CORRUPT:
 		e = FLEET_STORE_E_CORRUPT;
 		break;
 	default:
 		e = FLEET_STORE_E_IO;
 	}
-	return st_fail(st, e, "%s: %s", what, st->db ? sqlite3_errmsg(st->db) : sqlite3_errstr(rc));
+	return st_fail(st, e, "%s: %s", what, st->db ? db_errmsg(st->db) : "no connection");
 }
 
-fleet_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out)
+fleet_err st_prepare(struct fleet_store *st, const char *sql, struct db_stmt **out)
 {
-	int rc = sqlite3_prepare_v2(st->db, sql, -1, out, NULL);
-	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "prepare");
+	int rc = db_prepare(st->db, sql, out);
+	return rc == DB_OK ? FLEET_STORE_OK : st_dberr(st, rc, "prepare");
 }
 
 fleet_err st_writable(struct fleet_store *st)
@@ -423,26 +432,25 @@ fleet_err st_writable(struct fleet_store *st)
 
 fleet_err st_begin(struct fleet_store *st)
 {
-	/* IMMEDIATE: take the write lock now, so a transaction never fails
-	 * half-way on a lock upgrade. */
-	int rc = sqlite3_exec(st->db, "BEGIN IMMEDIATE", NULL, NULL, NULL);
-	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, "begin");
+	/* The write lock now, on either engine (db.h DB3), so a transaction
+	 * never fails half-way on a lock upgrade or a concurrent writer. */
+	int rc = db_begin_write(st->db);
+	return rc == DB_OK ? FLEET_STORE_OK : st_dberr(st, rc, "begin");
 }
 
 fleet_err st_commit(struct fleet_store *st)
 {
-	int rc = sqlite3_exec(st->db, "COMMIT", NULL, NULL, NULL);
-	if (rc == SQLITE_OK)
+	int rc = db_commit(st->db);
+	if (rc == DB_OK)
 		return FLEET_STORE_OK;
-	fleet_err e = st_sqlite(st, rc, "commit");
+	fleet_err e = st_dberr(st, rc, "commit");
 	st_rollback(st);
 	return e;
 }
 
 void st_rollback(struct fleet_store *st)
 {
-	if (!sqlite3_get_autocommit(st->db))
-		sqlite3_exec(st->db, "ROLLBACK", NULL, NULL, NULL);
+	db_rollback(st->db);
 }
 
 bool st_text_ok(const char *s, size_t max)
@@ -468,20 +476,20 @@ bool st_hash_ok(const char *s)
 	return !s || !s[0] || (strnlen(s, 65) == 64 && fleet_hex_is_lower(s, 64));
 }
 
-int st_bind_hash(sqlite3_stmt *s, int i, const char *h)
+int st_bind_hash(struct db_stmt *s, int i, const char *h)
 {
 	if (!h || !h[0])
-		return sqlite3_bind_null(s, i);
-	return sqlite3_bind_text(s, i, h, -1, SQLITE_STATIC);
+		return db_bind_null(s, i);
+	return db_bind_text(s, i, h, -1);
 }
 
-bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap)
+bool st_col_text(struct db_stmt *s, int col, char *out, size_t cap)
 {
-	const unsigned char *t = sqlite3_column_text(s, col);
-	int len = sqlite3_column_bytes(s, col);
+	const unsigned char *t = db_column_text(s, col);
+	int len = db_column_bytes(s, col);
 	out[0] = '\0';
 	if (!t)
-		return sqlite3_column_type(s, col) == SQLITE_NULL;
+		return db_column_type(s, col) == DB_NULL;
 	if (len < 0 || (size_t)len >= cap)
 		return false;
 	if (!fleet_ascii_printable(t, (size_t)len, FLEET_ASCII_SPACE))
@@ -493,40 +501,40 @@ bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap)
 
 static fleet_err exec_const(struct fleet_store *st, const char *sql, const char *what)
 {
-	int rc = sqlite3_exec(st->db, sql, NULL, NULL, NULL);
-	return rc == SQLITE_OK ? FLEET_STORE_OK : st_sqlite(st, rc, what);
+	int rc = db_exec(st->db, sql);
+	return rc == DB_OK ? FLEET_STORE_OK : st_dberr(st, rc, what);
 }
 
 /* A one-row, one-column integer query (a pragma or a count). */
 static fleet_err query_int(struct fleet_store *st, const char *sql, int64_t *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_int64(s, 0);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*out = db_column_int64(s, 0);
 	else
-		e = rc == SQLITE_DONE ? st_fail(st, FLEET_STORE_E_CORRUPT, "%s: no row", sql)
-				      : st_sqlite(st, rc, sql);
-	sqlite3_finalize(s);
+		e = rc == DB_DONE ? st_fail(st, FLEET_STORE_E_CORRUPT, "%s: no row", sql)
+				      : st_dberr(st, rc, sql);
+	db_finalize(s);
 	return e;
 }
 
 static fleet_err query_text(struct fleet_store *st, const char *sql, char *out,
 				       size_t cap)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW)
-		e = st_sqlite(st, rc, sql);
+	int rc = db_step(s);
+	if (rc != DB_ROW)
+		e = st_dberr(st, rc, sql);
 	else if (!st_col_text(s, 0, out, cap))
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "%s: unexpected answer", sql);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -534,8 +542,10 @@ static fleet_err schema_version(struct fleet_store *st, int64_t *v)
 {
 	int64_t n;
 	fleet_err e = query_int(
-		st, "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
-		    "name = 'schema_migrations'", &n);
+		st, is_pg(st) ? "SELECT count(*) FROM information_schema.tables WHERE "
+				"table_schema = current_schema() AND table_name = 'schema_migrations'"
+			      : "SELECT count(*) FROM sqlite_schema WHERE type = 'table' AND "
+				"name = 'schema_migrations'", &n);
 	if (e)
 		return e;
 	if (!n) {
@@ -545,20 +555,36 @@ static fleet_err schema_version(struct fleet_store *st, int64_t *v)
 	return query_int(st, "SELECT coalesce(max(version), 0) FROM schema_migrations", v);
 }
 
+/* SQLite's application id; on PostgreSQL store_identity's one row, which
+ * exists once migration 1 ran (have > 0). */
+static fleet_err application_id(struct fleet_store *st, int64_t have, int64_t *app)
+{
+	if (!is_pg(st))
+		return query_int(st, "PRAGMA application_id", app);
+	*app = 0;
+	return have > 0 ? query_int(st, "SELECT application_id FROM store_identity", app)
+			: FLEET_STORE_OK;
+}
+
 static fleet_err migrate(struct fleet_store *st)
 {
 	fleet_err e = st_begin(st);
 	if (e)
 		return e;
 	int64_t have, app;
+	/* After st_begin: on PostgreSQL, a replica starting beside another
+	 * waits for the write lock, then sees the migrations that one ran. */
 	if ((e = exec_const(st,
-			    "CREATE TABLE IF NOT EXISTS schema_migrations ("
-			    " version INTEGER PRIMARY KEY,"
-			    " applied_at INTEGER NOT NULL,"
-			    " name TEXT NOT NULL) STRICT",
+			    is_pg(st) ? "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					" version BIGINT PRIMARY KEY,"
+					" applied_at BIGINT NOT NULL,"
+					" name TEXT NOT NULL)"
+				      : "CREATE TABLE IF NOT EXISTS schema_migrations ("
+					" version INTEGER PRIMARY KEY,"
+					" applied_at INTEGER NOT NULL,"
+					" name TEXT NOT NULL) STRICT",
 			    "create schema_migrations")) ||
-	    (e = schema_version(st, &have)) ||
-	    (e = query_int(st, "PRAGMA application_id", &app)))
+	    (e = schema_version(st, &have)) || (e = application_id(st, have, &app)))
 		goto fail;
 	if (have > FLEET_STORE_SCHEMA_VERSION) {
 		e = st_fail(st, FLEET_STORE_E_SCHEMA,
@@ -571,19 +597,21 @@ static fleet_err migrate(struct fleet_store *st)
 			    (long long)app);
 		goto fail;
 	}
-	for (size_t i = (size_t)have; i < N_MIGRATIONS; i++) {
-		sqlite3_stmt *s;
-		if ((e = exec_const(st, migrations[i].sql, migrations[i].name)) ||
+	size_t n_mig;
+	const struct st_migration *mig = engine_migrations(st, &n_mig);
+	for (size_t i = (size_t)have; i < n_mig; i++) {
+		struct db_stmt *s;
+		if ((e = exec_const(st, mig[i].sql, mig[i].name)) ||
 		    (e = st_prepare(st, "INSERT INTO schema_migrations (version, applied_at, name) "
 					"VALUES (?1, ?2, ?3)", &s)))
 			goto fail;
-		sqlite3_bind_int(s, 1, migrations[i].version);
-		sqlite3_bind_int64(s, 2, (sqlite3_int64)time(NULL));
-		sqlite3_bind_text(s, 3, migrations[i].name, -1, SQLITE_STATIC);
-		int rc = sqlite3_step(s);
-		sqlite3_finalize(s);
-		if (rc != SQLITE_DONE) {
-			e = st_sqlite(st, rc, "record migration");
+		db_bind_int64(s, 1, mig[i].version);
+		db_bind_int64(s, 2, (int64_t)time(NULL));
+		db_bind_text(s, 3, mig[i].name, -1);
+		int rc = db_step(s);
+		db_finalize(s);
+		if (rc != DB_DONE) {
+			e = st_dberr(st, rc, "record migration");
 			goto fail;
 		}
 	}
@@ -670,17 +698,19 @@ static fleet_err check_operator(struct fleet_store *st, const char *dir, const c
 	return e;
 }
 
+/* SQLite's settings (PostgreSQL's are its opener's, db_pg.c). */
 static fleet_err configure(struct fleet_store *st)
 {
 	int on = 0;
+	sqlite3 *h = db_sqlite_handle(st->db);
 	/* Defensive: no writable_schema, no shadow-table writes, no
 	 * double-quoted strings as identifiers; nothing in the file can run
 	 * as a trusted function. */
-	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
-	sqlite3_db_config(st->db, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on);
-	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DDL, 0, &on);
-	sqlite3_db_config(st->db, SQLITE_DBCONFIG_DQS_DML, 0, &on);
-	sqlite3_busy_timeout(st->db, FLEET_STORE_BUSY_MS);
+	sqlite3_db_config(h, SQLITE_DBCONFIG_DEFENSIVE, 1, &on);
+	sqlite3_db_config(h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &on);
+	sqlite3_db_config(h, SQLITE_DBCONFIG_DQS_DDL, 0, &on);
+	sqlite3_db_config(h, SQLITE_DBCONFIG_DQS_DML, 0, &on);
+	sqlite3_busy_timeout(h, FLEET_STORE_BUSY_MS);
 	fleet_err e;
 	int64_t fk;
 	if ((e = exec_const(st, "PRAGMA foreign_keys = ON", "foreign_keys")) ||
@@ -709,7 +739,7 @@ static fleet_err check_readonly_schema(struct fleet_store *st)
 {
 	int64_t have, app;
 	fleet_err e = schema_version(st, &have);
-	if (e || (e = query_int(st, "PRAGMA application_id", &app)))
+	if (e || (e = application_id(st, have, &app)))
 		return e;
 	if (have == 0 || app != FLEET_STORE_APPLICATION_ID)
 		return st_fail(st, FLEET_STORE_E_SCHEMA, "not a fleetd store");
@@ -720,6 +750,24 @@ static fleet_err check_readonly_schema(struct fleet_store *st)
 			       have < FLEET_STORE_SCHEMA_VERSION ? "start fleetd to migrate it"
 								 : "use the matching fleetctl");
 	return FLEET_STORE_OK;
+}
+
+bool fleet_store_location_is_postgres(const char *location)
+{
+	return location && (!strncmp(location, "postgres://", 11) ||
+			    !strncmp(location, "postgresql://", 13));
+}
+
+/* The PostgreSQL store (db_pg.c): no file to check; the server's roles
+ * decide who may read and write. A read-only handle's transactions are
+ * all read-only (the server refuses its writes, as query_only does on
+ * SQLite); the operator's and readers' handles never migrate. */
+static fleet_err open_pg(struct fleet_store *st, const char *conninfo, bool operator_mode)
+{
+	int rc = db_pg_open(conninfo, st->readonly, &st->db);
+	if (rc != DB_OK)
+		return st_dberr(st, rc, "open the PostgreSQL store");
+	return st->readonly || operator_mode ? check_readonly_schema(st) : migrate(st);
 }
 
 fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
@@ -739,10 +787,15 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 		return fleet_errctx_msg(ec, FLEET_STORE_E_NOMEM, "out of memory");
 	}
 	st->readonly = mode == FLEET_STORE_READONLY;
+	st->pass_lock_fd = -1;
 	bool operator_mode = mode == FLEET_STORE_OPERATOR;
 	char path[PATH_MAX];
 	fleet_err e = FLEET_STORE_OK;
 	int dfd = -1;
+	if (fleet_store_location_is_postgres(state_dir)) {
+		e = open_pg(st, state_dir, operator_mode);
+		goto out;
+	}
 	if (!state_dir || state_dir[0] != '/' ||
 	    snprintf(path, sizeof(path), "%s/%s", state_dir, FLEET_STORE_FILE) >= (int)sizeof(path)) {
 		e = st_fail(st, FLEET_STORE_E_INVALID, "the state directory must be an absolute path");
@@ -775,11 +828,12 @@ fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 			goto out;
 		flags |= SQLITE_OPEN_READWRITE;
 	}
-	int rc = sqlite3_open_v2(path, &st->db, flags, NULL);
-	if (rc != SQLITE_OK) {
-		e = st_sqlite(st, rc, path);
+	int rc = db_sqlite_open(path, flags, &st->db);
+	if (rc != DB_OK) {
+		e = st_dberr(st, rc, path);
 		goto out;
 	}
+	memcpy(st->dir, state_dir, strlen(state_dir) + 1); /* fits: path held it */
 	if ((e = configure(st)))
 		goto out;
 	/* The operator's handle never migrates: that is the daemon's, at its
@@ -802,7 +856,8 @@ void fleet_store_close(struct fleet_store *st)
 	if (!st)
 		return;
 	fleet_store_snapshot_end(st); /* one left open by its thread */
-	sqlite3_close(st->db);
+	fleet_store_pass_unlock(st);
+	db_close(st->db);
 	pthread_mutex_destroy(&st->mu);
 	free(st);
 }
@@ -824,6 +879,62 @@ fleet_err fleet_store_errctx(const struct fleet_store *st, fleet_err e, struct f
 	return e;
 }
 
+/*
+ * P1: one pass at a time across every fleetd on the store. PostgreSQL: a
+ * session advisory lock, released by the server when the holder's
+ * connection ends, a killed replica's included. SQLite: flock(2) on
+ * pass.lock beside the database, released by the kernel when the holder
+ * dies. Never waits: a replica that does not get it skips this pass.
+ */
+fleet_err fleet_store_pass_lock(struct fleet_store *st, bool *held)
+{
+	*held = false;
+	st_lock(st);
+	if (st->pass_lock_held) {
+		*held = true;
+		return st_unlock(st, FLEET_STORE_OK);
+	}
+	if (is_pg(st)) {
+		int rc = db_pg_try_lock(st->db, DB_PG_PASS_LOCK, held);
+		if (rc != DB_OK)
+			return st_unlock(st, st_dberr(st, rc, "take the pass lock"));
+		st->pass_lock_held = *held;
+		return st_unlock(st, FLEET_STORE_OK);
+	}
+	char path[PATH_MAX];
+	if (snprintf(path, sizeof(path), "%s/pass.lock", st->dir) >= (int)sizeof(path))
+		return st_unlock(st, st_fail(st, FLEET_STORE_E_INVALID, "state directory too long"));
+	int fd = open(path, O_RDWR | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+	if (fd < 0)
+		return st_unlock(st, st_fail_errno(st, FLEET_STORE_E_IO, errno, "cannot open %s",
+						   path));
+	if (flock(fd, LOCK_EX | LOCK_NB) != 0) {
+		int err = errno;
+		close(fd);
+		if (err == EWOULDBLOCK)
+			return st_unlock(st, FLEET_STORE_OK); /* another fleetd's pass runs */
+		return st_unlock(st, st_fail_errno(st, FLEET_STORE_E_IO, err, "cannot lock %s",
+						   path));
+	}
+	st->pass_lock_fd = fd;
+	st->pass_lock_held = *held = true;
+	return st_unlock(st, FLEET_STORE_OK);
+}
+
+void fleet_store_pass_unlock(struct fleet_store *st)
+{
+	if (!st)
+		return;
+	st_lock(st);
+	if (st->pass_lock_held && st->db && is_pg(st))
+		db_pg_unlock(st->db, DB_PG_PASS_LOCK);
+	if (st->pass_lock_fd >= 0)
+		close(st->pass_lock_fd); /* the flock goes with it */
+	st->pass_lock_fd = -1;
+	st->pass_lock_held = false;
+	st_unlock(st, FLEET_STORE_OK);
+}
+
 fleet_err fleet_store_snapshot_begin(struct fleet_store *st)
 {
 	st_lock(st);
@@ -833,9 +944,9 @@ fleet_err fleet_store_snapshot_begin(struct fleet_store *st)
 	/* DEFERRED: the read transaction starts at the first read and keeps
 	 * that state of the file (WAL) until the end; it takes no write lock,
 	 * so the daemon's writers never wait for it. */
-	int rc = sqlite3_exec(st->db, "BEGIN DEFERRED", NULL, NULL, NULL);
-	if (rc != SQLITE_OK)
-		return st_unlock(st, st_sqlite(st, rc, "begin a snapshot"));
+	int rc = db_begin_snapshot(st->db);
+	if (rc != DB_OK)
+		return st_unlock(st, st_dberr(st, rc, "begin a snapshot"));
 	st->snapshot = true;
 	return FLEET_STORE_OK; /* mu stays held: fleet_store_snapshot_end lets it go */
 }
@@ -851,9 +962,9 @@ void fleet_store_snapshot_end(struct fleet_store *st)
 	pthread_mutex_unlock(&st->mu);
 }
 
-fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_t max,
+fleet_err st_collect(struct fleet_store *st, struct db_stmt *s, size_t elem, size_t max,
 		     const char *what,
-		     fleet_err (*row)(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx),
+		     fleet_err (*row)(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx),
 		     void *ctx, void (*free_el)(void *el), void **out, size_t *n)
 {
 	fleet_err e = FLEET_STORE_OK;
@@ -862,7 +973,7 @@ fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_
 	int rc;
 	*out = NULL;
 	*n = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = db_step(s)) == DB_ROW) {
 		if (max && cnt == max) {
 			e = st_fail(st, FLEET_STORE_E_FULL,
 				    "more than %zu %s: too many to list at once", max, what);
@@ -888,12 +999,12 @@ fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_
 		if ((e = row(st, s, el, ctx)) != FLEET_STORE_OK)
 			break;
 	}
-	if (!e && rc != SQLITE_DONE) {
+	if (!e && rc != DB_DONE) {
 		char w[80];
 		snprintf(w, sizeof(w), "list %s", what);
-		e = st_sqlite(st, rc, w);
+		e = st_dberr(st, rc, w);
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (e) {
 		for (size_t i = 0; free_el && i < cnt; i++)
 			free_el(v + i * elem);

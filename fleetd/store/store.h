@@ -104,6 +104,20 @@ enum fleet_store_mode {
 fleet_err fleet_store_open(const char *state_dir, enum fleet_store_mode mode,
 			   struct fleet_store **out, struct fleet_errctx *ec);
 void fleet_store_close(struct fleet_store *st);
+/* A location naming a PostgreSQL server (postgres://, postgresql://: a
+ * libpq URI) rather than a state directory: fleet_store_open then opens
+ * the store there (docs/store.md, "Several replicas"), with the same
+ * schema, migrations and contracts as the SQLite file. */
+bool fleet_store_location_is_postgres(const char *location);
+
+/* P1: the pass lock, so that one replica at a time runs the pass. Never
+ * waits: *held says whether this handle holds it now (it may already). It
+ * is released by fleet_store_pass_unlock, by closing the handle, and by
+ * the holder's death (the kernel's flock on SQLite, the server's session
+ * end on PostgreSQL), so a replica killed mid-pass never keeps the others
+ * from theirs. */
+fleet_err fleet_store_pass_lock(struct fleet_store *st, bool *held);
+void fleet_store_pass_unlock(struct fleet_store *st);
 /* The sentence for the calling thread's last failed call on st ("" if
  * none): the failing call wrote it to this thread's own storage, under the
  * handle's mutex, so other threads' calls on st cannot change it. Read it

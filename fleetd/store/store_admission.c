@@ -28,20 +28,20 @@ static fleet_err insert_provisional(struct fleet_store *st,
 	if (!der || len == 0 || len > FLEET_STORE_CERT_MAX || !st_cert_facts(der, len, &not_after, sha1))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate of at most %d bytes",
 			       FLEET_STORE_CERT_MAX);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "INSERT INTO provisional_certs (session, serial, device, kind, sha1, not_after, "
 		    "issued_at, der) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)", &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, in->session, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->serial, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, in->device, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 5, sha1, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 6, not_after);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)in->now);
-	sqlite3_bind_blob(s, 8, der, (int)len, SQLITE_STATIC);
+	db_bind_text(s, 1, in->session, -1);
+	db_bind_text(s, 2, in->serial, -1);
+	db_bind_text(s, 3, in->device, -1);
+	db_bind_text(s, 4, kind, -1);
+	db_bind_text(s, 5, sha1, -1);
+	db_bind_int64(s, 6, not_after);
+	db_bind_int64(s, 7, in->now);
+	db_bind_blob(s, 8, der, (int)len);
 	return st_step_done(st, s, "insert provisional certificate", NULL);
 }
 
@@ -80,7 +80,7 @@ fleet_err fleet_store_provisional_issue(struct fleet_store *st,
 static fleet_err adopt_certs(struct fleet_store *st, const char *session,
 					int64_t device_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int moved = 0;
 	fleet_err e = st_prepare(
 		st, "INSERT INTO certificates (device_id, kind, sha1, not_after, issued_at, der) "
@@ -88,8 +88,8 @@ static fleet_err adopt_certs(struct fleet_store *st, const char *session,
 		    "WHERE session = ?1 AND revoked_at IS NULL ORDER BY kind", &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, session, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, device_id);
+	db_bind_text(s, 1, session, -1);
+	db_bind_int64(s, 2, device_id);
 	if ((e = st_step_done(st, s, "adopt provisional certificates", &moved)))
 		return e;
 	if (moved != 2)
@@ -97,7 +97,7 @@ static fleet_err adopt_certs(struct fleet_store *st, const char *session,
 			       "the session holds %d unrevoked provisional certificates, not 2", moved);
 	if ((e = st_prepare(st, "DELETE FROM provisional_certs WHERE session = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, session, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, session, -1);
 	return st_step_done(st, s, "drop provisional certificates", NULL);
 }
 
@@ -157,41 +157,41 @@ static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
 		return st_fail(st, FLEET_STORE_E_INVALID, "a revocation needs a session id and a reason");
 	if ((e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	/* Which ones, for the journal: read inside the transaction that
 	 * revokes them, so the list is exactly what was revoked. */
 	if ((e = st_prepare(st, "SELECT sha1 FROM provisional_certs WHERE revoked_at IS NULL AND "
-				"(?1 IS NULL OR session = ?1) ORDER BY id", &s)))
+				"(CAST(?1 AS TEXT) IS NULL OR session = ?1) ORDER BY id", &s)))
 		goto fail;
 	if (session)
-		sqlite3_bind_text(s, 1, session, -1, SQLITE_STATIC);
+		db_bind_text(s, 1, session, -1);
 	else
-		sqlite3_bind_null(s, 1);
+		db_bind_null(s, 1);
 	int rc;
 	size_t found = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+	while ((rc = db_step(s)) == DB_ROW) {
 		if (sha1s && found < FLEET_STORE_REVOKE_SHA1S &&
 		    !st_col_text(s, 0, sha1s[found], 41)) {
-			sqlite3_finalize(s);
+			db_finalize(s);
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a provisional certificate row is impossible");
 			goto fail;
 		}
 		found++;
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE) {
-		e = st_sqlite(st, rc, "read provisional certificates");
+	db_finalize(s);
+	if (rc != DB_DONE) {
+		e = st_dberr(st, rc, "read provisional certificates");
 		goto fail;
 	}
 	if ((e = st_prepare(st, "UPDATE provisional_certs SET revoked_at = ?2, revoke_reason = ?3 "
-				"WHERE revoked_at IS NULL AND (?1 IS NULL OR session = ?1)", &s)))
+				"WHERE revoked_at IS NULL AND (CAST(?1 AS TEXT) IS NULL OR session = ?1)", &s)))
 		goto fail;
 	if (session)
-		sqlite3_bind_text(s, 1, session, -1, SQLITE_STATIC);
+		db_bind_text(s, 1, session, -1);
 	else
-		sqlite3_bind_null(s, 1);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
-	sqlite3_bind_text(s, 3, reason, -1, SQLITE_STATIC);
+		db_bind_null(s, 1);
+	db_bind_int64(s, 2, now);
+	db_bind_text(s, 3, reason, -1);
 	if ((e = st_step_done(st, s, "revoke provisional certificates", NULL)))
 		goto fail;
 	if ((e = st_commit(st)))
@@ -217,12 +217,12 @@ static fleet_err provisional_prune(struct fleet_store *st, time_t now, size_t *n
 	fleet_err e = st_writable(st);
 	if (e)
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	if ((e = st_prepare(st, "DELETE FROM provisional_certs WHERE revoked_at IS NOT NULL AND "
 				"not_after < ?1", &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
+	db_bind_int64(s, 1, now);
 	if ((e = st_step_done(st, s, "prune provisional certificates", &changes)))
 		return e;
 	*n = (size_t)changes;
@@ -238,7 +238,7 @@ fleet_err fleet_store_provisional_prune(struct fleet_store *st, time_t now, size
 static fleet_err provisional_list(struct fleet_store *st,
 					     struct fleet_store_cert **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT kind, sha1, not_after, issued_at, revoked_at IS NOT NULL, "
 		    "coalesce(revoked_at, 0), der, device FROM provisional_certs "
@@ -247,7 +247,7 @@ static fleet_err provisional_list(struct fleet_store *st,
 	*n = 0;
 	if (e)
 		return e;
-	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+	db_bind_int64(s, 1, FLEET_STORE_LIST_MAX);
 	return st_read_certs(st, s, NULL, out, n);
 }
 

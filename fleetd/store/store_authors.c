@@ -9,16 +9,16 @@
 #include <string.h>
 
 #define AUTHOR_COLS                                                                           \
-	"device_id, serial, approved_ek_hash, approved_ek_hash_ecc, user, change_id, "       \
+	"device_id, serial, approved_ek_hash, approved_ek_hash_ecc, \"user\", change_id, "       \
 	"changed_at, recorded_at"
 
-static bool read_author(sqlite3_stmt *s, struct fleet_store_binding_author *r)
+static bool read_author(struct db_stmt *s, struct fleet_store_binding_author *r)
 {
 	memset(r, 0, sizeof(*r));
-	r->device_id = sqlite3_column_int64(s, 0);
-	r->change_id = sqlite3_column_int64(s, 5);
-	r->changed_at = sqlite3_column_int64(s, 6);
-	r->recorded_at = sqlite3_column_int64(s, 7);
+	r->device_id = db_column_int64(s, 0);
+	r->change_id = db_column_int64(s, 5);
+	r->changed_at = db_column_int64(s, 6);
+	r->recorded_at = db_column_int64(s, 7);
 	/* The schema's CHECKs hold these; a row that breaks them was written
 	 * by something other than this code, and is read as corrupt rather
 	 * than as a proof. */
@@ -31,7 +31,7 @@ static bool read_author(sqlite3_stmt *s, struct fleet_store_binding_author *r)
 	       st_hash_ok(r->approved_ek_hash_ecc);
 }
 
-static fleet_err author_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err author_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	(void)ctx;
 	if (!read_author(s, el))
@@ -75,21 +75,21 @@ static fleet_err check_in(struct fleet_store *st,
 /* Inside the caller's transaction: room for device_id (known, or below the cap). */
 static fleet_err room_for(struct fleet_store *st, int64_t device_id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT (SELECT count(*) FROM binding_authors), "
 		    "EXISTS (SELECT 1 FROM binding_authors WHERE device_id = ?1)", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, device_id);
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW)
-		e = st_sqlite(st, rc, "count binding authors");
-	else if (!sqlite3_column_int64(s, 1) &&
-		 sqlite3_column_int64(s, 0) >= FLEET_STORE_MAX_BINDING_AUTHORS)
+	db_bind_int64(s, 1, device_id);
+	int rc = db_step(s);
+	if (rc != DB_ROW)
+		e = st_dberr(st, rc, "count binding authors");
+	else if (!db_column_int64(s, 1) &&
+		 db_column_int64(s, 0) >= FLEET_STORE_MAX_BINDING_AUTHORS)
 		e = st_fail(st, FLEET_STORE_E_FULL, "the store holds %d binding author records",
 			    FLEET_STORE_MAX_BINDING_AUTHORS);
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -99,25 +99,25 @@ static fleet_err binding_author_record(struct fleet_store *st,
 	fleet_err e = st_writable(st);
 	if (e || (e = check_in(st, r)) || (e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = room_for(st, r->device_id)) ||
 	    (e = st_prepare(st, "INSERT INTO binding_authors (" AUTHOR_COLS ") VALUES "
 				"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8) ON CONFLICT (device_id) DO UPDATE "
 				"SET serial = excluded.serial, "
 				"approved_ek_hash = excluded.approved_ek_hash, "
 				"approved_ek_hash_ecc = excluded.approved_ek_hash_ecc, "
-				"user = excluded.user, change_id = excluded.change_id, "
+				"\"user\" = excluded.\"user\", change_id = excluded.change_id, "
 				"changed_at = excluded.changed_at, "
 				"recorded_at = excluded.recorded_at", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, r->device_id);
-	sqlite3_bind_text(s, 2, r->serial, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, r->approved_ek_hash, -1, SQLITE_STATIC);
+	db_bind_int64(s, 1, r->device_id);
+	db_bind_text(s, 2, r->serial, -1);
+	db_bind_text(s, 3, r->approved_ek_hash, -1);
 	st_bind_hash(s, 4, r->approved_ek_hash_ecc);
-	sqlite3_bind_text(s, 5, r->user, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 6, r->change_id);
-	sqlite3_bind_int64(s, 7, r->changed_at);
-	sqlite3_bind_int64(s, 8, r->recorded_at);
+	db_bind_text(s, 5, r->user, -1);
+	db_bind_int64(s, 6, r->change_id);
+	db_bind_int64(s, 7, r->changed_at);
+	db_bind_int64(s, 8, r->recorded_at);
 	if ((e = st_step_done(st, s, "record binding author", NULL)))
 		goto fail;
 	return st_commit(st);
@@ -140,24 +140,24 @@ static fleet_err binding_author_get(struct fleet_store *st, int64_t device_id,
 	if (device_id <= 0)
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no record for device id %lld",
 			       (long long)device_id);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT " AUTHOR_COLS " FROM binding_authors WHERE device_id = ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, device_id);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_DONE)
+	db_bind_int64(s, 1, device_id);
+	int rc = db_step(s);
+	if (rc == DB_DONE)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no binding author record for device %lld",
 			    (long long)device_id);
-	else if (rc != SQLITE_ROW)
-		e = st_sqlite(st, rc, "read binding author");
+	else if (rc != DB_ROW)
+		e = st_dberr(st, rc, "read binding author");
 	else if (!read_author(s, out))
 		e = st_fail(st, FLEET_STORE_E_CORRUPT,
 			    "a binding author row holds an impossible value");
 	if (e)
 		memset(out, 0, sizeof(*out));
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -176,11 +176,11 @@ static fleet_err binding_author_forget(struct fleet_store *st, int64_t device_id
 	fleet_err e = st_writable(st);
 	if (e || (e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	if ((e = st_prepare(st, "DELETE FROM binding_authors WHERE device_id = ?1", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, device_id);
+	db_bind_int64(s, 1, device_id);
 	if ((e = st_step_done(st, s, "forget binding author", &changes)) || (e = st_commit(st)))
 		goto fail;
 	if (forgot)
@@ -208,14 +208,14 @@ static fleet_err binding_authors_after(struct fleet_store *st, int64_t after_id,
 	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
 		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
 			       FLEET_STORE_LIST_MAX);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT " AUTHOR_COLS " FROM binding_authors "
 						"WHERE device_id > ?1 ORDER BY device_id LIMIT ?2",
 					    &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, after_id);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	db_bind_int64(s, 1, after_id);
+	db_bind_int64(s, 2, limit);
 	void *v;
 	e = st_collect(st, s, sizeof(struct fleet_store_binding_author), 0, "binding authors",
 		       author_row, NULL, NULL, &v, n);

@@ -9,11 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 
-static fleet_err run(struct fleet_store *st, sqlite3_stmt *s, const char *what)
+static fleet_err run(struct fleet_store *st, struct db_stmt *s, const char *what)
 {
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	return rc == SQLITE_DONE ? FLEET_STORE_OK : st_sqlite(st, rc, what);
+	int rc = db_step(s);
+	db_finalize(s);
+	return rc == DB_DONE ? FLEET_STORE_OK : st_dberr(st, rc, what);
 }
 
 /* count(*) with at most one integer parameter ?1 (an SQL without one ignores key).
@@ -22,50 +22,50 @@ static fleet_err count_rows(struct fleet_store *st, const char *sql, int64_t key
 				       int64_t *out)
 {
 	*out = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, key);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_int64(s, 0);
+	db_bind_int64(s, 1, key);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*out = db_column_int64(s, 0);
 	else
-		e = st_sqlite(st, rc, "count");
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, "count");
+	db_finalize(s);
 	return e;
 }
 
 /* The claim's id for serial, or 0. */
 static fleet_err claim_id(struct fleet_store *st, const char *serial, int64_t *id)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT id FROM claims WHERE serial = ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	*id = rc == SQLITE_ROW ? sqlite3_column_int64(s, 0) : 0;
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "find claim");
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, serial, -1);
+	int rc = db_step(s);
+	*id = rc == DB_ROW ? db_column_int64(s, 0) : 0;
+	if (rc != DB_ROW && rc != DB_DONE)
+		e = st_dberr(st, rc, "find claim");
+	db_finalize(s);
 	return e;
 }
 
 static fleet_err record_eks(struct fleet_store *st, int64_t id, const char *ek,
 				       const char *ecc, time_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "UPDATE claim_eks SET last_seen = ?4, count = count + 1 "
 		    "WHERE claim_id = ?1 AND ek_hash = ?2 AND ek_hash_ecc = ?3", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, ek, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, ecc, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)now);
-	if ((e = run(st, s, "count claim EKs")) || sqlite3_changes(st->db) > 0)
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, ek, -1);
+	db_bind_text(s, 3, ecc, -1);
+	db_bind_int64(s, 4, now);
+	if ((e = run(st, s, "count claim EKs")) || db_changes(st->db) > 0)
 		return e;
 	int64_t have;
 	if ((e = count_rows(st, "SELECT count(*) FROM claim_eks WHERE claim_id = ?1", id, &have)))
@@ -73,16 +73,16 @@ static fleet_err record_eks(struct fleet_store *st, int64_t id, const char *ek,
 	if (have >= FLEET_STORE_CLAIM_EKS) {
 		if ((e = st_prepare(st, "UPDATE claims SET eks_dropped = 1 WHERE id = ?1", &s)))
 			return e;
-		sqlite3_bind_int64(s, 1, id);
+		db_bind_int64(s, 1, id);
 		return run(st, s, "mark claim");
 	}
 	if ((e = st_prepare(st, "INSERT INTO claim_eks (claim_id, ek_hash, ek_hash_ecc, first_seen, "
 				"last_seen, count) VALUES (?1, ?2, ?3, ?4, ?4, 1)", &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, ek, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, ecc, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)now);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, ek, -1);
+	db_bind_text(s, 3, ecc, -1);
+	db_bind_int64(s, 4, now);
 	return run(st, s, "record claim EKs");
 }
 
@@ -91,20 +91,20 @@ static fleet_err claims_of_eks(struct fleet_store *st, const char *ek, const cha
 					  int64_t *out)
 {
 	*out = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT count(DISTINCT claim_id) FROM claim_eks WHERE ek_hash = ?1 AND "
 		    "ek_hash_ecc = ?2", &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, ek, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, ecc, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*out = sqlite3_column_int64(s, 0);
+	db_bind_text(s, 1, ek, -1);
+	db_bind_text(s, 2, ecc, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*out = db_column_int64(s, 0);
 	else
-		e = st_sqlite(st, rc, "count claims of EKs");
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, "count claims of EKs");
+	db_finalize(s);
 	return e;
 }
 
@@ -128,16 +128,16 @@ static fleet_err claim_upsert(struct fleet_store *st, const char *serial,
 	if ((e = st_begin(st)))
 		return e;
 	int64_t id;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = claim_id(st, serial, &id)))
 		goto fail;
 	if (id) {
 		if ((e = st_prepare(st, "UPDATE claims SET reason = ?1, last_seen = ?2, "
 					"count = count + 1 WHERE id = ?3", &s)))
 			goto fail;
-		sqlite3_bind_text(s, 1, reason, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
-		sqlite3_bind_int64(s, 3, id);
+		db_bind_text(s, 1, reason, -1);
+		db_bind_int64(s, 2, now);
+		db_bind_int64(s, 3, id);
 		if ((e = run(st, s, "update claim")))
 			goto fail;
 	} else {
@@ -163,12 +163,12 @@ static fleet_err claim_upsert(struct fleet_store *st, const char *serial,
 		if ((e = st_prepare(st, "INSERT INTO claims (serial, reason, first_seen, last_seen, "
 					"count) VALUES (?1, ?2, ?3, ?3, 1)", &s)))
 			goto fail;
-		sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 2, reason, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 3, (sqlite3_int64)now);
+		db_bind_text(s, 1, serial, -1);
+		db_bind_text(s, 2, reason, -1);
+		db_bind_int64(s, 3, now);
 		if ((e = run(st, s, "insert claim")))
 			goto fail;
-		id = sqlite3_last_insert_rowid(st->db);
+		id = db_last_insert_rowid(st->db);
 	}
 	if ((ek[0] || ecc[0]) && (e = record_eks(st, id, ek, ecc, now)))
 		goto fail;
@@ -189,45 +189,45 @@ fleet_err fleet_store_claim_upsert(struct fleet_store *st, const char *serial,
 static fleet_err claim_eks(struct fleet_store *st, int64_t id,
 				      struct fleet_store_claim *c)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT ek_hash, ek_hash_ecc, first_seen, last_seen, count FROM claim_eks "
 		    "WHERE claim_id = ?1 ORDER BY first_seen, ek_hash, ek_hash_ecc LIMIT ?2", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_int(s, 2, FLEET_STORE_CLAIM_EKS);
+	db_bind_int64(s, 1, id);
+	db_bind_int64(s, 2, FLEET_STORE_CLAIM_EKS);
 	int rc;
 	c->n_eks = 0;
-	while ((rc = sqlite3_step(s)) == SQLITE_ROW && c->n_eks < FLEET_STORE_CLAIM_EKS) {
+	while ((rc = db_step(s)) == DB_ROW && c->n_eks < FLEET_STORE_CLAIM_EKS) {
 		struct fleet_store_claim_ek *k = &c->eks[c->n_eks++];
-		k->first_seen = sqlite3_column_int64(s, 2);
-		k->last_seen = sqlite3_column_int64(s, 3);
-		k->count = sqlite3_column_int64(s, 4);
+		k->first_seen = db_column_int64(s, 2);
+		k->last_seen = db_column_int64(s, 3);
+		k->count = db_column_int64(s, 4);
 		if (!st_col_text(s, 0, k->ek_hash, sizeof(k->ek_hash)) ||
 		    !st_col_text(s, 1, k->ek_hash_ecc, sizeof(k->ek_hash_ecc))) {
-			sqlite3_finalize(s);
+			db_finalize(s);
 			return st_fail(st, FLEET_STORE_E_CORRUPT, "a claim EK row is impossible");
 		}
 	}
-	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
-		e = st_sqlite(st, rc, "list claim EKs");
-	sqlite3_finalize(s);
+	if (rc != DB_DONE && rc != DB_ROW)
+		e = st_dberr(st, rc, "list claim EKs");
+	db_finalize(s);
 	return e;
 }
 
-static fleet_err claim_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err claim_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_claim *c = el;
 	(void)ctx;
-	c->first_seen = sqlite3_column_int64(s, 3);
-	c->last_seen = sqlite3_column_int64(s, 4);
-	c->count = sqlite3_column_int64(s, 5);
-	c->eks_dropped = sqlite3_column_int64(s, 6) != 0;
+	c->first_seen = db_column_int64(s, 3);
+	c->last_seen = db_column_int64(s, 4);
+	c->count = db_column_int64(s, 5);
+	c->eks_dropped = db_column_int64(s, 6) != 0;
 	if (!st_col_text(s, 1, c->serial, sizeof(c->serial)) ||
 	    !st_col_text(s, 2, c->reason, sizeof(c->reason)))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a claim row holds an impossible value");
-	return claim_eks(st, sqlite3_column_int64(s, 0), c);
+	return claim_eks(st, db_column_int64(s, 0), c);
 }
 
 static fleet_err claims_list(struct fleet_store *st,
@@ -235,13 +235,13 @@ static fleet_err claims_list(struct fleet_store *st,
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT id, serial, reason, first_seen, last_seen, count, eks_dropped "
 		    "FROM claims ORDER BY last_seen DESC, id DESC LIMIT ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+	db_bind_int64(s, 1, FLEET_STORE_LIST_MAX);
 	void *v;
 	e = st_collect(st, s, sizeof(struct fleet_store_claim), 0, "claims", claim_row, NULL, NULL,
 		       &v, n);

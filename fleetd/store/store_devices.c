@@ -11,15 +11,15 @@
 	"id, name, serial, inventory_id, state, ek_hash, ek_hash_ecc, first_admitted, "      \
 	"last_seen, quarantined, quarantine_reason, quarantined_at"
 
-static bool read_device(sqlite3_stmt *s, struct fleet_store_device *d)
+static bool read_device(struct db_stmt *s, struct fleet_store_device *d)
 {
 	memset(d, 0, sizeof(*d));
-	d->id = sqlite3_column_int64(s, 0);
-	d->inventory_id = sqlite3_column_int64(s, 3);
-	d->first_admitted = sqlite3_column_int64(s, 7);
-	d->last_seen = sqlite3_column_int64(s, 8);
-	d->quarantined = sqlite3_column_int64(s, 9) != 0;
-	d->quarantined_at = sqlite3_column_int64(s, 11);
+	d->id = db_column_int64(s, 0);
+	d->inventory_id = db_column_int64(s, 3);
+	d->first_admitted = db_column_int64(s, 7);
+	d->last_seen = db_column_int64(s, 8);
+	d->quarantined = db_column_int64(s, 9) != 0;
+	d->quarantined_at = db_column_int64(s, 11);
 	return st_col_text(s, 1, d->name, sizeof(d->name)) && d->name[0] &&
 	       st_col_text(s, 2, d->serial, sizeof(d->serial)) && d->serial[0] &&
 	       st_col_text(s, 4, d->state, sizeof(d->state)) &&
@@ -28,7 +28,7 @@ static bool read_device(sqlite3_stmt *s, struct fleet_store_device *d)
 	       st_col_text(s, 10, d->quarantine_reason, sizeof(d->quarantine_reason));
 }
 
-static fleet_err device_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err device_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	(void)ctx;
 	if (!read_device(s, el))
@@ -43,19 +43,19 @@ static fleet_err device_get(struct fleet_store *st, const char *sql, const char 
 	if (!st_text_ok(key, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a %s is 1 to %d printable characters",
 			       what, FLEET_STORE_NAME_MAX);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, sql, &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, key, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_DONE)
+	db_bind_text(s, 1, key, -1);
+	int rc = db_step(s);
+	if (rc == DB_DONE)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that %s", what);
-	else if (rc != SQLITE_ROW)
-		e = st_sqlite(st, rc, "read device");
+	else if (rc != DB_ROW)
+		e = st_dberr(st, rc, "read device");
 	else if (!read_device(s, out))
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -148,15 +148,15 @@ struct fleet_decision fleet_store_device_check_eks(struct fleet_store *st, const
 }
 
 /* One write statement with bound values; `changes` gets the row count. */
-fleet_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+fleet_err st_step_done(struct fleet_store *st, struct db_stmt *s, const char *what,
 				      int *changes)
 {
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return st_sqlite(st, rc, what);
+	int rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE)
+		return st_dberr(st, rc, what);
 	if (changes)
-		*changes = sqlite3_changes(st->db);
+		*changes = db_changes(st->db);
 	return FLEET_STORE_OK;
 }
 
@@ -178,7 +178,7 @@ fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
 	if (inventory_id < 0)
 		return st_fail(st, FLEET_STORE_E_INVALID, "an inventory id is positive");
 	struct fleet_store_device d;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	e = device_get_by_serial(st, serial, &d);
 	if (e == FLEET_STORE_OK) {
 		/* The store never rebinds: a different EK under a known serial
@@ -194,12 +194,12 @@ fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
 		if ((e = st_prepare(st, "UPDATE devices SET last_seen = ?1, "
 					"inventory_id = coalesce(?2, inventory_id) WHERE id = ?3", &s)))
 			return e;
-		sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
+		db_bind_int64(s, 1, now);
 		if (inventory_id)
-			sqlite3_bind_int64(s, 2, inventory_id);
+			db_bind_int64(s, 2, inventory_id);
 		else
-			sqlite3_bind_null(s, 2);
-		sqlite3_bind_int64(s, 3, d.id);
+			db_bind_null(s, 2);
+		db_bind_int64(s, 3, d.id);
 		if ((e = st_step_done(st, s, "update device", NULL)))
 			return e;
 		*device_id = d.id;
@@ -208,28 +208,28 @@ fleet_err st_device_admit_tx(struct fleet_store *st, const char *name,
 					"ek_hash, ek_hash_ecc, first_admitted, last_seen) "
 					"VALUES (?1, ?2, ?3, 'admitted', ?4, ?5, ?6, ?6)", &s)))
 			return e;
-		sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
-		sqlite3_bind_text(s, 2, serial, -1, SQLITE_STATIC);
+		db_bind_text(s, 1, name, -1);
+		db_bind_text(s, 2, serial, -1);
 		if (inventory_id)
-			sqlite3_bind_int64(s, 3, inventory_id);
+			db_bind_int64(s, 3, inventory_id);
 		else
-			sqlite3_bind_null(s, 3);
+			db_bind_null(s, 3);
 		st_bind_hash(s, 4, ek_hash);
 		st_bind_hash(s, 5, ek_hash_ecc);
-		sqlite3_bind_int64(s, 6, (sqlite3_int64)now);
+		db_bind_int64(s, 6, now);
 		if ((e = st_step_done(st, s, "insert device", NULL))) {
 			if (e == FLEET_STORE_E_CONFLICT)
 				st_fail(st, e, "another device already has that name");
 			return e;
 		}
-		*device_id = sqlite3_last_insert_rowid(st->db);
+		*device_id = db_last_insert_rowid(st->db);
 	} else {
 		return e;
 	}
 	/* Admitted: the machine's claim is answered. */
 	if ((e = st_prepare(st, "DELETE FROM claims WHERE serial = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, serial, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, serial, -1);
 	return st_step_done(st, s, "delete claim", NULL);
 }
 
@@ -258,7 +258,7 @@ fleet_err fleet_store_device_record_admission(struct fleet_store *st, const char
 	return st_unlock(st, device_record_admission(st, name, serial, inventory_id, ek_hash, ek_hash_ecc, now));
 }
 
-static fleet_err update_one(struct fleet_store *st, sqlite3_stmt *s, const char *what)
+static fleet_err update_one(struct fleet_store *st, struct db_stmt *s, const char *what)
 {
 	int changes = 0;
 	fleet_err e = st_step_done(st, s, what, &changes);
@@ -285,11 +285,11 @@ static fleet_err device_set_state(struct fleet_store *st, const char *name,
 			       "a state is admitted, provisioning, active or retired");
 	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE devices SET state = ?1 WHERE name = ?2", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, states[i], -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, states[i], -1);
+	db_bind_text(s, 2, name, -1);
 	return update_one(st, s, "set state");
 }
 
@@ -307,11 +307,11 @@ static fleet_err device_touch(struct fleet_store *st, const char *name, time_t n
 		return e;
 	if (!st_text_ok(name, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE devices SET last_seen = ?1 WHERE name = ?2", &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
-	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
+	db_bind_int64(s, 1, now);
+	db_bind_text(s, 2, name, -1);
 	return update_one(st, s, "touch device");
 }
 
@@ -333,7 +333,7 @@ static fleet_err device_set_quarantine(struct fleet_store *st, const char *name,
 		return st_fail(st, FLEET_STORE_E_INVALID,
 			       "a quarantine needs a reason of 1 to %d printable characters",
 			       FLEET_STORE_QREASON_MAX);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, on ? "UPDATE devices SET quarantined = 1, quarantine_reason = ?1, "
 				     "quarantined_at = ?2 WHERE name = ?3"
 				   : "UPDATE devices SET quarantined = 0, quarantine_reason = NULL, "
@@ -341,10 +341,10 @@ static fleet_err device_set_quarantine(struct fleet_store *st, const char *name,
 			    &s)))
 		return e;
 	if (on) {
-		sqlite3_bind_text(s, 1, reason, -1, SQLITE_STATIC);
-		sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+		db_bind_text(s, 1, reason, -1);
+		db_bind_int64(s, 2, now);
 	}
-	sqlite3_bind_text(s, 3, name, -1, SQLITE_STATIC);
+	db_bind_text(s, 3, name, -1);
 	return update_one(st, s, "set quarantine");
 }
 
@@ -366,7 +366,7 @@ static fleet_err device_lift_quarantine(struct fleet_store *st, const char *name
 	if ((e = st_begin(st)))
 		return e;
 	struct fleet_store_device d;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = device_get(st, "SELECT " DEVICE_COLS " FROM devices WHERE name = ?1", name,
 			    "name", &d)))
 		goto fail;
@@ -380,7 +380,7 @@ static fleet_err device_lift_quarantine(struct fleet_store *st, const char *name
 				"quarantined_at = NULL WHERE name = ?1 AND quarantined = 1",
 			    &s)))
 		goto fail;
-	sqlite3_bind_text(s, 1, name, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, name, -1);
 	int changes = 0;
 	if ((e = st_step_done(st, s, "lift quarantine", &changes)))
 		goto fail;
@@ -412,7 +412,7 @@ static fleet_err devices_list(struct fleet_store *st,
 {
 	*out = NULL;
 	*n = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	/* No LIMIT that could cut the list short: the pass would take the
 	 * devices past it for gone, revoked ones included. One more than the
 	 * cap is read only to say so. */
@@ -420,7 +420,7 @@ static fleet_err devices_list(struct fleet_store *st,
 		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)FLEET_STORE_MAX_DEVICES + 1);
+	db_bind_int64(s, 1, FLEET_STORE_MAX_DEVICES + 1);
 	void *v;
 	e = st_collect(st, s, sizeof(struct fleet_store_device), FLEET_STORE_MAX_DEVICES,
 		       "devices", device_row, NULL, NULL, &v, n);

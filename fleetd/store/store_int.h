@@ -5,8 +5,8 @@
 #define FLEETD_STORE_INT_H
 
 #include <pthread.h>
-#include <sqlite3.h>
 
+#include "fleetd/store/db.h"
 #include "fleetd/store/store.h"
 
 /*
@@ -20,10 +20,23 @@
  */
 struct fleet_store {
 	pthread_mutex_t mu;
-	sqlite3 *db;
+	struct db *db; /* SQLite or PostgreSQL (db.h) */
+	int pass_lock_fd; /* SQLite: the pass lock file while held, else -1 */
+	bool pass_lock_held;
+	char dir[4096]; /* SQLite: the state directory ("" on PostgreSQL) */
 	bool readonly;
 	bool snapshot; /* a read snapshot is open: no writes (st_writable) */
 };
+
+/* One schema migration (store.c on SQLite, store_pg_schema.c on
+ * PostgreSQL: the same versions and names). */
+struct st_migration {
+	int version;
+	const char *name;
+	const char *sql;
+};
+extern const struct st_migration st_pg_migrations[];
+extern const size_t st_pg_n_migrations;
 
 /* Every public function: st_lock(st) first, and return st_unlock(st, e). */
 void st_lock(struct fleet_store *st);
@@ -37,9 +50,9 @@ fleet_err st_fail(struct fleet_store *st, fleet_err e, const char *fmt,
  * sentence (fleet_store_errctx passes it on). */
 fleet_err st_fail_errno(struct fleet_store *st, fleet_err e, int errnum, const char *fmt, ...)
 	__attribute__((format(printf, 4, 5)));
-/* Map a SQLite result code to the store's enum, keeping SQLite's message. */
-fleet_err st_sqlite(struct fleet_store *st, int rc, const char *what);
-fleet_err st_prepare(struct fleet_store *st, const char *sql, sqlite3_stmt **out);
+/* Map a db.h result code to the store's enum, keeping the engine's message. */
+fleet_err st_dberr(struct fleet_store *st, int rc, const char *what);
+fleet_err st_prepare(struct fleet_store *st, const char *sql, struct db_stmt **out);
 fleet_err st_begin(struct fleet_store *st);
 fleet_err st_commit(struct fleet_store *st);
 void st_rollback(struct fleet_store *st);
@@ -47,7 +60,7 @@ fleet_err st_writable(struct fleet_store *st);
 
 /* Run one bound write statement and finalize it; *changes (may be NULL)
  * gets the rows it changed. */
-fleet_err st_step_done(struct fleet_store *st, sqlite3_stmt *s, const char *what,
+fleet_err st_step_done(struct fleet_store *st, struct db_stmt *s, const char *what,
 				  int *changes);
 
 /* The body of fleet_store_device_record_admission, inside a transaction the
@@ -106,7 +119,7 @@ struct fleet_store_tx {
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */
-fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+fleet_err st_read_certs(struct fleet_store *st, struct db_stmt *s, const char *device,
 				   struct fleet_store_cert **out, size_t *n);
 
 /* Checks on values going in. */
@@ -114,12 +127,12 @@ bool st_text_ok(const char *s, size_t max);      /* 1..max printable ASCII */
 bool st_hash_ok(const char *s);                  /* NULL, "" or 64 lowercase hex */
 bool st_hex_ok(const char *s, size_t min, size_t max);
 /* Bind a hash: NULL for NULL or "". */
-int st_bind_hash(sqlite3_stmt *s, int i, const char *h);
+int st_bind_hash(struct db_stmt *s, int i, const char *h);
 
 /* Copy a text column into out[cap]; NULL reads as "". false when it does
  * not fit or holds a byte outside printable ASCII: the caller reports
  * CORRUPT. */
-bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap);
+bool st_col_text(struct db_stmt *s, int col, char *out, size_t cap);
 
 /*
  * A list result: every row of s, one element of elem bytes each, zeroed
@@ -132,9 +145,9 @@ bool st_col_text(sqlite3_stmt *s, int col, char *out, size_t cap);
  * element filled so far, nothing is kept, and *out is NULL, *n 0.
  * Finalizes s in every case.
  */
-fleet_err st_collect(struct fleet_store *st, sqlite3_stmt *s, size_t elem, size_t max,
+fleet_err st_collect(struct fleet_store *st, struct db_stmt *s, size_t elem, size_t max,
 		     const char *what,
-		     fleet_err (*row)(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx),
+		     fleet_err (*row)(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx),
 		     void *ctx, void (*free_el)(void *el), void **out, size_t *n);
 
 #endif

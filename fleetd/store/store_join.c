@@ -58,7 +58,7 @@ static fleet_err pool_create(struct fleet_store *st, const struct fleet_store_po
 {
 	char list[FLEET_STORE_POOL_MAX_ATTESTORS * (FLEET_STORE_ATTESTOR_MAX + 1) + 1] = "";
 	size_t off = 0;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_writable(st);
 
 	if (e)
@@ -85,13 +85,13 @@ static fleet_err pool_create(struct fleet_store *st, const struct fleet_store_po
 			    "VALUES (?1, ?2, ?3, ?4) ON CONFLICT (id) DO NOTHING",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, p->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, p->owner, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, p->id, -1);
+	db_bind_text(s, 2, p->owner, -1);
 	if (p->n_attestors)
-		sqlite3_bind_text(s, 3, list, -1, SQLITE_STATIC);
+		db_bind_text(s, 3, list, -1);
 	else
-		sqlite3_bind_null(s, 3);
-	sqlite3_bind_int64(s, 4, p->created_at);
+		db_bind_null(s, 3);
+	db_bind_int64(s, 4, p->created_at);
 	int changes = 0;
 	if ((e = st_step_done(st, s, "create pool", &changes)))
 		return e;
@@ -107,7 +107,7 @@ fleet_err fleet_store_pool_create(struct fleet_store *st, const struct fleet_sto
 	return st_unlock(st, pool_create(st, p));
 }
 
-static fleet_err pool_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err pool_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_pool *p = el;
 	char list[FLEET_STORE_POOL_MAX_ATTESTORS * (FLEET_STORE_ATTESTOR_MAX + 1) + 1];
@@ -115,7 +115,7 @@ static fleet_err pool_row(struct fleet_store *st, sqlite3_stmt *s, void *el, voi
 	if (!st_col_text(s, 0, p->id, sizeof(p->id)) || !st_col_text(s, 1, p->owner, sizeof(p->owner)) ||
 	    !st_col_text(s, 2, list, sizeof(list)))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a pools row holds what it cannot");
-	p->created_at = sqlite3_column_int64(s, 3);
+	p->created_at = db_column_int64(s, 3);
 	for (char *save = NULL, *t = strtok_r(list, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
 		if (p->n_attestors == FLEET_STORE_POOL_MAX_ATTESTORS ||
 		    strlen(t) > FLEET_STORE_ATTESTOR_MAX)
@@ -129,22 +129,22 @@ static fleet_err pool_row(struct fleet_store *st, sqlite3_stmt *s, void *el, voi
 
 fleet_err st_pool_get(struct fleet_store *st, const char *id, struct fleet_store_pool *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	memset(out, 0, sizeof(*out));
 	if (!slug_ok(id, FLEET_STORE_POOL_ID_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a pool id");
 	if ((e = st_prepare(st, "SELECT " POOL_COLS " FROM pools WHERE id = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
+	db_bind_text(s, 1, id, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
 		e = pool_row(st, s, out, NULL);
-	else if (rc == SQLITE_DONE)
+	else if (rc == DB_DONE)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no pool %s", id);
 	else
-		e = st_sqlite(st, rc, "read pool");
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, "read pool");
+	db_finalize(s);
 	return e;
 }
 
@@ -158,7 +158,7 @@ fleet_err fleet_store_pool_get(struct fleet_store *st, const char *id, struct fl
 
 fleet_err fleet_store_pools_list(struct fleet_store *st, struct fleet_store_pool **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	void *v = NULL;
 	if (!st || !out || !n)
 		return FLEET_STORE_E_INVALID;
@@ -177,7 +177,7 @@ fleet_err fleet_store_pools_list(struct fleet_store *st, struct fleet_store_pool
 	"id, pool, site, role, uses_total, uses_left, created_at, expires_at, created_by, " \
 	"revoked_at, last_used_at, expect_mac, expect_product_uuid, allow_reclaim, target_node"
 
-static fleet_err token_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err token_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_token *t = el;
 	(void)ctx;
@@ -189,23 +189,23 @@ static fleet_err token_row(struct fleet_store *st, sqlite3_stmt *s, void *el, vo
 	    !st_col_text(s, 12, t->expect_product_uuid, sizeof(t->expect_product_uuid)) ||
 	    !st_col_text(s, 14, t->target_node, sizeof(t->target_node)))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a join_tokens row holds what it cannot");
-	sqlite3_int64 total = sqlite3_column_int64(s, 4), left = sqlite3_column_int64(s, 5);
+	int64_t total = db_column_int64(s, 4), left = db_column_int64(s, 5);
 	if (total < 1 || total > FLEET_STORE_TOKEN_MAX_USES || left < 0 || left > total)
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a join_tokens row holds impossible uses");
 	t->uses_total = (unsigned)total;
 	t->uses_left = (unsigned)left;
-	t->created_at = sqlite3_column_int64(s, 6);
-	t->expires_at = sqlite3_column_int64(s, 7);
-	t->revoked_at = sqlite3_column_int64(s, 9);
-	t->last_used_at = sqlite3_column_int64(s, 10);
-	t->allow_reclaim = sqlite3_column_int(s, 13) != 0;
+	t->created_at = db_column_int64(s, 6);
+	t->expires_at = db_column_int64(s, 7);
+	t->revoked_at = db_column_int64(s, 9);
+	t->last_used_at = db_column_int64(s, 10);
+	t->allow_reclaim = db_column_int64(s, 13) != 0;
 	return FLEET_STORE_OK;
 }
 
 static fleet_err token_create(struct fleet_store *st, const struct fleet_store_token_in *in)
 {
 	struct fleet_store_pool pool;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_writable(st);
 
 	if (e)
@@ -240,31 +240,31 @@ static fleet_err token_create(struct fleet_store *st, const struct fleet_store_t
 			    "?5, ?6, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13)",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, in->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->pool, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, in->id, -1);
+	db_bind_text(s, 2, in->pool, -1);
 	if (in->site)
-		sqlite3_bind_text(s, 3, in->site, -1, SQLITE_STATIC);
+		db_bind_text(s, 3, in->site, -1);
 	else
-		sqlite3_bind_null(s, 3);
-	sqlite3_bind_text(s, 4, in->role, -1, SQLITE_STATIC);
-	sqlite3_bind_blob(s, 5, in->secret_sha256, 32, SQLITE_STATIC);
-	sqlite3_bind_int(s, 6, (int)in->uses);
-	sqlite3_bind_int64(s, 7, (sqlite3_int64)in->created_at);
-	sqlite3_bind_int64(s, 8, (sqlite3_int64)in->expires_at);
-	sqlite3_bind_text(s, 9, in->created_by, -1, SQLITE_STATIC);
+		db_bind_null(s, 3);
+	db_bind_text(s, 4, in->role, -1);
+	db_bind_blob(s, 5, in->secret_sha256, 32);
+	db_bind_int64(s, 6, (int)in->uses);
+	db_bind_int64(s, 7, in->created_at);
+	db_bind_int64(s, 8, in->expires_at);
+	db_bind_text(s, 9, in->created_by, -1);
 	if (in->expect_mac)
-		sqlite3_bind_text(s, 10, in->expect_mac, -1, SQLITE_STATIC);
+		db_bind_text(s, 10, in->expect_mac, -1);
 	else
-		sqlite3_bind_null(s, 10);
+		db_bind_null(s, 10);
 	if (in->expect_product_uuid)
-		sqlite3_bind_text(s, 11, in->expect_product_uuid, -1, SQLITE_STATIC);
+		db_bind_text(s, 11, in->expect_product_uuid, -1);
 	else
-		sqlite3_bind_null(s, 11);
-	sqlite3_bind_int(s, 12, in->allow_reclaim ? 1 : 0);
+		db_bind_null(s, 11);
+	db_bind_int64(s, 12, in->allow_reclaim ? 1 : 0);
 	if (target)
-		sqlite3_bind_text(s, 13, target, -1, SQLITE_STATIC);
+		db_bind_text(s, 13, target, -1);
 	else
-		sqlite3_bind_null(s, 13);
+		db_bind_null(s, 13);
 	e = st_step_done(st, s, "create token", NULL);
 out:
 	if (e) {
@@ -287,7 +287,7 @@ fleet_err fleet_store_token_create(struct fleet_store *st, const struct fleet_st
 static fleet_err token_get(struct fleet_store *st, const char *id, struct fleet_store_token *out,
 			   uint8_t hash[32])
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	memset(out, 0, sizeof(*out));
 	if (!token_id_ok(id))
@@ -295,22 +295,22 @@ static fleet_err token_get(struct fleet_store *st, const char *id, struct fleet_
 	if ((e = st_prepare(st, "SELECT " TOKEN_COLS ", secret_sha256 FROM join_tokens WHERE id = ?1",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	db_bind_text(s, 1, id, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW) {
 		e = token_row(st, s, out, NULL);
 		if (!e && hash) {
-			if (sqlite3_column_bytes(s, 15) != 32)
+			if (db_column_bytes(s, 15) != 32)
 				e = st_fail(st, FLEET_STORE_E_CORRUPT, "a token's hash is not 32 bytes");
 			else
-				memcpy(hash, sqlite3_column_blob(s, 15), 32);
+				memcpy(hash, db_column_blob(s, 15), 32);
 		}
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == DB_DONE) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no token with that id");
 	} else {
-		e = st_sqlite(st, rc, "read token");
+		e = st_dberr(st, rc, "read token");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -324,7 +324,7 @@ fleet_err fleet_store_token_get(struct fleet_store *st, const char *id, struct f
 
 fleet_err fleet_store_tokens_list(struct fleet_store *st, struct fleet_store_token **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	void *v = NULL;
 	if (!st || !out || !n)
 		return FLEET_STORE_E_INVALID;
@@ -334,7 +334,7 @@ fleet_err fleet_store_tokens_list(struct fleet_store *st, struct fleet_store_tok
 				 "ORDER BY created_at DESC, id LIMIT ?1",
 				 &s);
 	if (!e) {
-		sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+		db_bind_int64(s, 1, FLEET_STORE_LIST_MAX);
 		e = st_collect(st, s, sizeof(struct fleet_store_token), FLEET_STORE_LIST_MAX,
 			       "tokens", token_row, NULL, NULL, &v, n);
 	}
@@ -344,7 +344,7 @@ fleet_err fleet_store_tokens_list(struct fleet_store *st, struct fleet_store_tok
 
 static fleet_err token_revoke(struct fleet_store *st, const char *id, time_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	struct fleet_store_token t;
 	int changes = 0;
 	fleet_err e = st_writable(st);
@@ -358,8 +358,8 @@ static fleet_err token_revoke(struct fleet_store *st, const char *id, time_t now
 			    "UPDATE join_tokens SET revoked_at = ?2 WHERE id = ?1 AND revoked_at IS NULL",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	db_bind_text(s, 1, id, -1);
+	db_bind_int64(s, 2, now);
 	if (!(e = st_step_done(st, s, "revoke token", &changes)) && !changes)
 		e = st_fail(st, FLEET_STORE_E_STATE, "the token is revoked already");
 out:
@@ -401,8 +401,8 @@ fleet_err st_token_check_tx(struct fleet_store *st, const char *id, const uint8_
 {
 	struct fleet_store_token t;
 	uint8_t want[32], got[32];
-	sqlite3_stmt *s;
-	sqlite3_int64 now = 0;
+	struct db_stmt *s;
+	int64_t now = 0;
 	fleet_err e;
 
 	if (!secret || (role && !role_ok(role)))
@@ -427,9 +427,9 @@ fleet_err st_token_check_tx(struct fleet_store *st, const char *id, const uint8_
 	/* The store's clock, as every replica of one database sees it. */
 	if ((e = st_prepare(st, "SELECT unixepoch()", &s)))
 		goto out;
-	if (sqlite3_step(s) == SQLITE_ROW)
-		now = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
+	if (db_step(s) == DB_ROW)
+		now = db_column_int64(s, 0);
+	db_finalize(s);
 	if (now <= 0) {
 		e = st_fail(st, FLEET_STORE_E_IO, "the store's clock did not answer");
 		goto out;
@@ -458,8 +458,8 @@ fleet_err st_token_check_tx(struct fleet_store *st, const char *id, const uint8_
 			    "WHERE id = ?1 AND uses_left > 0 AND revoked_at IS NULL",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, now);
+	db_bind_text(s, 1, id, -1);
+	db_bind_int64(s, 2, now);
 	if (!(e = st_step_done(st, s, "consume token", &changes)) && changes != 1)
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "the token changed under its own lock");
 	if (!e && out) {
@@ -511,7 +511,7 @@ fleet_err fleet_store_token_consume(struct fleet_store *st, const char *id,
 fleet_err st_attestation_use(struct fleet_store *st, const char *attestor, const char *subject,
 				 time_t expires_at)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	fleet_err e = st_writable(st);
 	if (e)
@@ -524,9 +524,9 @@ fleet_err st_attestation_use(struct fleet_store *st, const char *attestor, const
 			    "VALUES (?1, ?2, ?3) ON CONFLICT DO NOTHING",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, attestor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)expires_at);
+	db_bind_text(s, 1, attestor, -1);
+	db_bind_text(s, 2, subject, -1);
+	db_bind_int64(s, 3, expires_at);
 	if ((e = st_step_done(st, s, "record attestation use", &changes)))
 		return e;
 	return changes ? FLEET_STORE_OK
@@ -544,7 +544,7 @@ fleet_err fleet_store_attestation_use(struct fleet_store *st, const char *attest
 
 static fleet_err uses_prune(struct fleet_store *st, time_t now, size_t batch, size_t *deleted)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	fleet_err e = st_writable(st);
 	if (e)
@@ -555,12 +555,13 @@ static fleet_err uses_prune(struct fleet_store *st, time_t now, size_t batch, si
 	/* By the expiry index, oldest first, at most a batch: a long backlog
 	 * costs the pass one short transaction at a time. */
 	if ((e = st_prepare(st,
-			    "DELETE FROM attestation_uses WHERE rowid IN (SELECT rowid FROM "
-			    "attestation_uses WHERE expires_at <= ?1 ORDER BY expires_at LIMIT ?2)",
+			    "DELETE FROM attestation_uses WHERE (attestor, subject) IN (SELECT attestor, "
+			    "subject FROM attestation_uses WHERE expires_at <= ?1 ORDER BY expires_at "
+			    "LIMIT ?2)",
 			    &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)now);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)batch);
+	db_bind_int64(s, 1, now);
+	db_bind_int64(s, 2, batch);
 	if ((e = st_step_done(st, s, "prune attestation uses", &changes)))
 		return e;
 	if (deleted)

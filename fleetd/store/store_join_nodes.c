@@ -47,7 +47,7 @@ fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64
 {
 	uint8_t sha[32];
 	int64_t not_after;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (len > 16384 || !cert_facts(der, len, sha, &not_after))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not one DER X.509 certificate");
@@ -56,12 +56,12 @@ fleet_err st_node_cert_insert(struct fleet_store *st, const char *node_id, int64
 			    "issued_at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, generation);
-	sqlite3_bind_blob(s, 3, sha, 32, SQLITE_STATIC);
-	sqlite3_bind_blob(s, 4, der, (int)len, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, not_after);
-	sqlite3_bind_int64(s, 6, (sqlite3_int64)now);
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_int64(s, 2, generation);
+	db_bind_blob(s, 3, sha, 32);
+	db_bind_blob(s, 4, der, (int)len);
+	db_bind_int64(s, 5, not_after);
+	db_bind_int64(s, 6, now);
 	return st_step_done(st, s, "record node certificate", NULL);
 }
 
@@ -124,7 +124,7 @@ fleet_err fleet_store_join_commit(struct fleet_store *st, const struct fleet_sto
 
 fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store_node *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	memset(out, 0, sizeof(*out));
 	if (!st_node_id_ok(id))
@@ -134,9 +134,9 @@ fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store
 			    "product_uuid, retired_at FROM nodes WHERE id = ?1",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	db_bind_text(s, 1, id, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW) {
 		if (!st_col_text(s, 0, out->id, sizeof(out->id)) ||
 		    !st_col_text(s, 1, out->pool, sizeof(out->pool)) ||
 		    !st_col_text(s, 2, out->site, sizeof(out->site)) ||
@@ -145,15 +145,15 @@ fleet_err st_node_get(struct fleet_store *st, const char *id, struct fleet_store
 		    !st_col_text(s, 7, out->token, sizeof(out->token)) ||
 		    !st_col_text(s, 8, out->product_uuid, sizeof(out->product_uuid)))
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a nodes row holds what it cannot");
-		out->generation = sqlite3_column_int64(s, 4);
-		out->joined_at = sqlite3_column_int64(s, 5);
-		out->retired_at = sqlite3_column_int64(s, 9);
-	} else if (rc == SQLITE_DONE) {
+		out->generation = db_column_int64(s, 4);
+		out->joined_at = db_column_int64(s, 5);
+		out->retired_at = db_column_int64(s, 9);
+	} else if (rc == DB_DONE) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no node %s", id);
 	} else {
-		e = st_sqlite(st, rc, "read node");
+		e = st_dberr(st, rc, "read node");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -172,7 +172,7 @@ fleet_err st_node_cert_lookup(struct fleet_store *st, const uint8_t *der, size_t
 {
 	uint8_t sha[32];
 	int64_t not_after;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	char id[FLEET_STORE_NODE_ID_MAX + 1] = "";
 	int64_t generation = 0, revoked = 0;
@@ -184,20 +184,20 @@ fleet_err st_node_cert_lookup(struct fleet_store *st, const uint8_t *der, size_t
 			    "WHERE sha256 = ?1",
 			    &s)))
 		return e;
-	sqlite3_bind_blob(s, 1, sha, 32, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
+	db_bind_blob(s, 1, sha, 32);
+	int rc = db_step(s);
 	bool same = false;
-	if (rc == SQLITE_ROW) {
-		same = (size_t)sqlite3_column_bytes(s, 3) == len &&
-		       memcmp(sqlite3_column_blob(s, 3), der, len) == 0; /* byte for byte */
+	if (rc == DB_ROW) {
+		same = (size_t)db_column_bytes(s, 3) == len &&
+		       memcmp(db_column_blob(s, 3), der, len) == 0; /* byte for byte */
 		if (!st_col_text(s, 0, id, sizeof(id)))
 			same = false;
-		generation = sqlite3_column_int64(s, 1);
-		revoked = sqlite3_column_int64(s, 2);
+		generation = db_column_int64(s, 1);
+		revoked = db_column_int64(s, 2);
 	}
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW && rc != SQLITE_DONE)
-		return st_sqlite(st, rc, "read node certificate");
+	db_finalize(s);
+	if (rc != DB_ROW && rc != DB_DONE)
+		return st_dberr(st, rc, "read node certificate");
 	if (!same)
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such node certificate");
 	if ((e = st_node_get(st, id, node)))
@@ -244,7 +244,7 @@ fleet_err st_node_reclaim_tx(struct fleet_store *st, const char *node_id, const 
 			     size_t len, time_t now, int64_t *generation)
 {
 	struct fleet_store_node n;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if ((e = st_node_get(st, node_id, &n)))
 		return e;
@@ -253,8 +253,8 @@ fleet_err st_node_reclaim_tx(struct fleet_store *st, const char *node_id, const 
 	int64_t g = n.generation + 1;
 	if ((e = st_prepare(st, "UPDATE nodes SET generation = ?2 WHERE id = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, g);
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_int64(s, 2, g);
 	if ((e = st_step_done(st, s, "raise generation", NULL)))
 		return e;
 	if ((e = st_prepare(st,
@@ -262,9 +262,9 @@ fleet_err st_node_reclaim_tx(struct fleet_store *st, const char *node_id, const 
 			    "generation < ?3 AND revoked_at IS NULL",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
-	sqlite3_bind_int64(s, 3, g);
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_int64(s, 2, now);
+	db_bind_int64(s, 3, g);
 	if ((e = st_step_done(st, s, "revoke older certificates", NULL)))
 		return e;
 	if ((e = st_node_cert_insert(st, node_id, g, der, len, now)))
@@ -303,7 +303,7 @@ fleet_err fleet_store_node_reclaim(struct fleet_store *st, const char *node_id,
 fleet_err st_node_bind_tx(struct fleet_store *st, const char *kind, const char *subject,
 			  const char *node_id, time_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	char owner[FLEET_STORE_NODE_ID_MAX + 1] = "";
 	fleet_err e = st_binding_get(st, kind, subject, owner);
 	if (e == FLEET_STORE_OK)
@@ -319,10 +319,10 @@ fleet_err st_node_bind_tx(struct fleet_store *st, const char *kind, const char *
 			    "VALUES (?1, ?2, ?3, ?4)",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)now);
+	db_bind_text(s, 1, kind, -1);
+	db_bind_text(s, 2, subject, -1);
+	db_bind_text(s, 3, node_id, -1);
+	db_bind_int64(s, 4, now);
 	return st_step_done(st, s, "bind", NULL);
 }
 
@@ -330,7 +330,7 @@ fleet_err st_node_bind_tx(struct fleet_store *st, const char *kind, const char *
 fleet_err st_binding_get(struct fleet_store *st, const char *kind, const char *subject,
 			 char owner[FLEET_STORE_NODE_ID_MAX + 1])
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	owner[0] = '\0';
 	if (!kind || (strcmp(kind, "ek") && strcmp(kind, "product-uuid")) || !st_text_ok(subject, 128))
@@ -339,18 +339,18 @@ fleet_err st_binding_get(struct fleet_store *st, const char *kind, const char *s
 	if ((e = st_prepare(st, "SELECT node_id FROM node_bindings WHERE kind = ?1 AND subject = ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	db_bind_text(s, 1, kind, -1);
+	db_bind_text(s, 2, subject, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW) {
 		if (!st_col_text(s, 0, owner, FLEET_STORE_NODE_ID_MAX + 1) || !owner[0])
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a binding names no node");
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == DB_DONE) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "not bound");
 	} else {
-		e = st_sqlite(st, rc, "read binding");
+		e = st_dberr(st, rc, "read binding");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -383,7 +383,7 @@ static fleet_err node_end(struct fleet_store *st, const char *node_id, time_t no
 			  size_t *revoked)
 {
 	struct fleet_store_node n;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	fleet_err e = st_writable(st);
 	if (e)
@@ -402,8 +402,8 @@ static fleet_err node_end(struct fleet_store *st, const char *node_id, time_t no
 				     "revoked_at IS NULL",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_int64(s, 2, now);
 	e = st_step_done(st, s, retire ? "retire node" : "revoke node certificates", &changes);
 	if (!e && revoked)
 		*revoked = (size_t)changes;

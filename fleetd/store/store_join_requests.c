@@ -75,12 +75,12 @@ static bool uuid_ok(const char *s)
 	return true;
 }
 
-static void bind_opt(sqlite3_stmt *s, int i, const char *v)
+static void bind_opt(struct db_stmt *s, int i, const char *v)
 {
 	if (v && v[0])
-		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+		db_bind_text(s, i, v, -1);
 	else
-		sqlite3_bind_null(s, i);
+		db_bind_null(s, i);
 }
 
 /* ---- D1: a provisioned token's target ------------------------------------ */
@@ -107,31 +107,31 @@ fleet_err st_token_target_check_tx(struct fleet_store *st, const char *node_id, 
 static fleet_err lease_read(struct fleet_store *st, const char *site,
 			    char holder[FLEET_STORE_NODE_ID_MAX + 1], int64_t *epoch)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (holder)
 		holder[0] = '\0';
 	if ((e = st_prepare(st, "SELECT holder, epoch FROM site_leases WHERE site = ?1 AND name = ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, site, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, FLEET_STORE_LEASE_BOOT, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	db_bind_text(s, 1, site, -1);
+	db_bind_text(s, 2, FLEET_STORE_LEASE_BOOT, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW) {
 		char h[FLEET_STORE_NODE_ID_MAX + 1];
-		int64_t ep = sqlite3_column_int64(s, 1);
+		int64_t ep = db_column_int64(s, 1);
 		if (!st_col_text(s, 0, h, sizeof(h)) || !h[0] || ep < 1 || ep > LEASE_EPOCH_MAX)
 			e = st_fail(st, FLEET_STORE_E_CORRUPT, "a site_leases row holds what it cannot");
 		if (!e && holder)
 			memcpy(holder, h, sizeof(h));
 		if (!e && epoch)
 			*epoch = ep;
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == DB_DONE) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "site %s has no boot lease", site);
 	} else {
-		e = st_sqlite(st, rc, "read site lease");
+		e = st_dberr(st, rc, "read site lease");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -139,7 +139,7 @@ static fleet_err lease_grant(struct fleet_store *st, const char *site, const cha
 			     time_t now, int64_t *epoch)
 {
 	struct fleet_store_node n;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int64_t old = 0;
 	fleet_err e = st_writable(st);
 	if (e)
@@ -176,14 +176,14 @@ static fleet_err lease_grant(struct fleet_store *st, const char *site, const cha
 			    "INSERT INTO site_leases (site, name, holder, epoch, granted_at) "
 			    "VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT (site, name) DO UPDATE SET "
 			    "holder = excluded.holder, epoch = excluded.epoch, "
-			    "granted_at = excluded.granted_at WHERE epoch = ?4 - 1",
+			    "granted_at = excluded.granted_at WHERE site_leases.epoch = ?4 - 1",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, site, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, FLEET_STORE_LEASE_BOOT, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, holder, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, old + 1);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)now);
+	db_bind_text(s, 1, site, -1);
+	db_bind_text(s, 2, FLEET_STORE_LEASE_BOOT, -1);
+	db_bind_text(s, 3, holder, -1);
+	db_bind_int64(s, 4, old + 1);
+	db_bind_int64(s, 5, now);
 	int changes = 0;
 	if (!(e = st_step_done(st, s, "grant site lease", &changes)) && changes != 1)
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "the lease changed under its own lock");
@@ -226,7 +226,7 @@ fleet_err fleet_store_tx_site_lease(struct fleet_store_tx *tx, const char *site,
 	" THEN 'expired' ELSE status END, "                                                   \
 	"created_at, expires_at, decided_at, decided_by, used_at"
 
-static fleet_err request_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err request_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_join_request *r = el;
 	(void)ctx;
@@ -240,28 +240,28 @@ static fleet_err request_row(struct fleet_store *st, sqlite3_stmt *s, void *el, 
 	    !st_col_text(s, 7, r->status, sizeof(r->status)) ||
 	    !st_col_text(s, 11, r->decided_by, sizeof(r->decided_by)) || !request_id_ok(r->id))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a join_requests row holds what it cannot");
-	r->created_at = sqlite3_column_int64(s, 8);
-	r->expires_at = sqlite3_column_int64(s, 9);
-	r->decided_at = sqlite3_column_int64(s, 10);
-	r->used_at = sqlite3_column_int64(s, 12);
+	r->created_at = db_column_int64(s, 8);
+	r->expires_at = db_column_int64(s, 9);
+	r->decided_at = db_column_int64(s, 10);
+	r->used_at = db_column_int64(s, 12);
 	return FLEET_STORE_OK;
 }
 
 /* One request by a prepared query (its parameters bound); NOT_FOUND when
  * none. Finalizes s. */
-static fleet_err request_one(struct fleet_store *st, sqlite3_stmt *s,
+static fleet_err request_one(struct fleet_store *st, struct db_stmt *s,
 			     struct fleet_store_join_request *out, const char *what)
 {
 	fleet_err e;
 	memset(out, 0, sizeof(*out));
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
+	int rc = db_step(s);
+	if (rc == DB_ROW)
 		e = request_row(st, s, out, NULL);
-	else if (rc == SQLITE_DONE)
+	else if (rc == DB_DONE)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such join request (%s)", what);
 	else
-		e = st_sqlite(st, rc, "read join request");
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, "read join request");
+	db_finalize(s);
 	if (e)
 		memset(out, 0, sizeof(*out));
 	return e;
@@ -270,7 +270,7 @@ static fleet_err request_one(struct fleet_store *st, sqlite3_stmt *s,
 fleet_err fleet_store_tx_join_request(struct fleet_store_tx *tx, const char *attestor,
 				      const char *hw_key, struct fleet_store_join_request *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !tx->st || !out)
 		return FLEET_STORE_E_INVALID;
@@ -283,9 +283,9 @@ fleet_err fleet_store_tx_join_request(struct fleet_store_tx *tx, const char *att
 			    "WHERE attestor = ?1 AND hw_key = ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, attestor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, hw_key, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, tx->now);
+	db_bind_text(s, 1, attestor, -1);
+	db_bind_text(s, 2, hw_key, -1);
+	db_bind_int64(s, 3, tx->now);
 	return request_one(st, s, out, "for that attestor and hardware key");
 }
 
@@ -302,7 +302,7 @@ static bool request_in_ok(const struct fleet_store_join_request *in)
 fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
 					  const struct fleet_store_join_request *in)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !tx->st || !in)
 		return FLEET_STORE_E_INVALID;
@@ -315,13 +315,13 @@ fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
 	/* The id is the caller's: never one another request holds. */
 	if ((e = st_prepare(st, "SELECT 1 FROM join_requests WHERE id = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, in->id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc == SQLITE_ROW)
+	db_bind_text(s, 1, in->id, -1);
+	int rc = db_step(s);
+	db_finalize(s);
+	if (rc == DB_ROW)
 		return st_fail(st, FLEET_STORE_E_CONFLICT, "a join request %s exists already", in->id);
-	if (rc != SQLITE_DONE)
-		return st_sqlite(st, rc, "read join request");
+	if (rc != DB_DONE)
+		return st_dberr(st, rc, "read join request");
 	/* The row of this (attestor, hardware key), if any, as of now. */
 	struct fleet_store_join_request old;
 	bool replace = false;
@@ -342,12 +342,12 @@ fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
 			    "expires_at > ?1",
 			    &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, tx->now);
-	if ((rc = sqlite3_step(s)) == SQLITE_ROW)
-		live = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW)
-		return st_sqlite(st, rc, "count join requests");
+	db_bind_int64(s, 1, tx->now);
+	if ((rc = db_step(s)) == DB_ROW)
+		live = db_column_int64(s, 0);
+	db_finalize(s);
+	if (rc != DB_ROW)
+		return st_dberr(st, rc, "count join requests");
 	if (live >= FLEET_STORE_MAX_JOIN_REQUESTS)
 		return st_fail(st, FLEET_STORE_E_FULL,
 			       "%d join requests wait for a decision already",
@@ -362,15 +362,15 @@ fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
 			  "VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, 'pending', ?8, ?9)";
 	if ((e = st_prepare(st, sql, &s)))
 		return e;
-	sqlite3_bind_text(s, 1, in->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->attestor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, in->hw_key, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, in->id, -1);
+	db_bind_text(s, 2, in->attestor, -1);
+	db_bind_text(s, 3, in->hw_key, -1);
 	bind_opt(s, 4, in->site);
 	bind_opt(s, 5, in->mac);
 	bind_opt(s, 6, in->product_uuid);
-	sqlite3_bind_text(s, 7, in->csr_sha256, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 8, in->created_at);
-	sqlite3_bind_int64(s, 9, in->expires_at);
+	db_bind_text(s, 7, in->csr_sha256, -1);
+	db_bind_int64(s, 8, in->created_at);
+	db_bind_int64(s, 9, in->expires_at);
 	int changes = 0;
 	if ((e = st_step_done(st, s, replace ? "renew join request" : "insert join request",
 			      &changes)))
@@ -382,7 +382,7 @@ fleet_err fleet_store_tx_join_request_put(struct fleet_store_tx *tx,
 
 fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char *id, int64_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !tx->st)
 		return FLEET_STORE_E_INVALID;
@@ -396,8 +396,8 @@ fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char
 			    "WHERE id = ?1 AND status = 'approved' AND expires_at > ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, now);
+	db_bind_text(s, 1, id, -1);
+	db_bind_int64(s, 2, now);
 	int changes = 0;
 	if ((e = st_step_done(st, s, "use join request", &changes)))
 		return e;
@@ -407,8 +407,8 @@ fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char
 	struct fleet_store_join_request r;
 	if ((e = st_prepare(st, "SELECT " JR_COLS("?2") " FROM join_requests WHERE id = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, tx->now);
+	db_bind_text(s, 1, id, -1);
+	db_bind_int64(s, 2, tx->now);
 	if ((e = request_one(st, s, &r, id)))
 		return e;
 	return st_fail(st, FLEET_STORE_E_STATE,
@@ -419,7 +419,7 @@ fleet_err fleet_store_tx_join_request_used(struct fleet_store_tx *tx, const char
 static fleet_err request_decide(struct fleet_store *st, const char *id, bool approve,
 				const char *by, time_t now)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	struct fleet_store_join_request r;
 	fleet_err e = st_writable(st);
 	if (e)
@@ -433,8 +433,8 @@ static fleet_err request_decide(struct fleet_store *st, const char *id, bool app
 		return e;
 	if ((e = st_prepare(st, "SELECT " JR_COLS("?2") " FROM join_requests WHERE id = ?1", &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
+	db_bind_text(s, 1, id, -1);
+	db_bind_int64(s, 2, now);
 	if ((e = request_one(st, s, &r, id)))
 		goto out;
 	if (strcmp(r.status, "pending") != 0) {
@@ -452,10 +452,10 @@ static fleet_err request_decide(struct fleet_store *st, const char *id, bool app
 			    "WHERE id = ?1 AND status = 'pending' AND expires_at > ?3",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, approve ? "approved" : "denied", -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)now);
-	sqlite3_bind_text(s, 4, by, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, id, -1);
+	db_bind_text(s, 2, approve ? "approved" : "denied", -1);
+	db_bind_int64(s, 3, now);
+	db_bind_text(s, 4, by, -1);
 	int changes = 0;
 	if (!(e = st_step_done(st, s, "decide join request", &changes)) && changes != 1)
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "the join request changed under its own lock");
@@ -479,7 +479,7 @@ fleet_err fleet_store_join_request_decide(struct fleet_store *st, const char *id
 fleet_err fleet_store_join_request_get(struct fleet_store *st, const char *id,
 				       struct fleet_store_join_request *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if (!st || !out)
 		return FLEET_STORE_E_INVALID;
 	st_lock(st);
@@ -490,7 +490,7 @@ fleet_err fleet_store_join_request_get(struct fleet_store *st, const char *id,
 				 "SELECT " JR_COLS("unixepoch()") " FROM join_requests WHERE id = ?1",
 				 &s);
 	if (!e) {
-		sqlite3_bind_text(s, 1, id, -1, SQLITE_STATIC);
+		db_bind_text(s, 1, id, -1);
 		e = request_one(st, s, out, id);
 	}
 	return st_unlock(st, e);
@@ -499,7 +499,7 @@ fleet_err fleet_store_join_request_get(struct fleet_store *st, const char *id,
 fleet_err fleet_store_join_requests_list(struct fleet_store *st,
 					 struct fleet_store_join_request **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	void *v = NULL;
 	if (!st || !out || !n)
 		return FLEET_STORE_E_INVALID;
@@ -509,7 +509,7 @@ fleet_err fleet_store_join_requests_list(struct fleet_store *st,
 				 "ORDER BY created_at DESC, id LIMIT ?1",
 				 &s);
 	if (!e) {
-		sqlite3_bind_int(s, 1, FLEET_STORE_LIST_MAX);
+		db_bind_int64(s, 1, FLEET_STORE_LIST_MAX);
 		e = st_collect(st, s, sizeof(struct fleet_store_join_request), FLEET_STORE_LIST_MAX,
 			       "join requests", request_row, NULL, NULL, &v, n);
 	} else {
@@ -521,7 +521,7 @@ fleet_err fleet_store_join_requests_list(struct fleet_store *st,
 
 /* ---- D8: nodes and their certificates, for fleetctl ---------------------- */
 
-static fleet_err node_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err node_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_node *n = el;
 	(void)ctx;
@@ -532,15 +532,15 @@ static fleet_err node_row(struct fleet_store *st, sqlite3_stmt *s, void *el, voi
 	    !st_col_text(s, 7, n->token, sizeof(n->token)) ||
 	    !st_col_text(s, 8, n->product_uuid, sizeof(n->product_uuid)))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a nodes row holds what it cannot");
-	n->generation = sqlite3_column_int64(s, 4);
-	n->joined_at = sqlite3_column_int64(s, 5);
-	n->retired_at = sqlite3_column_int64(s, 9);
+	n->generation = db_column_int64(s, 4);
+	n->joined_at = db_column_int64(s, 5);
+	n->retired_at = db_column_int64(s, 9);
 	return FLEET_STORE_OK;
 }
 
 fleet_err fleet_store_nodes_list(struct fleet_store *st, struct fleet_store_node **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	void *v = NULL;
 	if (!st || !out || !n)
 		return FLEET_STORE_E_INVALID;
@@ -558,16 +558,16 @@ fleet_err fleet_store_nodes_list(struct fleet_store *st, struct fleet_store_node
 	return st_unlock(st, e);
 }
 
-static fleet_err node_cert_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err node_cert_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_node_cert *c = el;
 	(void)ctx;
 	if (!st_col_text(s, 0, c->sha256, sizeof(c->sha256)) || !st_hex_ok(c->sha256, 64, 64))
 		return st_fail(st, FLEET_STORE_E_CORRUPT, "a node_certs row holds what it cannot");
-	c->generation = sqlite3_column_int64(s, 1);
-	c->not_after = sqlite3_column_int64(s, 2);
-	c->issued_at = sqlite3_column_int64(s, 3);
-	c->revoked_at = sqlite3_column_int64(s, 4);
+	c->generation = db_column_int64(s, 1);
+	c->not_after = db_column_int64(s, 2);
+	c->issued_at = db_column_int64(s, 3);
+	c->revoked_at = db_column_int64(s, 4);
 	return FLEET_STORE_OK;
 }
 
@@ -575,7 +575,7 @@ fleet_err fleet_store_node_certs(struct fleet_store *st, const char *node_id,
 				 struct fleet_store_node_cert **out, size_t *n)
 {
 	struct fleet_store_node node;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	void *v = NULL;
 	if (!st || !out || !n)
 		return FLEET_STORE_E_INVALID;
@@ -590,8 +590,8 @@ fleet_err fleet_store_node_certs(struct fleet_store *st, const char *node_id,
 			       "LIMIT ?2",
 			       &s);
 	if (!e) {
-		sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-		sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
+		db_bind_text(s, 1, node_id, -1);
+		db_bind_int64(s, 2, FLEET_STORE_LIST_MAX);
 		e = st_collect(st, s, sizeof(struct fleet_store_node_cert), FLEET_STORE_LIST_MAX,
 			       "node certificates", node_cert_row, NULL, NULL, &v, n);
 		*out = v;

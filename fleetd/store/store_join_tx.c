@@ -13,7 +13,7 @@
 fleet_err fleet_store_join_tx(struct fleet_store *st, fleet_store_tx_fn fn, void *arg)
 {
 	struct fleet_store_tx tx = {.st = st};
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!st || !fn)
 		return FLEET_STORE_E_INVALID;
@@ -22,9 +22,9 @@ fleet_err fleet_store_join_tx(struct fleet_store *st, fleet_store_tx_fn fn, void
 		return st_unlock(st, e);
 	/* X2: one clock for the whole transaction, the store's. */
 	if (!(e = st_prepare(st, "SELECT unixepoch()", &s))) {
-		if (sqlite3_step(s) == SQLITE_ROW)
-			tx.now = sqlite3_column_int64(s, 0);
-		sqlite3_finalize(s);
+		if (db_step(s) == DB_ROW)
+			tx.now = db_column_int64(s, 0);
+		db_finalize(s);
 		if (tx.now <= 0)
 			e = st_fail(st, FLEET_STORE_E_IO, "the store's clock did not answer");
 	}
@@ -97,7 +97,7 @@ fleet_err fleet_store_tx_use(struct fleet_store_tx *tx, const char *attestor, co
 fleet_err fleet_store_tx_use_seen(struct fleet_store_tx *tx, const char *attestor,
 				  const char *subject, bool *seen)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !attestor || !subject || !seen)
 		return FLEET_STORE_E_INVALID;
@@ -106,14 +106,14 @@ fleet_err fleet_store_tx_use_seen(struct fleet_store_tx *tx, const char *attesto
 			    "SELECT 1 FROM attestation_uses WHERE attestor = ?1 AND subject = ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, attestor, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, subject, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc == SQLITE_ROW)
+	db_bind_text(s, 1, attestor, -1);
+	db_bind_text(s, 2, subject, -1);
+	int rc = db_step(s);
+	db_finalize(s);
+	if (rc == DB_ROW)
 		*seen = true;
-	else if (rc != SQLITE_DONE)
-		return st_sqlite(tx->st, rc, "read attestation use");
+	else if (rc != DB_DONE)
+		return st_dberr(tx->st, rc, "read attestation use");
 	return FLEET_STORE_OK;
 }
 
@@ -126,7 +126,7 @@ fleet_err fleet_store_tx_node_insert(struct fleet_store_tx *tx, const struct fle
 {
 	struct fleet_store *st;
 	struct fleet_store_node old;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !in)
 		return FLEET_STORE_E_INVALID;
@@ -146,23 +146,23 @@ fleet_err fleet_store_tx_node_insert(struct fleet_store_tx *tx, const struct fle
 			    "joined_by, token, product_uuid) VALUES (?1, ?2, ?3, ?4, 1, ?5, ?6, ?7, ?8)",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, in->id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->pool, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, in->id, -1);
+	db_bind_text(s, 2, in->pool, -1);
 	if (in->site && in->site[0])
-		sqlite3_bind_text(s, 3, in->site, -1, SQLITE_STATIC);
+		db_bind_text(s, 3, in->site, -1);
 	else
-		sqlite3_bind_null(s, 3);
-	sqlite3_bind_text(s, 4, in->role, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)in->now);
-	sqlite3_bind_text(s, 6, in->joined_by, -1, SQLITE_STATIC);
+		db_bind_null(s, 3);
+	db_bind_text(s, 4, in->role, -1);
+	db_bind_int64(s, 5, in->now);
+	db_bind_text(s, 6, in->joined_by, -1);
 	if (in->token && in->token[0])
-		sqlite3_bind_text(s, 7, in->token, -1, SQLITE_STATIC);
+		db_bind_text(s, 7, in->token, -1);
 	else
-		sqlite3_bind_null(s, 7);
+		db_bind_null(s, 7);
 	if (in->product_uuid)
-		sqlite3_bind_text(s, 8, in->product_uuid, -1, SQLITE_STATIC);
+		db_bind_text(s, 8, in->product_uuid, -1);
 	else
-		sqlite3_bind_null(s, 8);
+		db_bind_null(s, 8);
 	if ((e = st_step_done(st, s, "insert node", NULL)))
 		return e;
 	return st_node_cert_insert(st, in->id, 1, in->cert_der, in->cert_len, (time_t)in->now);
@@ -194,7 +194,7 @@ fleet_err fleet_store_tx_node_cert_add(struct fleet_store_tx *tx, const char *no
 fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const char *node_id,
 					    size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !node_id || !n)
 		return FLEET_STORE_E_INVALID;
@@ -205,31 +205,31 @@ fleet_err fleet_store_tx_node_certs_current(struct fleet_store_tx *tx, const cha
 			    "c.revoked_at IS NULL AND c.not_after > ?2",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, tx->now);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*n = (size_t)sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? FLEET_STORE_OK : st_sqlite(tx->st, rc, "count node certificates");
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_int64(s, 2, tx->now);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*n = (size_t)db_column_int64(s, 0);
+	db_finalize(s);
+	return rc == DB_ROW ? FLEET_STORE_OK : st_dberr(tx->st, rc, "count node certificates");
 }
 
 fleet_err fleet_store_tx_node_newest_cert(struct fleet_store_tx *tx, const char *node_id,
 					  int64_t *issued_at)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !node_id || !issued_at)
 		return FLEET_STORE_E_INVALID;
 	*issued_at = 0;
 	if ((e = st_prepare(tx->st, "SELECT max(issued_at) FROM node_certs WHERE node_id = ?1", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*issued_at = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return rc == SQLITE_ROW ? FLEET_STORE_OK : st_sqlite(tx->st, rc, "read node certificates");
+	db_bind_text(s, 1, node_id, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*issued_at = db_column_int64(s, 0);
+	db_finalize(s);
+	return rc == DB_ROW ? FLEET_STORE_OK : st_dberr(tx->st, rc, "read node certificates");
 }
 
 fleet_err fleet_store_tx_node_bind(struct fleet_store_tx *tx, const char *kind, const char *subject,
@@ -253,7 +253,7 @@ fleet_err fleet_store_tx_binding(struct fleet_store_tx *tx, const char *kind, co
 fleet_err fleet_store_tx_node_bound(struct fleet_store_tx *tx, const char *node_id,
 				    const char *kind, char subject[129])
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	if (!tx || !node_id || !kind || !subject)
 		return FLEET_STORE_E_INVALID;
@@ -263,17 +263,17 @@ fleet_err fleet_store_tx_node_bound(struct fleet_store_tx *tx, const char *node_
 			    "ORDER BY created_at, subject LIMIT 1",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, node_id, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
+	db_bind_text(s, 1, node_id, -1);
+	db_bind_text(s, 2, kind, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW) {
 		if (!st_col_text(s, 0, subject, 129) || !subject[0])
 			e = st_fail(tx->st, FLEET_STORE_E_CORRUPT, "a binding names no subject");
-	} else if (rc == SQLITE_DONE) {
+	} else if (rc == DB_DONE) {
 		e = st_fail(tx->st, FLEET_STORE_E_NOT_FOUND, "not bound");
 	} else {
-		e = st_sqlite(tx->st, rc, "read binding");
+		e = st_dberr(tx->st, rc, "read binding");
 	}
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }

@@ -69,18 +69,18 @@ static bool token_id_ok(const char *t)
 }
 
 /* A row of PROV_COLS; false for one the schema's CHECKs forbid. */
-static bool read_row(sqlite3_stmt *s, struct fleet_store_provision *p)
+static bool read_row(struct db_stmt *s, struct fleet_store_provision *p)
 {
 	char stage[16], token[16];
 	memset(p, 0, sizeof(*p));
-	p->id = sqlite3_column_int64(s, 0);
-	p->csr_issued = sqlite3_column_int64(s, 10) != 0;
-	p->created_at = sqlite3_column_int64(s, 11);
-	p->expires_at = sqlite3_column_int64(s, 12);
-	p->delivered_at = sqlite3_column_int64(s, 13);
-	p->ended_at = sqlite3_column_int64(s, 14);
-	p->started_at = sqlite3_column_int64(s, 16);
-	p->csr_approved_at = sqlite3_column_int64(s, 17);
+	p->id = db_column_int64(s, 0);
+	p->csr_issued = db_column_int64(s, 10) != 0;
+	p->created_at = db_column_int64(s, 11);
+	p->expires_at = db_column_int64(s, 12);
+	p->delivered_at = db_column_int64(s, 13);
+	p->ended_at = db_column_int64(s, 14);
+	p->started_at = db_column_int64(s, 16);
+	p->csr_approved_at = db_column_int64(s, 17);
 	return st_col_text(s, 1, p->device, sizeof(p->device)) && p->device[0] &&
 	       st_col_text(s, 2, p->serial, sizeof(p->serial)) && p->serial[0] &&
 	       st_col_text(s, 3, p->role, sizeof(p->role)) &&
@@ -94,7 +94,7 @@ static bool read_row(sqlite3_stmt *s, struct fleet_store_provision *p)
 	       st_col_text(s, 15, p->stop_reason, sizeof(p->stop_reason));
 }
 
-static fleet_err prov_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err prov_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	(void)ctx;
 	if (!read_row(s, el))
@@ -103,28 +103,28 @@ static fleet_err prov_row(struct fleet_store *st, sqlite3_stmt *s, void *el, voi
 }
 
 /* One row of a prepared PROV_COLS query into *out; finalizes s. */
-static fleet_err read_one(struct fleet_store *st, sqlite3_stmt *s, struct fleet_store_provision *out,
+static fleet_err read_one(struct fleet_store *st, struct db_stmt *s, struct fleet_store_provision *out,
 			  const char *what)
 {
-	int rc = sqlite3_step(s);
+	int rc = db_step(s);
 	fleet_err e = FLEET_STORE_OK;
-	if (rc == SQLITE_ROW)
+	if (rc == DB_ROW)
 		e = prov_row(st, s, out, NULL);
-	else if (rc == SQLITE_DONE)
+	else if (rc == DB_DONE)
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such provision");
 	else
-		e = st_sqlite(st, rc, what);
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, what);
+	db_finalize(s);
 	return e;
 }
 
 static fleet_err get_tx(struct fleet_store *st, int64_t id, struct fleet_store_provision *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT " PROV_COLS " FROM provisions WHERE id = ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, id);
+	db_bind_int64(s, 1, id);
 	return read_one(st, s, out, "read provision");
 }
 
@@ -163,21 +163,21 @@ static fleet_err provision_create(struct fleet_store *st, const struct fleet_sto
 		return e;
 	if ((e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int rc;
 	/* The device must be the store's, with this serial: delivery makes
 	 * that row active in the same transaction. */
 	if ((e = st_prepare(st, "SELECT 1 FROM devices WHERE name = ?1 AND serial = ?2", &s)))
 		goto fail;
-	sqlite3_bind_text(s, 1, in->device, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->serial, -1, SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_ROW) {
-		e = rc == SQLITE_DONE ? st_fail(st, FLEET_STORE_E_NOT_FOUND,
+	db_bind_text(s, 1, in->device, -1);
+	db_bind_text(s, 2, in->serial, -1);
+	rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_ROW) {
+		e = rc == DB_DONE ? st_fail(st, FLEET_STORE_E_NOT_FOUND,
 						"no device %s with that serial in the store",
 						in->device)
-				      : st_sqlite(st, rc, "find the device");
+				      : st_dberr(st, rc, "find the device");
 		goto fail;
 	}
 	if ((e = st_prepare(st,
@@ -185,24 +185,24 @@ static fleet_err provision_create(struct fleet_store *st, const struct fleet_sto
 			    "token_state, code_hash, config, created_at, expires_at) VALUES "
 			    "(?1, ?2, ?3, 'rendered', ?4, ?5, ?6, ?7, ?8, ?9, ?10)", &s)))
 		goto fail;
-	sqlite3_bind_text(s, 1, in->device, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 2, in->serial, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, worker ? "worker" : "controlplane", -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, in->workflow, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, in->device, -1);
+	db_bind_text(s, 2, in->serial, -1);
+	db_bind_text(s, 3, worker ? "worker" : "controlplane", -1);
+	db_bind_text(s, 4, in->workflow, -1);
 	if (worker)
-		sqlite3_bind_text(s, 5, in->token_id, -1, SQLITE_STATIC);
+		db_bind_text(s, 5, in->token_id, -1);
 	else
-		sqlite3_bind_null(s, 5);
-	sqlite3_bind_text(s, 6, worker ? "pending" : "none", -1, SQLITE_STATIC);
-	sqlite3_bind_blob(s, 7, in->code_hash, FLEET_STORE_CODE_HASH_LEN, SQLITE_STATIC);
-	sqlite3_bind_blob(s, 8, in->config, (int)in->config_len, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 9, in->now);
-	sqlite3_bind_int64(s, 10, in->expires_at);
+		db_bind_null(s, 5);
+	db_bind_text(s, 6, worker ? "pending" : "none", -1);
+	db_bind_blob(s, 7, in->code_hash, FLEET_STORE_CODE_HASH_LEN);
+	db_bind_blob(s, 8, in->config, (int)in->config_len);
+	db_bind_int64(s, 9, in->now);
+	db_bind_int64(s, 10, in->expires_at);
 	/* The unique indexes say CONFLICT: an open run for the device, a
 	 * code hash ever used, a token id another run holds. */
 	if ((e = st_step_done(st, s, "insert provision", NULL)))
 		goto fail;
-	int64_t rowid = sqlite3_last_insert_rowid(st->db);
+	int64_t rowid = db_last_insert_rowid(st->db);
 	if ((e = st_commit(st)))
 		return e;
 	if (id)
@@ -225,7 +225,7 @@ fleet_err fleet_store_provision_create(struct fleet_store *st,
 /* Run a one-row UPDATE (bound by the caller) whose WHERE holds the state
  * it moves from: 0 rows is CONFLICT when the row exists, NOT_FOUND when
  * not. Inside the caller's transaction. */
-static fleet_err update_cas(struct fleet_store *st, sqlite3_stmt *s, int64_t id, const char *what,
+static fleet_err update_cas(struct fleet_store *st, struct db_stmt *s, int64_t id, const char *what,
 			    const char *conflict)
 {
 	int changes = 0;
@@ -262,11 +262,11 @@ static fleet_err provision_advance(struct fleet_store *st, int64_t id,
 			       fleet_store_provision_stage_str(to));
 	if ((e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, sql, &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_int64(s, 2, now);
+	db_bind_int64(s, 1, id);
+	db_bind_int64(s, 2, now);
 	if ((e = update_cas(st, s, id, "advance provision", "not where the move starts")))
 		goto fail;
 	return st_commit(st);
@@ -293,14 +293,14 @@ static fleet_err provision_drop(struct fleet_store *st, int64_t id, const char *
 		return st_fail(st, FLEET_STORE_E_INVALID, "a drop needs a reason (1..63 printable)");
 	if ((e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE provisions SET stage = 'dropped', config = NULL, "
 				"stop_reason = ?2, ended_at = ?3 WHERE id = ?1 AND "
 				"stage IN ('rendered', 'started', 'delivered')", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, reason, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 3, now);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, reason, -1);
+	db_bind_int64(s, 3, now);
 	if ((e = update_cas(st, s, id, "drop provision", "not open")))
 		goto fail;
 	return st_commit(st);
@@ -333,7 +333,7 @@ static void prov_free_el(void *el)
 static fleet_err provisions_list(struct fleet_store *st, bool open_only,
 				 struct fleet_store_provision **out, size_t *n)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	*out = NULL;
 	*n = 0;
 	fleet_err e = st_prepare(
@@ -342,7 +342,7 @@ static fleet_err provisions_list(struct fleet_store *st, bool open_only,
 		    "(csr_name IS NOT NULL AND csr_issued = 0) ORDER BY id", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int(s, 1, open_only ? 1 : 0);
+	db_bind_int64(s, 1, open_only ? 1 : 0);
 	return st_collect(st, s, sizeof(**out), FLEET_STORE_MAX_PROVISIONS, "provisions", prov_row,
 			  NULL, prov_free_el, (void **)out, n);
 }
@@ -365,18 +365,18 @@ static fleet_err ever_started(struct fleet_store *st, const char *device, bool *
 	*yes = false;
 	if (!st_text_ok(device, 63))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT EXISTS (SELECT 1 FROM provisions WHERE device = ?1 "
 				     "AND started_at IS NOT NULL)", &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW)
-		*yes = sqlite3_column_int(s, 0) != 0;
+	db_bind_text(s, 1, device, -1);
+	int rc = db_step(s);
+	if (rc == DB_ROW)
+		*yes = db_column_int64(s, 0) != 0;
 	else
-		e = st_sqlite(st, rc, "find started provisions");
-	sqlite3_finalize(s);
+		e = st_dberr(st, rc, "find started provisions");
+	db_finalize(s);
 	return e;
 }
 
@@ -392,12 +392,12 @@ static fleet_err by_token(struct fleet_store *st, const char *token_id,
 {
 	if (!token_id_ok(token_id))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a token id is 6 [a-z0-9]");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT " PROV_COLS " FROM provisions WHERE token_id = ?1",
 				 &s);
 	if (e)
 		return e;
-	sqlite3_bind_text(s, 1, token_id, -1, SQLITE_STATIC);
+	db_bind_text(s, 1, token_id, -1);
 	return read_one(st, s, out, "read provision by token");
 }
 
@@ -420,12 +420,12 @@ static fleet_err token_set(struct fleet_store *st, int64_t id, enum fleet_store_
 			       "a worker's token is pending, created or deleted");
 	if ((e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE provisions SET token_state = ?2 WHERE id = ?1 AND "
 				"token_id IS NOT NULL", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, token_names[ts], -1, SQLITE_STATIC);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, token_names[ts], -1);
 	int changes = 0;
 	if ((e = st_step_done(st, s, "set token state", &changes)))
 		goto fail;
@@ -481,14 +481,14 @@ static fleet_err csr_approve(struct fleet_store *st, int64_t id, const char *nam
 			    fleet_store_token_state_str(p.token_state));
 		goto fail;
 	}
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE provisions SET csr_name = ?2, csr_uid = ?3, "
 				"csr_approved_at = ?4 WHERE id = ?1 AND csr_uid IS NULL", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_text(s, 2, name, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, uid, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, now);
+	db_bind_int64(s, 1, id);
+	db_bind_text(s, 2, name, -1);
+	db_bind_text(s, 3, uid, -1);
+	db_bind_int64(s, 4, now);
 	if ((e = update_cas(st, s, id, "approve CSR", "its CSR was recorded meanwhile")))
 		goto fail;
 	return st_commit(st);
@@ -510,12 +510,12 @@ static fleet_err csr_issued(struct fleet_store *st, int64_t id)
 	fleet_err e = st_writable(st);
 	if (e || (e = st_begin(st)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0;
 	if ((e = st_prepare(st, "UPDATE provisions SET csr_issued = 1 WHERE id = ?1 AND "
 				"csr_uid IS NOT NULL", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
+	db_bind_int64(s, 1, id);
 	if ((e = st_step_done(st, s, "mark CSR issued", &changes)))
 		goto fail;
 	if (changes != 1) {
@@ -546,19 +546,19 @@ static fleet_err config_for_code(struct fleet_store *st, const uint8_t code_hash
 	fb_reset(config);
 	if (!code_hash)
 		return st_fail(st, FLEET_STORE_E_INVALID, "no code hash");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(st, "SELECT id, stage, expires_at, config FROM provisions "
 				     "WHERE code_hash = ?1", &s);
 	if (e)
 		return e;
-	sqlite3_bind_blob(s, 1, code_hash, FLEET_STORE_CODE_HASH_LEN, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	if (rc != SQLITE_ROW) {
-		e = rc == SQLITE_DONE ? st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such code")
-				      : st_sqlite(st, rc, "find code");
+	db_bind_blob(s, 1, code_hash, FLEET_STORE_CODE_HASH_LEN);
+	int rc = db_step(s);
+	if (rc != DB_ROW) {
+		e = rc == DB_DONE ? st_fail(st, FLEET_STORE_E_NOT_FOUND, "no such code")
+				      : st_dberr(st, rc, "find code");
 		goto out;
 	}
-	*id = sqlite3_column_int64(s, 0);
+	*id = db_column_int64(s, 0);
 	char stage_t[16];
 	enum fleet_store_provision_stage stage;
 	if (!st_col_text(s, 1, stage_t, sizeof(stage_t)) || !stage_of(stage_t, &stage)) {
@@ -573,12 +573,12 @@ static fleet_err config_for_code(struct fleet_store *st, const uint8_t code_hash
 		e = st_fail(st, FLEET_STORE_E_STATE, "the code is burned (the run is %s)", stage_t);
 		goto out;
 	}
-	if (now >= sqlite3_column_int64(s, 2)) {
+	if (now >= db_column_int64(s, 2)) {
 		e = st_fail(st, FLEET_STORE_E_STATE, "the code has expired");
 		goto out;
 	}
-	const void *b = sqlite3_column_blob(s, 3);
-	int len = sqlite3_column_bytes(s, 3);
+	const void *b = db_column_blob(s, 3);
+	int len = db_column_bytes(s, 3);
 	if (!b || len <= 0 || (size_t)len > FLEET_STORE_CONFIG_MAX) {
 		e = st_fail(st, FLEET_STORE_E_CORRUPT, "a started provision holds no configuration");
 		goto out;
@@ -590,7 +590,7 @@ static fleet_err config_for_code(struct fleet_store *st, const uint8_t code_hash
 			    "the configuration does not fit the caller's buffer");
 	}
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	return e;
 }
 
@@ -608,7 +608,7 @@ static fleet_err consume(struct fleet_store *st, int64_t id, int64_t now)
 	if (e || (e = st_begin(st)))
 		return e;
 	struct fleet_store_provision p;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = get_tx(st, id, &p)))
 		goto fail;
 	/* A control plane has no token to follow: its run is done at
@@ -619,14 +619,14 @@ static fleet_err consume(struct fleet_store *st, int64_t id, int64_t now)
 				"'none' THEN ?2 ELSE NULL END, config = NULL, delivered_at = ?2 "
 				"WHERE id = ?1 AND stage = 'started'", &s)))
 		goto fail;
-	sqlite3_bind_int64(s, 1, id);
-	sqlite3_bind_int64(s, 2, now);
+	db_bind_int64(s, 1, id);
+	db_bind_int64(s, 2, now);
 	if ((e = update_cas(st, s, id, "consume provision", "not started: not delivered now")))
 		goto fail;
 	int changes = 0;
 	if ((e = st_prepare(st, "UPDATE devices SET state = 'active' WHERE name = ?1", &s)))
 		goto fail;
-	sqlite3_bind_text(s, 1, p.device, -1, SQLITE_TRANSIENT);
+	db_bind_text(s, 1, p.device, -1);
 	if ((e = st_step_done(st, s, "set the device active", &changes)))
 		goto fail;
 	if (changes != 1) {

@@ -14,7 +14,7 @@
 static fleet_err clock_get(struct fleet_store *st, const char *device,
 			   struct fleet_store_reattest_clock *out)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e;
 	int rc;
 
@@ -26,12 +26,12 @@ static fleet_err clock_get(struct fleet_store *st, const char *device,
 			    "FROM reattest_clock WHERE device = ?1",
 			    &s)))
 		return e;
-	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
-	rc = sqlite3_step(s);
-	if (rc == SQLITE_ROW) {
-		sqlite3_int64 r = sqlite3_column_int64(s, 0), t = sqlite3_column_int64(s, 1),
-			      c = sqlite3_column_int64(s, 2), at = sqlite3_column_int64(s, 3);
-		sqlite3_finalize(s);
+	db_bind_text(s, 1, device, -1);
+	rc = db_step(s);
+	if (rc == DB_ROW) {
+		int64_t r = db_column_int64(s, 0), t = db_column_int64(s, 1),
+			      c = db_column_int64(s, 2), at = db_column_int64(s, 3);
+		db_finalize(s);
 		/* The CHECKs hold these; anything else was not written here. */
 		if (r < 0 || r > UINT32_MAX || t < 0 || t > UINT32_MAX || c < 0 || at < 0)
 			return st_fail(st, FLEET_STORE_E_CORRUPT,
@@ -42,10 +42,10 @@ static fleet_err clock_get(struct fleet_store *st, const char *device,
 		out->checked_at = at;
 		return FLEET_STORE_OK;
 	}
-	sqlite3_finalize(s);
-	if (rc == SQLITE_DONE)
+	db_finalize(s);
+	if (rc == DB_DONE)
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no re-check clock for that device");
-	return st_sqlite(st, rc, "read reattest clock");
+	return st_dberr(st, rc, "read reattest clock");
 }
 
 fleet_err fleet_store_reattest_clock_get(struct fleet_store *st, const char *device,
@@ -60,7 +60,7 @@ fleet_err fleet_store_reattest_clock_get(struct fleet_store *st, const char *dev
 static fleet_err clock_record(struct fleet_store *st, const char *device,
 			      const struct fleet_store_reattest_clock *c)
 {
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int changes = 0, known = 0;
 	fleet_err e = st_writable(st);
 
@@ -75,10 +75,10 @@ static fleet_err clock_record(struct fleet_store *st, const char *device,
 		return e;
 	if ((e = st_prepare(st, "SELECT count(*) FROM devices WHERE name = ?1", &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		known = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
+	db_bind_text(s, 1, device, -1);
+	if (db_step(s) == DB_ROW)
+		known = db_column_int64(s, 0);
+	db_finalize(s);
 	if (!known) {
 		e = st_fail(st, FLEET_STORE_E_NOT_FOUND, "no device with that name");
 		goto out;
@@ -95,11 +95,11 @@ static fleet_err clock_record(struct fleet_store *st, const char *device,
 			    "excluded.restart_count >= reattest_clock.restart_count)",
 			    &s)))
 		goto out;
-	sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)c->reset_count);
-	sqlite3_bind_int64(s, 3, (sqlite3_int64)c->restart_count);
-	sqlite3_bind_int64(s, 4, (sqlite3_int64)c->clock);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)c->checked_at);
+	db_bind_text(s, 1, device, -1);
+	db_bind_int64(s, 2, c->reset_count);
+	db_bind_int64(s, 3, c->restart_count);
+	db_bind_int64(s, 4, c->clock);
+	db_bind_int64(s, 5, c->checked_at);
 	if ((e = st_step_done(st, s, "record reattest clock", &changes)))
 		goto out;
 	if (changes == 0)
@@ -193,7 +193,7 @@ static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_
 			       char lak_sha1[41], char ldevid_sha1[41])
 {
 	struct fleet_store_device d;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	int current = -1;
 	fleet_err e = st_writable(st);
 
@@ -237,11 +237,11 @@ static fleet_err renewal_issue(struct fleet_store *st, const struct fleet_store_
 			    "kind = 'ldevid' AND revoked = 0 AND not_after > ?2",
 			    &s)))
 		goto out;
-	sqlite3_bind_int64(s, 1, d.id);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)in->now);
-	if (sqlite3_step(s) == SQLITE_ROW)
-		current = sqlite3_column_int(s, 0);
-	sqlite3_finalize(s);
+	db_bind_int64(s, 1, d.id);
+	db_bind_int64(s, 2, in->now);
+	if (db_step(s) == DB_ROW)
+		current = db_column_int64(s, 0);
+	db_finalize(s);
 	if (current < 0) {
 		e = st_fail(st, FLEET_STORE_E_IO, "count the device's certificates");
 		goto out;

@@ -54,31 +54,31 @@ static fleet_err verdict_insert(struct fleet_store *st,
 	json_decref(arr);
 	if (!reasons)
 		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "INSERT INTO verdicts (time, device, serial, session, result, "
 				"reasons, ek_hash, ek_hash_ecc) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
 			    &s))) {
 		free(reasons);
 		return e;
 	}
-	sqlite3_bind_int64(s, 1, (sqlite3_int64)v->time);
+	db_bind_int64(s, 1, v->time);
 	if (has_device)
-		sqlite3_bind_text(s, 2, v->device, -1, SQLITE_STATIC);
+		db_bind_text(s, 2, v->device, -1);
 	else
-		sqlite3_bind_null(s, 2);
-	sqlite3_bind_text(s, 3, v->serial, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 4, v->session, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 5, v->pass ? "pass" : "fail", -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 6, reasons, -1, SQLITE_STATIC);
+		db_bind_null(s, 2);
+	db_bind_text(s, 3, v->serial, -1);
+	db_bind_text(s, 4, v->session, -1);
+	db_bind_text(s, 5, v->pass ? "pass" : "fail", -1);
+	db_bind_text(s, 6, reasons, -1);
 	st_bind_hash(s, 7, v->ek_hash);
 	st_bind_hash(s, 8, v->ek_hash_ecc);
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
+	int rc = db_step(s);
+	db_finalize(s);
 	free(reasons);
-	if (rc != SQLITE_DONE)
-		return st_sqlite(st, rc, "insert verdict");
+	if (rc != DB_DONE)
+		return st_dberr(st, rc, "insert verdict");
 	if (id_out)
-		*id_out = sqlite3_last_insert_rowid(st->db);
+		*id_out = db_last_insert_rowid(st->db);
 	return FLEET_STORE_OK;
 }
 
@@ -92,10 +92,10 @@ fleet_err fleet_store_verdict_insert(struct fleet_store *st,
 
 /* The reasons column back into fixed fields; false if it is not a JSON
  * array of short printable strings. */
-static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v)
+static bool read_reasons(struct db_stmt *s, int col, struct fleet_store_verdict *v)
 {
-	const char *text = (const char *)sqlite3_column_text(s, col);
-	int len = sqlite3_column_bytes(s, col);
+	const char *text = (const char *)db_column_text(s, col);
+	int len = db_column_bytes(s, col);
 	if (!text || len <= 0)
 		return false;
 	json_t *arr = json_loadb(text, (size_t)len, JSON_REJECT_DUPLICATES, NULL);
@@ -113,22 +113,22 @@ static bool read_reasons(sqlite3_stmt *s, int col, struct fleet_store_verdict *v
 /* Step a prepared verdict query (its columns as VERDICT_COLS) into at most
  * limit rows; finalizes s. */
 #define VERDICT_COLS "id, time, device, serial, session, result, reasons, ek_hash, ek_hash_ecc"
-static fleet_err read_verdicts(struct fleet_store *st, sqlite3_stmt *s, size_t limit,
+static fleet_err read_verdicts(struct fleet_store *st, struct db_stmt *s, size_t limit,
 					  struct fleet_store_verdict **out, size_t *n)
 {
 	fleet_err e = FLEET_STORE_OK;
 	struct fleet_store_verdict *v = calloc(limit, sizeof(*v));
 	if (!v) {
-		sqlite3_finalize(s);
+		db_finalize(s);
 		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
 	}
 	size_t cnt = 0;
-	int rc = SQLITE_DONE;
-	while (cnt < limit && (rc = sqlite3_step(s)) == SQLITE_ROW) {
+	int rc = DB_DONE;
+	while (cnt < limit && (rc = db_step(s)) == DB_ROW) {
 		struct fleet_store_verdict *r = &v[cnt++];
 		char result[8];
-		r->id = sqlite3_column_int64(s, 0);
-		r->time = sqlite3_column_int64(s, 1);
+		r->id = db_column_int64(s, 0);
+		r->time = db_column_int64(s, 1);
 		if (!st_col_text(s, 2, r->device, sizeof(r->device)) ||
 		    !st_col_text(s, 3, r->serial, sizeof(r->serial)) ||
 		    !st_col_text(s, 4, r->session, sizeof(r->session)) ||
@@ -140,10 +140,10 @@ static fleet_err read_verdicts(struct fleet_store *st, sqlite3_stmt *s, size_t l
 		}
 		r->pass = !strcmp(result, "pass");
 	}
-	if (cnt < limit && rc != SQLITE_DONE)
-		e = st_sqlite(st, rc, "list verdicts");
+	if (cnt < limit && rc != DB_DONE)
+		e = st_dberr(st, rc, "list verdicts");
 out:
-	sqlite3_finalize(s);
+	db_finalize(s);
 	if (e) {
 		free(v);
 		return e;
@@ -164,7 +164,7 @@ static fleet_err verdicts_list(struct fleet_store *st, const char *device,
 			       FLEET_STORE_LIST_MAX);
 	if (device && !st_text_ok(device, FLEET_STORE_NAME_MAX))
 		return st_fail(st, FLEET_STORE_E_INVALID, "not a device name");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	/* A device's verdicts through verdicts_by_device: "?1 IS NULL OR
 	 * device = ?1" scanned the whole table newest first for each device,
 	 * which made the SPIRE pass quadratic in the fleet (3 minutes at
@@ -177,10 +177,10 @@ static fleet_err verdicts_list(struct fleet_store *st, const char *device,
 	if (e)
 		return e;
 	if (device)
-		sqlite3_bind_text(s, 1, device, -1, SQLITE_STATIC);
+		db_bind_text(s, 1, device, -1);
 	else
-		sqlite3_bind_null(s, 1);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+		db_bind_null(s, 1);
+	db_bind_int64(s, 2, limit);
 	return read_verdicts(st, s, limit, out, n);
 }
 
@@ -201,13 +201,13 @@ static fleet_err verdicts_after(struct fleet_store *st, int64_t after_id,
 	if (limit < 1 || limit > FLEET_STORE_LIST_MAX)
 		return st_fail(st, FLEET_STORE_E_INVALID, "a limit is 1 to %d",
 			       FLEET_STORE_LIST_MAX);
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	fleet_err e = st_prepare(
 		st, "SELECT " VERDICT_COLS " FROM verdicts WHERE id > ?1 ORDER BY id LIMIT ?2", &s);
 	if (e)
 		return e;
-	sqlite3_bind_int64(s, 1, after_id);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)limit);
+	db_bind_int64(s, 1, after_id);
+	db_bind_int64(s, 2, limit);
 	return read_verdicts(st, s, limit, out, n);
 }
 
@@ -261,20 +261,20 @@ fleet_err st_cert_insert(struct fleet_store *st, const char *device,
 	struct fleet_store_device d;
 	if ((e = fleet_store_device_get_by_name(st, device, &d)))
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "INSERT INTO certificates (device_id, kind, sha1, not_after, "
 				"issued_at, der) VALUES (?1, ?2, ?3, ?4, ?5, ?6)", &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, d.id);
-	sqlite3_bind_text(s, 2, kind, -1, SQLITE_STATIC);
-	sqlite3_bind_text(s, 3, sha1, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 4, not_after);
-	sqlite3_bind_int64(s, 5, (sqlite3_int64)issued_at);
-	sqlite3_bind_blob(s, 6, der, (int)der_len, SQLITE_STATIC);
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return st_sqlite(st, rc, "insert certificate");
+	db_bind_int64(s, 1, d.id);
+	db_bind_text(s, 2, kind, -1);
+	db_bind_text(s, 3, sha1, -1);
+	db_bind_int64(s, 4, not_after);
+	db_bind_int64(s, 5, issued_at);
+	db_bind_blob(s, 6, der, (int)der_len);
+	int rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE)
+		return st_dberr(st, rc, "insert certificate");
 	if (sha1_out)
 		memcpy(sha1_out, sha1, sizeof(sha1));
 	return FLEET_STORE_OK;
@@ -296,17 +296,17 @@ static fleet_err cert_revoke(struct fleet_store *st, const char *sha1,
 		return e;
 	if (!st_hex_ok(sha1, 40, 40))
 		return st_fail(st, FLEET_STORE_E_INVALID, "a fingerprint is 40 lowercase hex digits");
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "UPDATE certificates SET revoked = 1, revoked_at = ?2 "
 				"WHERE sha1 = ?1 AND revoked = 0", &s)))
 		return e;
-	sqlite3_bind_text(s, 1, sha1, -1, SQLITE_STATIC);
-	sqlite3_bind_int64(s, 2, (sqlite3_int64)now);
-	int rc = sqlite3_step(s);
-	sqlite3_finalize(s);
-	if (rc != SQLITE_DONE)
-		return st_sqlite(st, rc, "revoke certificate");
-	if (sqlite3_changes(st->db) == 0)
+	db_bind_text(s, 1, sha1, -1);
+	db_bind_int64(s, 2, now);
+	int rc = db_step(s);
+	db_finalize(s);
+	if (rc != DB_DONE)
+		return st_dberr(st, rc, "revoke certificate");
+	if (db_changes(st->db) == 0)
 		return st_fail(st, FLEET_STORE_E_NOT_FOUND, "no unrevoked certificate with that "
 							    "fingerprint");
 	return FLEET_STORE_OK;
@@ -329,18 +329,18 @@ void fleet_store_certs_free(struct fleet_store_cert *c, size_t n)
 /* Step a prepared certificate query (kind, sha1, not_after, issued_at,
  * revoked, revoked_at, der[, device]) into *out; finalizes s. device NULL:
  * each row's name is its eighth column. */
-static fleet_err cert_row(struct fleet_store *st, sqlite3_stmt *s, void *el, void *ctx)
+static fleet_err cert_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
 {
 	struct fleet_store_cert *c = el;
 	const char *device = ctx;
 	if (device)
 		snprintf(c->device, sizeof(c->device), "%s", device);
-	c->not_after = sqlite3_column_int64(s, 2);
-	c->issued_at = sqlite3_column_int64(s, 3);
-	c->revoked = sqlite3_column_int64(s, 4) != 0;
-	c->revoked_at = sqlite3_column_int64(s, 5);
-	const void *blob = sqlite3_column_blob(s, 6);
-	int blen = sqlite3_column_bytes(s, 6);
+	c->not_after = db_column_int64(s, 2);
+	c->issued_at = db_column_int64(s, 3);
+	c->revoked = db_column_int64(s, 4) != 0;
+	c->revoked_at = db_column_int64(s, 5);
+	const void *blob = db_column_blob(s, 6);
+	int blen = db_column_bytes(s, 6);
 	if (!st_col_text(s, 0, c->kind, sizeof(c->kind)) ||
 	    !st_col_text(s, 1, c->sha1, sizeof(c->sha1)) || !blob || blen <= 0 ||
 	    blen > FLEET_STORE_CERT_MAX ||
@@ -358,7 +358,7 @@ static void cert_free(void *el)
 	free(((struct fleet_store_cert *)el)->der);
 }
 
-fleet_err st_read_certs(struct fleet_store *st, sqlite3_stmt *s, const char *device,
+fleet_err st_read_certs(struct fleet_store *st, struct db_stmt *s, const char *device,
 			struct fleet_store_cert **out, size_t *n)
 {
 	void *v;
@@ -377,13 +377,13 @@ static fleet_err certs_for_device(struct fleet_store *st, const char *device,
 	fleet_err e = fleet_store_device_get_by_name(st, device, &d);
 	if (e)
 		return e;
-	sqlite3_stmt *s;
+	struct db_stmt *s;
 	if ((e = st_prepare(st, "SELECT kind, sha1, not_after, issued_at, revoked, revoked_at, der "
 				"FROM certificates WHERE device_id = ?1 ORDER BY issued_at DESC, "
 				"id DESC LIMIT ?2", &s)))
 		return e;
-	sqlite3_bind_int64(s, 1, d.id);
-	sqlite3_bind_int(s, 2, FLEET_STORE_LIST_MAX);
+	db_bind_int64(s, 1, d.id);
+	db_bind_int64(s, 2, FLEET_STORE_LIST_MAX);
 	return st_read_certs(st, s, d.name, out, n);
 }
 

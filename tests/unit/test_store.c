@@ -16,13 +16,15 @@
 #include <unistd.h>
 
 #include <openssl/evp.h>
-#include <sqlite3.h>
 
 #include "fleetd/store/store.h"
 #include "fleetd/store/store_int.h" /* the join transaction's handle (D tests) */
 #include "lib/tpm_alg.h"
 #include "lib/hex.h"
 #include "tests/unit/x509_mint.h"
+#include "tests/store/store_location.h"
+
+#include <sqlite3.h>
 
 #define HA "aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"
 #define HB "bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
@@ -32,6 +34,7 @@
 struct fx {
 	char *dir;
 	char state[512];
+	char loc[1024]; /* state, or its PostgreSQL database (store_location.h) */
 	struct fleet_store *st;
 };
 
@@ -40,9 +43,10 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	f->dir = make_temp_dir("store");
 	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	store_location_new(f->state, f->loc, sizeof(f->loc));
 	struct fleet_errctx sec = {0};
 	char err[sizeof(sec.detail) + 80];
-	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
+	if (fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
 		fail_msg("open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	*state = f;
 	return 0;
@@ -52,31 +56,17 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	fleet_store_close(f->st);
+	store_location_free(f->loc);
 	rm_rf(f->dir);
 	free(f->dir);
 	free(f);
 	return 0;
 }
 
-/* A raw connection, to look behind the API or damage the file. */
-static sqlite3 *raw(struct fx *f)
+/* A raw connection, to look behind the API or damage the store. */
+static struct raw *raw(struct fx *f)
 {
-	char p[600];
-	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
-	return db;
-}
-
-static long long raw_int(sqlite3 *db, const char *sql)
-{
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	long long v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	return v;
+	return raw_open(f->loc);
 }
 
 static void admit(struct fx *f, const char *name, const char *serial, const char *ek,
@@ -91,30 +81,34 @@ static void admit(struct fx *f, const char *name, const char *serial, const char
 static void test_schema_and_settings(void **state)
 {
 	struct fx *f = *state;
-	struct stat sb;
-	char p[600];
-	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
-	assert_int_equal(stat(p, &sb), 0);
-	assert_int_equal(sb.st_mode & 0777, 0600);
-	assert_int_equal(stat(f->state, &sb), 0);
-	assert_int_equal(sb.st_mode & 0777, 0700);
-	sqlite3 *db = raw(f);
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(db, "PRAGMA journal_mode", -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	assert_string_equal((const char *)sqlite3_column_text(s, 0), "wal");
-	sqlite3_finalize(s);
+	struct raw *db = raw(f);
+	if (store_location_pg()) {
+		/* PostgreSQL: the server's files are its own; the identity row */
+		assert_int_equal(raw_int(db, "SELECT application_id FROM store_identity"),
+				 0x666c6474);
+		assert_int_equal(raw_int(db, "SELECT count(*) FROM store_identity"), 1);
+	} else {
+		struct stat sb;
+		char p[600];
+		snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
+		assert_int_equal(stat(p, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0600);
+		assert_int_equal(stat(f->state, &sb), 0);
+		assert_int_equal(sb.st_mode & 0777, 0700);
+		assert_int_equal(raw_int(db, "SELECT journal_mode = 'wal' FROM pragma_journal_mode"),
+				 1);
+		assert_int_equal(raw_int(db, "PRAGMA application_id"), 0x666c6474);
+	}
 	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
-	assert_int_equal(raw_int(db, "PRAGMA application_id"), 0x666c6474);
-	sqlite3_close(db);
+	raw_close(db);
 	/* Opening again applies nothing twice. */
 	fleet_store_close(f->st);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, NULL), 0);
 	db = raw(f);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
-	sqlite3_close(db);
+	raw_close(db);
 }
 
 static void test_err_strings(void **state)
@@ -137,51 +131,51 @@ static void test_err_strings(void **state)
 static void test_unsafe_modes_refused(void **state)
 {
 	struct fx *f = *state;
+	SKIP_ON_PG("the modes of a state directory and its file (PostgreSQL's roles decide)");
 	fleet_store_close(f->st);
 	f->st = NULL;
 	struct fleet_store *st;
 	struct fleet_errctx sec = {0};
 	char p[600];
 	assert_int_equal(chmod(f->state, 0770), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
 	assert_non_null(strstr(sec.detail, "not writable by group or others"));
 	assert_int_equal(chmod(f->state, 0700), 0);
 	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
 	assert_int_equal(chmod(p, 0640), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
 	assert_non_null(strstr(sec.detail, "mode 0600"));
 	assert_int_equal(chmod(p, 0600), 0);
 	assert_int_equal(chown(p, 65534, 65534), 0);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_UNSAFE);
 	assert_int_equal(chown(p, 0, 0), 0);
 	assert_int_equal(fleet_store_open("relative/dir", FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_INVALID);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &sec), 0);
 }
 
 static void test_newer_schema_refused(void **state)
 {
 	struct fx *f = *state;
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (99, 0, 'future')",
-				      NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db, "INSERT INTO schema_migrations VALUES (99, 0, 'future')"), RAW_OK);
+	raw_close(db);
 	fleet_store_close(f->st);
 	f->st = NULL;
 	struct fleet_store *st;
 	struct fleet_errctx sec = {0};
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &st, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &st, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	assert_non_null(strstr(sec.detail, "newer fleetd"));
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &st, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &st, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	db = raw(f);
-	sqlite3_exec(db, "DELETE FROM schema_migrations WHERE version = 99", NULL, NULL, NULL);
-	sqlite3_close(db);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec), 0);
+	raw_exec(db, "DELETE FROM schema_migrations WHERE version = 99");
+	raw_close(db);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &sec), 0);
 }
 
 static void test_admission_and_lookup(void **state)
@@ -351,9 +345,9 @@ static void test_devices_list_whole(void **state)
 		"WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < 25000) "
 		"INSERT INTO devices (name, serial, ek_hash, first_admitted, last_seen) "
 		"SELECT printf('d%05d', i), printf('SER-%05d', i), printf('%064d', i), 1, 1 FROM k";
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, rows, NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db, rows), RAW_OK);
+	raw_close(db);
 	admit(f, "zz-last", "SER-LAST", HA, NULL, 1000);
 	struct fleet_store_device *all;
 	size_t n;
@@ -435,15 +429,14 @@ static void test_claim_caps(void **state)
 	assert_int_equal(fleet_store_claim_upsert(f->st, "P-more", "unknown-serial", HD, NULL, 9),
 			 0); /* another EK pair */
 	/* The number of claims is capped: fill the table behind the API. */
-	sqlite3 *db = raw(f);
+	struct raw *db = raw(f);
 	assert_int_equal(
-		sqlite3_exec(db,
+		raw_exec(db,
 			     "WITH RECURSIVE n(i) AS (SELECT 2 UNION ALL SELECT i + 1 FROM n "
 			     "WHERE i < 10000) INSERT INTO claims (serial, reason, first_seen, "
-			     "last_seen, count) SELECT 'F' || i, 'unknown-serial', 1, 1, 1 FROM n",
-			     NULL, NULL, NULL),
-		SQLITE_OK);
-	sqlite3_close(db);
+			     "last_seen, count) SELECT 'F' || i, 'unknown-serial', 1, 1, 1 FROM n"),
+		RAW_OK);
+	raw_close(db);
 	assert_int_equal(fleet_store_claim_upsert(f->st, "ONE-MORE", "unknown-serial", HA, NULL, 5),
 			 FLEET_STORE_E_FULL);
 	/* A known claim still counts. */
@@ -575,7 +568,7 @@ static void test_readonly(void **state)
 	struct fleet_store *ro;
 	struct fleet_errctx sec = {0};
 	/* Beside the daemon's open handle: WAL lets both be open. */
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, &sec), 0);
 	struct fleet_store_device d;
 	assert_int_equal(fleet_store_device_get_by_serial(ro, "SER-1", &d), 0);
 	assert_int_equal(fleet_store_device_record_admission(ro, "w2", "SER-2", 0, HC, NULL, 1),
@@ -614,7 +607,7 @@ static void test_lift_quarantine(void **state)
 	struct fleet_store *op, *ro;
 	struct fleet_errctx sec = {0};
 	char err[sizeof(sec.detail) + 80];
-	if (fleet_store_open(f->state, FLEET_STORE_OPERATOR, &op, &sec))
+	if (fleet_store_open(f->loc, FLEET_STORE_OPERATOR, &op, &sec))
 		fail_msg("operator open: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 	char prev[FLEET_STORE_QREASON_MAX + 1] = "unchanged";
 	int64_t at = -1;
@@ -627,7 +620,7 @@ static void test_lift_quarantine(void **state)
 	assert_int_equal(at, -1);
 	assert_int_equal(fleet_store_device_lift_quarantine(op, "", prev, &at),
 			 FLEET_STORE_E_INVALID);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, &sec), 0);
 	assert_int_equal(fleet_store_device_lift_quarantine(ro, "w1", prev, &at),
 			 FLEET_STORE_E_READONLY);
 	fleet_store_close(ro);
@@ -651,29 +644,28 @@ static void test_lift_quarantine(void **state)
 	struct stat sb;
 	assert_int_equal(stat(missing, &sb), -1);
 	/* never migrated: a store at another version is refused, not upgraded */
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db,
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db,
 				      "DELETE FROM schema_migrations WHERE version = "
-				      "(SELECT max(version) FROM schema_migrations)",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_OPERATOR, &op, &sec),
+				      "(SELECT max(version) FROM schema_migrations)"),
+			 RAW_OK);
+	raw_close(db);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_OPERATOR, &op, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	db = raw(f);
 	assert_int_equal(raw_int(db, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION - 1);
-	sqlite3_close(db);
+	raw_close(db);
 }
 
 static void test_damaged_row_is_corrupt(void **state)
 {
 	struct fx *f = *state;
 	admit(f, "w1", "SER-1", HA, HB, 1000);
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "UPDATE devices SET name = 'w' || char(27) || '1'", NULL,
-				      NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db, store_location_pg() ? "UPDATE devices SET name = 'w' || chr(27) || '1'"
+							 : "UPDATE devices SET name = 'w' || char(27) || '1'"), RAW_OK);
+	raw_close(db);
 	struct fleet_store_device d;
 	assert_int_equal(fleet_store_device_get_by_serial(f->st, "SER-1", &d),
 			 FLEET_STORE_E_CORRUPT);
@@ -697,9 +689,9 @@ static void issue(struct fx *f, const char *session, const char *serial, const c
 
 static size_t raw_count(struct fx *f, const char *sql)
 {
-	sqlite3 *db = raw(f);
+	struct raw *db = raw(f);
 	size_t n = (size_t)raw_int(db, sql);
-	sqlite3_close(db);
+	raw_close(db);
 	return n;
 }
 
@@ -818,16 +810,15 @@ static void test_migrates_v1(void **state)
 	admit(f, "w1", "SER-1", HA, HB, 1000);
 	fleet_store_close(f->st);
 	f->st = NULL;
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db, "DROP TABLE provisional_certs; DROP TABLE "
 					  "binding_authors; DROP TABLE provisions; DROP TABLE reattest_clock; "
 					  DROP_JOIN_TABLES
 					  "DELETE FROM "
-					  "schema_migrations WHERE version >= 2",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
+					  "schema_migrations WHERE version >= 2"),
+			 RAW_OK);
+	raw_close(db);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, NULL), 0);
 	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 1);
@@ -900,7 +891,7 @@ static void test_binding_authors(void **state)
 			 FLEET_STORE_E_INVALID);
 
 	struct fleet_store *ro;
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, NULL), 0);
 	assert_int_equal(fleet_store_binding_author_get(ro, 7, &got), FLEET_STORE_OK);
 	assert_int_equal(fleet_store_binding_author_record(ro, &r), FLEET_STORE_E_READONLY);
 	assert_int_equal(fleet_store_binding_author_forget(ro, 7, NULL), FLEET_STORE_E_READONLY);
@@ -969,21 +960,21 @@ static void test_binding_author_input_refused(void **state)
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM binding_authors"), 0);
 
 	/* The schema holds the same rules against another writer. */
-	sqlite3 *db = raw(f);
-	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
-					      "'xyz', NULL, 'terraform', 1, 1, 1)",
-					  NULL, NULL, NULL),
-			     SQLITE_OK);
-	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
-					      "'" HA "', NULL, 'terraform', 0, 1, 1)",
-					  NULL, NULL, NULL),
-			     SQLITE_OK);
+	struct raw *db = raw(f);
+	assert_int_not_equal(raw_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
+					      "'xyz', NULL, 'terraform', 1, 1, 1)"),
+			     RAW_OK);
+	assert_int_not_equal(raw_exec(db, "INSERT INTO binding_authors VALUES (1, 'S', "
+					      "'" HA "', NULL, 'terraform', 0, 1, 1)"),
+			     RAW_OK);
 	/* A row damaged past the CHECKs (a control character in its user). */
-	assert_int_equal(sqlite3_exec(db, "INSERT INTO binding_authors VALUES (5, 'S', "
-					  "'" HA "', NULL, 'terra' || char(27), 1, 1, 1)",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+	assert_int_equal(raw_exec(db, store_location_pg()
+					      ? "INSERT INTO binding_authors VALUES (5, 'S', "
+						"'" HA "', NULL, 'terra' || chr(27), 1, 1, 1)"
+					      : "INSERT INTO binding_authors VALUES (5, 'S', "
+						"'" HA "', NULL, 'terra' || char(27), 1, 1, 1)"),
+			 RAW_OK);
+	raw_close(db);
 	struct fleet_store_binding_author got;
 	assert_int_equal(fleet_store_binding_author_get(f->st, 5, &got), FLEET_STORE_E_CORRUPT);
 	assert_string_equal(got.user, ""); /* nothing of it handed out */
@@ -1000,14 +991,13 @@ static void test_binding_author_input_refused(void **state)
 static void test_binding_author_cap(void **state)
 {
 	struct fx *f = *state;
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db,
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db,
 				      "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM "
 				      "k WHERE i < 100000) INSERT INTO binding_authors SELECT i, "
-				      "'S', '" HA "', NULL, 'terraform', 1, 1, 1 FROM k",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+				      "'S', '" HA "', NULL, 'terraform', 1, 1, 1 FROM k"),
+			 RAW_OK);
+	raw_close(db);
 	struct fleet_store_binding_author r = author(100001, "S", HA, "", "terraform", 2);
 	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_E_FULL);
 	r.device_id = 5000;
@@ -1026,19 +1016,18 @@ static void test_migrates_v2(void **state)
 	issue(f, SESS1, "SER-1", "w1", lak, ldevid);
 	fleet_store_close(f->st);
 	f->st = NULL;
-	sqlite3 *db = raw(f);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
+	struct raw *db = raw(f);
+	assert_int_equal(raw_exec(db, "DROP TABLE binding_authors; DROP TABLE provisions; "
 					  "DROP TABLE reattest_clock; " DROP_JOIN_TABLES
-					  "DELETE FROM schema_migrations WHERE version >= 3",
-				      NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+					  "DELETE FROM schema_migrations WHERE version >= 3"),
+			 RAW_OK);
+	raw_close(db);
 	struct fleet_store *ro;
 	struct fleet_errctx sec = {0};
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, &sec),
 			 FLEET_STORE_E_SCHEMA);
 	assert_non_null(strstr(sec.detail, "start fleetd to migrate it"));
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, NULL), 0);
 	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations"),
@@ -1048,7 +1037,7 @@ static void test_migrates_v2(void **state)
 	struct fleet_store_binding_author r = author(1, "SER-1", HA, HB, "terraform", 4), got;
 	assert_int_equal(fleet_store_binding_author_record(f->st, &r), FLEET_STORE_OK);
 	assert_int_equal(fleet_store_binding_author_get(f->st, 1, &got), FLEET_STORE_OK);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, NULL), 0);
 	fleet_store_close(ro);
 }
 
@@ -1061,7 +1050,7 @@ static void test_snapshot(void **state)
 	admit(f, "w1", "SER-1", HA, HB, 1000);
 	struct fleet_store *ro;
 	struct fleet_errctx sec = {0};
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, &sec), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, &sec), 0);
 	struct fleet_store_device *v = NULL;
 	struct fleet_store_device d;
 	size_t n = 0;
@@ -1293,10 +1282,10 @@ static void test_join_pools_and_tokens(void **state)
 	assert_string_equal(t.expect_mac, "52:54:00:00:00:21");
 	assert_true(t.allow_reclaim);
 	/* The secret is nowhere in the file, only its hash. */
-	sqlite3 *db = raw(f);
+	struct raw *db = raw(f);
 	assert_int_equal(raw_int(db, "SELECT count(*) FROM join_tokens WHERE length(secret_sha256) = 32"),
 			 1);
-	sqlite3_close(db);
+	raw_close(db);
 }
 
 /* J3, J4: each refusal by name, writing nothing; a use is taken only by
@@ -1390,7 +1379,7 @@ static void test_join_token_race(void **state)
 		struct racer_arg a[2];
 		pthread_barrier_init(&go, NULL, 2);
 		for (int i = 0; i < 2; i++) {
-			a[i] = (struct racer_arg){.state = f->state, .secret = secret, .go = &go};
+			a[i] = (struct racer_arg){.state = f->loc, .secret = secret, .go = &go};
 			pthread_create(&th[i], NULL, consume_racer, &a[i]);
 		}
 		for (int i = 0; i < 2; i++)
@@ -1580,13 +1569,13 @@ static fleet_err tx_close(struct fleet_store_tx *tx, fleet_err e)
 	return st_unlock(tx->st, e);
 }
 
-static void raw_exec(struct fx *f, const char *sql, int want)
+static void raw_expect(struct fx *f, const char *sql, int want)
 {
-	sqlite3 *db = raw(f);
-	int rc = sqlite3_exec(db, sql, NULL, NULL, NULL);
+	struct raw *db = raw(f);
+	int rc = raw_exec(db, sql);
 	if (rc != want)
-		fail_msg("%s: %d (%s), want %d", sql, rc, sqlite3_errmsg(db), want);
-	sqlite3_close(db);
+		fail_msg("%s: %d (%s), want %d", sql, rc, raw_errmsg(db), want);
+	raw_close(db);
 }
 
 /* A node joined with a fresh one-use token: role node | site, site for a
@@ -1649,7 +1638,7 @@ static void test_token_target_provisioned(void **state)
 	b = in;
 	b.target_node = "node_b"; /* pool-b's */
 	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_CONFLICT);
-	raw_exec(f, "UPDATE nodes SET retired_at = 150 WHERE id = 'node_b'", SQLITE_OK);
+	raw_expect(f, "UPDATE nodes SET retired_at = 150 WHERE id = 'node_b'", RAW_OK);
 	b.pool = "pool-b";
 	assert_int_equal(fleet_store_token_create(f->st, &b), FLEET_STORE_E_STATE);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_tokens WHERE role = 'provisioned'"),
@@ -1674,8 +1663,8 @@ static void test_token_target_provisioned(void **state)
 	assert_int_equal(named, 1);
 	free(list);
 	/* The schema holds the rule too: no other role's row names a node. */
-	raw_exec(f, "UPDATE join_tokens SET target_node = 'node_a' WHERE role = 'node'",
-		 SQLITE_CONSTRAINT);
+	raw_expect(f, "UPDATE join_tokens SET target_node = 'node_a' WHERE role = 'node'",
+		 RAW_CONSTRAINT);
 	/* The token's checks (X3's) still read the row. */
 	assert_int_equal(fleet_store_token_get(f->st, TOK1, &t), 0);
 }
@@ -1713,15 +1702,15 @@ static void test_site_lease_grant_and_fence(void **state)
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "node_n", 1003, &epoch),
 			 FLEET_STORE_E_STATE);
 	/* Of the site, but no site node (a ramdisk the site booted). */
-	raw_exec(f, "UPDATE nodes SET role = 'ramdisk', site = 'site-1' WHERE id = 'node_n'",
-		 SQLITE_OK);
+	raw_expect(f, "UPDATE nodes SET role = 'ramdisk', site = 'site-1' WHERE id = 'node_n'",
+		 RAW_OK);
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "node_n", 1003, &epoch),
 			 FLEET_STORE_E_STATE);
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_c", 1003, &epoch),
 			 FLEET_STORE_E_STATE);
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "nobody", 1003, &epoch),
 			 FLEET_STORE_E_NOT_FOUND);
-	raw_exec(f, "UPDATE nodes SET retired_at = 900 WHERE id = 'site_a'", SQLITE_OK);
+	raw_expect(f, "UPDATE nodes SET retired_at = 900 WHERE id = 'site_a'", RAW_OK);
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "site-1", "site_a", 1003, &epoch),
 			 FLEET_STORE_E_STATE);
 	assert_int_equal(fleet_store_site_lease_grant(f->st, "Site 1", "site_b", 1003, &epoch),
@@ -1735,7 +1724,7 @@ static void test_site_lease_grant_and_fence(void **state)
 	assert_int_equal(epoch, 1);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM site_leases"), 2);
 	/* The schema refuses an epoch below 1. */
-	raw_exec(f, "UPDATE site_leases SET epoch = 0", SQLITE_CONSTRAINT);
+	raw_expect(f, "UPDATE site_leases SET epoch = 0", RAW_CONSTRAINT);
 }
 
 static struct fleet_store_join_request request(const char *id, const char *hw_key,
@@ -1972,12 +1961,12 @@ static void test_join_requests_list_and_cap(void **state)
 	assert_int_equal(fleet_store_join_request_get(f->st, JR1, &got), 0);
 	assert_string_equal(got.status, "expired");
 	/* The statuses' shapes, in the schema. */
-	raw_exec(f, "UPDATE join_requests SET status = 'expired' WHERE id = '" JR2 "'",
-		 SQLITE_CONSTRAINT);
-	raw_exec(f, "UPDATE join_requests SET decided_at = 5 WHERE id = '" JR2 "'",
-		 SQLITE_CONSTRAINT);
-	raw_exec(f, "UPDATE join_requests SET status = 'used' WHERE id = '" JR3 "'",
-		 SQLITE_CONSTRAINT);
+	raw_expect(f, "UPDATE join_requests SET status = 'expired' WHERE id = '" JR2 "'",
+		 RAW_CONSTRAINT);
+	raw_expect(f, "UPDATE join_requests SET decided_at = 5 WHERE id = '" JR2 "'",
+		 RAW_CONSTRAINT);
+	raw_expect(f, "UPDATE join_requests SET status = 'used' WHERE id = '" JR3 "'",
+		 RAW_CONSTRAINT);
 	/* The cap: JR2 live and 9998 more make one short of it (JR1 expired,
 	 * JR3 approved do not count). */
 	char sql[1024];
@@ -1987,7 +1976,7 @@ static void test_join_requests_list_and_cap(void **state)
 		 "expires_at) SELECT 'jr_' || printf('%%026d', i), 'tpm', printf('%%064x', i), "
 		 "'%s', 'pending', %lld, %lld FROM c",
 		 FLEET_STORE_MAX_JOIN_REQUESTS - 2, HC, (long long)now - 10, (long long)now + 3600);
-	raw_exec(f, sql, SQLITE_OK);
+	raw_expect(f, sql, RAW_OK);
 	r = request(JR4, HA, now, now + 3600); /* replaces the expired JR1 */
 	assert_int_equal(put(f, now, &r), 0);
 	r = request("jr_cccccccccccccccccccccccccc", HC, now, now + 3600);
@@ -2041,18 +2030,24 @@ static void test_join_nodes_list(void **state)
 	assert_null(c);
 }
 
-/* Migration 8 on a version-7 store with a token and a node: its rows kept
- * (no token names a target), the new tables there and working. The test
- * makes the version-7 store by rebuilding join_tokens without the column
- * (SQLite cannot drop a column with a foreign key). */
-static void test_join_requests_migrates_v7(void **state)
+static long long sqlite_int(sqlite3 *db, const char *sql)
 {
-	struct fx *f = *state;
-	join_pool(f);
-	join_node(f, "pool-a", "site_a", "site", "site-1");
-	fleet_store_close(f->st);
-	f->st = NULL;
-	sqlite3 *db = raw(f);
+	sqlite3_stmt *s;
+	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
+	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
+	long long v = sqlite3_column_int64(s, 0);
+	sqlite3_finalize(s);
+	return v;
+}
+
+/* Rebuild join_tokens as schema version 7 made it (SQLite cannot drop a
+ * column with a foreign key). */
+static void migrate_v7_sqlite(struct fx *f)
+{
+	sqlite3 *db;
+	char p[600];
+	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
+	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
 	sqlite3_stmt *s;
 	assert_int_equal(sqlite3_prepare_v2(db, "SELECT sql FROM sqlite_schema WHERE name = "
 						"'join_tokens'", -1, &s, NULL),
@@ -2070,8 +2065,7 @@ static void test_join_requests_migrates_v7(void **state)
 	assert_memory_equal(v7, head, strlen(head));
 	char create[4200];
 	snprintf(create, sizeof(create), "CREATE TABLE join_tokens_v7 (%s", v7 + strlen(head));
-	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE join_requests; DROP TABLE site_leases",
-				      NULL, NULL, NULL),
+	assert_int_equal(sqlite3_exec(db, "BEGIN; DROP TABLE join_requests; DROP TABLE site_leases", NULL, NULL, NULL),
 			 SQLITE_OK);
 	assert_int_equal(sqlite3_exec(db, create, NULL, NULL, NULL), SQLITE_OK);
 	assert_int_equal(
@@ -2080,17 +2074,45 @@ static void test_join_requests_migrates_v7(void **state)
 			     "uses_total, uses_left, created_at, expires_at, created_by, revoked_at, "
 			     "expect_mac, expect_product_uuid, allow_reclaim, last_used_at FROM "
 			     "join_tokens; DROP TABLE join_tokens; ALTER TABLE join_tokens_v7 RENAME "
-			     "TO join_tokens; DELETE FROM schema_migrations WHERE version >= 8; COMMIT",
-			     NULL, NULL, NULL),
+			     "TO join_tokens; DELETE FROM schema_migrations WHERE version >= 8; COMMIT", NULL, NULL, NULL),
 		SQLITE_OK);
-	assert_int_equal(raw_int(db, "SELECT count(*) FROM pragma_table_info('join_tokens') WHERE "
+	assert_int_equal(sqlite_int(db, "SELECT count(*) FROM pragma_table_info('join_tokens') WHERE "
 				     "name = 'target_node'"),
 			 0);
 	sqlite3_close(db);
+}
+
+/* Migration 8 on a version-7 store with a token and a node: its rows kept
+ * (no token names a target), the new tables there and working. The test
+ * makes the version-7 store by rebuilding join_tokens without the column
+ * (SQLite cannot drop a column with a foreign key). */
+static void test_join_requests_migrates_v7(void **state)
+{
+	struct fx *f = *state;
+	join_pool(f);
+	join_node(f, "pool-a", "site_a", "site", "site-1");
+	fleet_store_close(f->st);
+	f->st = NULL;
+	struct raw *db = raw(f);
+	if (store_location_pg()) {
+		/* PostgreSQL drops the column itself */
+		assert_int_equal(raw_exec(db, "BEGIN; DROP TABLE join_requests; DROP TABLE site_leases;"
+					      " ALTER TABLE join_tokens DROP COLUMN target_node;"
+					      " DELETE FROM schema_migrations WHERE version >= 8; COMMIT"),
+				 RAW_OK);
+		assert_int_equal(raw_int(db, "SELECT count(*) FROM information_schema.columns WHERE "
+					     "table_name = 'join_tokens' AND column_name = 'target_node'"),
+				 0);
+	} else {
+		raw_close(db);
+		migrate_v7_sqlite(f);
+		db = raw(f);
+	}
+	raw_close(db);
 	struct fleet_store *ro;
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_READONLY, &ro, NULL),
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, NULL),
 			 FLEET_STORE_E_SCHEMA);
-	assert_int_equal(fleet_store_open(f->state, FLEET_STORE_RW, &f->st, NULL), 0);
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, NULL), 0);
 	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 8);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_tokens WHERE target_node IS NULL"),
 			 1);

@@ -15,7 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include <sqlite3.h>
+#include "tests/store/store_location.h"
 
 #include "fleetd/store/store.h"
 
@@ -26,6 +26,7 @@
 struct fx {
 	char *dir;
 	char state[512];
+	char loc[1024]; /* state, or its PostgreSQL database (store_location.h) */
 	struct fleet_store *st;
 };
 
@@ -34,7 +35,7 @@ static void reopen(struct fx *f)
 	if (f->st)
 		fleet_store_close(f->st);
 	struct fleet_errctx sec = {0};
-	if (fleet_store_open(f->state, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
+	if (fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &sec) != FLEET_STORE_OK)
 		fail_msg("open: %s", sec.detail);
 }
 
@@ -43,6 +44,7 @@ static int setup(void **state)
 	struct fx *f = calloc(1, sizeof(*f));
 	f->dir = make_temp_dir("prov");
 	snprintf(f->state, sizeof(f->state), "%s/state", f->dir);
+	store_location_new(f->state, f->loc, sizeof(f->loc));
 	reopen(f);
 	assert_int_equal(fleet_store_device_record_admission(f->st, "w1", "SER-1", 7, HA, HB, NOW),
 			 FLEET_STORE_OK);
@@ -56,24 +58,18 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	fleet_store_close(f->st);
+	store_location_free(f->loc);
 	rm_rf(f->dir);
 	free(f->dir);
 	free(f);
 	return 0;
 }
 
-static long long raw_int(struct fx *f, const char *sql)
+static long long raw_count(struct fx *f, const char *sql)
 {
-	char p[600];
-	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-	sqlite3_stmt *s;
-	assert_int_equal(sqlite3_prepare_v2(db, sql, -1, &s, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_step(s), SQLITE_ROW);
-	long long v = sqlite3_column_int64(s, 0);
-	sqlite3_finalize(s);
-	sqlite3_close(db);
+	struct raw *db = raw_open(f->loc);
+	long long v = raw_int(db, sql);
+	raw_close(db);
 	return v;
 }
 
@@ -127,19 +123,22 @@ static long long config_is_null(struct fx *f, int64_t id)
 	char sql[128];
 	snprintf(sql, sizeof(sql), "SELECT config IS NULL FROM provisions WHERE id = %lld",
 		 (long long)id);
-	return raw_int(f, sql);
+	return raw_count(f, sql);
 }
 
 static void test_schema_v4(void **state)
 {
 	struct fx *f = *state;
 	assert_true(FLEET_STORE_SCHEMA_VERSION >= 4);
-	assert_int_equal(raw_int(f, "SELECT max(version) FROM schema_migrations"),
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
-	assert_int_equal(raw_int(f, "SELECT count(*) FROM sqlite_schema WHERE name = "
-				    "'provisions_one_open'"), 1);
+	assert_int_equal(raw_count(f, store_location_pg()
+					      ? "SELECT count(*) FROM pg_indexes WHERE indexname = "
+						"'provisions_one_open'"
+					      : "SELECT count(*) FROM sqlite_schema WHERE name = "
+						"'provisions_one_open'"), 1);
 	/* The store's own connection zeroes what it frees. */
-	assert_int_equal(raw_int(f, "SELECT count(*) FROM schema_migrations WHERE version = 4 "
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM schema_migrations WHERE version = 4 "
 				    "AND name = 'provisions'"), 1);
 }
 
@@ -437,26 +436,22 @@ static void test_schema_checks(void **state)
 	struct fx *f = *state;
 	int64_t id = started(f, "w1", "SER-1", "abc123", 8);
 	(void)id;
-	char p[600];
-	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-	sqlite3_busy_timeout(db, 5000);
+	struct raw *db = raw_open(f->loc);
 	/* delivered with its config still there; a second open run; a CP with a token */
-	assert_int_not_equal(sqlite3_exec(db, "UPDATE provisions SET stage = 'delivered', "
-					      "delivered_at = 1", NULL, NULL, NULL), SQLITE_OK);
-	assert_int_not_equal(sqlite3_exec(db, "INSERT INTO provisions (device, serial, role, stage, "
-					      "workflow, token_id, token_state, code_hash, config, "
-					      "created_at, expires_at) SELECT device, serial, role, "
-					      "'rendered', 'x', 'zzz000', 'pending', randomblob(32), "
-					      "config, 1, 2 FROM provisions", NULL, NULL, NULL),
-			      SQLITE_OK);
-	assert_int_not_equal(sqlite3_exec(db, "UPDATE provisions SET role = 'controlplane'", NULL,
-					  NULL, NULL), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "UPDATE provisions SET stage = 'dropped', config = NULL, "
-					  "stop_reason = 'x', ended_at = 1", NULL, NULL, NULL),
-			 SQLITE_OK);
-	sqlite3_close(db);
+	assert_int_not_equal(raw_exec(db, "UPDATE provisions SET stage = 'delivered', "
+					      "delivered_at = 1"), RAW_OK);
+	char second[512];
+	snprintf(second, sizeof(second),
+		 "INSERT INTO provisions (device, serial, role, stage, workflow, token_id, "
+		 "token_state, code_hash, config, created_at, expires_at) SELECT device, serial, "
+		 "role, 'rendered', 'x', 'zzz000', 'pending', %s, config, 1, 2 FROM provisions",
+		 store_location_pg() ? "decode(md5('a') || md5('b'), 'hex')" : "randomblob(32)");
+	assert_int_not_equal(raw_exec(db, second), RAW_OK);
+	assert_int_not_equal(raw_exec(db, "UPDATE provisions SET role = 'controlplane'"), RAW_OK);
+	assert_int_equal(raw_exec(db, "UPDATE provisions SET stage = 'dropped', config = NULL, "
+					  "stop_reason = 'x', ended_at = 1"),
+			 RAW_OK);
+	raw_close(db);
 }
 
 /* The wiped configuration leaves no bytes in the file (secure_delete):
@@ -481,6 +476,7 @@ static bool file_has(const char *path, const char *needle)
 static void test_wiped_pages_zeroed(void **state)
 {
 	struct fx *f = *state;
+	SKIP_ON_PG("SQLite's secure_delete on its own file (PostgreSQL's files are the server's)");
 	static char big[100 * 1024];
 	for (size_t i = 0; i < sizeof(big); i++)
 		big[i] = "SECRETCONFIG-"[i % 13];
@@ -519,21 +515,20 @@ static void test_migrates_v3(void **state)
 	struct fx *f = *state;
 	fleet_store_close(f->st);
 	f->st = NULL;
-	char p[600];
-	snprintf(p, sizeof(p), "%s/fleetd.db", f->state);
-	sqlite3 *db;
-	assert_int_equal(sqlite3_open(p, &db), SQLITE_OK);
-	assert_int_equal(sqlite3_exec(db, "DROP TABLE provisions; DROP TABLE reattest_clock; "
+	struct raw *db = raw_open(f->loc);
+	assert_int_equal(raw_exec(db, "DROP TABLE provisions; DROP TABLE reattest_clock; "
 					  DROP_JOIN_TABLES
-					  "DELETE FROM schema_migrations WHERE version >= 4",
-				      NULL, NULL, NULL), SQLITE_OK);
-	sqlite3_close(db);
+					  "DELETE FROM schema_migrations WHERE version >= 4"), RAW_OK);
+	raw_close(db);
 	reopen(f);
-	assert_int_equal(raw_int(f, "SELECT max(version) FROM schema_migrations"),
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
 			 FLEET_STORE_SCHEMA_VERSION);
-	assert_int_equal(raw_int(f, "SELECT count(*) FROM sqlite_schema WHERE name = "
-				    "'reattest_clock'"), 1);
-	assert_int_equal(raw_int(f, "SELECT count(*) FROM devices"), 2);
+	assert_int_equal(raw_count(f, store_location_pg()
+					      ? "SELECT count(*) FROM information_schema.tables WHERE "
+						"table_name = 'reattest_clock'"
+					      : "SELECT count(*) FROM sqlite_schema WHERE name = "
+						"'reattest_clock'"), 1);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM devices"), 2);
 	started(f, "w1", "SER-1", "abc123", 9);
 }
 

@@ -1,0 +1,152 @@
+/*
+ * db_sqlite.c: db.h on an embedded SQLite file. A thin layer: db.h is
+ * SQLite's own shape; only the result codes are mapped (DB6: SQLite's
+ * extended codes to their primary meaning).
+ */
+#include "fleetd/store/db.h"
+
+#include <sqlite3.h>
+#include <stdlib.h>
+
+struct db_sqlite {
+	struct db base;
+	sqlite3 *h;
+};
+
+struct db_sqlite_stmt {
+	struct db_stmt base;
+	sqlite3_stmt *s;
+};
+
+#define H(db) (((struct db_sqlite *)(db))->h)
+#define S(st) (((struct db_sqlite_stmt *)(st))->s)
+
+static int map(int rc)
+{
+	switch (rc & 0xff) {
+	case SQLITE_OK:
+		return DB_OK;
+	case SQLITE_ROW:
+		return DB_ROW;
+	case SQLITE_DONE:
+		return DB_DONE;
+	case SQLITE_BUSY:
+	case SQLITE_LOCKED:
+		return DB_BUSY;
+	case SQLITE_NOMEM:
+		return DB_NOMEM;
+	case SQLITE_READONLY:
+		return DB_READONLY;
+	case SQLITE_IOERR:
+	case SQLITE_CANTOPEN:
+	case SQLITE_FULL:
+		return DB_IOERR;
+	case SQLITE_CORRUPT:
+	case SQLITE_NOTADB:
+		return DB_CORRUPT;
+	case SQLITE_CONSTRAINT:
+		return DB_CONSTRAINT;
+	default:
+		return DB_ERROR;
+	}
+}
+
+static int l_exec(struct db *db, const char *sql) { return map(sqlite3_exec(H(db), sql, NULL, NULL, NULL)); }
+
+static int l_prepare(struct db *db, const char *sql, struct db_stmt **out)
+{
+	struct db_sqlite_stmt *st = calloc(1, sizeof(*st));
+	if (!st)
+		return DB_NOMEM;
+	int rc = sqlite3_prepare_v2(H(db), sql, -1, &st->s, NULL);
+	if (rc != SQLITE_OK) {
+		sqlite3_finalize(st->s);
+		free(st);
+		return map(rc);
+	}
+	st->base.db = db;
+	*out = &st->base;
+	return DB_OK;
+}
+
+static int l_bind_int64(struct db_stmt *s, int i, int64_t v) { return map(sqlite3_bind_int64(S(s), i, v)); }
+static int l_bind_text(struct db_stmt *s, int i, const char *v, int len)
+{
+	return map(sqlite3_bind_text(S(s), i, v, len, SQLITE_STATIC));
+}
+static int l_bind_blob(struct db_stmt *s, int i, const void *v, int len)
+{
+	return map(sqlite3_bind_blob(S(s), i, v, len, SQLITE_STATIC));
+}
+static int l_bind_null(struct db_stmt *s, int i) { return map(sqlite3_bind_null(S(s), i)); }
+static int l_step(struct db_stmt *s) { return map(sqlite3_step(S(s))); }
+static int l_column_type(struct db_stmt *s, int col)
+{
+	switch (sqlite3_column_type(S(s), col)) {
+	case SQLITE_INTEGER:
+		return DB_INTEGER;
+	case SQLITE_NULL:
+		return DB_NULL;
+	case SQLITE_BLOB:
+		return DB_BLOB;
+	default:
+		return DB_TEXT;
+	}
+}
+static int64_t l_column_int64(struct db_stmt *s, int col) { return sqlite3_column_int64(S(s), col); }
+static const unsigned char *l_column_text(struct db_stmt *s, int col) { return sqlite3_column_text(S(s), col); }
+static const void *l_column_blob(struct db_stmt *s, int col) { return sqlite3_column_blob(S(s), col); }
+static int l_column_bytes(struct db_stmt *s, int col) { return sqlite3_column_bytes(S(s), col); }
+static void l_finalize(struct db_stmt *s)
+{
+	sqlite3_finalize(S(s));
+	free(s);
+}
+static int l_changes(struct db *db) { return sqlite3_changes(H(db)); }
+static int64_t l_last_insert_rowid(struct db *db) { return sqlite3_last_insert_rowid(H(db)); }
+/* IMMEDIATE: take the write lock now, so a transaction never fails
+ * half-way on a lock upgrade (DB3). */
+static int l_begin_write(struct db *db) { return l_exec(db, "BEGIN IMMEDIATE"); }
+/* DEFERRED: the read transaction starts at the first read and keeps that
+ * state of the file (WAL) until the end; it takes no write lock, so the
+ * daemon's writers never wait for it (DB4). */
+static int l_begin_snapshot(struct db *db) { return l_exec(db, "BEGIN DEFERRED"); }
+static int l_commit(struct db *db) { return l_exec(db, "COMMIT"); }
+static bool l_in_transaction(struct db *db) { return !sqlite3_get_autocommit(H(db)); }
+static void l_rollback(struct db *db)
+{
+	if (l_in_transaction(db))
+		sqlite3_exec(H(db), "ROLLBACK", NULL, NULL, NULL);
+}
+static const char *l_errmsg(struct db *db) { return sqlite3_errmsg(H(db)); }
+static void l_close(struct db *db)
+{
+	sqlite3_close(H(db));
+	free(db);
+}
+
+static const struct db_ops sqlite_ops = {
+	l_exec,		  l_prepare,	   l_bind_int64,  l_bind_text,	     l_bind_blob,
+	l_bind_null,	  l_step,	   l_column_type, l_column_int64,    l_column_text,
+	l_column_blob,	  l_column_bytes,  l_finalize,	  l_changes,	     l_last_insert_rowid,
+	l_begin_write,	  l_begin_snapshot, l_commit,	  l_rollback,	     l_in_transaction,
+	l_errmsg,	  l_close,
+};
+
+int db_sqlite_open(const char *path, int flags, struct db **out)
+{
+	*out = NULL;
+	struct db_sqlite *db = calloc(1, sizeof(*db));
+	if (!db)
+		return DB_NOMEM;
+	db->base.ops = &sqlite_ops;
+	db->base.engine = DB_SQLITE;
+	int rc = sqlite3_open_v2(path, &db->h, flags, NULL);
+	*out = &db->base; /* even on failure: its errmsg says why */
+	return map(rc);
+}
+
+struct sqlite3 *db_sqlite_handle(struct db *db)
+{
+	return db && db->engine == DB_SQLITE ? H(db) : NULL;
+}
