@@ -173,6 +173,7 @@ int tink_options_parse(int argc, char **argv, struct tink_options *o, char *msg,
 
 void tink_options_free(struct tink_options *o)
 {
+	tink_curl_close(&o->curl);
 	fb_free(&o->curl.ca_pem);
 }
 
