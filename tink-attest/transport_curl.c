@@ -119,7 +119,7 @@ static CURLcode attempt(struct tink_curl *c, const char *url, const struct fleet
 out:
 	curl_slist_free_all(hdr);
 	/* A failed attempt does not leave its connection to the next. */
-	if (rc != CURLE_OK)
+	if (rc != CURLE_OK || !c->keep_alive)
 		tink_curl_close(c);
 	return rc;
 }

@@ -225,7 +225,8 @@ int run_hooked(struct machine *m, const char *serial, struct hooked *h, unsigned
 	h->curl.attempts = attempts;
 	h->curl.backoff_base_s = 0.1;
 	h->curl.backoff_cap_s = 0.5;
-	h->curl.handle = NULL; /* a new connection for each run, as a new process */
+	h->curl.keep_alive = 1; /* as tink-attest */
+	h->curl.handle = NULL;  /* a new connection for each run, as a new process */
 	h->inner = tink_curl_transport(&h->curl);
 	struct tink_transport tx = {.post = hooked_post, .ctx = h};
 	struct tink_config cfg = {.tcti = m->t.tcti, .sysfs_root = sysfs, .lldp_file = LLDP,
