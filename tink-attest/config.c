@@ -89,6 +89,7 @@ int tink_options_parse(int argc, char **argv, struct tink_options *o, char *msg,
 	o->curl.attempts = 8;
 	o->curl.backoff_base_s = 0.5;
 	o->curl.backoff_cap_s = 30;
+	o->curl.keep_alive = 1; /* intake, answer, confirm: one TLS handshake */
 	optind = 1;
 	opterr = 0;
 	while ((ch = getopt_long(argc, argv, "h", longopts, NULL)) != -1) {
@@ -173,6 +174,7 @@ int tink_options_parse(int argc, char **argv, struct tink_options *o, char *msg,
 
 void tink_options_free(struct tink_options *o)
 {
+	tink_curl_close(&o->curl);
 	fb_free(&o->curl.ca_pem);
 }
 

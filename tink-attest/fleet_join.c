@@ -244,6 +244,7 @@ static int net_open(struct net *n)
 
 static void net_close(struct net *n)
 {
+	tink_curl_close(&n->curl);
 	fb_free(&n->curl.ca_pem);
 	fj_pins_free(&n->pins);
 }

@@ -79,11 +79,15 @@ static void sleep_s(double s)
 static CURLcode attempt(struct tink_curl *c, const char *url, const struct fleet_buf *body,
 			struct sink *sink, long *status, char *ebuf)
 {
-	CURL *h = curl_easy_init();
+	CURL *h = c->handle;
 	struct curl_slist *hdr = NULL;
 	CURLcode rc = CURLE_OUT_OF_MEMORY;
 	*status = 0;
-	if (!h)
+	/* A reset handle forgets every option and keeps its live
+	 * connection: the next request sets them all again. */
+	if (h)
+		curl_easy_reset(h);
+	else if (!(c->handle = h = curl_easy_init()))
 		return rc;
 	hdr = curl_slist_append(hdr, "Content-Type: application/json");
 	if (!hdr)
@@ -114,8 +118,18 @@ static CURLcode attempt(struct tink_curl *c, const char *url, const struct fleet
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, status);
 out:
 	curl_slist_free_all(hdr);
-	curl_easy_cleanup(h);
+	/* A failed attempt does not leave its connection to the next. */
+	if (rc != CURLE_OK || !c->keep_alive)
+		tink_curl_close(c);
 	return rc;
+}
+
+void tink_curl_close(struct tink_curl *c)
+{
+	if (c && c->handle) {
+		curl_easy_cleanup(c->handle);
+		c->handle = NULL;
+	}
 }
 
 static enum tink_tx_result post(void *ctx, const char *path, const struct fleet_buf *body,

@@ -196,6 +196,7 @@ int main(int argc, char **argv)
 	struct tpm_reattest_result res;
 	int rc = tpm_reattest_run(&cfg, &tx, &res);
 	tpm_reattest_log("%s (exit %d, %s)", res.message, rc, tpm_reattest_exit_name(rc));
+	tink_curl_close(&curl);
 	fb_free(&curl.ca_pem);
 	return rc;
 }

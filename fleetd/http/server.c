@@ -349,7 +349,13 @@ fleet_err fleet_http_start(struct fleet_http *s, struct fleet_errctx *ec)
 	if (e != FLEET_OK)
 		return e;
 
-	unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_AUTO |
+	/* poll(2), not MHD_USE_AUTO's epoll: with TLS, libmicrohttpd 0.9.75's
+	 * epoll loop calls gnutls_handshake again and again while the client
+	 * is still computing (~300 calls, each a recv() that says EAGAIN, per
+	 * connection): 4.8 ms of CPU per HTTPS /healthz, 1.3 ms with poll
+	 * (bench/admission, docs/benchmark.md). A few hundred connections at
+	 * most (max_connections) is what poll is good at. */
+	unsigned flags = MHD_USE_TLS | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL |
 			 MHD_USE_ERROR_LOG;
 	struct sockaddr_storage ss;
 	e = parse_bind(s, &ss, &flags, ec);

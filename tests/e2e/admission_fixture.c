@@ -225,12 +225,17 @@ int run_hooked(struct machine *m, const char *serial, struct hooked *h, unsigned
 	h->curl.attempts = attempts;
 	h->curl.backoff_base_s = 0.1;
 	h->curl.backoff_cap_s = 0.5;
+	h->curl.keep_alive = 1; /* as tink-attest */
+	h->curl.handle = NULL;  /* a new connection for each run, as a new process */
 	h->inner = tink_curl_transport(&h->curl);
 	struct tink_transport tx = {.post = hooked_post, .ctx = h};
 	struct tink_config cfg = {.tcti = m->t.tcti, .sysfs_root = sysfs, .lldp_file = LLDP,
 				  .eventlog = EVLOG, .out_dir = out};
 	memset(&res, 0, sizeof(res));
 	int code = tink_run(&cfg, &tx, &res);
+	/* Closed as tink-attest's exit closes it: held open, each run's
+	 * connection would count against fleetd's per-source limit. */
+	tink_curl_close(&h->curl);
 	print_message("tink_run %s: exit %d %s\n", serial, code, res.message);
 	return code;
 }
