@@ -88,7 +88,67 @@ static fleet_err exclude(struct build *b, const char *name, const char *reason,
 	return FLEET_SPIRE_OK;
 }
 
-static fleet_err not_admitted(struct build *b, const struct fleet_inv_device *d)
+/* What the build reads of an inventory device, compacted from the listing
+ * (struct fleet_inv_device is 1,336 bytes, mostly fields the build never
+ * reads: 63 MiB at 50,000 devices, docs/benchmark-pass.md). The strings
+ * point into one arena sized before it is filled. */
+struct inv_rec {
+	long id;
+	const char *name, *serial, *status;
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+};
+
+struct inv_set {
+	struct inv_rec *v;
+	size_t n;
+	char *arena;
+};
+
+static void inv_set_free(struct inv_set *s)
+{
+	free(s->v);
+	free(s->arena);
+	memset(s, 0, sizeof(*s));
+}
+
+static char *arena_put(char **at, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = *at;
+	memcpy(p, s, n);
+	*at += n;
+	return p;
+}
+
+/* The listing, compacted; false when out of memory. */
+static bool inv_set_of(struct inv_set *s, const struct fleet_inv_device *d, size_t n)
+{
+	size_t bytes = 1;
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(d[i].name) + strlen(d[i].serial) + strlen(d[i].status) + 3;
+	s->v = calloc(n ? n : 1, sizeof(*s->v));
+	s->arena = malloc(bytes);
+	if (!s->v || !s->arena) {
+		inv_set_free(s);
+		return false;
+	}
+	char *at = s->arena;
+	for (size_t i = 0; i < n; i++) {
+		struct inv_rec *r = &s->v[i];
+		r->id = d[i].id;
+		r->name = arena_put(&at, d[i].name);
+		r->serial = arena_put(&at, d[i].serial);
+		r->status = arena_put(&at, d[i].status);
+		memcpy(r->ek_hash, d[i].ek_hash, sizeof(r->ek_hash));
+		memcpy(r->ek_hash_ecc, d[i].ek_hash_ecc, sizeof(r->ek_hash_ecc));
+	}
+	s->n = n;
+	return true;
+}
+
+static fleet_err not_admitted(struct build *b, const struct inv_rec *d)
 {
 	struct fleet_spire_doc *doc = b->doc;
 	struct fleet_spire_not_admitted *x = append(b, (void **)&doc->not_admitted,
@@ -275,13 +335,13 @@ static fleet_err judge_active(struct build *b, struct fleet_store *st,
  * the store compares serials), so each store device is found in log time. */
 static int cmp_inv_serial(const void *a, const void *b)
 {
-	const struct fleet_inv_device *x = *(const struct fleet_inv_device *const *)a;
-	const struct fleet_inv_device *y = *(const struct fleet_inv_device *const *)b;
+	const struct inv_rec *x = *(const struct inv_rec *const *)a;
+	const struct inv_rec *y = *(const struct inv_rec *const *)b;
 	return strcasecmp(x->serial, y->serial);
 }
 
 /* The first index whose serial is not below serial. */
-static size_t lower_bound(const struct fleet_inv_device *const *idx, size_t n, const char *serial)
+static size_t lower_bound(const struct inv_rec *const *idx, size_t n, const char *serial)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -309,7 +369,7 @@ static struct fleet_spire_malformed *malformed_of(struct build *b,
 }
 
 /* dev's inventory EK hashes are not the store's: note it for the pass. */
-static fleet_err note_ek_stale(struct build *b, const struct fleet_inv_device *d,
+static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
 					  const struct fleet_store_device *dev)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
@@ -331,12 +391,12 @@ static fleet_err note_ek_stale(struct build *b, const struct fleet_inv_device *d
 }
 
 static fleet_err judge_all(struct build *b, struct fleet_store *st,
-				      const struct fleet_inv_device *inv, size_t n_inv,
+				      const struct inv_rec *inv, size_t n_inv,
 				      const struct fleet_inv_malformed *bad, size_t n_bad,
 				      const struct fleet_store_device *devs, size_t n_devs,
 				      time_t now)
 {
-	const struct fleet_inv_device **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
+	const struct inv_rec **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
 	bool *matched = calloc(n_inv ? n_inv : 1, sizeof(*matched));
 	fleet_err e = FLEET_SPIRE_OK;
 	if (!idx || !matched) {
@@ -392,7 +452,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 			e = add_node(b, st, dev, true, now); /* absent from the inventory */
 			continue;
 		}
-		const struct fleet_inv_device *d = idx[lo];
+		const struct inv_rec *d = idx[lo];
 		if (hits > 1)
 			e = exclude(b, dev->name, FLEET_SPIRE_X_AMBIGUOUS, "");
 		else if (strcmp(d->name, dev->name) != 0)
@@ -549,6 +609,16 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 			 "the inventory's device list: %s: ", fleet_err_str(ir));
 		return fleet_errctx_wrap(ec, ir, what, NULL);
 	}
+	/* Compacted, and the listing's array freed before the store's rows
+	 * are read: the two are never held at once. */
+	struct inv_set invs;
+	bool compact = inv_set_of(&invs, devs_inv, n_inv);
+	free(devs_inv);
+	if (!compact) {
+		free(bad);
+		return fleet_errctx_msg(ec, FLEET_SPIRE_E_NOMEM,
+					"out of memory keeping the inventory's device list");
+	}
 	/* One state of the store for the whole judgement: every device's
 	 * row, verdict and certificates as of the same moment, whatever the
 	 * admission commits meanwhile on its own handle. */
@@ -558,7 +628,7 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
 		fleet_store_snapshot_end(st);
 	if (se) {
-		free(devs_inv);
+		inv_set_free(&invs);
 		free(bad);
 		return fleet_errctx_msg(ec, se, "the store's devices: %s: %s", fleet_err_str(se),
 					fleet_store_errmsg(st));
@@ -566,9 +636,9 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .ec = ec};
-	fleet_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
+	fleet_err e = judge_all(&b, st, invs.v, invs.n, bad, n_bad, devs, n_devs, now);
 	fleet_store_snapshot_end(st);
-	free(devs_inv);
+	inv_set_free(&invs);
 	free(bad);
 	free(devs);
 	if (!e) {
