@@ -2,3 +2,9 @@
 # run and print every key; no figure is checked.
 fleet_script_test(bench_admission_smoke bench bench/admission_smoke.sh)
 set_tests_properties(bench_admission_smoke PROPERTIES TIMEOUT 300 RUN_SERIAL TRUE)
+# The bench label: bench/pass (docs/benchmark-pass.md) at 2,000 devices, its
+# output keys and its correctness (every eligible and revoked device in
+# spire-nodes.json), never its timing. Skips without python3 or openssl.
+add_test(NAME bench_pass_small
+         COMMAND bash ${PROJECT_SOURCE_DIR}/bench/pass_check.sh ${PROJECT_BINARY_DIR} 2000)
+set_tests_properties(bench_pass_small PROPERTIES LABELS bench SKIP_RETURN_CODE 77 TIMEOUT 300)

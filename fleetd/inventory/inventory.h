@@ -133,6 +133,17 @@ struct fleet_inventory_ops {
 				  struct fleet_inv_device **out, size_t *n,
 				  struct fleet_inv_malformed **bad, size_t *n_bad,
 				  struct fleet_errctx *ec);
+	/* list_bounded, one device at a time, for a caller that keeps only
+	 * part of each (the pass at 50,000 devices: docs/benchmark-pass.md):
+	 * each well-formed device is handed to fn, valid only during the call;
+	 * the malformed ones are in *bad as list gives them. fn's non-OK
+	 * result ends the listing with that result. On any failure the
+	 * devices already handed over are not a listing: the caller drops
+	 * them. NULL: not offered (callers use list). */
+	fleet_err (*list_stream)(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				 fleet_err (*fn)(void *ctx, const struct fleet_inv_device *d),
+				 void *ctx, struct fleet_inv_malformed **bad, size_t *n_bad,
+				 struct fleet_errctx *ec);
 	void (*close)(struct fleet_inventory *inv);
 };
 

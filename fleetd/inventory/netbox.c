@@ -1064,6 +1064,11 @@ static fleet_err nb_clear_desired_action(struct fleet_inventory *inv, long id,
 
 struct list_ctx {
 	struct netbox *nb;
+	/* streamed (fn set): each device parsed into one, then handed to fn;
+	 * else kept in v */
+	fleet_err (*fn)(void *ctx, const struct fleet_inv_device *d);
+	void *fn_ctx;
+	struct fleet_inv_device one;
 	struct fleet_inv_device *v;
 	size_t n, cap;
 	struct fleet_inv_malformed *bad;
@@ -1117,19 +1122,27 @@ static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
 static fleet_err list_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
 {
 	struct list_ctx *l = ctx;
-	if (!list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v)) ||
+	if ((!l->fn && !list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v))) ||
 	    !list_grow((void **)&l->bad, &l->cap_bad, l->n_bad, sizeof(*l->bad))) {
 		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory listing devices");
 	}
+	struct fleet_inv_device *d = l->fn ? &l->one : &l->v[l->n];
 	struct fleet_inv_malformed *m = &l->bad[l->n_bad];
 	struct fleet_errctx perr; /* a malformed device's: reported apart, by its reason */
 	memset(m, 0, sizeof(*m));
-	fleet_err r = nb_parse_device(item, &l->v[l->n], m->reason, sizeof(m->reason), &perr);
+	fleet_err r = nb_parse_device(item, d, m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK)
-		r = device_complete(l->nb, item, &l->v[l->n], m->reason, sizeof(m->reason), &perr);
+		r = device_complete(l->nb, item, d, m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK) {
-		const char *fault = name_fault(l->v[l->n].name);
+		const char *fault = name_fault(d->name);
 		if (!fault) {
+			if (l->fn && (r = l->fn(l->fn_ctx, d)) != FLEET_INV_OK)
+				return fleet_errctx_msg(
+					ec, r, fleet_err_code(r) == FLEET_CODE_NOMEM
+						       ? "out of memory keeping the device list"
+						       : "the device list's reader stopped it");
+			if (l->fn)
+				return FLEET_INV_OK;
 			l->n++;
 			return FLEET_INV_OK;
 		}
@@ -1176,6 +1189,26 @@ static fleet_err nb_list_bounded(struct fleet_inventory *inv, const struct fleet
 	return FLEET_INV_OK;
 }
 
+static fleet_err nb_list_stream(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+				fleet_err (*fn)(void *ctx, const struct fleet_inv_device *d),
+				void *ctx, struct fleet_inv_malformed **bad, size_t *n_bad,
+				struct fleet_errctx *ec)
+{
+	struct netbox *nb = (struct netbox *)inv;
+	struct list_ctx l = {.nb = nb, .fn = fn, .fn_ctx = ctx};
+	*bad = NULL;
+	*n_bad = 0;
+	fleet_err r = walk(nb, "/api/dcim/devices/", DEVICE_QUERY, list_each, &l, bound, ec);
+	if (r != FLEET_INV_OK || l.n_bad == 0) {
+		free(l.bad);
+		l.bad = NULL;
+		l.n_bad = 0;
+	}
+	*bad = l.bad;
+	*n_bad = l.n_bad;
+	return r;
+}
+
 static fleet_err nb_list(struct fleet_inventory *inv, struct fleet_inv_device **out, size_t *n,
 			 struct fleet_inv_malformed **bad, size_t *n_bad, struct fleet_errctx *ec)
 {
@@ -1216,6 +1249,7 @@ static const struct fleet_inventory_ops netbox_ops = {
 	.clear_desired_action = nb_clear_desired_action,
 	.list = nb_list,
 	.list_bounded = nb_list_bounded,
+	.list_stream = nb_list_stream,
 	.close = nb_close,
 };
 

@@ -99,6 +99,77 @@ static fleet_err view_list(struct fleet_inventory *inv, struct fleet_inv_device 
 	return r;
 }
 
+/* Streamed: each planned device with a binding kept as it passes (B1),
+ * then handed on; the malformed ids once the listing is whole. */
+struct view_stream {
+	struct pass_listing *l;
+	fleet_err (*fn)(void *ctx, const struct fleet_inv_device *d);
+	void *ctx;
+	size_t cap;
+};
+
+static fleet_err view_stream_each(void *ctx, const struct fleet_inv_device *d)
+{
+	struct view_stream *vs = ctx;
+	struct pass_listing *l = vs->l;
+	if (!l->incomplete && strcmp(d->status, "planned") == 0 && d->approved_ek_hash[0]) {
+		if (l->n_cand == vs->cap) {
+			size_t ncap = vs->cap ? vs->cap * 2 : 16;
+			struct pass_candidate *nv = reallocarray(l->cand, ncap, sizeof(*nv));
+			if (!nv)
+				l->incomplete = true; /* nothing is decided from this listing */
+			else {
+				l->cand = nv;
+				vs->cap = ncap;
+			}
+		}
+		if (!l->incomplete) {
+			struct pass_candidate *c = &l->cand[l->n_cand++];
+			memset(c, 0, sizeof(*c));
+			c->id = d->id;
+			memcpy(c->name, d->name, sizeof(c->name));
+			memcpy(c->serial, d->serial, sizeof(c->serial));
+			memcpy(c->ek, d->approved_ek_hash, sizeof(c->ek));
+			memcpy(c->ek_ecc, d->approved_ek_hash_ecc, sizeof(c->ek_ecc));
+		}
+	}
+	return vs->fn(vs->ctx, d);
+}
+
+static fleet_err view_stream(struct fleet_inventory *inv, const struct fleet_inv_bound *bound,
+			     fleet_err (*fn)(void *ctx, const struct fleet_inv_device *d),
+			     void *ctx, struct fleet_inv_malformed **bad, size_t *n_bad,
+			     struct fleet_errctx *ec)
+{
+	struct pass_listing *l = view_of(inv);
+	struct view_stream vs = {.l = l, .fn = fn, .ctx = ctx};
+	(void)bound; /* the view's own bound is the pass's */
+	forget_copy(l);
+	fleet_err r = l->real->ops->list_stream(l->real, &l->bound, view_stream_each, &vs, bad,
+						 n_bad, ec);
+	if (r != FLEET_INV_OK) {
+		forget_copy(l);
+		return r;
+	}
+	if (!l->incomplete && *n_bad) {
+		l->bad_ids = calloc(*n_bad, sizeof(*l->bad_ids));
+		if (!l->bad_ids)
+			l->incomplete = true;
+		for (size_t i = 0; l->bad_ids && i < *n_bad; i++) {
+			if ((*bad)[i].id > 0)
+				l->bad_ids[l->n_bad++] = (*bad)[i].id;
+			else
+				l->bad_unnamed = true;
+		}
+	}
+	if (l->n_cand > 1)
+		qsort(l->cand, l->n_cand, sizeof(*l->cand), by_id);
+	if (l->n_bad > 1)
+		qsort(l->bad_ids, l->n_bad, sizeof(*l->bad_ids), long_cmp);
+	l->listed = true;
+	return FLEET_INV_OK;
+}
+
 static fleet_err view_find(struct fleet_inventory *inv, const char *serial,
 			   struct fleet_inv_device *out, struct fleet_errctx *ec)
 {
@@ -148,6 +219,7 @@ void pass_listing_init(struct pass_listing *l, struct fleet_inventory *real)
 		.write_ek_hashes = o->write_ek_hashes ? view_write : NULL,
 		.set_status = o->set_status ? view_status : NULL,
 		.list = o->list ? view_list : NULL,
+		.list_stream = o->list_stream ? view_stream : NULL,
 	};
 	l->inv.ops = &l->ops;
 }

@@ -88,7 +88,146 @@ static fleet_err exclude(struct build *b, const char *name, const char *reason,
 	return FLEET_SPIRE_OK;
 }
 
-static fleet_err not_admitted(struct build *b, const struct fleet_inv_device *d)
+/* What the build reads of an inventory device, compacted from the listing
+ * (struct fleet_inv_device is 1,336 bytes, mostly fields the build never
+ * reads: 63 MiB at 50,000 devices, docs/benchmark-pass.md). The strings
+ * point into one arena sized before it is filled. */
+struct inv_rec {
+	long id;
+	const char *name, *serial, *status;
+	char ek_hash[65];
+	char ek_hash_ecc[65];
+};
+
+struct inv_set {
+	struct inv_rec *v;
+	size_t n;
+	char *arena;
+};
+
+static void inv_set_free(struct inv_set *s)
+{
+	free(s->v);
+	free(s->arena);
+	memset(s, 0, sizeof(*s));
+}
+
+static char *arena_put(char **at, const char *s)
+{
+	size_t n = strlen(s) + 1;
+	char *p = *at;
+	memcpy(p, s, n);
+	*at += n;
+	return p;
+}
+
+/* The listing, compacted; false when out of memory. */
+static bool inv_set_of(struct inv_set *s, const struct fleet_inv_device *d, size_t n)
+{
+	size_t bytes = 1;
+	memset(s, 0, sizeof(*s));
+	for (size_t i = 0; i < n; i++)
+		bytes += strlen(d[i].name) + strlen(d[i].serial) + strlen(d[i].status) + 3;
+	s->v = calloc(n ? n : 1, sizeof(*s->v));
+	s->arena = malloc(bytes);
+	if (!s->v || !s->arena) {
+		inv_set_free(s);
+		return false;
+	}
+	char *at = s->arena;
+	for (size_t i = 0; i < n; i++) {
+		struct inv_rec *r = &s->v[i];
+		r->id = d[i].id;
+		r->name = arena_put(&at, d[i].name);
+		r->serial = arena_put(&at, d[i].serial);
+		r->status = arena_put(&at, d[i].status);
+		memcpy(r->ek_hash, d[i].ek_hash, sizeof(r->ek_hash));
+		memcpy(r->ek_hash_ecc, d[i].ek_hash_ecc, sizeof(r->ek_hash_ecc));
+	}
+	s->n = n;
+	return true;
+}
+
+/* Streamed (list_stream): records and arena grown as devices come, the
+ * strings kept as offsets until the arena stops moving. */
+struct inv_stream {
+	struct inv_set s;
+	size_t cap, len, arena_cap;
+	size_t (*off)[3]; /* name, serial, status offsets of each record */
+};
+
+static bool arena_add(struct inv_stream *x, const char *str, size_t *off)
+{
+	size_t n = strlen(str) + 1;
+	if (x->len + n > x->arena_cap) {
+		size_t ncap = x->arena_cap ? x->arena_cap * 2 : 4096;
+		while (ncap < x->len + n)
+			ncap *= 2;
+		char *na = realloc(x->s.arena, ncap);
+		if (!na)
+			return false;
+		x->s.arena = na;
+		x->arena_cap = ncap;
+	}
+	memcpy(x->s.arena + x->len, str, n);
+	*off = x->len;
+	x->len += n;
+	return true;
+}
+
+static fleet_err inv_stream_each(void *ctx, const struct fleet_inv_device *d)
+{
+	struct inv_stream *x = ctx;
+	if (x->s.n == x->cap) {
+		size_t ncap = x->cap ? x->cap * 2 : 1024;
+		struct inv_rec *nv = reallocarray(x->s.v, ncap, sizeof(*nv));
+		if (!nv)
+			return FLEET_SPIRE_E_NOMEM;
+		x->s.v = nv;
+		size_t(*no)[3] = reallocarray(x->off, ncap, sizeof(*no));
+		if (!no)
+			return FLEET_SPIRE_E_NOMEM;
+		x->off = no;
+		x->cap = ncap;
+	}
+	size_t *o = x->off[x->s.n];
+	if (!arena_add(x, d->name, &o[0]) || !arena_add(x, d->serial, &o[1]) ||
+	    !arena_add(x, d->status, &o[2]))
+		return FLEET_SPIRE_E_NOMEM;
+	struct inv_rec *r = &x->s.v[x->s.n++];
+	r->id = d->id;
+	memcpy(r->ek_hash, d->ek_hash, sizeof(r->ek_hash));
+	memcpy(r->ek_hash_ecc, d->ek_hash_ecc, sizeof(r->ek_hash_ecc));
+	return FLEET_OK;
+}
+
+/* The whole listing streamed into *out; the inventory's failure as its own. */
+static fleet_err inv_set_stream(struct fleet_inventory *inv, struct inv_set *out,
+				struct fleet_inv_malformed **bad, size_t *n_bad,
+				struct fleet_errctx *ec)
+{
+	struct inv_stream x;
+	memset(&x, 0, sizeof(x));
+	memset(out, 0, sizeof(*out));
+	fleet_err r = inv->ops->list_stream(inv, NULL, inv_stream_each, &x, bad, n_bad, ec);
+	if (r == FLEET_OK && !x.s.arena && !(x.s.arena = malloc(1)))
+		r = fleet_errctx_msg(ec, FLEET_SPIRE_E_NOMEM, "out of memory");
+	if (r != FLEET_OK) {
+		free(x.off);
+		inv_set_free(&x.s);
+		return r;
+	}
+	for (size_t i = 0; i < x.s.n; i++) {
+		x.s.v[i].name = x.s.arena + x.off[i][0];
+		x.s.v[i].serial = x.s.arena + x.off[i][1];
+		x.s.v[i].status = x.s.arena + x.off[i][2];
+	}
+	free(x.off);
+	*out = x.s;
+	return FLEET_OK;
+}
+
+static fleet_err not_admitted(struct build *b, const struct inv_rec *d)
 {
 	struct fleet_spire_doc *doc = b->doc;
 	struct fleet_spire_not_admitted *x = append(b, (void **)&doc->not_admitted,
@@ -275,13 +414,13 @@ static fleet_err judge_active(struct build *b, struct fleet_store *st,
  * the store compares serials), so each store device is found in log time. */
 static int cmp_inv_serial(const void *a, const void *b)
 {
-	const struct fleet_inv_device *x = *(const struct fleet_inv_device *const *)a;
-	const struct fleet_inv_device *y = *(const struct fleet_inv_device *const *)b;
+	const struct inv_rec *x = *(const struct inv_rec *const *)a;
+	const struct inv_rec *y = *(const struct inv_rec *const *)b;
 	return strcasecmp(x->serial, y->serial);
 }
 
 /* The first index whose serial is not below serial. */
-static size_t lower_bound(const struct fleet_inv_device *const *idx, size_t n, const char *serial)
+static size_t lower_bound(const struct inv_rec *const *idx, size_t n, const char *serial)
 {
 	size_t lo = 0, hi = n;
 	while (lo < hi) {
@@ -309,7 +448,7 @@ static struct fleet_spire_malformed *malformed_of(struct build *b,
 }
 
 /* dev's inventory EK hashes are not the store's: note it for the pass. */
-static fleet_err note_ek_stale(struct build *b, const struct fleet_inv_device *d,
+static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
 					  const struct fleet_store_device *dev)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
@@ -331,12 +470,12 @@ static fleet_err note_ek_stale(struct build *b, const struct fleet_inv_device *d
 }
 
 static fleet_err judge_all(struct build *b, struct fleet_store *st,
-				      const struct fleet_inv_device *inv, size_t n_inv,
+				      const struct inv_rec *inv, size_t n_inv,
 				      const struct fleet_inv_malformed *bad, size_t n_bad,
 				      const struct fleet_store_device *devs, size_t n_devs,
 				      time_t now)
 {
-	const struct fleet_inv_device **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
+	const struct inv_rec **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
 	bool *matched = calloc(n_inv ? n_inv : 1, sizeof(*matched));
 	fleet_err e = FLEET_SPIRE_OK;
 	if (!idx || !matched) {
@@ -392,7 +531,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 			e = add_node(b, st, dev, true, now); /* absent from the inventory */
 			continue;
 		}
-		const struct fleet_inv_device *d = idx[lo];
+		const struct inv_rec *d = idx[lo];
 		if (hits > 1)
 			e = exclude(b, dev->name, FLEET_SPIRE_X_AMBIGUOUS, "");
 		else if (strcmp(d->name, dev->name) != 0)
@@ -538,7 +677,12 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	struct fleet_inv_device *devs_inv = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n_inv = 0, n_bad = 0;
-	fleet_err ir = inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ec);
+	struct inv_set invs;
+	/* Streamed when the inventory can: only the compact records are ever
+	 * held (63 MiB of listing structs at 50,000 devices otherwise). */
+	bool streamed = inv->ops->list_stream != NULL;
+	fleet_err ir = streamed ? inv_set_stream(inv, &invs, &bad, &n_bad, ec)
+				: inv->ops->list(inv, &devs_inv, &n_inv, &bad, &n_bad, ec);
 	if (ir != FLEET_INV_OK) {
 		/* The inventory's own context (its errno, its cause), said as
 		 * the list's. */
@@ -549,6 +693,15 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 			 "the inventory's device list: %s: ", fleet_err_str(ir));
 		return fleet_errctx_wrap(ec, ir, what, NULL);
 	}
+	/* Compacted, and the listing's array freed before the store's rows
+	 * are read: the two are never held at once. */
+	bool compact = streamed || inv_set_of(&invs, devs_inv, n_inv);
+	free(devs_inv);
+	if (!compact) {
+		free(bad);
+		return fleet_errctx_msg(ec, FLEET_SPIRE_E_NOMEM,
+					"out of memory keeping the inventory's device list");
+	}
 	/* One state of the store for the whole judgement: every device's
 	 * row, verdict and certificates as of the same moment, whatever the
 	 * admission commits meanwhile on its own handle. */
@@ -558,7 +711,7 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
 		fleet_store_snapshot_end(st);
 	if (se) {
-		free(devs_inv);
+		inv_set_free(&invs);
 		free(bad);
 		return fleet_errctx_msg(ec, se, "the store's devices: %s: %s", fleet_err_str(se),
 					fleet_store_errmsg(st));
@@ -566,9 +719,9 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .ec = ec};
-	fleet_err e = judge_all(&b, st, devs_inv, n_inv, bad, n_bad, devs, n_devs, now);
+	fleet_err e = judge_all(&b, st, invs.v, invs.n, bad, n_bad, devs, n_devs, now);
 	fleet_store_snapshot_end(st);
-	free(devs_inv);
+	inv_set_free(&invs);
 	free(bad);
 	free(devs);
 	if (!e) {
