@@ -16,8 +16,8 @@
 #                               LOAD_TCTI[i], its EKs dumped (m$i/ek.*)
 #   load_nodes_yaml N           nodes.yaml: LOAD-0001..N, planned, bound to
 #                               each TPM's EKs, expected_port Ethernet<i>
-#   load_fleetd_start [yaml]    fleetd.yaml (+ the extra top-level yaml) and
-#                               fleetd; load_fleetd_pid, load_port
+#   load_fleetd_start [YAML [site_fleetd_yaml options]]
+#                               fleetd.yaml (+ YAML, top-level) and fleetd; load_fleetd_pid, load_port
 #   load_attest I RESULTS       tink-attest for machine I from 127.0.1.I;
 #                               appends "I rc milliseconds" to RESULTS
 #   load_round N RESULTS        all N machines at once; waits for them
@@ -200,6 +200,7 @@ YAML
 
 load_fleetd_start() {
 	local extra="${1:-}"
+	shift || true
 	mkdir -p "$load_work/profiles" "$load_work/tls" "$load_work/state"
 	chmod 0700 "$load_work/state"
 	cp "$load_root/tests/fwsim/worker.profile.yaml" "$load_work/profiles/worker.yaml"
@@ -207,7 +208,7 @@ load_fleetd_start() {
 	"$site_fleetctl" ca init "$load_work/state/ca" --cn "fleetd load identity CA" >/dev/null
 	load_port=$(site_free_port)
 	{
-		site_fleetd_yaml "$load_work" "$load_port"
+		site_fleetd_yaml "$load_work" "$load_port" "$@"
 		printf '%s' "$extra"
 	} >"$load_work/fleetd.yaml"
 	: >"$load_work/fleetd.log"
@@ -222,7 +223,9 @@ load_attest() {
 	local i="$1" out="$2" t0 rc=0 d="$load_work/m$1"
 	rm -rf "$d/out" && mkdir -p "$d/out"
 	t0=$(load_now_ms)
-	LD_PRELOAD="$load_shim" LOAD_BIND_ADDR="127.0.1.$i" LOAD_BIND_PORT="$load_port" \
+	# (an ASan tink-attest wants its runtime first; the shim only forwards)
+	ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}verify_asan_link_order=0" \
+		LD_PRELOAD="$load_shim" LOAD_BIND_ADDR="127.0.1.$i" LOAD_BIND_PORT="$load_port" \
 		TPM2TOOLS_TCTI="${LOAD_TCTI[i]}" "$site_tink" --url "https://127.0.0.1:$load_port" \
 		--ca "$load_work/tls/fleetd.crt" --sysfs-root "$d/sys" --lldp-file "$d/lldp.json" \
 		--eventlog "$d/boot.log" --out-dir "$d/out" --attempts "${LOAD_ATTEMPTS:-8}" \
