@@ -59,6 +59,7 @@ load_init() {
 load_cleanup() {
 	local rc=$? p
 	trap - EXIT
+	set +e # a process already gone must not end the cleanup
 	[ -n "${load_flood_pid:-}" ] && kill "$load_flood_pid" 2>/dev/null
 	for p in "${load_pids[@]}"; do
 		kill "$p" 2>/dev/null
