@@ -61,8 +61,18 @@ load_cleanup() {
 	trap - EXIT
 	set +e # a process already gone must not end the cleanup
 	[ -n "${load_flood_pid:-}" ] && kill "$load_flood_pid" 2>/dev/null
+	# The background loops (a round's runs, the soak's workers, the
+	# sampler) and whatever they run now (a tink-attest): each loop
+	# stopped first so it starts nothing more, then its whole tree ended.
+	local tree=()
 	for p in "${load_pids[@]}"; do
-		kill "$p" 2>/dev/null
+		kill -STOP "$p" 2>/dev/null
+	done
+	for p in "${load_pids[@]}"; do
+		tree+=("$p" $(_load_descendants "$p"))
+	done
+	for p in "${tree[@]}"; do
+		kill -9 "$p" 2>/dev/null
 	done
 	site_fleetd_stop >/dev/null 2>&1 || true
 	for p in "${LOAD_TPM_PID[@]}"; do
@@ -79,6 +89,15 @@ load_cleanup() {
 		rm -rf -- "$load_work"
 	fi
 	exit "$rc"
+}
+
+# Every process below pid $1 (by parent pid).
+_load_descendants() {
+	local c
+	for c in $(ps -o pid= --ppid "$1" 2>/dev/null); do
+		echo "$c"
+		_load_descendants "$c"
+	done
 }
 
 # A port pair the kernel hands out as free (swtpm-env.sh's way).
