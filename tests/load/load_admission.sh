@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # load_admission.sh (ctest load_admission, label load): LOAD_MACHINES (50)
 # machines on swtpm admitted at once by one real fleetd (HTTPS, the
 # nodes-file inventory with every machine planned and bound to its EKs, a

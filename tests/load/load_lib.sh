@@ -1,4 +1,5 @@
 # shellcheck shell=bash
+# shellcheck source-path=SCRIPTDIR/../../scripts
 # load_lib.sh: what tests/load/load_admission.sh and load_soak.sh share: a
 # site as scripts/demo.sh builds it (fleetd behind real HTTPS, the
 # nodes-file inventory, a fresh identity CA; scripts/demo-site.sh), but
@@ -40,7 +41,7 @@ load_init() {
 	load_forger="${LOAD_FORGER:-$FLEET_BINARY_DIR/tests/load_forger}"
 	load_shim="${LOAD_BIND_SHIM:-$FLEET_BINARY_DIR/tests/libload_bind_shim.so}"
 	[ -x "$load_forger" ] && [ -f "$load_shim" ] || load_skip "load_forger or the bind shim not built"
-	# shellcheck source=../../scripts/demo-site.sh
+	# shellcheck source=../../scripts/demo-site.sh disable=SC1091
 	. "$load_root/scripts/demo-site.sh"
 	site_bins "$FLEET_BINARY_DIR"
 	# LOAD_FLEETD: another fleetd binary (e.g. build-asan's) against this

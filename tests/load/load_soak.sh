@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# shellcheck source-path=SCRIPTDIR
 # load_soak.sh (ctest load_soak, label load): one fleetd through many
 # admissions and passes with unproven traffic alongside, watching what must
 # not grow. LOAD_SOAK_MACHINES (8) swtpm machines are admitted again and
