@@ -8,7 +8,7 @@ packages=(
   build-essential dpkg-dev cmake pkg-config clang libclang-rt-14-dev
   libssl-dev openssl
   libtss2-dev libtss2-tcti-swtpm0 tpm2-tools swtpm swtpm-tools
-  libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libsystemd-dev
+  libjansson-dev libyaml-dev libsqlite3-dev sqlite3 libpq-dev postgresql libsystemd-dev
   libcmocka-dev libmicrohttpd-dev libcurl4-openssl-dev
   jq python3 curl ca-certificates dash busybox shellcheck systemd
   python3-yaml python3-jsonschema

@@ -45,6 +45,9 @@ static void test_minimal_file_inventory_defaults(void **state)
 	assert_int_equal(c.inventory, FLEET_INVENTORY_FILE);
 	assert_string_equal(c.nodes_file, "/etc/fleetd/nodes.yaml");
 	assert_string_equal(c.binding_author, "nodes-file");
+	assert_string_equal(c.store, ""); /* SQLite in state_dir */
+	assert_int_equal(parse(FILE_INV "store: postgresql://fleetd@db/fleetd\n", &c, &err), FLEET_OK);
+	assert_string_equal(c.store, "postgresql://fleetd@db/fleetd");
 	/* The defaults docs/configuration.md lists. */
 	assert_string_equal(c.listen_address, "::");
 	assert_int_equal(c.listen_port, 8443);
@@ -289,6 +292,9 @@ static void test_refusals(void **state)
 		   "listen.body_memory_bytes (16777216) must be at least");
 	refused_at(FILE_INV "state_dir: var/lib/fleetd\n", 10, "absolute path");
 	refused_at(FILE_INV "state_dir: /var/lib/../etc\n", 10, "absolute path");
+	/* store: only a PostgreSQL URI (the SQLite store is state_dir's) */
+	refused_at(FILE_INV "store: /var/lib/fleetd/fleetd.db\n", 10, "postgres:// or postgresql://");
+	refused_at(FILE_INV "store: mysql://db/fleetd\n", 10, "postgres:// or postgresql://");
 	refused_at(FILE_INV "metrics:\n  enabled: yes\n", 11, "true or false");
 	refused_at(FILE_INV "certificates:\n  validity_days: 30\n", 11, "from 31 to 3650");
 	refused_at(FILE_INV "verdict_log:\n  max_files: 0\n", 11, "from 1 to 100");
