@@ -540,7 +540,7 @@ static fleet_err query_text(struct fleet_store *st, const char *sql, char *out,
 
 static fleet_err schema_version(struct fleet_store *st, int64_t *v)
 {
-	int64_t n;
+	int64_t n = 0;
 	fleet_err e = query_int(
 		st, is_pg(st) ? "SELECT count(*) FROM information_schema.tables WHERE "
 				"table_schema = current_schema() AND table_name = 'schema_migrations'"
@@ -571,7 +571,7 @@ static fleet_err migrate(struct fleet_store *st)
 	fleet_err e = st_begin(st);
 	if (e)
 		return e;
-	int64_t have, app;
+	int64_t have = 0, app = 0;
 	/* After st_begin: on PostgreSQL, a replica starting beside another
 	 * waits for the write lock, then sees the migrations that one ran. */
 	if ((e = exec_const(st,
@@ -737,7 +737,7 @@ static fleet_err configure(struct fleet_store *st)
 
 static fleet_err check_readonly_schema(struct fleet_store *st)
 {
-	int64_t have, app;
+	int64_t have = 0, app = 0;
 	fleet_err e = schema_version(st, &have);
 	if (e || (e = application_id(st, have, &app)))
 		return e;
