@@ -518,7 +518,8 @@ static void remove_render_leftovers(const char *state_dir)
 }
 
 /* Start-up, before anything is served: sessions live in memory, so every
- * certificate a lost session was issued provisionally is revoked. */
+ * certificate a lost session was issued provisionally is revoked; on a
+ * shared store, those of sessions no replica holds. */
 static int recover_state(struct daemon *d)
 {
 	char sha1s[FLEET_STORE_REVOKE_SHA1S][41];
@@ -527,8 +528,14 @@ static int recover_state(struct daemon *d)
 	/* Another writer (a second fleetd on the same state, an operator's
 	 * tool) can hold the lock for a moment: a few tries before giving up. */
 	for (int i = 0;; i++) {
-		se = fleet_store_provisional_revoke(d->store, NULL, "fleetd-restart", time(NULL),
-						    sha1s, &n);
+		/* Shared (PostgreSQL): the other replicas' sessions live on in
+		 * the store, so only the orphans of sessions no replica holds
+		 * any more are revoked (store.h SS4). */
+		se = fleet_store_is_shared(d->store)
+			     ? fleet_store_provisional_revoke_orphans(d->store, "fleetd-restart",
+								      time(NULL), sha1s, &n)
+			     : fleet_store_provisional_revoke(d->store, NULL, "fleetd-restart",
+							      time(NULL), sha1s, &n);
 		if (se != FLEET_STORE_E_BUSY || i == 4)
 			break;
 		sleep(1);

@@ -221,4 +221,10 @@ struct fleet_node_identity {
 fleet_err fleet_node_cert_spiffe_id(X509 *x, struct fleet_node_identity *out,
 				    struct fleet_errctx *ec);
 
+/* A 32-byte key for purpose (1..100 bytes), HKDF-SHA256 over the CA
+ * private key's DER with info "fleetd derived key v1" 0x00 purpose: the
+ * same on every replica holding this CA key, different per purpose
+ * (ca_derive.c; test_ca_derive). */
+fleet_err fleet_ca_derive_key(const struct fleet_ca *ca, const char *purpose, uint8_t out[32]);
+
 #endif

@@ -14,7 +14,13 @@ if(TARGET fleetd)
 endif()
 # The open-session table on its own (I2: one session per serial, the cap,
 # expiry, checked-out entries).
-fleet_test(test_admission_sessions unit unit/test_admission_sessions.c LIBS fleetdcore)
+fleet_test(test_admission_sessions unit unit/test_admission_sessions.c LIBS fleetdcore
+           fleet_store_location)
+# The same cases on the shared table (sessions.h SH1-SH4) in a SQLite store,
+# and on PostgreSQL (fleet_pg_twin), with the cases only it has.
+add_test(NAME test_admission_sessions_shared COMMAND test_admission_sessions)
+set_tests_properties(test_admission_sessions_shared PROPERTIES LABELS unit
+                     SKIP_RETURN_CODE 77 ENVIRONMENT "FLEET_TEST_SESSIONS_SHARED=1")
 
 # Admission's state under attack and outage (test_admission_state.c): a
 # forger on 127.0.0.2, kill -9 at every durable write through an
@@ -59,3 +65,7 @@ if(TARGET fleetd)
   add_dependencies(test_binding_author fleetd tink-attest fleetctl)
   set_tests_properties(test_binding_author PROPERTIES TIMEOUT 600)
 endif()
+add_test(NAME test_admission_sessions_shared_pg COMMAND test_admission_sessions)
+set_tests_properties(test_admission_sessions_shared_pg PROPERTIES LABELS "unit;pg"
+                     SKIP_RETURN_CODE 77 FIXTURES_REQUIRED pg
+                     ENVIRONMENT "FLEET_TEST_SESSIONS_SHARED=1;FLEET_TEST_PG=${FLEET_PG_DIR}/conninfo")

@@ -11,3 +11,8 @@ fleet_script_test(join_tpm_e2e e2e e2e/join_tpm_e2e.sh)
 # The cloud-iid attestor through the real fleetd over HTTPS (an OIDC
 # issuer's RS256 tokens signed with openssl; tests/e2e/join_cloud_iid_e2e.sh).
 fleet_script_test(join_cloud_iid_e2e e2e e2e/join_cloud_iid_e2e.sh)
+# Two fleetd replicas on one real PostgreSQL store, tink-attest's rounds
+# alternating between them through a relay (tests/e2e/replicas_pg_e2e.sh).
+fleet_script_test(replicas_pg_e2e e2e e2e/replicas_pg_e2e.sh)
+set_tests_properties(replicas_pg_e2e PROPERTIES LABELS "e2e;pg" FIXTURES_REQUIRED pg)
+set_property(TEST replicas_pg_e2e APPEND PROPERTY ENVIRONMENT "FLEET_TEST_PG=${FLEET_PG_DIR}/conninfo")

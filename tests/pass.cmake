@@ -1,6 +1,7 @@
 # The reconcile pass (fleetd/pass/): spire-nodes.json from the store and the
 # inventory, and nothing decided from an inventory error.
-fleet_test(test_pass unit unit/test_pass.c LIBS fleetdcore)
+fleet_test(test_pass unit unit/test_pass.c LIBS fleetdcore fleet_store_location)
+fleet_pg_twin(test_pass)
 # Binding author records (pass.h B1..B6) over the real store and a scripted
 # inventory whose change log the test purges, breaks or changes mid-read.
 fleet_test(test_pass_authors unit unit/test_pass_authors.c LIBS fleetdcore)

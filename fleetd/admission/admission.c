@@ -12,6 +12,10 @@
 #include <string.h>
 #include <strings.h>
 
+#include <openssl/crypto.h>
+
+#include "lib/ca.h"
+
 #include "fleetd/obs/journal.h"
 
 static const char *const intake_results[] = {"challenge", "pending", "refused", "unavailable",
@@ -65,6 +69,20 @@ const struct fleet_profile *adm_profile_for(const struct fleet_admission *a, con
 		if (strcmp(a->classes[i].name, cls) == 0)
 			return a->classes[i].profile;
 	return NULL;
+}
+
+/* A shared session's profile again, on whichever replica opened it
+ * (sessions.h profile_for): a claim and a classless device have none. */
+static const struct fleet_profile *session_profile(void *ctx, const struct adm_session *e,
+						   bool *ok)
+{
+	const struct fleet_admission *a = ctx;
+	*ok = true;
+	if (e->claim || !e->snap.class_name[0])
+		return NULL;
+	const struct fleet_profile *p = adm_profile_for(a, e->snap.class_name);
+	*ok = p != NULL;
+	return p;
 }
 
 int adm_reply_status(struct fleet_buf *reply, const char *status)
@@ -609,6 +627,23 @@ fleet_err fleet_admission_new(const struct fleet_admission_deps *deps,
 				     "admission: cannot make a table of %u sessions",
 				     deps->config->max_open_sessions);
 		goto fail;
+	}
+	/* Replicas on one PostgreSQL store share the table (sessions.h
+	 * SH1-SH4): any of them finishes a session another started. A
+	 * checkout outlives a round's cut-off by a margin. */
+	if (fleet_store_is_shared(deps->store)) {
+		uint8_t key[32];
+		if (fleet_ca_derive_key(deps->ca, "admission-sessions", key) != FLEET_OK ||
+		    adm_sessions_share(&a->sessions, deps->store, key,
+				       deps->config->session_round_seconds + 10, session_profile,
+				       a) != 0) {
+			OPENSSL_cleanse(key, sizeof(key));
+			adm_sessions_destroy(&a->sessions);
+			e = fleet_errctx_msg(ec, FLEET_E_CRYPTO,
+					     "admission: cannot derive the shared sessions' key");
+			goto fail;
+		}
+		OPENSSL_cleanse(key, sizeof(key));
 	}
 	if (adm_lookup_init(&a->lookup, deps->inventory,
 			    deps->config->inventory_lookups_per_second,

@@ -79,6 +79,10 @@ static int find_session(struct fleet_admission *a, struct fleet_metric *counter,
 		/* the same machine's earlier try is still running: retry later */
 		adm_count(counter, "busy");
 		return 503;
+	case ADM_SESS_STORE:
+		adm_count(a->m.store_errors, NULL);
+		adm_count(counter, "unavailable");
+		return 503;
 	case ADM_SESS_EXPIRED:
 	case ADM_SESS_UNKNOWN:
 	default:

@@ -478,6 +478,11 @@ int fleet_admission_intake(struct fleet_admission *a, const char *peer, const ui
 		adm_count(a->m.intake, "full");
 		status = 503;
 		goto out;
+	case ADM_SESS_STORE:
+		adm_count(a->m.store_errors, NULL);
+		adm_count(a->m.intake, "unavailable");
+		status = 503;
+		goto out;
 	default:
 		adm_count(a->m.intake, "error");
 		status = 500;
@@ -486,9 +491,18 @@ int fleet_admission_intake(struct fleet_admission *a, const char *peer, const ui
 
 	/* I3..I8 */
 	status = decide(&t, reply);
-	if (t.e->s.state == FLEET_SESSION_CHALLENGED)
-		adm_sessions_publish(&a->sessions, t.e);
-	else
+	if (t.e->s.state == FLEET_SESSION_CHALLENGED) {
+		if (!adm_sessions_publish(&a->sessions, t.e)) {
+			/* SH3: the shared table did not keep it: no challenge
+			 * goes out that no replica could finish */
+			adm_count(a->m.store_errors, NULL);
+			adm_count(a->m.intake, "unavailable");
+			adm_log_limited(a, "session-store-failed", LOG_ERR, "session-store-failed",
+					&t.lf, "the session could not be kept in the store");
+			fb_reset(reply);
+			status = 503;
+		}
+	} else
 		adm_sessions_drop(&a->sessions, t.e);
 out:
 	fleet_attest_session_wipe(&t.s);

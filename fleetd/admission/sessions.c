@@ -1,5 +1,6 @@
 /* sessions.c: the open-session table (sessions.h). */
 #include "fleetd/admission/sessions.h"
+#include "fleetd/admission/sessions_shared.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -88,8 +89,26 @@ int adm_sessions_init(struct adm_sessions *t, size_t cap, struct fleet_metric *g
 	return 0;
 }
 
+int adm_sessions_share(struct adm_sessions *t, struct fleet_store *st, const uint8_t key[32],
+		       unsigned lease_s,
+		       const struct fleet_profile *(*profile_for)(void *ctx,
+								   const struct adm_session *e,
+								   bool *ok),
+		       void *profile_ctx)
+{
+	if (!st || !key || lease_s == 0 || t->n)
+		return -1;
+	t->st = st;
+	memcpy(t->seal_key, key, sizeof(t->seal_key));
+	t->lease_s = lease_s;
+	t->profile_for = profile_for;
+	t->profile_ctx = profile_ctx;
+	return 0;
+}
+
 void adm_sessions_destroy(struct adm_sessions *t)
 {
+	OPENSSL_cleanse(t->seal_key, sizeof(t->seal_key));
 	if (!t->v)
 		return;
 	while (t->n)
@@ -111,6 +130,8 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	if (!peer)
 		peer = "";
 	peer_key(peer, key);
+	if (t->st)
+		return adm_sh_reserve(t, serial, peer, key, now, out);
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		struct adm_session *e = t->v[i];
@@ -172,12 +193,15 @@ out:
 	return r;
 }
 
-void adm_sessions_publish(struct adm_sessions *t, struct adm_session *e)
+bool adm_sessions_publish(struct adm_sessions *t, struct adm_session *e)
 {
+	if (t->st)
+		return adm_sh_publish(t, e);
 	pthread_mutex_lock(&t->mu);
 	e->published = true;
 	e->busy = false;
 	pthread_mutex_unlock(&t->mu);
+	return true;
 }
 
 enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
@@ -187,6 +211,8 @@ enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
 	struct adm_session *found = NULL;
 	enum adm_sess_result r;
 	*out = NULL;
+	if (t->st)
+		return adm_sh_acquire(t, id, now, out);
 	pthread_mutex_lock(&t->mu);
 	/* Every published entry is compared, in constant time each, so how
 	 * long a lookup takes says nothing about how much of an id matched. */
@@ -213,6 +239,8 @@ enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,
 size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e)
 {
 	size_t n = 0;
+	if (t->st)
+		return adm_sh_prove(t, e);
 	pthread_mutex_lock(&t->mu);
 	e->proven = true;
 	/* Only a session for the same EKs is superseded: a proof says nothing
@@ -233,6 +261,10 @@ size_t adm_sessions_prove(struct adm_sessions *t, struct adm_session *e)
 
 void adm_sessions_release(struct adm_sessions *t, struct adm_session *e)
 {
+	if (t->st) {
+		adm_sh_release(t, e);
+		return;
+	}
 	pthread_mutex_lock(&t->mu);
 	e->busy = false;
 	pthread_mutex_unlock(&t->mu);
@@ -240,6 +272,10 @@ void adm_sessions_release(struct adm_sessions *t, struct adm_session *e)
 
 void adm_sessions_drop(struct adm_sessions *t, struct adm_session *e)
 {
+	if (t->st) {
+		adm_sh_drop(t, e);
+		return;
+	}
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->v[i] == e) {
@@ -256,6 +292,8 @@ size_t adm_sessions_reap(struct adm_sessions *t, time_t now, adm_sess_ended ende
 	struct adm_session **gone;
 	const char **why;
 	size_t n = 0;
+	if (t->st)
+		return adm_sh_reap(t, now, ended, ctx);
 	pthread_mutex_lock(&t->mu);
 	/* At most the whole table; allocated under the lock so the count is
 	 * the one the loop sees. Without memory, nothing is reaped this time. */
@@ -282,6 +320,8 @@ size_t adm_sessions_reap(struct adm_sessions *t, time_t now, adm_sess_ended ende
 
 size_t adm_sessions_count(struct adm_sessions *t)
 {
+	if (t->st)
+		return adm_sh_count(t);
 	pthread_mutex_lock(&t->mu);
 	size_t n = t->n;
 	pthread_mutex_unlock(&t->mu);

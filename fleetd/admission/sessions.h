@@ -35,6 +35,28 @@
  *
  * Serials are compared ignoring ASCII case, as the inventory looks them up.
  * Session ids are compared in constant time.
+ *
+ * Shared (adm_sessions_share; fleetd does it on a PostgreSQL store, where
+ * several replicas serve one fleet): the same rules, with the table in the
+ * store (store.h SS1-SS4) instead of this process's memory, so any replica
+ * finishes a session another started (sessions_shared.c):
+ * SH1 The store holds the bookkeeping in columns and the session sealed:
+ *     AES-256-GCM under a key derived from the CA key (fleet_ca_derive_key,
+ *     purpose "admission-sessions"), with the row's handle and the layout's
+ *     size in the associated data. The challenge secrets never reach the
+ *     store in the clear; a blob moved to another row, changed, or sealed by
+ *     a replica with another CA key or layout does not open, and its
+ *     session is then unknown (the machine starts intake again).
+ * SH2 A checked-out entry is a copy: release writes it back (sealed again)
+ *     and frees it, drop deletes the row and frees it; the caller never
+ *     touches an entry after either. A checkout is a lease of lease_s
+ *     seconds, so a replica killed mid-round holds nothing for ever.
+ * SH3 A store failure is ADM_SESS_STORE (reserve, acquire), or a session
+ *     that the next round finds unknown (publish, release): never a session
+ *     admitted on a state the store did not keep.
+ * SH4 Reaping ends each row on exactly one replica (SS3), and hands it to
+ *     the callback opened, or, when it does not open, as its columns say
+ *     with its certificates to revoke by the session id whatever they are.
  */
 #ifndef FLEET_ADMISSION_SESSIONS_H
 #define FLEET_ADMISSION_SESSIONS_H
@@ -94,6 +116,7 @@ struct adm_session {
 	char ek_hash_ecc_inv[65];
 	char lak_sha1[41];    /* the certificates issued in answer, once issued */
 	char ldevid_sha1[41];
+	char handle[33];      /* shared: the store row's key */
 	/* table bookkeeping: under the table's lock */
 	bool busy;
 	bool published; /* false: an intake still deciding (reserved) */
@@ -104,6 +127,15 @@ struct adm_sessions {
 	struct adm_session **v;
 	size_t n, cap;
 	struct fleet_metric *gauge; /* fleetd_open_sessions; may be NULL */
+	/* shared (SH1-SH4): the table is in st */
+	struct fleet_store *st;
+	uint8_t seal_key[32];
+	unsigned lease_s;
+	/* a session's profile again, after it was opened: NULL with *ok true
+	 * for a claim; *ok false when this replica has no such class */
+	const struct fleet_profile *(*profile_for)(void *ctx, const struct adm_session *e,
+						    bool *ok);
+	void *profile_ctx;
 };
 
 enum adm_sess_result {
@@ -115,10 +147,21 @@ enum adm_sess_result {
 	ADM_SESS_EXPIRED, /* acquire: past its deadline */
 	ADM_SESS_BUSY,    /* acquire: another request is working on it */
 	ADM_SESS_NOMEM,
+	ADM_SESS_STORE, /* shared: the store failed (SH3) */
 };
 
 int adm_sessions_init(struct adm_sessions *t, size_t cap, struct fleet_metric *gauge);
 void adm_sessions_destroy(struct adm_sessions *t);
+
+/* Keep the table in st from now on (before any entry). The key is
+ * copied; lease_s > 0. */
+struct fleet_store;
+int adm_sessions_share(struct adm_sessions *t, struct fleet_store *st, const uint8_t key[32],
+		       unsigned lease_s,
+		       const struct fleet_profile *(*profile_for)(void *ctx,
+								   const struct adm_session *e,
+								   bool *ok),
+		       void *profile_ctx);
 
 /* Intake: reserve an entry for serial from peer, checked out to the
  * caller (who sets answer_by once it has challenged). Other sessions of the serial are left as they are, except an
@@ -128,8 +171,9 @@ void adm_sessions_destroy(struct adm_sessions *t);
 enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *serial,
 					  const char *peer, time_t now,
 					  struct adm_session **out);
-/* Intake done: the session is open for answer and confirm. */
-void adm_sessions_publish(struct adm_sessions *t, struct adm_session *e);
+/* Intake done: the session is open for answer and confirm. false: the
+ * shared table could not keep it (the entry is gone; SH3). */
+bool adm_sessions_publish(struct adm_sessions *t, struct adm_session *e);
 
 /* Answer, confirm: check out the published session with this id. */
 enum adm_sess_result adm_sessions_acquire(struct adm_sessions *t,

@@ -324,6 +324,31 @@ static const struct st_migration migrations[] = {
 	 ") STRICT;"
 	 "CREATE INDEX join_requests_by_created ON join_requests(created_at);"
 	 "CREATE INDEX join_requests_by_status ON join_requests(status, expires_at);"},
+	/* 9: HookOS admission sessions shared by the replicas of one store
+	 * (store_sessions.c): the table's bookkeeping in columns, the
+	 * session itself sealed by the admission (sessions_shared.c), so the
+	 * challenge secrets are never stored in the clear. sid is the
+	 * session id in hex once published, as provisional_certs.session. */
+	{9, "admission sessions",
+	 "CREATE TABLE admission_sessions ("
+	 " handle TEXT PRIMARY KEY CHECK (length(handle) = 32 AND handle NOT GLOB '*[^0-9a-f]*'),"
+	 " sid TEXT UNIQUE CHECK " HEX64("sid") ","
+	 " serial TEXT NOT NULL COLLATE NOCASE CHECK (length(serial) BETWEEN 1 AND 128),"
+	 " peer TEXT NOT NULL CHECK (length(peer) <= 47),"
+	 " peer_key TEXT NOT NULL CHECK (length(peer_key) <= 47),"
+	 " ek_hash TEXT NOT NULL DEFAULT '' CHECK (ek_hash = '' OR " HEX64("ek_hash") "),"
+	 " ek_hash_ecc TEXT NOT NULL DEFAULT '' CHECK (ek_hash_ecc = '' OR " HEX64("ek_hash_ecc") "),"
+	 " published INTEGER NOT NULL CHECK (published IN (0, 1)),"
+	 " proven INTEGER NOT NULL CHECK (proven IN (0, 1)),"
+	 " superseded INTEGER NOT NULL CHECK (superseded IN (0, 1)),"
+	 " deadline INTEGER NOT NULL,"
+	 " answer_by INTEGER NOT NULL,"
+	 " busy_until INTEGER NOT NULL,"
+	 " sealed BLOB CHECK (sealed IS NULL OR length(sealed) <= 65536),"
+	 " CHECK (published = 0 OR (sid IS NOT NULL AND sealed IS NOT NULL))"
+	 ") STRICT;"
+	 "CREATE INDEX admission_sessions_by_serial ON admission_sessions(serial);"
+	 "CREATE INDEX admission_sessions_by_peer ON admission_sessions(peer_key);"},
 };
 #define N_MIGRATIONS (sizeof(migrations) / sizeof(migrations[0]))
 _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per version");
@@ -331,6 +356,11 @@ _Static_assert(N_MIGRATIONS == FLEET_STORE_SCHEMA_VERSION, "one migration per ve
 static bool is_pg(const struct fleet_store *st)
 {
 	return db_engine(st->db) == DB_POSTGRES;
+}
+
+bool fleet_store_is_shared(const struct fleet_store *st)
+{
+	return st && is_pg(st);
 }
 
 /* The engine's migrations: one list per engine, the same versions. */

@@ -62,7 +62,7 @@ enum {
 };
 
 /* The current schema version (the migrations table's highest). */
-#define FLEET_STORE_SCHEMA_VERSION 8
+#define FLEET_STORE_SCHEMA_VERSION 9
 #define FLEET_STORE_FILE "fleetd.db"
 
 /* Caps on what goes in. */
@@ -109,6 +109,8 @@ void fleet_store_close(struct fleet_store *st);
  * the store there (docs/store.md, "Several replicas"), with the same
  * schema, migrations and contracts as the SQLite file. */
 bool fleet_store_location_is_postgres(const char *location);
+/* The store is one several replicas may share (PostgreSQL). */
+bool fleet_store_is_shared(const struct fleet_store *st);
 
 /* P1: the pass lock, so that one replica at a time runs the pass. Never
  * waits: *held says whether this handle holds it now (it may already). It
@@ -987,5 +989,75 @@ struct fleet_store_node_cert {
 fleet_err fleet_store_nodes_list(struct fleet_store *st, struct fleet_store_node **out, size_t *n);
 fleet_err fleet_store_node_certs(struct fleet_store *st, const char *node_id,
 				 struct fleet_store_node_cert **out, size_t *n);
+
+/*
+ * HookOS admission sessions shared by the replicas of one store
+ * (store_sessions.c; the table fleetd/admission/sessions.h keeps in memory
+ * when one fleetd serves alone). The store keeps the table's bookkeeping;
+ * the session itself is the caller's sealed blob, never read here.
+ *
+ * SS1 Every change is one write transaction, serialised across replicas
+ *     (db.h DB3), so the caps are counted and enforced on one state:
+ *     fleet_store_session_reserve counts the serial's open sessions and the
+ *     source's unproven ones (an ending row counts for neither: the
+ *     reaper's), removes the exact address's own idle unproven published
+ *     try for the serial, and inserts, or says which cap was reached.
+ * SS2 A row is checked out while busy_until >= now (its lease's last second
+ *     included): acquire on a busy row is
+ *     BUSY and changes nothing; a replica that dies mid-round leaves a
+ *     lease that ends by itself, never a session stuck for ever.
+ * SS3 reap deletes every row whose lease is over and that is unpublished
+ *     (an intake that never finished), superseded, past its deadline, or
+ *     unproven past its answer window, and hands each back: exactly one
+ *     replica gets each row.
+ * SS4 Provisional certificates whose session has no row are orphans (a
+ *     replica died between reaping and revoking): revoke_orphans revokes
+ *     them, in one transaction.
+ */
+#define FLEET_STORE_SESSION_SEALED_MAX 65536
+struct fleet_store_session {
+	char handle[33];  /* 32 lowercase hex, the row's key, chosen at reserve */
+	char sid[65];     /* "" until published */
+	char serial[129];
+	char peer[48], peer_key[48];
+	char ek_hash[65], ek_hash_ecc[65];
+	bool published, proven, superseded;
+	int64_t deadline, answer_by, busy_until;
+	uint8_t *sealed; /* malloc'd; NULL when none */
+	size_t sealed_len;
+};
+void fleet_store_session_clear(struct fleet_store_session *r);
+
+enum fleet_store_session_cap {
+	FLEET_STORE_SESSION_RESERVED = 0,
+	FLEET_STORE_SESSION_CAP_SERIAL, /* per_serial open sessions of the serial */
+	FLEET_STORE_SESSION_CAP_PEER,   /* per_peer unproven sessions of the source */
+	FLEET_STORE_SESSION_CAP_ALL,    /* cap rows in all */
+};
+/* SS1. r: handle, serial, peer, peer_key, busy_until set (unpublished). */
+fleet_err fleet_store_session_reserve(struct fleet_store *st, const struct fleet_store_session *r,
+				      int64_t now, size_t per_serial, size_t per_peer, size_t cap,
+				      enum fleet_store_session_cap *result);
+/* Write r's columns and blob (by handle), with busy_until 0: publish and
+ * release. NOT_FOUND when the row is gone (reaped after its lease). */
+fleet_err fleet_store_session_put(struct fleet_store *st, const struct fleet_store_session *r);
+/* SS2: the published row with sid; *found false when none. When found and
+ * neither busy nor ending, it is checked out until lease_until and
+ * *took is true; out gets the row as it was read. */
+fleet_err fleet_store_session_acquire(struct fleet_store *st, const char *sid, int64_t now,
+				      int64_t lease_until, struct fleet_store_session *out,
+				      bool *found, bool *took);
+/* The row handle is proven; every other row of its serial and EKs is
+ * superseded; *n how many. */
+fleet_err fleet_store_session_prove(struct fleet_store *st, const char *handle, size_t *n);
+fleet_err fleet_store_session_delete(struct fleet_store *st, const char *handle);
+/* SS3: up to max rows ended (deleted) into *out (free each with
+ * fleet_store_session_clear, then free(*out)). */
+fleet_err fleet_store_session_reap(struct fleet_store *st, int64_t now, size_t max,
+				   struct fleet_store_session **out, size_t *n);
+fleet_err fleet_store_session_count(struct fleet_store *st, size_t *n);
+/* SS4. */
+fleet_err fleet_store_provisional_revoke_orphans(struct fleet_store *st, const char *reason,
+						 time_t now, char sha1s[][41], size_t *n);
 
 #endif

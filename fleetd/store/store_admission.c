@@ -145,7 +145,7 @@ fleet_err fleet_store_admit(struct fleet_store *st,
 	return st_unlock(st, admit(st, in, verdict_id));
 }
 
-static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
+static fleet_err provisional_revoke_where(struct fleet_store *st, const char *session, bool orphans,
 					       const char *reason, time_t now,
 					       char sha1s[][41], size_t *n)
 {
@@ -161,12 +161,14 @@ static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
 	/* Which ones, for the journal: read inside the transaction that
 	 * revokes them, so the list is exactly what was revoked. */
 	if ((e = st_prepare(st, "SELECT sha1 FROM provisional_certs WHERE revoked_at IS NULL AND "
-				"(CAST(?1 AS TEXT) IS NULL OR session = ?1) ORDER BY id", &s)))
+				"(CAST(?1 AS TEXT) IS NULL OR session = ?1) AND (?4 = 0 OR session NOT IN "
+				"(SELECT sid FROM admission_sessions WHERE sid IS NOT NULL)) ORDER BY id", &s)))
 		goto fail;
 	if (session)
 		db_bind_text(s, 1, session, -1);
 	else
 		db_bind_null(s, 1);
+	db_bind_int64(s, 4, orphans);
 	int rc;
 	size_t found = 0;
 	while ((rc = db_step(s)) == DB_ROW) {
@@ -184,7 +186,9 @@ static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
 		goto fail;
 	}
 	if ((e = st_prepare(st, "UPDATE provisional_certs SET revoked_at = ?2, revoke_reason = ?3 "
-				"WHERE revoked_at IS NULL AND (CAST(?1 AS TEXT) IS NULL OR session = ?1)", &s)))
+				"WHERE revoked_at IS NULL AND (CAST(?1 AS TEXT) IS NULL OR session = ?1) AND "
+				"(?4 = 0 OR session NOT IN (SELECT sid FROM admission_sessions WHERE sid IS NOT "
+				"NULL))", &s)))
 		goto fail;
 	if (session)
 		db_bind_text(s, 1, session, -1);
@@ -192,6 +196,7 @@ static fleet_err provisional_revoke(struct fleet_store *st, const char *session,
 		db_bind_null(s, 1);
 	db_bind_int64(s, 2, now);
 	db_bind_text(s, 3, reason, -1);
+	db_bind_int64(s, 4, orphans);
 	if ((e = st_step_done(st, s, "revoke provisional certificates", NULL)))
 		goto fail;
 	if ((e = st_commit(st)))
@@ -208,7 +213,14 @@ fleet_err fleet_store_provisional_revoke(struct fleet_store *st, const char *ses
 						    char sha1s[][41], size_t *n)
 {
 	st_lock(st);
-	return st_unlock(st, provisional_revoke(st, session, reason, now, sha1s, n));
+	return st_unlock(st, provisional_revoke_where(st, session, false, reason, now, sha1s, n));
+}
+
+fleet_err fleet_store_provisional_revoke_orphans(struct fleet_store *st, const char *reason,
+						 time_t now, char sha1s[][41], size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, provisional_revoke_where(st, NULL, true, reason, now, sha1s, n));
 }
 
 static fleet_err provisional_prune(struct fleet_store *st, time_t now, size_t *n)

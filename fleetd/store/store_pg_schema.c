@@ -309,5 +309,26 @@ const struct st_migration st_pg_migrations[] = {
 	 ");"
 	 "CREATE INDEX join_requests_by_created ON join_requests(created_at);"
 	 "CREATE INDEX join_requests_by_status ON join_requests(status, expires_at);"},
+	/* 9: admission sessions shared by the replicas (store.c's 9) */
+	{9, "admission sessions",
+	 "CREATE TABLE admission_sessions ("
+	 " handle TEXT PRIMARY KEY CHECK (length(handle) = 32 AND handle !~ '[^0-9a-f]'),"
+	 " sid TEXT UNIQUE CHECK (sid IS NULL OR (length(sid) = 64 AND sid !~ '[^0-9a-f]')),"
+	 " serial CITEXT NOT NULL CHECK (length(serial) BETWEEN 1 AND 128),"
+	 " peer TEXT NOT NULL CHECK (length(peer) <= 47),"
+	 " peer_key TEXT NOT NULL CHECK (length(peer_key) <= 47),"
+	 " ek_hash TEXT NOT NULL DEFAULT '' CHECK (ek_hash = '' OR (length(ek_hash) = 64 AND ek_hash !~ '[^0-9a-f]')),"
+	 " ek_hash_ecc TEXT NOT NULL DEFAULT '' CHECK (ek_hash_ecc = '' OR (length(ek_hash_ecc) = 64 AND ek_hash_ecc !~ '[^0-9a-f]')),"
+	 " published BIGINT NOT NULL CHECK (published IN (0, 1)),"
+	 " proven BIGINT NOT NULL CHECK (proven IN (0, 1)),"
+	 " superseded BIGINT NOT NULL CHECK (superseded IN (0, 1)),"
+	 " deadline BIGINT NOT NULL,"
+	 " answer_by BIGINT NOT NULL,"
+	 " busy_until BIGINT NOT NULL,"
+	 " sealed BYTEA CHECK (sealed IS NULL OR length(sealed) <= 65536),"
+	 " CHECK (published = 0 OR (sid IS NOT NULL AND sealed IS NOT NULL))"
+	 ");"
+	 "CREATE INDEX admission_sessions_by_serial ON admission_sessions(serial);"
+	 "CREATE INDEX admission_sessions_by_peer ON admission_sessions(peer_key);"},
 };
 const size_t st_pg_n_migrations = sizeof(st_pg_migrations) / sizeof(st_pg_migrations[0]);

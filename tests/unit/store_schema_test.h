@@ -4,8 +4,9 @@
 #ifndef FLEET_STORE_SCHEMA_TEST_H
 #define FLEET_STORE_SCHEMA_TEST_H
 
-/* The tables of schema versions 6, 7 and 8 (the join service). */
+/* The tables of schema versions 6 to 9 (the join service, shared sessions). */
 #define DROP_JOIN_TABLES                                                              \
+	"DROP TABLE admission_sessions; "                                              \
 	"DROP TABLE join_requests; DROP TABLE site_leases; "                           \
 	"DROP TABLE node_bindings; DROP TABLE node_certs; DROP TABLE nodes; "          \
 	"DROP TABLE attestation_uses; DROP TABLE join_tokens; DROP TABLE pools; "

@@ -2074,7 +2074,8 @@ static void migrate_v7_sqlite(struct fx *f)
 			     "uses_total, uses_left, created_at, expires_at, created_by, revoked_at, "
 			     "expect_mac, expect_product_uuid, allow_reclaim, last_used_at FROM "
 			     "join_tokens; DROP TABLE join_tokens; ALTER TABLE join_tokens_v7 RENAME "
-			     "TO join_tokens; DELETE FROM schema_migrations WHERE version >= 8; COMMIT", NULL, NULL, NULL),
+			     "TO join_tokens; DROP TABLE admission_sessions; DELETE FROM schema_migrations "
+			     "WHERE version >= 8; COMMIT", NULL, NULL, NULL),
 		SQLITE_OK);
 	assert_int_equal(sqlite_int(db, "SELECT count(*) FROM pragma_table_info('join_tokens') WHERE "
 				     "name = 'target_node'"),
@@ -2096,7 +2097,7 @@ static void test_join_requests_migrates_v7(void **state)
 	struct raw *db = raw(f);
 	if (store_location_pg()) {
 		/* PostgreSQL drops the column itself */
-		assert_int_equal(raw_exec(db, "BEGIN; DROP TABLE join_requests; DROP TABLE site_leases;"
+		assert_int_equal(raw_exec(db, "BEGIN; DROP TABLE admission_sessions; DROP TABLE join_requests; DROP TABLE site_leases;"
 					      " ALTER TABLE join_tokens DROP COLUMN target_node;"
 					      " DELETE FROM schema_migrations WHERE version >= 8; COMMIT"),
 				 RAW_OK);
@@ -2113,7 +2114,8 @@ static void test_join_requests_migrates_v7(void **state)
 	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, NULL),
 			 FLEET_STORE_E_SCHEMA);
 	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, NULL), 0);
-	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"), 8);
+	assert_int_equal(raw_count(f, "SELECT max(version) FROM schema_migrations"),
+			 FLEET_STORE_SCHEMA_VERSION);
 	assert_int_equal(raw_count(f, "SELECT count(*) FROM join_tokens WHERE target_node IS NULL"),
 			 1);
 	struct fleet_store_token *t;
