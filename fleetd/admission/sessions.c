@@ -15,7 +15,7 @@ static void set_gauge(struct adm_sessions *t)
 		fleet_metric_set(t->gauge, (int64_t)t->n);
 }
 
-static void free_entry(struct adm_session *e)
+void adm_session_free(struct adm_session *e)
 {
 	fleet_attest_session_wipe(&e->s);
 	OPENSSL_cleanse(e, sizeof(*e));
@@ -112,7 +112,7 @@ void adm_sessions_destroy(struct adm_sessions *t)
 	if (!t->v)
 		return;
 	while (t->n)
-		free_entry(unlink_at(t, t->n - 1));
+		adm_session_free(unlink_at(t, t->n - 1));
 	free(t->v);
 	t->v = NULL;
 	pthread_mutex_destroy(&t->mu);
@@ -152,7 +152,7 @@ enum adm_sess_result adm_sessions_reserve(struct adm_sessions *t, const char *se
 	if (replace) {
 		for (size_t i = 0; i < t->n; i++)
 			if (t->v[i] == replace) {
-				free_entry(unlink_at(t, i));
+				adm_session_free(unlink_at(t, i));
 				break;
 			}
 		of_serial--;
@@ -279,7 +279,7 @@ void adm_sessions_drop(struct adm_sessions *t, struct adm_session *e)
 	pthread_mutex_lock(&t->mu);
 	for (size_t i = 0; i < t->n; i++) {
 		if (t->v[i] == e) {
-			free_entry(unlink_at(t, i));
+			adm_session_free(unlink_at(t, i));
 			break;
 		}
 	}
@@ -311,7 +311,7 @@ size_t adm_sessions_reap(struct adm_sessions *t, time_t now, adm_sess_ended ende
 	for (size_t i = 0; i < n; i++) {
 		if (ended)
 			ended(ctx, gone[i], why[i]);
-		free_entry(gone[i]);
+		adm_session_free(gone[i]);
 	}
 	free(gone);
 	free(why);

@@ -21,13 +21,6 @@
 #define TAG_LEN 16
 #define AAD_LABEL "fleetd admission session v1"
 
-static void free_entry(struct adm_session *e)
-{
-	fleet_attest_session_wipe(&e->s);
-	OPENSSL_cleanse(e, sizeof(*e));
-	free(e);
-}
-
 /* The associated data: the label, the row's handle, the layout's size (a
  * replica of another build does not open what it cannot read). */
 static size_t aad(const char *handle, uint8_t out[96])
@@ -75,7 +68,7 @@ done:
 	EVP_CIPHER_CTX_free(c);
 	free(b);
 	if (pt)
-		free_entry(pt);
+		adm_session_free(pt);
 	return ok;
 }
 
@@ -103,7 +96,7 @@ struct adm_session *adm_sh_open(const struct adm_sessions *t, const char *handle
 done:
 	EVP_CIPHER_CTX_free(c);
 	if (!ok && e) {
-		free_entry(e);
+		adm_session_free(e);
 		e = NULL;
 	}
 	if (e)
@@ -189,7 +182,7 @@ bool adm_sh_publish(struct adm_sessions *t, struct adm_session *e)
 	bool ok = put(t, e);
 	if (!ok)
 		(void)fleet_store_session_delete(t->st, e->handle);
-	free_entry(e);
+	adm_session_free(e);
 	return ok;
 }
 
@@ -230,7 +223,7 @@ enum adm_sess_result adm_sh_acquire(struct adm_sessions *t,
 		 * changed row) or names a class this replica lacks: unknown,
 		 * and the lease ends by itself for the reaper */
 		if (e)
-			free_entry(e);
+			adm_session_free(e);
 		goto done;
 	}
 	e->proven = r.proven;
@@ -257,13 +250,13 @@ size_t adm_sh_prove(struct adm_sessions *t, struct adm_session *e)
 void adm_sh_release(struct adm_sessions *t, struct adm_session *e)
 {
 	(void)put(t, e); /* SH3: a failure leaves the lease to run out */
-	free_entry(e);
+	adm_session_free(e);
 }
 
 void adm_sh_drop(struct adm_sessions *t, struct adm_session *e)
 {
 	(void)fleet_store_session_delete(t->st, e->handle);
-	free_entry(e);
+	adm_session_free(e);
 }
 
 /* An ended row that does not open: what its columns say, with its
@@ -298,7 +291,7 @@ size_t adm_sh_reap(struct adm_sessions *t, time_t now, adm_sess_ended ended, voi
 		if (e && ended)
 			ended(ctx, e, v[i].superseded ? "superseded" : "session-expired");
 		if (e)
-			free_entry(e);
+			adm_session_free(e);
 		fleet_store_session_clear(&v[i]);
 	}
 	free(v);

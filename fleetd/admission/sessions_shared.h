@@ -6,6 +6,9 @@
 
 #include "fleetd/admission/sessions.h"
 
+/* Wipe and free one entry (sessions.c: both tables' entries). */
+void adm_session_free(struct adm_session *e);
+
 enum adm_sess_result adm_sh_reserve(struct adm_sessions *t, const char *serial,
 				    const char *peer, const char *peer_key, time_t now,
 				    struct adm_session **out);

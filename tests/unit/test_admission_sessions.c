@@ -30,7 +30,7 @@
 
 /* The shared mode's store, one per case. */
 static bool shared;
-static char dir[64], loc[512];
+static char *dir, loc[512];
 static struct fleet_store *st;
 static const uint8_t key_a[32] = {1, 2, 3};
 
@@ -41,8 +41,7 @@ static void table_init_key(struct adm_sessions *t, size_t cap, struct fleet_metr
 	if (!shared)
 		return;
 	if (!st) {
-		snprintf(dir, sizeof(dir), "/tmp/fleet-sess-XXXXXX");
-		assert_non_null(mkdtemp(dir));
+		dir = make_temp_dir("sessions");
 		store_location_new(dir, loc, sizeof(loc));
 		assert_int_equal(fleet_store_open(loc, FLEET_STORE_RW, &st, NULL), FLEET_STORE_OK);
 	}
@@ -61,9 +60,9 @@ static void table_destroy(struct adm_sessions *t)
 		fleet_store_close(st);
 		st = NULL;
 		store_location_free(loc);
-		char cmd[128];
-		snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
-		assert_int_equal(system(cmd), 0);
+		rm_rf(dir);
+		free(dir);
+		dir = NULL;
 	}
 }
 
