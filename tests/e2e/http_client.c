@@ -13,6 +13,7 @@
 #include <string.h>
 #include <strings.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <curl/curl.h>
@@ -218,6 +219,11 @@ void raw_tls_open(struct raw_tls *t, uint16_t port, const char *ca)
 	assert_int_equal(SSL_CTX_load_verify_locations(t->ctx, ca, NULL), 1);
 	SSL_CTX_set_verify(t->ctx, SSL_VERIFY_PEER, NULL);
 	t->fd = socket(AF_INET, SOCK_STREAM, 0);
+	/* bounded: a listener that accepts and never answers fails the test
+	 * here, it does not hang it until ctest's timeout hides where */
+	struct timeval tv = {.tv_sec = 10};
+	assert_int_equal(setsockopt(t->fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv)), 0);
+	assert_int_equal(setsockopt(t->fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv)), 0);
 	struct sockaddr_in sa = {.sin_family = AF_INET, .sin_port = htons(port)};
 	sa.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
 	assert_int_equal(connect(t->fd, (struct sockaddr *)&sa, sizeof(sa)), 0);

@@ -858,6 +858,8 @@ static void listener_guards_on_fleetd(void **state)
 
 int main(void)
 {
+	/* line by line into ctest's pipe: a timeout then shows the step it was in */
+	setvbuf(stdout, NULL, _IOLBF, 0);
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(forged_intakes_cannot_block),
 		cmocka_unit_test(unproven_flood_not_journaled),
