@@ -494,10 +494,78 @@ static fleet_err key_fits_kind(enum fleet_cert_kind kind, const TPMT_PUBLIC *k,
 	return FLEET_OK;
 }
 
+/* One DER length at *p (short form, 0x81 or 0x82, as lib/tpm_spki.c writes
+ * them), within end; 0 on anything else. */
+static int der_len_at(const uint8_t **p, const uint8_t *end, size_t *len)
+{
+	if (*p >= end)
+		return 0;
+	uint8_t b = *(*p)++;
+	if (b < 0x80) {
+		*len = b;
+	} else if (b == 0x81 && end - *p >= 1) {
+		*len = *(*p)++;
+	} else if (b == 0x82 && end - *p >= 2) {
+		*len = ((size_t)(*p)[0] << 8) | (*p)[1];
+		*p += 2;
+	} else {
+		return 0;
+	}
+	return *len <= (size_t)(end - *p);
+}
+
+/*
+ * The certificate's subjectPublicKeyInfo set from the TPM key's own DER
+ * (lib/tpm_spki.c, proven equal to i2d_PUBKEY by tests/unit/test_tpm_public.c):
+ * its algorithm by OID and its BIT STRING's bytes. X509_set_pubkey would
+ * encode an EVP_PKEY with OSSL_ENCODER and decode the result back, ~380 us a
+ * call on OpenSSL 3.0 against ~35 us for the certificate's signature, twice
+ * per admission. The X509 built here holds no cached EVP_PKEY
+ * (X509_get0_pubkey on it is NULL): its callers encode it (i2d_X509) and
+ * whoever reads it back parses the key from those bytes.
+ */
+static fleet_err set_spki(X509 *x, const TPMT_PUBLIC *pub, const uint8_t *der, size_t n)
+{
+	const uint8_t *p = der, *end = der + n;
+	size_t len;
+	ASN1_OBJECT *alg, *param = NULL;
+
+	/* SEQ { AlgorithmIdentifier (skipped: the OIDs follow from pub), BIT STRING { 00, key } } */
+	if (p >= end || *p++ != 0x30 || !der_len_at(&p, end, &len) || len != (size_t)(end - p) ||
+	    p >= end || *p++ != 0x30 || !der_len_at(&p, end, &len))
+		return FLEET_E_CRYPTO;
+	p += len;
+	if (p >= end || *p++ != 0x03 || !der_len_at(&p, end, &len) || len < 2 ||
+	    len != (size_t)(end - p) || *p++ != 0x00)
+		return FLEET_E_CRYPTO;
+	len--;
+	if (pub->type == TPM2_ALG_RSA) {
+		alg = OBJ_nid2obj(NID_rsaEncryption);
+	} else if (pub->type == TPM2_ALG_ECC) {
+		alg = OBJ_nid2obj(NID_X9_62_id_ecPublicKey);
+		param = OBJ_nid2obj(pub->parameters.eccDetail.curveID == TPM2_ECC_NIST_P256
+					    ? NID_X9_62_prime256v1
+					    : NID_secp384r1);
+	} else {
+		return FLEET_E_UNSUPPORTED;
+	}
+	unsigned char *bits = OPENSSL_memdup(p, len);
+	if (!bits)
+		return FLEET_E_NOMEM;
+	/* Built-in OIDs from OBJ_nid2obj are static: the X509 may own them. */
+	if (!alg || (pub->type == TPM2_ALG_ECC && !param) ||
+	    !X509_PUBKEY_set0_param(X509_get_X509_PUBKEY(x), alg,
+				    param ? V_ASN1_OBJECT : V_ASN1_NULL, param, bits, (int)len)) {
+		OPENSSL_free(bits);
+		return FLEET_E_CRYPTO;
+	}
+	return FLEET_OK;
+}
+
 fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_request *req,
 			 X509 **out, struct fleet_errctx *ec)
 {
-	EVP_PKEY *pk = NULL;
+	struct fleet_buf spki;
 	X509 *x = NULL;
 	X509_NAME *name;
 	X509V3_CTX v3;
@@ -522,10 +590,15 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 	e = key_fits_kind(req->kind, req->key, ec);
 	if (e != FLEET_OK)
 		return e;
-	e = fleet_tpm_public_to_pkey(req->key, &pk);
-	if (e != FLEET_OK)
+	fb_init(&spki);
+	/* The same validation as every other use of the key (lib/tpm_public.c:
+	 * the modulus, the exponent, the point on its curve), then the DER. */
+	e = fleet_tpm_public_spki_der(req->key, &spki);
+	if (e != FLEET_OK) {
+		fb_free(&spki);
 		return fleet_errctx_msg(ec, e, "the TPM public key is not usable: %s",
 					fleet_err_str(e));
+	}
 
 	e = FLEET_E_CRYPTO;
 	x = X509_new();
@@ -545,7 +618,7 @@ fleet_err fleet_ca_issue(const struct fleet_ca *ca, const struct fleet_issue_req
 					 (const unsigned char *)req->serial, -1, -1, 0)) ||
 	    !X509_set_issuer_name(x, X509_get_subject_name(ca->cert)) ||
 	    set_validity(x, req->not_before, req->validity_days) != FLEET_OK ||
-	    !X509_set_pubkey(x, pk))
+	    set_spki(x, req->key, spki.data, spki.len) != FLEET_OK)
 		goto out;
 	X509V3_set_ctx(&v3, ca->cert, x, NULL, NULL, 0);
 	if (fleet_ca_int_add_ext(x, &v3, NID_basic_constraints, "critical,CA:FALSE") != FLEET_OK ||
@@ -576,7 +649,7 @@ out:
 	if (e != FLEET_OK)
 		fleet_errctx_msg(ec, e, "cannot build the certificate");
 	ERR_clear_error();
-	EVP_PKEY_free(pk);
+	fb_free(&spki);
 	X509_free(x);
 	return e;
 }

@@ -11,6 +11,7 @@
 #include "lib/tpm.h"
 
 #include <limits.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -207,15 +208,157 @@ out:
 	return e;
 }
 
-fleet_err fleet_tpm_public_to_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
+/*
+ * Keys already converted, by the exact fields the conversion reads.
+ *
+ * One admission converts the same three or four public areas (AK, LDevID,
+ * the EKs) about twelve times: at the intake, the challenge, the quote, the
+ * certification, the issuing and the confirm, each costing EVP_PKEY_fromdata
+ * and its checks (~60-100 us). The conversion is a pure function of the
+ * fields copied into the tag below (type, curve or key size and exponent,
+ * the key material), so a key found here is the key the conversion would
+ * make again, checks included; only successful conversions are kept. The
+ * cache is this process's memory only (never the store, never a sealed
+ * session), holds public keys only, and is bounded: KEY_CACHE_SLOTS entries,
+ * the least recently used replaced. An EVP_PKEY is handed out with a
+ * reference of its own (EVP_PKEY_up_ref); OpenSSL allows one key to be used
+ * from several threads at once as long as none modifies it, and no caller
+ * does (they verify, encrypt to and derive with it).
+ */
+#define KEY_CACHE_SLOTS 64
+#define KEY_TAG_MAX (2 + 2 + 4 + 2 + sizeof(((TPMU_PUBLIC_ID *)0)->rsa.buffer) + 2)
+
+struct key_slot {
+	size_t tag_len; /* 0: empty */
+	uint64_t used;
+	EVP_PKEY *key;
+	uint8_t tag[KEY_TAG_MAX];
+};
+
+static struct {
+	pthread_mutex_t lock;
+	uint64_t clock;
+	struct key_slot slot[KEY_CACHE_SLOTS];
+} key_cache = {.lock = PTHREAD_MUTEX_INITIALIZER};
+
+static void tag_put(uint8_t *t, size_t *n, const void *p, size_t len)
+{
+	memcpy(t + *n, p, len);
+	*n += len;
+}
+
+static void tag_put_u16(uint8_t *t, size_t *n, uint16_t v)
+{
+	uint8_t b[2] = {(uint8_t)(v >> 8), (uint8_t)v};
+	tag_put(t, n, b, 2);
+}
+
+/* The fields the conversion reads, length-prefixed so no two areas share a
+ * tag; 0 when the area is not one the conversion accepts (it then runs and
+ * refuses as it always did, and nothing is cached). */
+static size_t key_tag(const TPMT_PUBLIC *pub, uint8_t t[KEY_TAG_MAX])
+{
+	size_t n = 0;
+
+	tag_put_u16(t, &n, pub->type);
+	if (pub->type == TPM2_ALG_RSA) {
+		const TPM2B_PUBLIC_KEY_RSA *m = &pub->unique.rsa;
+		uint32_t exp = pub->parameters.rsaDetail.exponent;
+		uint8_t e4[4] = {(uint8_t)(exp >> 24), (uint8_t)(exp >> 16), (uint8_t)(exp >> 8),
+				 (uint8_t)exp};
+		if (m->size > sizeof(m->buffer))
+			return 0;
+		tag_put_u16(t, &n, pub->parameters.rsaDetail.keyBits);
+		tag_put(t, &n, e4, 4);
+		tag_put_u16(t, &n, m->size);
+		tag_put(t, &n, m->buffer, m->size);
+	} else if (pub->type == TPM2_ALG_ECC) {
+		const TPMS_ECC_POINT *pt = &pub->unique.ecc;
+		if (pt->x.size > 48 || pt->y.size > 48)
+			return 0;
+		tag_put_u16(t, &n, pub->parameters.eccDetail.curveID);
+		tag_put_u16(t, &n, pt->x.size);
+		tag_put(t, &n, pt->x.buffer, pt->x.size);
+		tag_put_u16(t, &n, pt->y.size);
+		tag_put(t, &n, pt->y.buffer, pt->y.size);
+	} else {
+		return 0;
+	}
+	return n;
+}
+
+static EVP_PKEY *key_cache_get(const uint8_t *tag, size_t n)
 {
 	EVP_PKEY *k = NULL;
-	EVP_PKEY_CTX *chk = NULL;
+
+	pthread_mutex_lock(&key_cache.lock);
+	for (size_t i = 0; i < KEY_CACHE_SLOTS; i++) {
+		struct key_slot *s = &key_cache.slot[i];
+		if (s->tag_len == n && memcmp(s->tag, tag, n) == 0) {
+			if (EVP_PKEY_up_ref(s->key) == 1) {
+				k = s->key;
+				s->used = ++key_cache.clock;
+			}
+			break;
+		}
+	}
+	pthread_mutex_unlock(&key_cache.lock);
+	return k;
+}
+
+static void key_cache_put(const uint8_t *tag, size_t n, EVP_PKEY *k)
+{
+	struct key_slot *victim = NULL;
+
+	if (EVP_PKEY_up_ref(k) != 1)
+		return;
+	pthread_mutex_lock(&key_cache.lock);
+	for (size_t i = 0; i < KEY_CACHE_SLOTS; i++) {
+		struct key_slot *s = &key_cache.slot[i];
+		if (s->tag_len == n && memcmp(s->tag, tag, n) == 0) {
+			/* Another thread converted it meanwhile. */
+			pthread_mutex_unlock(&key_cache.lock);
+			EVP_PKEY_free(k);
+			return;
+		}
+		if (!victim || s->tag_len == 0 || (victim->tag_len != 0 && s->used < victim->used))
+			victim = s;
+	}
+	EVP_PKEY *old = victim->tag_len ? victim->key : NULL;
+	memcpy(victim->tag, tag, n);
+	victim->tag_len = n;
+	victim->key = k;
+	victim->used = ++key_cache.clock;
+	pthread_mutex_unlock(&key_cache.lock);
+	EVP_PKEY_free(old);
+}
+
+static fleet_err to_pkey_uncached(const TPMT_PUBLIC *pub, EVP_PKEY **out);
+
+fleet_err fleet_tpm_public_to_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out)
+{
+	uint8_t tag[KEY_TAG_MAX];
+	size_t n;
 	fleet_err e;
 
 	if (!pub || !out)
 		return FLEET_E_INVALID_ARG;
 	*out = NULL;
+	n = key_tag(pub, tag);
+	if (n && (*out = key_cache_get(tag, n)) != NULL)
+		return FLEET_OK;
+	e = to_pkey_uncached(pub, out);
+	if (e == FLEET_OK && n)
+		key_cache_put(tag, n, *out);
+	return e;
+}
+
+static fleet_err to_pkey_uncached(const TPMT_PUBLIC *pub, EVP_PKEY **out)
+{
+	EVP_PKEY *k = NULL;
+	EVP_PKEY_CTX *chk = NULL;
+	fleet_err e;
+
 	if (pub->type == TPM2_ALG_RSA)
 		e = rsa_to_pkey(pub, &k);
 	else if (pub->type == TPM2_ALG_ECC)

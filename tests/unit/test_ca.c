@@ -225,10 +225,28 @@ static void check_common(struct fleet_ca *ca, X509 *x, EVP_PKEY *k, time_t nb, u
 			    X509_get0_subject_key_id(fleet_ca_cert(ca))->data,
 			    X509_get0_subject_key_id(fleet_ca_cert(ca))->length);
 	assert_non_null(X509_get0_subject_key_id(x));
-	/* The certified key is the TPM key. */
+	/* The certified key is the TPM key: read back from the certificate's
+	 * bytes (the issued X509 carries no cached key, lib/ca.c set_spki), and
+	 * its subjectPublicKeyInfo byte for byte what OpenSSL encodes. */
 	mint_tpm_public(k, 0, &pub);
 	assert_int_equal(fleet_tpm_public_to_pkey(&pub, &tk), FLEET_OK);
-	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(x), tk), 1);
+	unsigned char *der = NULL, *want = NULL, *got = NULL;
+	int n = i2d_X509(x, &der);
+	assert_true(n > 0);
+	const unsigned char *q = der;
+	X509 *back = d2i_X509(NULL, &q, n);
+	assert_non_null(back);
+	assert_non_null(X509_get0_pubkey(back));
+	assert_int_equal(EVP_PKEY_eq(X509_get0_pubkey(back), tk), 1);
+	int wn = i2d_PUBKEY(tk, &want);
+	int gn = i2d_X509_PUBKEY(X509_get_X509_PUBKEY(x), &got);
+	assert_true(wn > 0);
+	assert_int_equal(gn, wn);
+	assert_memory_equal(got, want, (size_t)wn);
+	OPENSSL_free(want);
+	OPENSSL_free(got);
+	OPENSSL_free(der);
+	X509_free(back);
 	EVP_PKEY_free(tk);
 }
 
@@ -274,6 +292,19 @@ static void test_issue_lak_and_ldevid(void **state)
 	assert_true(has_policy(x, "2.23.133.11.1.2")); /* tcg-cap-verifiedTPMFixed */
 	X509_free(x);
 	x = NULL;
+
+	/* A P-384 key: its own curve OID in the certificate (lib/ca.c set_spki). */
+	EVP_PKEY *p384 = EVP_EC_gen("P-384");
+	TPMT_PUBLIC p384_pub;
+	assert_non_null(p384);
+	mint_tpm_public(p384, DEVID_ATTRS, &p384_pub);
+	req.key = &p384_pub;
+	if (fleet_ca_issue(ca, &req, &x, &ec) != FLEET_OK)
+		fail_msg("issue a P-384 LDevID: %s", ec.detail);
+	check_common(ca, x, p384, nb, 365);
+	X509_free(x);
+	x = NULL;
+	EVP_PKEY_free(p384);
 
 	/* Keys that do not fit the kind are refused. */
 	req.key = &ak_pub; /* restricted: an AK is not a DevID */

@@ -212,6 +212,92 @@ static void test_rsa_key(void **st)
 	EVP_PKEY_free(k);
 }
 
+/* The conversion keeps the keys it made (lib/tpm_public.c, the key cache):
+ * the same area again is the same key object; an area differing in any
+ * field the conversion reads is converted (or refused) on its own, never
+ * answered with the cached key; the cache is bounded, the oldest replaced. */
+static void test_key_cache(void **st)
+{
+	EVP_PKEY *k = EVP_EC_gen("P-256"), *a = NULL, *b = NULL;
+	TPMT_PUBLIC p, q;
+	(void)st;
+
+	assert_non_null(k);
+	ecc_public(k, TPM2_ECC_NIST_P256, &p);
+	assert_int_equal(fleet_tpm_public_to_pkey(&p, &a), FLEET_OK);
+	assert_int_equal(fleet_tpm_public_to_pkey(&p, &b), FLEET_OK);
+	assert_ptr_equal(a, b); /* found, with a reference of its own */
+	assert_int_equal(EVP_PKEY_eq(a, k), 1);
+	EVP_PKEY_free(b);
+	b = NULL;
+
+	/* A coordinate changed: its own conversion, which refuses it. */
+	q = p;
+	q.unique.ecc.x.buffer[31] ^= 1;
+	assert_int_equal(fleet_tpm_public_to_pkey(&q, &b), FLEET_E_MALFORMED);
+	assert_null(b);
+	/* The same bytes named as another curve: not this key. */
+	q = p;
+	q.parameters.eccDetail.curveID = TPM2_ECC_NIST_P384;
+	assert_int_not_equal(fleet_tpm_public_to_pkey(&q, &b), FLEET_OK);
+	assert_null(b);
+	/* A shorter coordinate (its first 31 bytes: another value) is refused
+	 * as off the curve, or another point: never the cached key. */
+	q = p;
+	q.unique.ecc.y.size = 31;
+	if (fleet_tpm_public_to_pkey(&q, &b) == FLEET_OK) {
+		assert_ptr_not_equal(a, b);
+		assert_int_not_equal(EVP_PKEY_eq(a, b), 1);
+		EVP_PKEY_free(b);
+		b = NULL;
+	}
+
+	/* RSA: the exponent is part of the key. */
+	EVP_PKEY *r = EVP_RSA_gen(2048), *r1 = NULL, *r2 = NULL;
+	BIGNUM *n = NULL, *e = NULL;
+	TPMT_PUBLIC rp;
+	assert_non_null(r);
+	memset(&rp, 0, sizeof(rp));
+	rp.type = TPM2_ALG_RSA;
+	rp.nameAlg = TPM2_ALG_SHA256;
+	rp.parameters.rsaDetail.symmetric.algorithm = TPM2_ALG_NULL;
+	rp.parameters.rsaDetail.scheme.scheme = TPM2_ALG_NULL;
+	rp.parameters.rsaDetail.keyBits = 2048;
+	assert_true(EVP_PKEY_get_bn_param(r, OSSL_PKEY_PARAM_RSA_N, &n));
+	rp.unique.rsa.size = 256;
+	assert_int_equal(BN_bn2binpad(n, rp.unique.rsa.buffer, 256), 256);
+	BN_free(n);
+	assert_int_equal(fleet_tpm_public_to_pkey(&rp, &r1), FLEET_OK);
+	rp.parameters.rsaDetail.exponent = 3;
+	assert_int_equal(fleet_tpm_public_to_pkey(&rp, &r2), FLEET_OK);
+	assert_ptr_not_equal(r1, r2);
+	assert_int_equal(EVP_PKEY_eq(r1, r), 1);
+	assert_int_not_equal(EVP_PKEY_eq(r2, r), 1);
+	assert_true(EVP_PKEY_get_bn_param(r2, OSSL_PKEY_PARAM_RSA_E, &e));
+	assert_true(BN_is_word(e, 3));
+	BN_free(e);
+	EVP_PKEY_free(r1);
+	EVP_PKEY_free(r2);
+	EVP_PKEY_free(r);
+
+	/* Bounded: after more distinct keys than it holds, the first is made
+	 * anew (another object, the same key). */
+	for (int i = 0; i < 80; i++) {
+		EVP_PKEY *o = EVP_EC_gen("P-256"), *c = NULL;
+		assert_non_null(o);
+		ecc_public(o, TPM2_ECC_NIST_P256, &q);
+		assert_int_equal(fleet_tpm_public_to_pkey(&q, &c), FLEET_OK);
+		EVP_PKEY_free(c);
+		EVP_PKEY_free(o);
+	}
+	assert_int_equal(fleet_tpm_public_to_pkey(&p, &b), FLEET_OK);
+	assert_ptr_not_equal(a, b);
+	assert_int_equal(EVP_PKEY_eq(b, k), 1);
+	EVP_PKEY_free(a);
+	EVP_PKEY_free(b);
+	EVP_PKEY_free(k);
+}
+
 /* The hand-written SPKI DER equals OpenSSL's i2d_PUBKEY byte for byte:
  * many random EC keys (so coordinates with a leading zero byte, 1 in 128
  * per key, are covered) and RSA keys of each size and a non-default
@@ -508,6 +594,7 @@ int main(void)
 		cmocka_unit_test(test_trailing_and_truncated_refused),
 		cmocka_unit_test(test_ecc_keys),
 		cmocka_unit_test(test_rsa_key),
+		cmocka_unit_test(test_key_cache),
 		cmocka_unit_test(test_spki_der_matches_openssl),
 		cmocka_unit_test(test_unsupported_type_refused),
 		cmocka_unit_test(test_ak_check_each_rule),

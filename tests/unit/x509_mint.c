@@ -183,16 +183,20 @@ void mint_tpm_public(EVP_PKEY *k, TPMA_OBJECT attrs, TPMT_PUBLIC *out)
 	out->nameAlg = TPM2_ALG_SHA256;
 	out->objectAttributes = attrs;
 	if (EVP_PKEY_is_a(k, "EC")) {
+		/* P-256 or P-384, by the key's size. */
+		size_t fsz = EVP_PKEY_get_bits(k) > 256 ? 48 : 32;
 		out->type = TPM2_ALG_ECC;
 		out->parameters.eccDetail.symmetric.algorithm = TPM2_ALG_NULL;
 		out->parameters.eccDetail.scheme.scheme = TPM2_ALG_ECDSA;
-		out->parameters.eccDetail.scheme.details.ecdsa.hashAlg = TPM2_ALG_SHA256;
-		out->parameters.eccDetail.curveID = TPM2_ECC_NIST_P256;
+		out->parameters.eccDetail.scheme.details.ecdsa.hashAlg =
+			fsz == 48 ? TPM2_ALG_SHA384 : TPM2_ALG_SHA256;
+		out->parameters.eccDetail.curveID =
+			fsz == 48 ? TPM2_ECC_NIST_P384 : TPM2_ECC_NIST_P256;
 		out->parameters.eccDetail.kdf.scheme = TPM2_ALG_NULL;
-		bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, out->unique.ecc.x.buffer, 32);
-		bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, out->unique.ecc.y.buffer, 32);
-		out->unique.ecc.x.size = 32;
-		out->unique.ecc.y.size = 32;
+		bn_param(k, OSSL_PKEY_PARAM_EC_PUB_X, out->unique.ecc.x.buffer, fsz);
+		bn_param(k, OSSL_PKEY_PARAM_EC_PUB_Y, out->unique.ecc.y.buffer, fsz);
+		out->unique.ecc.x.size = (UINT16)fsz;
+		out->unique.ecc.y.size = (UINT16)fsz;
 	} else {
 		out->type = TPM2_ALG_RSA;
 		out->parameters.rsaDetail.symmetric.algorithm = TPM2_ALG_NULL;

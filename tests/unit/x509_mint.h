@@ -40,7 +40,8 @@ struct mint {
 X509 *mint_cert(const struct mint *m);
 /* DER into a malloc'd buffer. */
 unsigned char *mint_der(X509 *x, size_t *len);
-/* The TPM public area of a key: ECC P-256 or RSA-2048, with attrs. */
+/* The TPM public area of a key: ECC P-256 (ECDSA SHA-256), P-384 (ECDSA
+ * SHA-384) or RSA-2048, with attrs. */
 void mint_tpm_public(EVP_PKEY *k, TPMA_OBJECT attrs, TPMT_PUBLIC *out);
 
 #endif
