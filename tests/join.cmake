@@ -22,7 +22,8 @@ else()
   fleet_script_test(join_e2e e2e e2e/join_e2e.sh $<TARGET_FILE:seal_tool>)
 endif()
 # The store's join transaction (store.h X1-X6).
-fleet_test(test_join_tx unit unit/test_join_tx.c LIBS fleetdcore fleet_x509_mint)
+fleet_test(test_join_tx unit unit/test_join_tx.c LIBS fleetdcore fleet_x509_mint fleet_store_location)
+fleet_pg_twin(test_join_tx) # the same rules on PostgreSQL (tests/CMakeLists.txt)
 # The discovery and provisioned attestors' operator commands (fleetctl
 # join-requests | site lease | node | token create --node; store.h D1-D8)
 # over a store with nodes and join requests; root's, skipped (77) otherwise.

@@ -1,7 +1,9 @@
 # The tpm attestor and the renewal of a TPM-held key (issue 14): the join
 # service in process over a real store and CA, two swtpm machines driven by
 # tink-attest's TPM client (tests/tpm/test_join_tpm.c).
-fleet_test(test_join_tpm tpm tpm/test_join_tpm.c LIBS fleetd_join tinkattest fleet_swtpm)
+fleet_test(test_join_tpm tpm tpm/test_join_tpm.c LIBS fleetd_join tinkattest fleet_swtpm
+           fleet_store_location)
+fleet_pg_twin(test_join_tpm) # the same on PostgreSQL (tests/CMakeLists.txt)
 # Its messages (lib/tpm_join_evidence.h TE1-TE5); the fuzz targets are
 # tests/fuzz/fuzz_tpm_join_evidence.c and fuzz_tpm_resolve.c (globbed).
 fleet_test(test_tpm_join_evidence unit unit/test_tpm_join_evidence.c unit/wire_test.c)

@@ -8,4 +8,5 @@ add_dependencies(test_join_tpm_client fleet-join)
 # fleet_join_renew) over a real store and CA: both sides of
 # lib/tpm_join_evidence.h at once.
 fleet_test(test_join_tpm_service tpm tpm/test_join_tpm_service.c
-           LIBS fleetd_join tinkattest fleet_swtpm)
+           LIBS fleetd_join tinkattest fleet_swtpm fleet_store_location)
+fleet_pg_twin(test_join_tpm_service) # the same on PostgreSQL (tests/CMakeLists.txt)

@@ -16,7 +16,7 @@ fleet_script_test(store_cli e2e store_cli.sh $<TARGET_FILE:store_seed>)
 # under ThreadSanitizer; only the pass's and the store's targets are linked,
 # so that build stays small.
 fleet_test(test_store_concurrency unit unit/test_store_concurrency.c
-           LIBS fleetd_pass fleetd_store fleet_x509_mint)
+           LIBS fleetd_pass fleetd_store fleet_x509_mint fleet_store_location)
 set_tests_properties(test_store_concurrency PROPERTIES TIMEOUT 300)
 # The install runs (schema version 4): one open per device, compare-and-set
 # stages, burned codes across restarts, the config wiped, one CSR per token.
@@ -27,3 +27,4 @@ fleet_script_test(quarantine_cli e2e quarantine_cli.sh $<TARGET_FILE:store_seed>
 # The same tests on PostgreSQL (tests/CMakeLists.txt, fleet_pg_twin).
 fleet_pg_twin(test_store)
 fleet_pg_twin(test_store_provisions)
+fleet_pg_twin(test_store_concurrency)

@@ -12,6 +12,7 @@
  * exactly one more count of fleetd_join_refused_total{reason="tpm:<r>"} (or
  * "renew:<r>") and a "denied" answer; so removing the rule fails the test.
  */
+#include "tests/store/store_location.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -158,6 +159,7 @@ static void sha256(const struct fleet_buf *b, uint8_t out[32])
 
 struct server {
 	char dir[256];
+	char loc[1024]; /* dir, or its PostgreSQL database (store_location.h) */
 	struct fleet_store *st;
 	struct fleet_ca *ca;
 	struct fleet_seal_key *seal;
@@ -250,7 +252,8 @@ static int group_setup(void **state)
 	machine_start(&B);
 	snprintf(S.dir, sizeof(S.dir), "/tmp/fleet-join-tpm-XXXXXX");
 	assert_non_null(mkdtemp(S.dir));
-	assert_int_equal(fleet_store_open(S.dir, FLEET_STORE_RW, &S.st, &ec), FLEET_OK);
+	store_location_new(S.dir, S.loc, sizeof(S.loc));
+	assert_int_equal(fleet_store_open(S.loc, FLEET_STORE_RW, &S.st, &ec), FLEET_OK);
 	struct fleet_store_pool p = {.id = "pool-a", .owner = "root", .created_at = 1};
 	assert_int_equal(fleet_store_pool_create(S.st, &p), FLEET_OK);
 	struct fleet_store_pool p2 = {.id = "pool-b", .owner = "root", .created_at = 1};
@@ -279,6 +282,7 @@ static int group_teardown(void **state)
 	fleet_seal_key_free(S.seal);
 	fleet_ca_free(S.ca);
 	fleet_store_close(S.st);
+	store_location_free(S.loc);
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", S.dir);
 	if (system(cmd) != 0)
 		fprintf(stderr, "could not remove %s\n", S.dir);

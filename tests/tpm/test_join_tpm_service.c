@@ -7,6 +7,7 @@
  * transport hands the request's bytes to the service and its answer back;
  * everything else is the programs' own code.
  */
+#include "tests/store/store_location.h"
 #include "tests/testutil.h"
 
 #include <stdio.h>
@@ -33,6 +34,7 @@
 struct fx {
 	struct swtpm sw;
 	char *dir;
+	char loc[1024]; /* dir, or its PostgreSQL database (store_location.h) */
 	char key[600], chain[600];
 	struct fleet_store *st;
 	struct fleet_ca *ca;
@@ -101,7 +103,8 @@ static int setup(void **state)
 	tink_ek_free(&ek);
 	tink_tpm_close(&t);
 
-	assert_int_equal(fleet_store_open(f->dir, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
+	store_location_new(f->dir, f->loc, sizeof(f->loc));
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
 	struct fleet_store_pool p = {.id = "pool-a", .owner = "root", .created_at = 1};
 	assert_int_equal(fleet_store_pool_create(f->st, &p), FLEET_OK);
 	snprintf(cadir, sizeof(cadir), "%s/ca", f->dir);
@@ -141,6 +144,7 @@ static int teardown(void **state)
 	fleet_seal_key_free(f->seal);
 	fleet_ca_free(f->ca);
 	fleet_store_close(f->st);
+	store_location_free(f->loc);
 	fj_pins_free(&f->pins);
 	swtpm_stop(&f->sw);
 	rm_rf(f->dir);

@@ -48,6 +48,7 @@
 #include "lib/tpm_alg.h"
 #include "policy/attestors/cloud_iid.h"
 #include "policy/attestors/cloud_iid_int.h"
+#include "tests/store/store_location.h"
 #include "tests/testutil.h"
 #include "tests/unit/x509_mint.h"
 
@@ -69,6 +70,7 @@ static struct {
 
 struct fx {
 	char *dir;
+	char loc[1024]; /* dir, or its PostgreSQL database (store_location.h) */
 	struct fleet_store *st;
 };
 
@@ -266,7 +268,8 @@ static int setup(void **state)
 	struct fleet_errctx ec = {0};
 	assert_non_null(f);
 	f->dir = make_temp_dir("cloud-iid-store");
-	assert_int_equal(fleet_store_open(f->dir, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
+	store_location_new(f->dir, f->loc, sizeof(f->loc));
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
 	*state = f;
 	return 0;
 }
@@ -275,6 +278,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	fleet_store_close(f->st);
+	store_location_free(f->loc);
 	rm_rf(f->dir);
 	free(f->dir);
 	free(f);

@@ -17,6 +17,7 @@
 
 #include "fleetd/store/store.h"
 #include "lib/tpm_alg.h"
+#include "tests/store/store_location.h"
 #include "tests/testutil.h"
 #include "tests/unit/x509_mint.h"
 
@@ -26,6 +27,7 @@ static const uint8_t secret[32] = {7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 7, 
 
 struct fx {
 	char dir[256];
+	char loc[1024]; /* dir, or its PostgreSQL database (store_location.h) */
 	struct fleet_store *st;
 };
 
@@ -37,7 +39,8 @@ static int setup(void **state)
 	assert_non_null(f);
 	snprintf(f->dir, sizeof(f->dir), "/tmp/fleet-join-tx-XXXXXX");
 	assert_non_null(mkdtemp(f->dir));
-	assert_int_equal(fleet_store_open(f->dir, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
+	store_location_new(f->dir, f->loc, sizeof(f->loc));
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_RW, &f->st, &ec), FLEET_OK);
 	struct fleet_store_pool p = {.id = "pool-a", .owner = "root", .created_at = 1};
 	assert_int_equal(fleet_store_pool_create(f->st, &p), FLEET_OK);
 	fleet_hash(FLEET_ALG_SHA256, secret, 32, h);
@@ -58,6 +61,7 @@ static int teardown(void **state)
 {
 	struct fx *f = *state;
 	fleet_store_close(f->st);
+	store_location_free(f->loc);
 	char cmd[300];
 	snprintf(cmd, sizeof(cmd), "rm -rf %s", f->dir);
 	if (system(cmd) != 0)

@@ -25,6 +25,7 @@
  * just this test that way and runs it; the normal builds run it as it is.
  */
 #include "tests/testutil.h"
+#include "tests/store/store_location.h"
 
 #include <pthread.h>
 #include <stdatomic.h>
@@ -424,11 +425,13 @@ static void pass_during_admissions(void **state)
 	fleet_log_set_max_priority(LOG_WARNING); /* no line per excluded device and pass */
 	make_devices();
 	char *dir = make_temp_dir("storeconc");
+	char loc[1024]; /* dir, or its PostgreSQL database (store_location.h) */
+	store_location_new(dir, loc, sizeof(loc));
 	struct fleet_errctx sec = {0};
 	char err[sizeof(sec.detail) + 80];
 	struct fleet_store *pass_store = NULL;
-	if (fleet_store_open(dir, FLEET_STORE_RW, &shared, &sec) != FLEET_STORE_OK ||
-	    fleet_store_open(dir, FLEET_STORE_READONLY, &pass_store, &sec) !=
+	if (fleet_store_open(loc, FLEET_STORE_RW, &shared, &sec) != FLEET_STORE_OK ||
+	    fleet_store_open(loc, FLEET_STORE_READONLY, &pass_store, &sec) !=
 		    FLEET_STORE_OK)
 		fail_msg("store: %s", fleet_errctx_text(&sec, err, sizeof(err)));
 
@@ -461,6 +464,7 @@ static void pass_during_admissions(void **state)
 	fleet_pass_free(pc.pass);
 	fleet_store_close(pass_store);
 	fleet_store_close(shared);
+	store_location_free(loc);
 	for (int i = 0; i < N_DEV; i++)
 		for (int j = 0; j < 2; j++) {
 			free(devs[i].s[j].lak_der);
