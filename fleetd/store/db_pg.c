@@ -24,6 +24,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "lib/hex.h"
+
 /* pg_type.h's OIDs, which libpq-fe.h does not carry. */
 #define PG_BOOLOID 16
 #define PG_BYTEAOID 17
@@ -397,17 +399,6 @@ static const unsigned char *g_column_text(struct db_stmt *st, int col)
 	return (const unsigned char *)PQgetvalue(s->res, s->row, col);
 }
 
-static int hexval(char c)
-{
-	if (c >= '0' && c <= '9')
-		return c - '0';
-	if (c >= 'a' && c <= 'f')
-		return c - 'a' + 10;
-	if (c >= 'A' && c <= 'F')
-		return c - 'A' + 10;
-	return -1;
-}
-
 /* bytea's text form (bytea_output = hex, which the opener sets): \x then
  * two hex digits a byte. */
 static bool decode_bytea(struct db_pg_stmt *s, int col)
@@ -422,13 +413,9 @@ static bool decode_bytea(struct db_pg_stmt *s, int col)
 	unsigned char *b = malloc(len ? len : 1);
 	if (!b)
 		return false;
-	for (size_t i = 0; i < len; i++) {
-		int hi = hexval(v[2 + 2 * i]), lo = hexval(v[3 + 2 * i]);
-		if (hi < 0 || lo < 0) {
-			free(b);
-			return false;
-		}
-		b[i] = (unsigned char)(hi << 4 | lo);
+	if (fleet_hex_decode(v + 2, n - 2, b, len) != FLEET_OK) {
+		free(b);
+		return false;
 	}
 	s->blob[col] = b;
 	s->blob_len[col] = len;
