@@ -42,7 +42,11 @@ fleet_err fleet_tpm_public_parse(const uint8_t *buf, size_t len, TPM2B_PUBLIC *o
 fleet_err fleet_tpm_name(const TPMT_PUBLIC *pub, uint8_t *name, size_t cap, size_t *name_len);
 /* RSA (2048 to 4096 bits; smaller keys are FLEET_E_UNSUPPORTED) or ECC
  * P-256/P-384 to an OpenSSL key. A modulus that disagrees with keyBits, an
- * even modulus or exponent, or a point off the curve is FLEET_E_MALFORMED. */
+ * even modulus or exponent, or a point off the curve is FLEET_E_MALFORMED.
+ * *out is a reference of the caller's own (EVP_PKEY_free it), but the key
+ * may be shared with other callers and threads (a bounded in-process cache,
+ * lib/tpm_public.c; tests/unit/test_tpm_public.c test_key_cache): use it,
+ * never modify it. */
 fleet_err fleet_tpm_public_to_pkey(const TPMT_PUBLIC *pub, EVP_PKEY **out);
 /* SHA-256 of the key's SubjectPublicKeyInfo DER: for an EK this is ek_hash;
  * for a certified key, what a CSR's public key must hash to. */
