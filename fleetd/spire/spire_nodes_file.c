@@ -13,6 +13,7 @@
 #include "fleetd/spire/spire_nodes.h"
 
 #include <errno.h>
+#include <stdatomic.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -125,37 +126,49 @@ static int read_small(struct wctx *w, const char *name, size_t max, char **out, 
 	return 1;
 }
 
-/* The previous file, when the format reads it (a file the applier would
- * refuse is no previous content: it is replaced). */
-struct prev {
-	int64_t serial; /* 0: none readable */
-	struct fleet_spire_nodes doc;
-};
+/* How many times a writer decoded the whole previous file (the tests'
+ * witness that an unchanged or ordinary pass never does: a decode holds the
+ * file as a jansson document, about 1.2 KB an entry, 60 MB at 50,000). */
+static atomic_ulong prev_decodes;
 
-static fleet_err read_prev(struct wctx *w, struct prev *p)
+unsigned long fleet_spire_nodes_prev_decodes(void)
 {
-	memset(p, 0, sizeof(*p));
-	char *buf;
-	size_t len;
-	int rc = read_small(w, FLEET_SPIRE_NODES_FILE, FLEET_SPIRE_NODES_MAX_BYTES, &buf, &len);
-	if (rc == 0)
+	return atomic_load(&prev_decodes);
+}
+
+/* The previous file's bytes, when there is a file that may be ours. */
+static fleet_err read_prev_bytes(struct wctx *w, char **buf, size_t *len)
+{
+	int rc = read_small(w, FLEET_SPIRE_NODES_FILE, FLEET_SPIRE_NODES_MAX_BYTES, buf, len);
+	if (rc >= 0)
+		return FLEET_SPIRE_OK; /* read, or absent (*buf NULL) */
+	/* A symlink, a non-file or an oversized file is not ours: it is
+	 * replaced (rename replaces the name, never follows it). */
+	if (errno == ELOOP || errno == EINVAL || errno == EFBIG)
 		return FLEET_SPIRE_OK;
-	if (rc < 0) {
-		/* A symlink, a non-file or an oversized file is not ours: it is
-		 * replaced (rename replaces the name, never follows it). */
-		if (errno == ELOOP || errno == EINVAL || errno == EFBIG)
-			return FLEET_SPIRE_OK;
-		return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
-	}
-	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &p->doc, NULL);
-	free(buf);
+	return io_fail(w, "reading", FLEET_SPIRE_NODES_FILE);
+}
+
+/* The previous file judged whole, as the applier reads it: *serial its
+ * serial (0 when the format refuses it: a file the applier would refuse is
+ * no previous content, it is replaced) and *same whether its content is
+ * f's. */
+static fleet_err judge_prev(struct wctx *w, const char *buf, size_t len,
+			    const struct fleet_spire_nodes *f, int64_t *serial, bool *same)
+{
+	struct fleet_spire_nodes old;
+	*serial = 0;
+	*same = false;
+	atomic_fetch_add(&prev_decodes, 1);
+	fleet_err e = fleet_spire_nodes_decode((const uint8_t *)buf, len, &old, NULL);
 	if (e == FLEET_E_NOMEM)
 		return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_NOMEM, "reading %s/%s: out of memory",
 					w->dir, FLEET_SPIRE_NODES_FILE);
-	if (e == FLEET_OK && p->doc.serial >= 1)
-		p->serial = p->doc.serial;
-	else
-		fleet_spire_nodes_free(&p->doc); /* damaged: replaced */
+	if (e == FLEET_OK && old.serial >= 1) {
+		*serial = old.serial;
+		*same = fleet_spire_nodes_same_content(&old, f);
+	}
+	fleet_spire_nodes_free(&old);
 	return FLEET_SPIRE_OK;
 }
 
@@ -236,43 +249,100 @@ static struct fleet_spire_nodes file_of(const struct fleet_spire_doc *doc, int64
 	return f;
 }
 
+/*
+ * Whether the file there already holds f's content, and its serial, mostly
+ * without decoding it. The writer writes only the canonical form, in which
+ * equal content is equal bytes, so a file it wrote holds f's content exactly
+ * when its bytes after the canonical head (serial and generated_at) are
+ * those of f's encoding (text, tlen: f encoded with any serial). Otherwise
+ * the old file is decoded whole (judge_prev) only when the answer could
+ * depend on it: when its head is not the canonical one (a file another
+ * writer made, which may hold the same content in another order or layout,
+ * or be damaged), or when its serial is past the serial file's (which is
+ * written first, so that is a lost or stale serial file, and the file's
+ * serial counts only if the format reads the file). A canonical head with
+ * a serial the serial file already covers is replaced without a decode: its
+ * serial cannot raise the next one, and different bytes under a canonical
+ * head are different content, or at worst the same content in a layout
+ * fleetd never writes, rewritten canonically under the next serial.
+ * *same: unchanged; *serial: the old serial that counts (0: none).
+ */
+static fleet_err compare_prev(struct wctx *w, const char *old, size_t olen, const char *text,
+			      size_t tlen, const struct fleet_spire_nodes *f, int64_t kept,
+			      bool *same, int64_t *serial)
+{
+	int64_t os = 0, ot = 0, ns, nt;
+	size_t ob = 0, nb = 0;
+	*same = false;
+	*serial = 0;
+	bool canon = fleet_spire_nodes_head(old, olen, &os, &ot, &ob);
+	if (!fleet_spire_nodes_head(text, tlen, &ns, &nt, &nb))
+		return fleet_errctx_msg(w->ec, FLEET_SPIRE_E_INVALID,
+					"the encoder's head is not the canonical one");
+	if (canon && os >= 1 && olen - ob == tlen - nb && memcmp(old + ob, text + nb, tlen - nb) == 0) {
+		*same = true;
+		*serial = os;
+		return FLEET_SPIRE_OK;
+	}
+	if (canon && os <= kept)
+		return FLEET_SPIRE_OK;
+	return judge_prev(w, old, olen, f, serial, same);
+}
+
+static fleet_err encode_file(struct wctx *w, const struct fleet_spire_nodes *f, char **text,
+			     size_t *tlen)
+{
+	fleet_err fe = fleet_spire_nodes_encode(f, text, tlen, w->ec);
+	if (!fe)
+		return FLEET_SPIRE_OK;
+	return fleet_errctx_wrap(w->ec,
+				 fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
+				 "the document could not be written: ", NULL);
+}
+
 static fleet_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 					 time_t now, bool *changed, int64_t *serial)
 {
-	struct prev p;
-	int64_t kept = 0;
-	char *text = NULL;
-	size_t tlen = 0;
+	char *old = NULL, *text = NULL;
+	size_t olen = 0, tlen = 0;
+	int64_t kept = 0, prev = 0;
+	bool same = false;
 	fleet_err e;
 	if ((e = remove_stale(w, TMP_NODES)) || (e = remove_stale(w, TMP_SERIAL)))
 		return e;
-	if ((e = read_prev(w, &p)))
+	if ((e = read_prev_bytes(w, &old, &olen)))
 		return e;
 	if ((e = read_serial_file(w, &kept)))
 		goto out;
 	struct fleet_spire_nodes f = file_of(doc, 0, now);
-	if (p.serial && fleet_spire_nodes_same_content(&p.doc, &f)) {
+	if (old) {
+		if ((e = encode_file(w, &f, &text, &tlen)) ||
+		    (e = compare_prev(w, old, olen, text, tlen, &f, kept, &same, &prev)))
+			goto out;
+		free(old);
+		old = NULL;
+	}
+	if (same) {
 		/* Unchanged: the file stays as it is. The serial file is put
 		 * back in step if it was lost or fell behind. */
-		if (kept < p.serial && (e = write_serial_file(w, p.serial)))
+		if (kept < prev && (e = write_serial_file(w, prev)))
 			goto out;
 		*changed = false;
-		*serial = p.serial;
+		*serial = prev;
 		goto out;
 	}
-	int64_t next = (p.serial > kept ? p.serial : kept) + 1;
+	int64_t next = (prev > kept ? prev : kept) + 1;
 	if (next > FLEET_SPIRE_SERIAL_MAX) {
 		e = fleet_errctx_msg(w->ec, FLEET_SPIRE_E_STATE, "the serial is spent");
 		goto out;
 	}
+	/* Encoded again with its serial (the comparison's encoding had 0):
+	 * once more the encoder's whole output, never bytes patched in place. */
+	free(text);
+	text = NULL;
 	f.serial = next;
-	fleet_err fe = fleet_spire_nodes_encode(&f, &text, &tlen, w->ec);
-	if (fe) {
-		e = fleet_errctx_wrap(
-			w->ec, fe == FLEET_E_NOMEM ? FLEET_SPIRE_E_NOMEM : FLEET_SPIRE_E_INVALID,
-			"the document could not be written: ", NULL);
+	if ((e = encode_file(w, &f, &text, &tlen)))
 		goto out;
-	}
 	/* The serial file first: it never falls behind the file. */
 	if ((e = write_serial_file(w, next)))
 		goto out;
@@ -282,8 +352,8 @@ static fleet_err write_locked(struct wctx *w, const struct fleet_spire_doc *doc,
 		*serial = next;
 	}
 out:
+	free(old);
 	free(text);
-	fleet_spire_nodes_free(&p.doc);
 	return e;
 }
 
