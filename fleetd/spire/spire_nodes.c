@@ -287,7 +287,7 @@ static int cmp_ldevid_latest(const void *a, const void *b)
  * revoked, now <= notAfter); for revoked, every one whose notAfter has not
  * passed (a revoked one is exactly what to ban). *out malloc'd. */
 static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
-					 const struct fleet_store_device *dev, bool revoked,
+					 const struct fleet_store_device_brief *dev, bool revoked,
 					 time_t now, struct ldevid **out, size_t *n)
 {
 	*out = NULL;
@@ -330,7 +330,7 @@ out:
 /* Add dev to eligible or revoked. A revoked device with no certificate left
  * is not added: nothing of it remains to ban. */
 static fleet_err add_node(struct build *b, struct fleet_store *st,
-				     const struct fleet_store_device *dev, bool revoked,
+				     const struct fleet_store_device_brief *dev, bool revoked,
 				     time_t now)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc))
@@ -354,8 +354,9 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 		sort(ld, n, sizeof(*ld), cmp_ldevid_latest);
 		n = FLEET_SPIRE_LDEVID_MAX;
 	}
-	memcpy(node.name, dev->name, sizeof(node.name)); /* fleet_spire_name_ok: it fits */
-	node.name[sizeof(node.name) - 1] = '\0';
+	/* fleet_spire_name_ok: it fits. Copied by its length: the name is in
+	 * the store listing's arena, with nothing to read past its NUL. */
+	snprintf(node.name, sizeof(node.name), "%s", dev->name);
 	memcpy(node.ek_hash, dev->ek_hash, sizeof(node.ek_hash));
 	memcpy(node.ek_hash_ecc, dev->ek_hash_ecc, sizeof(node.ek_hash_ecc));
 	if (n && !(node.ldevid_sha1 = calloc(n, sizeof(*node.ldevid_sha1)))) {
@@ -388,7 +389,7 @@ out:
 /* An active device the store knows under the same name: eligible unless
  * the store holds it back. */
 static fleet_err judge_active(struct build *b, struct fleet_store *st,
-					 const struct fleet_store_device *dev, time_t now)
+					 const struct fleet_store_device_brief *dev, time_t now)
 {
 	if (dev->quarantined)
 		return exclude(b, dev->name, FLEET_SPIRE_X_QUARANTINED, "active");
@@ -438,7 +439,7 @@ static size_t lower_bound(const struct inv_rec *const *idx, size_t n, const char
 static struct fleet_spire_malformed *malformed_of(struct build *b,
 						  const struct fleet_inv_malformed *bad,
 						  size_t n_bad,
-						  const struct fleet_store_device *dev)
+						  const struct fleet_store_device_brief *dev)
 {
 	for (size_t i = 0; i < n_bad; i++)
 		if ((dev->inventory_id > 0 && bad[i].id == dev->inventory_id) ||
@@ -449,7 +450,7 @@ static struct fleet_spire_malformed *malformed_of(struct build *b,
 
 /* dev's inventory EK hashes are not the store's: note it for the pass. */
 static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
-					  const struct fleet_store_device *dev)
+					  const struct fleet_store_device_brief *dev)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
 	    (!dev->ek_hash[0] && !dev->ek_hash_ecc[0]) ||
@@ -463,7 +464,7 @@ static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
 	if (!x)
 		return FLEET_SPIRE_E_NOMEM;
 	x->inventory_id = d->id;
-	memcpy(x->name, dev->name, sizeof(x->name));
+	snprintf(x->name, sizeof(x->name), "%s", dev->name); /* an arena string */
 	memcpy(x->ek_hash, dev->ek_hash, sizeof(x->ek_hash));
 	memcpy(x->ek_hash_ecc, dev->ek_hash_ecc, sizeof(x->ek_hash_ecc));
 	return FLEET_SPIRE_OK;
@@ -472,7 +473,7 @@ static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
 static fleet_err judge_all(struct build *b, struct fleet_store *st,
 				      const struct inv_rec *inv, size_t n_inv,
 				      const struct fleet_inv_malformed *bad, size_t n_bad,
-				      const struct fleet_store_device *devs, size_t n_devs,
+				      const struct fleet_store_device_brief *devs, size_t n_devs,
 				      time_t now)
 {
 	const struct inv_rec **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
@@ -502,7 +503,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 	}
 
 	for (size_t i = 0; i < n_devs && !e; i++) {
-		const struct fleet_store_device *dev = &devs[i];
+		const struct fleet_store_device_brief *dev = &devs[i];
 		size_t lo = lower_bound(idx, n_idx, dev->serial), hits = 0;
 		while (lo + hits < n_idx && strcasecmp(idx[lo + hits]->serial, dev->serial) == 0) {
 			matched[idx[lo + hits] - inv] = true;
@@ -525,7 +526,8 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 			struct fleet_spire_malformed *m = malformed_of(b, bad, n_bad, dev);
 			if (m) {
 				if (!m->device[0])
-					memcpy(m->device, dev->name, sizeof(m->device));
+					snprintf(m->device, sizeof(m->device), "%s",
+						 dev->name); /* an arena string */
 				continue;
 			}
 			e = add_node(b, st, dev, true, now); /* absent from the inventory */
@@ -705,10 +707,11 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	/* One state of the store for the whole judgement: every device's
 	 * row, verdict and certificates as of the same moment, whatever the
 	 * admission commits meanwhile on its own handle. */
-	struct fleet_store_device *devs = NULL;
-	size_t n_devs = 0;
+	/* The compact listing: the fields judged, not the store's whole rows
+	 * (34 MiB of them at 50,000 devices). */
+	struct fleet_store_device_briefs devs = {0};
 	fleet_err se = fleet_store_snapshot_begin(st);
-	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
+	if (!se && (se = fleet_store_devices_brief(st, &devs)))
 		fleet_store_snapshot_end(st);
 	if (se) {
 		inv_set_free(&invs);
@@ -719,11 +722,11 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
 	struct build b = {.doc = doc, .ec = ec};
-	fleet_err e = judge_all(&b, st, invs.v, invs.n, bad, n_bad, devs, n_devs, now);
+	fleet_err e = judge_all(&b, st, invs.v, invs.n, bad, n_bad, devs.v, devs.n, now);
 	fleet_store_snapshot_end(st);
 	inv_set_free(&invs);
 	free(bad);
-	free(devs);
+	fleet_store_device_briefs_free(&devs);
 	if (!e) {
 		sort(doc->eligible, doc->n_eligible, sizeof(*doc->eligible), cmp_node);
 		sort(doc->revoked, doc->n_revoked, sizeof(*doc->revoked), cmp_node);
