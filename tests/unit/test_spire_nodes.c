@@ -851,6 +851,44 @@ static void test_prev_by_bytes(void **state)
 	fleet_spire_doc_free(&off);
 }
 
+/* The byte comparison reads the whole old file to its end: one byte
+ * changed at its end, or one more byte after it, is another file (then
+ * replaced, canonical head and serial in step: no decode); the file as it
+ * was is unchanged again. */
+static void test_prev_bytes_to_the_end(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	bool changed;
+	int64_t serial;
+	write_ok(f, &d, NOW, &changed, &serial);
+	struct fleet_buf orig;
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &orig);
+	unsigned long n0 = fleet_spire_nodes_prev_decodes();
+	char *t = malloc(orig.len + 2);
+	assert_non_null(t);
+	for (int round = 0; round < 2; round++) {
+		memcpy(t, orig.data, orig.len);
+		t[orig.len] = '\0';
+		if (round == 0)
+			t[orig.len - 2] = ']'; /* "}\n" becomes "]\n": same size */
+		else
+			memcpy(t + orig.len, "\n", 2); /* one byte more */
+		write_text(path_in(f, FLEET_SPIRE_NODES_FILE), t);
+		write_ok(f, &d, NOW, &changed, &serial);
+		assert_true(changed);
+		assert_int_equal(serial, 2 + round);
+		write_ok(f, &d, NOW, &changed, &serial); /* now as it was: unchanged */
+		assert_false(changed);
+	}
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0);
+	free(t);
+	fb_free(&orig);
+	fleet_spire_doc_free(&d);
+}
+
 /* An inventory error writes nothing, though the content would change. */
 static void test_inventory_error_keeps_file(void **state)
 {
@@ -1115,6 +1153,7 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_unchanged_not_rewritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serial, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_prev_by_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prev_bytes_to_the_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inventory_error_keeps_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_temp_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_directory_rules, setup, teardown),
