@@ -464,26 +464,53 @@ static fleet_err certs_all(struct fleet_store *st, struct fleet_store_cert_brief
 	*out = NULL;
 	*n = 0;
 	struct db_stmt *s;
-	/* certs_for_device's rows for every device: its order within a
-	 * device, and its LIMIT as a rank within the device (window functions:
-	 * SQLite 3.25+, PostgreSQL 8.4+). Every certificate belongs to a
-	 * device (device_id REFERENCES devices, ON DELETE RESTRICT). */
+	/* certs_for_device's rows for every device, in its order within a
+	 * device. Every certificate belongs to a device (device_id REFERENCES
+	 * devices, ON DELETE RESTRICT). Its LIMIT is counted here while
+	 * stepping, a device at a time: a window function for it cost a
+	 * second sort of the whole table. */
 	fleet_err e = st_prepare(
-		st, "SELECT device_id, kind, sha1, not_after, issued_at, revoked, revoked_at FROM "
-		    "(SELECT c.device_id, c.kind, c.sha1, c.not_after, c.issued_at, c.revoked, "
-		    "c.revoked_at, c.id, ROW_NUMBER() OVER (PARTITION BY c.device_id "
-		    "ORDER BY c.issued_at DESC, c.id DESC) AS rank_in_device "
-		    "FROM certificates c) r "
-		    "WHERE rank_in_device <= ?1 ORDER BY device_id, issued_at DESC, id DESC",
+		st, "SELECT device_id, kind, sha1, not_after, issued_at, revoked, revoked_at "
+		    "FROM certificates ORDER BY device_id, issued_at DESC, id DESC",
 		&s);
 	if (e)
 		return e;
-	db_bind_int64(s, 1, FLEET_STORE_LIST_MAX);
-	void *v;
-	e = st_collect(st, s, sizeof(struct fleet_store_cert_brief), 0, "certificates",
-		       cert_brief_row, NULL, NULL, &v, n);
+	struct fleet_store_cert_brief *v = NULL;
+	size_t cnt = 0, cap = 0, in_device = 0;
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW) {
+		int64_t dev = db_column_int64(s, 0);
+		if (cnt && v[cnt - 1].device_id == dev) {
+			if (++in_device > FLEET_STORE_LIST_MAX)
+				continue; /* past certs_for_device's LIMIT */
+		} else {
+			in_device = 1;
+		}
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			void *nv = ncap < cap ? NULL : reallocarray(v, ncap, sizeof(*v));
+			if (!nv) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		if ((e = cert_brief_row(st, s, &v[cnt], NULL)))
+			break;
+		cnt++;
+	}
+	if (!e && rc != DB_DONE)
+		e = st_dberr(st, rc, "list certificates");
+	db_finalize(s);
+	if (e) {
+		free(v);
+		return e;
+	}
 	*out = v;
-	return e;
+	*n = cnt;
+	return FLEET_STORE_OK;
 }
 
 fleet_err fleet_store_certs_all(struct fleet_store *st, struct fleet_store_cert_brief **out,

@@ -577,6 +577,46 @@ static void test_bulk_reads(void **state)
 	fleet_store_close(ro);
 }
 
+/* fleet_store_certs_all keeps certs_for_device's cap a device
+ * (FLEET_STORE_LIST_MAX, the newest), and devices after a capped one keep
+ * all of theirs. */
+static void test_bulk_certs_cap(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "cap1", "SER-C1", HA, NULL, 1000);
+	admit(f, "cap2", "SER-C2", HB, NULL, 1000);
+	cert_for_dev(f, "cap2", "ldevid", 1900000000, 5, false);
+	char sql[768];
+	snprintf(sql, sizeof(sql),
+		 "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %d) "
+		 "INSERT INTO certificates (device_id, kind, sha1, not_after, issued_at, der) "
+		 "SELECT (SELECT id FROM devices WHERE name = 'cap1'), 'ldevid', "
+		 "printf('%%040x', i), 1900000000, i, %s FROM k",
+		 FLEET_STORE_LIST_MAX + 1, store_location_pg() ? "decode('30', 'hex')" : "X'30'");
+	struct raw *db = raw(f);
+	if (raw_exec(db, sql) != RAW_OK)
+		fail_msg("insert: %s", raw_errmsg(db));
+	raw_close(db);
+	struct fleet_store_cert_brief *cb;
+	size_t n;
+	assert_int_equal(fleet_store_certs_all(f->st, &cb, &n), FLEET_STORE_OK);
+	assert_int_equal(n, FLEET_STORE_LIST_MAX + 1); /* cap1's newest 10,000, cap2's one */
+	assert_int_equal(cb[0].issued_at, FLEET_STORE_LIST_MAX + 1);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX - 1].issued_at, 2);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX].issued_at, 5);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "cap2", &d), 0);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX].device_id, d.id);
+	struct fleet_store_cert *c;
+	size_t nc;
+	assert_int_equal(fleet_store_certs_for_device(f->st, "cap1", &c, &nc), 0);
+	assert_int_equal(nc, FLEET_STORE_LIST_MAX);
+	for (size_t i = 0; i < nc; i++)
+		assert_string_equal(c[i].sha1, cb[i].sha1);
+	fleet_store_certs_free(c, nc);
+	free(cb);
+}
+
 static void test_claims(void **state)
 {
 	struct fx *f = *state;
@@ -2366,6 +2406,7 @@ int main(void)
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),           T(test_snapshot),
 		T(test_devices_list_whole),    T(test_bulk_reads),
+		T(test_bulk_certs_cap),
 		T(test_renewal_issue),
 		T(test_join_pools_and_tokens), T(test_join_token_consume),
 		T(test_join_token_race),       T(test_join_attestation_uses),
