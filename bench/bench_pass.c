@@ -328,6 +328,7 @@ int main(int argc, char **argv)
 	unsigned page_size = 0; /* the daemon's default (netbox.page_size) */
 	unsigned passes = 1;
 	const char *keep = NULL;
+	fleet_pass_malloc_setup(); /* as fleetd's main() does first */
 	for (int i = 1; i < argc; i++) {
 		if (!strcmp(argv[i], "--fake") && i + 1 < argc)
 			fake = argv[++i];

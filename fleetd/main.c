@@ -1047,6 +1047,8 @@ int main(int argc, char **argv)
 	int pipefd[2] = {-1, -1};
 	static struct daemon d;
 
+	/* The pass's allocator policy, before any thread (pass.h). */
+	fleet_pass_malloc_setup();
 	/* tpm2-tss libraries print every response code themselves otherwise. */
 	setenv("TSS2_LOG", "all+NONE", 0);
 	for (int i = 1; i < argc; i++) {

@@ -355,6 +355,13 @@ static void put(struct out *o, const char *s, size_t n)
 	o->len += n;
 }
 
+/* The canonical head's bytes around its two values: the encoder writes them
+ * and fleet_spire_nodes_head reads them, from these same constants, so the
+ * two cannot drift apart. */
+static const char head_a[] = "{\n  \"version\": 1,\n  \"serial\": ";
+static const char head_b[] = ",\n  \"generated_at\": \"";
+static const char head_c[] = "\",\n";
+
 static void puts_(struct out *o, const char *s)
 {
 	put(o, s, strlen(s));
@@ -429,11 +436,12 @@ fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *d, char **out
 	char num[24], t[21];
 	fleet_spire_time_format(d->generated_at, t); /* checked */
 	snprintf(num, sizeof(num), "%lld", (long long)d->serial);
-	puts_(&o, "{\n  \"version\": 1,\n  \"serial\": ");
+	puts_(&o, head_a);
 	puts_(&o, num);
-	puts_(&o, ",\n  \"generated_at\": \"");
+	puts_(&o, head_b);
 	puts_(&o, t);
-	puts_(&o, "\",\n  \"trust_domain\": \"");
+	puts_(&o, head_c);
+	puts_(&o, "  \"trust_domain\": \"");
 	puts_(&o, d->trust_domain);
 	puts_(&o, "\",\n");
 	put_list(&o, d->eligible, d->n_eligible, false);
@@ -448,6 +456,44 @@ fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *d, char **out
 	*out = o.p;
 	*len = o.len;
 	return FLEET_OK;
+}
+
+/* ---- the canonical head ---------------------------------------------------- */
+
+bool fleet_spire_nodes_head(const char *buf, size_t len, int64_t *serial, int64_t *generated_at,
+			    size_t *body)
+{
+	size_t i = sizeof(head_a) - 1;
+	if (!buf || len < i || memcmp(buf, head_a, i) != 0)
+		return false;
+	/* 1..16 digits: FLEET_SPIRE_SERIAL_MAX has 16; "0" alone or no
+	 * leading zero, as "%lld" writes it. */
+	size_t d0 = i;
+	int64_t v = 0;
+	while (i < len && i - d0 < 17 && buf[i] >= '0' && buf[i] <= '9')
+		v = v * 10 + (buf[i++] - '0');
+	size_t nd = i - d0;
+	if (nd == 0 || nd > 16 || (nd > 1 && buf[d0] == '0') || v > FLEET_SPIRE_SERIAL_MAX)
+		return false;
+	if (len - i < sizeof(head_b) - 1 || memcmp(buf + i, head_b, sizeof(head_b) - 1) != 0)
+		return false;
+	i += sizeof(head_b) - 1;
+	char t[21];
+	if (len - i < 20)
+		return false;
+	memcpy(t, buf + i, 20);
+	t[20] = '\0';
+	int64_t at;
+	if (!fleet_spire_time_parse(t, &at))
+		return false;
+	i += 20;
+	if (len - i < sizeof(head_c) - 1 || memcmp(buf + i, head_c, sizeof(head_c) - 1) != 0)
+		return false;
+	i += sizeof(head_c) - 1;
+	*serial = v;
+	*generated_at = at;
+	*body = i;
+	return true;
 }
 
 /* ---- decoding ------------------------------------------------------------- */

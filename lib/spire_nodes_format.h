@@ -133,6 +133,23 @@ fleet_err fleet_spire_nodes_check(const struct fleet_spire_nodes *doc, struct fl
 fleet_err fleet_spire_nodes_encode(const struct fleet_spire_nodes *doc, char **out, size_t *len,
 				   struct fleet_errctx *ec);
 
+/* The canonical head: the bytes the encoder writes before the trust domain,
+ *
+ *     {\n  "version": 1,\n  "serial": <digits>,\n  "generated_at": "<time>",\n
+ *
+ * read from the first bytes of buf alone (at most FLEET_SPIRE_HEAD_SCAN of
+ * them, so it costs nothing however large the file): true when buf starts
+ * with exactly that, the serial in the encoder's form (decimal, no sign, no
+ * leading zero, 0..FLEET_SPIRE_SERIAL_MAX) and the time one
+ * fleet_spire_time_parse takes; then *serial, *generated_at and *body (the
+ * offset of what follows: the trust domain's line) are set. The writer
+ * compares a file it wrote with a new encoding from *body on, so that an
+ * unchanged file is known without decoding it. True says nothing of the
+ * rest of the bytes: only the decoder judges a whole file. */
+#define FLEET_SPIRE_HEAD_SCAN 96
+bool fleet_spire_nodes_head(const char *buf, size_t len, int64_t *serial, int64_t *generated_at,
+			    size_t *body);
+
 /* Parse the bytes of a file into *out (zeroed first), strictly: every rule
  * above but the order, which it puts right (lists by name, fingerprints
  * sorted), so *out passes fleet_spire_nodes_check. More than

@@ -2,6 +2,9 @@
 # inventory, and nothing decided from an inventory error.
 fleet_test(test_pass unit unit/test_pass.c LIBS fleetdcore fleet_store_location)
 fleet_pg_twin(test_pass)
+# The allocator policy the daemon sets for its passes (pass.h
+# fleet_pass_malloc_setup): its own process, as the setting is global.
+fleet_test(test_pass_malloc unit unit/test_pass_malloc.c LIBS fleetdcore)
 # Binding author records (pass.h B1..B6) over the real store and a scripted
 # inventory whose change log the test purges, breaks or changes mid-read.
 fleet_test(test_pass_authors unit unit/test_pass_authors.c LIBS fleetdcore)

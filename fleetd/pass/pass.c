@@ -1,6 +1,9 @@
 #include "fleetd/pass/pass.h"
 
 #include <inttypes.h>
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -389,4 +392,12 @@ const char *fleet_pass_run(struct fleet_pass *p, time_t now)
 	if (held)
 		fleet_store_pass_unlock(p->d.store);
 	return count(p, result);
+}
+
+void fleet_pass_malloc_setup(void)
+{
+#ifdef __GLIBC__
+	/* Setting it at all turns the dynamic threshold off (mallopt(3)). */
+	mallopt(M_MMAP_THRESHOLD, 128 * 1024);
+#endif
 }

@@ -42,8 +42,20 @@ static void copy_printable(char *dst, size_t cap, const char *src)
 }
 
 /* The growing lists of one build. */
+/* The store as one snapshot showed it: the compact devices and, from one
+ * statement each, every device's latest verdict and certificates, both by
+ * device id (fleet_store_latest_verdicts, fleet_store_certs_all): the
+ * judgement reads these instead of two statements a device. */
+struct store_view {
+	const struct fleet_store_latest_verdict *verdicts;
+	size_t n_verdicts;
+	const struct fleet_store_cert_brief *certs;
+	size_t n_certs;
+};
+
 struct build {
 	struct fleet_spire_doc *doc;
+	const struct store_view *view;
 	size_t cap_eligible, cap_revoked, cap_excluded, cap_ek_stale, cap_not_admitted;
 	struct fleet_errctx *ec;
 };
@@ -286,33 +298,38 @@ static int cmp_ldevid_latest(const void *a, const void *b)
 /* The LDevID certificates to list: for eligible, the current ones (not
  * revoked, now <= notAfter); for revoked, every one whose notAfter has not
  * passed (a revoked one is exactly what to ban). *out malloc'd. */
-static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
-					 const struct fleet_store_device *dev, bool revoked,
-					 time_t now, struct ldevid **out, size_t *n)
+static fleet_err pick_ldevids(struct build *b, const struct fleet_store_device_brief *dev,
+			      bool revoked, time_t now, struct ldevid **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
-	struct fleet_store_cert *certs = NULL;
-	size_t nc = 0;
-	fleet_err se = fleet_store_certs_for_device(st, dev->name, &certs, &nc);
-	if (se)
-		return fleet_errctx_msg(b->ec, se, "reading the certificates of %s: %s: %s",
-					dev->name, fleet_err_str(se), fleet_store_errmsg(st));
-	fleet_err e = FLEET_SPIRE_OK;
-	struct ldevid *v = nc ? calloc(nc, sizeof(*v)) : NULL;
-	if (nc && !v) {
-		e = fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
-		goto out;
+	/* dev's certificates: its run in the store's bulk listing (by device
+	 * id), the rows fleet_store_certs_for_device gives it. */
+	const struct fleet_store_cert_brief *certs = b->view->certs;
+	size_t lo = 0, hi = b->view->n_certs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (certs[mid].device_id < dev->id)
+			lo = mid + 1;
+		else
+			hi = mid;
 	}
+	size_t nc = 0;
+	while (lo + nc < b->view->n_certs && certs[lo + nc].device_id == dev->id)
+		nc++;
+	certs += lo;
+	struct ldevid *v = nc ? calloc(nc, sizeof(*v)) : NULL;
+	if (nc && !v)
+		return fleet_errctx_msg(b->ec, FLEET_SPIRE_E_NOMEM, "out of memory");
 	for (size_t i = 0; i < nc; i++) {
-		const struct fleet_store_cert *c = &certs[i];
+		const struct fleet_store_cert_brief *c = &certs[i];
 		if (strcmp(c->kind, FLEET_STORE_CERT_LDEVID) != 0)
 			continue;
 		if (!fleet_hex_is_lower(c->sha1, 40)) {
-			e = fleet_errctx_msg(b->ec, FLEET_STORE_E_CORRUPT,
-					     "the store holds a malformed fingerprint for %s",
-					     dev->name);
-			goto out;
+			free(v);
+			return fleet_errctx_msg(b->ec, FLEET_STORE_E_CORRUPT,
+						"the store holds a malformed fingerprint for %s",
+						dev->name);
 		}
 		if ((int64_t)now > c->not_after || (!revoked && c->revoked))
 			continue;
@@ -320,17 +337,13 @@ static fleet_err pick_ldevids(struct build *b, struct fleet_store *st,
 		v[(*n)++].not_after = c->not_after;
 	}
 	*out = v;
-	v = NULL;
-out:
-	free(v);
-	fleet_store_certs_free(certs, nc);
-	return e;
+	return FLEET_SPIRE_OK;
 }
 
 /* Add dev to eligible or revoked. A revoked device with no certificate left
  * is not added: nothing of it remains to ban. */
-static fleet_err add_node(struct build *b, struct fleet_store *st,
-				     const struct fleet_store_device *dev, bool revoked,
+static fleet_err add_node(struct build *b,
+				     const struct fleet_store_device_brief *dev, bool revoked,
 				     time_t now)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc))
@@ -339,7 +352,7 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 					(long long)dev->id);
 	struct ldevid *ld;
 	size_t n;
-	fleet_err e = pick_ldevids(b, st, dev, revoked, now, &ld, &n);
+	fleet_err e = pick_ldevids(b, dev, revoked, now, &ld, &n);
 	if (e)
 		return e;
 	struct fleet_spire_node node = {.ldevid_sha1 = NULL};
@@ -354,8 +367,9 @@ static fleet_err add_node(struct build *b, struct fleet_store *st,
 		sort(ld, n, sizeof(*ld), cmp_ldevid_latest);
 		n = FLEET_SPIRE_LDEVID_MAX;
 	}
-	memcpy(node.name, dev->name, sizeof(node.name)); /* fleet_spire_name_ok: it fits */
-	node.name[sizeof(node.name) - 1] = '\0';
+	/* fleet_spire_name_ok: it fits. Copied by its length: the name is in
+	 * the store listing's arena, with nothing to read past its NUL. */
+	snprintf(node.name, sizeof(node.name), "%s", dev->name);
 	memcpy(node.ek_hash, dev->ek_hash, sizeof(node.ek_hash));
 	memcpy(node.ek_hash_ecc, dev->ek_hash_ecc, sizeof(node.ek_hash_ecc));
 	if (n && !(node.ldevid_sha1 = calloc(n, sizeof(*node.ldevid_sha1)))) {
@@ -387,27 +401,32 @@ out:
 
 /* An active device the store knows under the same name: eligible unless
  * the store holds it back. */
-static fleet_err judge_active(struct build *b, struct fleet_store *st,
-					 const struct fleet_store_device *dev, time_t now)
+static fleet_err judge_active(struct build *b,
+					 const struct fleet_store_device_brief *dev, time_t now)
 {
 	if (dev->quarantined)
 		return exclude(b, dev->name, FLEET_SPIRE_X_QUARANTINED, "active");
 	if (strcmp(dev->state, FLEET_STORE_STATE_RETIRED) == 0)
 		return exclude(b, dev->name, FLEET_SPIRE_X_RETIRED, "active");
-	struct fleet_store_verdict *v = NULL;
-	size_t nv = 0;
-	/* Newest first (the highest row id: the verdict recorded last). */
-	fleet_err se = fleet_store_verdicts_list(st, dev->name, 1, &v, &nv);
-	if (se)
-		return fleet_errctx_msg(b->ec, se, "reading the verdicts of %s: %s: %s", dev->name,
-					fleet_err_str(se), fleet_store_errmsg(st));
-	bool pass = nv == 1 && v[0].pass;
-	free(v);
-	if (nv == 0)
+	/* The latest verdict (the highest row id: the verdict recorded last),
+	 * from the store's bulk read, by device id. */
+	const struct fleet_store_latest_verdict *lv = b->view->verdicts, *v = NULL;
+	size_t lo = 0, hi = b->view->n_verdicts;
+	while (lo < hi && !v) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (lv[mid].device_id == dev->id)
+			v = &lv[mid];
+		else if (lv[mid].device_id < dev->id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	bool pass = v && v->pass;
+	if (!v)
 		return exclude(b, dev->name, FLEET_SPIRE_X_NO_VERDICT, "active");
 	if (!pass)
 		return exclude(b, dev->name, FLEET_SPIRE_X_VERDICT_FAILED, "active");
-	return add_node(b, st, dev, false, now);
+	return add_node(b, dev, false, now);
 }
 
 /* Inventory devices with a serial, sorted by it (case-insensitively, as
@@ -438,7 +457,7 @@ static size_t lower_bound(const struct inv_rec *const *idx, size_t n, const char
 static struct fleet_spire_malformed *malformed_of(struct build *b,
 						  const struct fleet_inv_malformed *bad,
 						  size_t n_bad,
-						  const struct fleet_store_device *dev)
+						  const struct fleet_store_device_brief *dev)
 {
 	for (size_t i = 0; i < n_bad; i++)
 		if ((dev->inventory_id > 0 && bad[i].id == dev->inventory_id) ||
@@ -449,7 +468,7 @@ static struct fleet_spire_malformed *malformed_of(struct build *b,
 
 /* dev's inventory EK hashes are not the store's: note it for the pass. */
 static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
-					  const struct fleet_store_device *dev)
+					  const struct fleet_store_device_brief *dev)
 {
 	if (!ek_ok(dev->ek_hash) || !ek_ok(dev->ek_hash_ecc) ||
 	    (!dev->ek_hash[0] && !dev->ek_hash_ecc[0]) ||
@@ -463,16 +482,16 @@ static fleet_err note_ek_stale(struct build *b, const struct inv_rec *d,
 	if (!x)
 		return FLEET_SPIRE_E_NOMEM;
 	x->inventory_id = d->id;
-	memcpy(x->name, dev->name, sizeof(x->name));
+	snprintf(x->name, sizeof(x->name), "%s", dev->name); /* an arena string */
 	memcpy(x->ek_hash, dev->ek_hash, sizeof(x->ek_hash));
 	memcpy(x->ek_hash_ecc, dev->ek_hash_ecc, sizeof(x->ek_hash_ecc));
 	return FLEET_SPIRE_OK;
 }
 
-static fleet_err judge_all(struct build *b, struct fleet_store *st,
+static fleet_err judge_all(struct build *b,
 				      const struct inv_rec *inv, size_t n_inv,
 				      const struct fleet_inv_malformed *bad, size_t n_bad,
-				      const struct fleet_store_device *devs, size_t n_devs,
+				      const struct fleet_store_device_brief *devs, size_t n_devs,
 				      time_t now)
 {
 	const struct inv_rec **idx = calloc(n_inv ? n_inv : 1, sizeof(*idx));
@@ -502,7 +521,7 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 	}
 
 	for (size_t i = 0; i < n_devs && !e; i++) {
-		const struct fleet_store_device *dev = &devs[i];
+		const struct fleet_store_device_brief *dev = &devs[i];
 		size_t lo = lower_bound(idx, n_idx, dev->serial), hits = 0;
 		while (lo + hits < n_idx && strcasecmp(idx[lo + hits]->serial, dev->serial) == 0) {
 			matched[idx[lo + hits] - inv] = true;
@@ -525,10 +544,11 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 			struct fleet_spire_malformed *m = malformed_of(b, bad, n_bad, dev);
 			if (m) {
 				if (!m->device[0])
-					memcpy(m->device, dev->name, sizeof(m->device));
+					snprintf(m->device, sizeof(m->device), "%s",
+						 dev->name); /* an arena string */
 				continue;
 			}
-			e = add_node(b, st, dev, true, now); /* absent from the inventory */
+			e = add_node(b, dev, true, now); /* absent from the inventory */
 			continue;
 		}
 		const struct inv_rec *d = idx[lo];
@@ -537,10 +557,10 @@ static fleet_err judge_all(struct build *b, struct fleet_store *st,
 		else if (strcmp(d->name, dev->name) != 0)
 			e = exclude(b, d->name, FLEET_SPIRE_X_NAME_MISMATCH, d->status);
 		else if (strcmp(d->status, "active") == 0)
-			e = judge_active(b, st, dev, now);
+			e = judge_active(b, dev, now);
 		else if (strcmp(d->status, "decommissioning") == 0 ||
 			 strcmp(d->status, "offline") == 0)
-			e = add_node(b, st, dev, true, now);
+			e = add_node(b, dev, true, now);
 		else
 			e = exclude(b, dev->name, FLEET_SPIRE_X_NOT_ACTIVE, d->status);
 	}
@@ -705,25 +725,53 @@ fleet_err fleet_spire_nodes_build(struct fleet_inventory *inv, struct fleet_stor
 	/* One state of the store for the whole judgement: every device's
 	 * row, verdict and certificates as of the same moment, whatever the
 	 * admission commits meanwhile on its own handle. */
-	struct fleet_store_device *devs = NULL;
-	size_t n_devs = 0;
+	/* The compact listing: the fields judged, not the store's whole rows
+	 * (34 MiB of them at 50,000 devices). */
+	struct fleet_store_device_briefs devs = {0};
+	struct fleet_store_latest_verdict *verdicts = NULL;
+	struct fleet_store_cert_brief *certs = NULL;
+	struct store_view view = {0};
+	const char *what = "devices";
 	fleet_err se = fleet_store_snapshot_begin(st);
-	if (!se && (se = fleet_store_devices_list(st, &devs, &n_devs)))
-		fleet_store_snapshot_end(st);
-	if (se) {
+	if (!se && (se = fleet_store_devices_brief(st, &devs)) == FLEET_STORE_OK) {
+		what = "latest verdicts";
+		se = fleet_store_latest_verdicts(st, &verdicts, &view.n_verdicts);
+	}
+	if (!se) {
+		what = "certificates";
+		se = fleet_store_certs_all(st, &certs, &view.n_certs);
+	}
+	fleet_store_snapshot_end(st); /* everything judged is read */
+	view.verdicts = verdicts;
+	view.certs = certs;
+	/* The lookups by device id bisect: rows out of order would be
+	 * misjudged silently, so they are refused. */
+	bool disorder = false;
+	for (size_t i = 1; !se && !disorder && i < view.n_verdicts; i++)
+		disorder = verdicts[i - 1].device_id >= verdicts[i].device_id;
+	for (size_t i = 1; !se && !disorder && i < view.n_certs; i++)
+		disorder = certs[i - 1].device_id > certs[i].device_id;
+	if (se || disorder) {
+		fleet_store_device_briefs_free(&devs);
+		free(verdicts);
+		free(certs);
 		inv_set_free(&invs);
 		free(bad);
-		return fleet_errctx_msg(ec, se, "the store's devices: %s: %s", fleet_err_str(se),
+		if (disorder)
+			return fleet_errctx_msg(ec, FLEET_STORE_E_CORRUPT,
+						"the store's bulk reads are not in device order");
+		return fleet_errctx_msg(ec, se, "the store's %s: %s: %s", what, fleet_err_str(se),
 					fleet_store_errmsg(st));
 	}
 
 	snprintf(doc->trust_domain, sizeof(doc->trust_domain), "%s", trust_domain);
-	struct build b = {.doc = doc, .ec = ec};
-	fleet_err e = judge_all(&b, st, invs.v, invs.n, bad, n_bad, devs, n_devs, now);
-	fleet_store_snapshot_end(st);
+	struct build b = {.doc = doc, .view = &view, .ec = ec};
+	fleet_err e = judge_all(&b, invs.v, invs.n, bad, n_bad, devs.v, devs.n, now);
 	inv_set_free(&invs);
 	free(bad);
-	free(devs);
+	fleet_store_device_briefs_free(&devs);
+	free(verdicts);
+	free(certs);
 	if (!e) {
 		sort(doc->eligible, doc->n_eligible, sizeof(*doc->eligible), cmp_node);
 		sort(doc->revoked, doc->n_revoked, sizeof(*doc->revoked), cmp_node);

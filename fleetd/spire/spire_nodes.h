@@ -185,6 +185,11 @@ fleet_err fleet_spire_nodes_write(const char *dir, const struct fleet_spire_doc 
 				  time_t now, bool *changed, int64_t *serial,
 				  struct fleet_errctx *ec);
 
+/* How many times, in this process, a writer decoded a previous file whole
+ * (fleet_spire_nodes_write decodes it only when its bytes do not tell:
+ * spire_nodes_file.c compare_prev). For the tests. */
+unsigned long fleet_spire_nodes_prev_decodes(void);
+
 /* One pass: build into *doc (for the caller to journal doc->excluded and
  * doc->not_admitted, and free), then write. When building fails nothing is written and the
  * previous file stays as it was. */

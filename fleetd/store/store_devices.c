@@ -4,6 +4,7 @@
  */
 #include "fleetd/store/store_int.h"
 
+#include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -433,4 +434,105 @@ fleet_err fleet_store_devices_list(struct fleet_store *st,
 {
 	st_lock(st);
 	return st_unlock(st, devices_list(st, out, n));
+}
+
+/* The compact listing's strings: one growing buffer; each row keeps its
+ * strings' offsets until the list is complete, since the buffer moves as
+ * it grows. */
+struct brief_arena {
+	char *p;
+	size_t len, cap;
+};
+
+static bool arena_put(struct brief_arena *a, const char *s, size_t *off)
+{
+	size_t n = strlen(s) + 1;
+	if (a->cap - a->len < n) {
+		size_t ncap = a->cap ? a->cap : 4096;
+		while (ncap - a->len < n)
+			ncap *= 2;
+		char *np = realloc(a->p, ncap);
+		if (!np)
+			return false;
+		a->p = np;
+		a->cap = ncap;
+	}
+	memcpy(a->p + a->len, s, n);
+	*off = a->len;
+	a->len += n;
+	return true;
+}
+
+/* DEVICE_COLS' row, checked as read_device checks it, kept compact; name
+ * and serial hold their offsets in the arena until the list is complete. */
+static fleet_err brief_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
+{
+	struct fleet_store_device_brief *b = el;
+	struct brief_arena *a = ctx;
+	char name[FLEET_STORE_NAME_MAX + 1], serial[FLEET_STORE_NAME_MAX + 1];
+	char qreason[FLEET_STORE_QREASON_MAX + 1];
+	b->id = db_column_int64(s, 0);
+	b->inventory_id = db_column_int64(s, 3);
+	b->quarantined = db_column_int64(s, 9) != 0;
+	/* The quarantine reason is read only to be checked, so that a row
+	 * read_device refuses is refused here too. */
+	if (!st_col_text(s, 1, name, sizeof(name)) || !name[0] ||
+	    !st_col_text(s, 2, serial, sizeof(serial)) || !serial[0] ||
+	    !st_col_text(s, 4, b->state, sizeof(b->state)) ||
+	    !st_col_text(s, 5, b->ek_hash, sizeof(b->ek_hash)) ||
+	    !st_col_text(s, 6, b->ek_hash_ecc, sizeof(b->ek_hash_ecc)) ||
+	    !st_col_text(s, 10, qreason, sizeof(qreason)))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a device row holds an impossible value");
+	size_t on, os;
+	if (!arena_put(a, name, &on) || !arena_put(a, serial, &os))
+		return st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+	b->name = (const char *)(uintptr_t)on;
+	b->serial = (const char *)(uintptr_t)os;
+	return FLEET_STORE_OK;
+}
+
+static fleet_err devices_brief(struct fleet_store *st, struct fleet_store_device_briefs *out)
+{
+	memset(out, 0, sizeof(*out));
+	struct db_stmt *s;
+	/* devices_list's statement: the same order, the same cap, said the
+	 * same way. */
+	fleet_err e = st_prepare(
+		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
+	if (e)
+		return e;
+	db_bind_int64(s, 1, FLEET_STORE_MAX_DEVICES + 1);
+	struct brief_arena a = {0};
+	void *v;
+	size_t n;
+	e = st_collect(st, s, sizeof(struct fleet_store_device_brief), FLEET_STORE_MAX_DEVICES,
+		       "devices", brief_row, &a, NULL, &v, &n);
+	if (e) {
+		free(a.p);
+		return e;
+	}
+	struct fleet_store_device_brief *b = v;
+	for (size_t i = 0; i < n; i++) {
+		b[i].name = a.p + (uintptr_t)b[i].name;
+		b[i].serial = a.p + (uintptr_t)b[i].serial;
+	}
+	out->v = b;
+	out->n = n;
+	out->arena = a.p;
+	return FLEET_STORE_OK;
+}
+
+fleet_err fleet_store_devices_brief(struct fleet_store *st, struct fleet_store_device_briefs *out)
+{
+	st_lock(st);
+	return st_unlock(st, devices_brief(st, out));
+}
+
+void fleet_store_device_briefs_free(struct fleet_store_device_briefs *l)
+{
+	if (!l)
+		return;
+	free(l->v);
+	free(l->arena);
+	memset(l, 0, sizeof(*l));
 }

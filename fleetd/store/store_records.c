@@ -393,3 +393,129 @@ fleet_err fleet_store_certs_for_device(struct fleet_store *st, const char *devic
 	st_lock(st);
 	return st_unlock(st, certs_for_device(st, device, out, n));
 }
+
+static fleet_err latest_verdict_row(struct fleet_store *st, struct db_stmt *s, void *el,
+				    void *ctx)
+{
+	(void)ctx;
+	struct fleet_store_latest_verdict *v = el;
+	char result[8];
+	v->device_id = db_column_int64(s, 0);
+	v->id = db_column_int64(s, 1);
+	v->time = db_column_int64(s, 2);
+	/* The one column judged, checked as read_verdicts checks it. */
+	if (!st_col_text(s, 3, result, sizeof(result)))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a verdict row holds an impossible value");
+	v->pass = !strcmp(result, "pass");
+	return FLEET_STORE_OK;
+}
+
+static fleet_err latest_verdicts(struct fleet_store *st, struct fleet_store_latest_verdict **out,
+				 size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct db_stmt *s;
+	/* verdicts_list's "WHERE device = ?1 ORDER BY id DESC LIMIT 1" for
+	 * every device at once: the highest id under each device's name, one
+	 * index probe a device (verdicts_by_device is (device, id)); ordered
+	 * by the integer id, which both engines order alike. At most one row
+	 * a device, so the devices' cap bounds it. */
+	fleet_err e = st_prepare(
+		st, "SELECT d.id, v.id, v.time, v.result FROM devices d "
+		    "JOIN verdicts v ON v.id = (SELECT MAX(w.id) FROM verdicts w "
+		    "WHERE w.device = d.name) ORDER BY d.id LIMIT ?1", &s);
+	if (e)
+		return e;
+	db_bind_int64(s, 1, FLEET_STORE_MAX_DEVICES + 1);
+	void *v;
+	e = st_collect(st, s, sizeof(struct fleet_store_latest_verdict), FLEET_STORE_MAX_DEVICES,
+		       "latest verdicts", latest_verdict_row, NULL, NULL, &v, n);
+	*out = v;
+	return e;
+}
+
+fleet_err fleet_store_latest_verdicts(struct fleet_store *st,
+				      struct fleet_store_latest_verdict **out, size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, latest_verdicts(st, out, n));
+}
+
+static fleet_err cert_brief_row(struct fleet_store *st, struct db_stmt *s, void *el, void *ctx)
+{
+	(void)ctx;
+	struct fleet_store_cert_brief *c = el;
+	c->device_id = db_column_int64(s, 0);
+	c->not_after = db_column_int64(s, 3);
+	c->issued_at = db_column_int64(s, 4);
+	c->revoked = db_column_int64(s, 5) != 0;
+	c->revoked_at = db_column_int64(s, 6);
+	/* cert_row's checks but the DER's, which is not read. */
+	if (!st_col_text(s, 1, c->kind, sizeof(c->kind)) ||
+	    !st_col_text(s, 2, c->sha1, sizeof(c->sha1)))
+		return st_fail(st, FLEET_STORE_E_CORRUPT, "a certificate row is impossible");
+	return FLEET_STORE_OK;
+}
+
+static fleet_err certs_all(struct fleet_store *st, struct fleet_store_cert_brief **out,
+			   size_t *n)
+{
+	*out = NULL;
+	*n = 0;
+	struct db_stmt *s;
+	/* certs_for_device's rows for every device, in its order within a
+	 * device. Every certificate belongs to a device (device_id REFERENCES
+	 * devices, ON DELETE RESTRICT). Its LIMIT is counted here while
+	 * stepping, a device at a time: a window function for it cost a
+	 * second sort of the whole table. */
+	fleet_err e = st_prepare(
+		st, "SELECT device_id, kind, sha1, not_after, issued_at, revoked, revoked_at "
+		    "FROM certificates ORDER BY device_id, issued_at DESC, id DESC",
+		&s);
+	if (e)
+		return e;
+	struct fleet_store_cert_brief *v = NULL;
+	size_t cnt = 0, cap = 0, in_device = 0;
+	int rc;
+	while ((rc = db_step(s)) == DB_ROW) {
+		int64_t dev = db_column_int64(s, 0);
+		if (cnt && v[cnt - 1].device_id == dev) {
+			if (++in_device > FLEET_STORE_LIST_MAX)
+				continue; /* past certs_for_device's LIMIT */
+		} else {
+			in_device = 1;
+		}
+		if (cnt == cap) {
+			size_t ncap = cap ? cap * 2 : 16;
+			void *nv = ncap < cap ? NULL : reallocarray(v, ncap, sizeof(*v));
+			if (!nv) {
+				e = st_fail(st, FLEET_STORE_E_NOMEM, "out of memory");
+				break;
+			}
+			v = nv;
+			cap = ncap;
+		}
+		memset(&v[cnt], 0, sizeof(v[cnt]));
+		if ((e = cert_brief_row(st, s, &v[cnt], NULL)))
+			break;
+		cnt++;
+	}
+	if (!e && rc != DB_DONE)
+		e = st_dberr(st, rc, "list certificates");
+	db_finalize(s);
+	if (e) {
+		free(v);
+		return e;
+	}
+	*out = v;
+	*n = cnt;
+	return FLEET_STORE_OK;
+}
+
+fleet_err fleet_store_certs_all(struct fleet_store *st, struct fleet_store_cert_brief **out,
+				size_t *n)
+{
+	st_lock(st);
+	return st_unlock(st, certs_all(st, out, n));
+}

@@ -754,6 +754,141 @@ static void test_serial(void **state)
 	fleet_spire_doc_free(&off);
 }
 
+/* The serial in dir's serial file. */
+static int64_t serial_file(struct fx *f)
+{
+	struct fleet_buf b;
+	slurp(path_in(f, FLEET_SPIRE_SERIAL_FILE), &b);
+	int64_t v = strtoll((const char *)b.data, NULL, 10);
+	fb_free(&b);
+	return v;
+}
+
+/* The previous file is compared by its bytes after the canonical head and
+ * decoded whole only when those do not tell (spire_nodes_file.c
+ * compare_prev): never on an unchanged pass or an ordinary change; always
+ * for a file in another layout (the same content there is still
+ * unchanged) and for a file whose serial is past the serial file's (a
+ * damaged one then counts for nothing, as before). */
+static void test_prev_by_bytes(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc on, off;
+	build(f, NOW, &on);
+	set_status(f, "w1", "failed");
+	build(f, NOW, &off);
+	bool changed;
+	int64_t serial;
+	unsigned long n0 = fleet_spire_nodes_prev_decodes();
+	write_ok(f, &on, NOW, &changed, &serial);
+	assert_int_equal(serial, 1);
+	write_ok(f, &on, NOW + 3600, &changed, &serial); /* unchanged */
+	assert_false(changed);
+	assert_int_equal(serial, 1);
+	write_ok(f, &off, NOW + 7200, &changed, &serial); /* changed */
+	assert_true(changed);
+	assert_int_equal(serial, 2);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0);
+
+	/* The same content in another layout (compact, keys sorted): decoded,
+	 * found the same, left as it is. */
+	json_t *o = load_file(f);
+	char *compact = json_dumps(o, JSON_COMPACT | JSON_SORT_KEYS);
+	json_decref(o);
+	assert_non_null(compact);
+	write_text(path_in(f, FLEET_SPIRE_NODES_FILE), compact);
+	free(compact);
+	struct stat a;
+	struct fleet_buf before;
+	assert_int_equal(stat(path_in(f, FLEET_SPIRE_NODES_FILE), &a), 0);
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &before);
+	write_ok(f, &off, NOW + 7300, &changed, &serial);
+	assert_false(changed);
+	assert_int_equal(serial, 2);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0 + 1);
+	assert_unchanged(f, &a, &before);
+	fb_free(&before);
+
+	/* A canonical head over damaged bytes, its serial the serial file's:
+	 * replaced under the next serial, with no decode. */
+	write_text(path_in(f, FLEET_SPIRE_NODES_FILE),
+		   "{\n  \"version\": 1,\n  \"serial\": 2,\n  \"generated_at\": "
+		   "\"2026-11-30T05:00:00Z\",\n  \"trust_domain\": \"fleet.exa");
+	write_ok(f, &off, NOW + 7400, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 3);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0 + 1);
+	assert_int_equal(serial_file(f), 3);
+
+	/* The serial file lost: the file's serial decides, so the file is
+	 * judged: a readable one continues its serial (the same content
+	 * there is still unchanged, by bytes, with no decode) ... */
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_SERIAL_FILE)), 0);
+	write_ok(f, &off, NOW + 7500, &changed, &serial);
+	assert_false(changed);
+	assert_int_equal(serial, 3);
+	assert_int_equal(serial_file(f), 3);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0 + 1);
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_SERIAL_FILE)), 0);
+	write_ok(f, &on, NOW + 7600, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 4);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0 + 2);
+
+	/* ... and a damaged one's serial counts for nothing: the serial
+	 * starts again from the serial file's (none: 1), as it always did. */
+	assert_int_equal(unlink(path_in(f, FLEET_SPIRE_SERIAL_FILE)), 0);
+	write_text(path_in(f, FLEET_SPIRE_NODES_FILE),
+		   "{\n  \"version\": 1,\n  \"serial\": 50,\n  \"generated_at\": "
+		   "\"2026-11-30T05:00:00Z\",\n  \"trust_domain\": 7\n}\n");
+	write_ok(f, &on, NOW + 7700, &changed, &serial);
+	assert_true(changed);
+	assert_int_equal(serial, 1);
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0 + 3);
+	assert_int_equal(serial_file(f), 1);
+	fleet_spire_doc_free(&on);
+	fleet_spire_doc_free(&off);
+}
+
+/* The byte comparison reads the whole old file to its end: one byte
+ * changed at its end, or one more byte after it, is another file (then
+ * replaced, canonical head and serial in step: no decode); the file as it
+ * was is unchanged again. */
+static void test_prev_bytes_to_the_end(void **state)
+{
+	struct fx *f = *state;
+	good_device(f, "w1", "S1", "active", NULL);
+	struct fleet_spire_doc d;
+	build(f, NOW, &d);
+	bool changed;
+	int64_t serial;
+	write_ok(f, &d, NOW, &changed, &serial);
+	struct fleet_buf orig;
+	slurp(path_in(f, FLEET_SPIRE_NODES_FILE), &orig);
+	unsigned long n0 = fleet_spire_nodes_prev_decodes();
+	char *t = malloc(orig.len + 2);
+	assert_non_null(t);
+	for (int round = 0; round < 2; round++) {
+		memcpy(t, orig.data, orig.len);
+		t[orig.len] = '\0';
+		if (round == 0)
+			t[orig.len - 2] = ']'; /* "}\n" becomes "]\n": same size */
+		else
+			memcpy(t + orig.len, "\n", 2); /* one byte more */
+		write_text(path_in(f, FLEET_SPIRE_NODES_FILE), t);
+		write_ok(f, &d, NOW, &changed, &serial);
+		assert_true(changed);
+		assert_int_equal(serial, 2 + round);
+		write_ok(f, &d, NOW, &changed, &serial); /* now as it was: unchanged */
+		assert_false(changed);
+	}
+	assert_int_equal(fleet_spire_nodes_prev_decodes(), n0);
+	free(t);
+	fb_free(&orig);
+	fleet_spire_doc_free(&d);
+}
+
 /* An inventory error writes nothing, though the content would change. */
 static void test_inventory_error_keeps_file(void **state)
 {
@@ -1017,6 +1152,8 @@ int main(void)
 		cmocka_unit_test_setup_teardown(test_file_format, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_unchanged_not_rewritten, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_serial, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prev_by_bytes, setup, teardown),
+		cmocka_unit_test_setup_teardown(test_prev_bytes_to_the_end, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_inventory_error_keeps_file, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_stale_temp_removed, setup, teardown),
 		cmocka_unit_test_setup_teardown(test_directory_rules, setup, teardown),

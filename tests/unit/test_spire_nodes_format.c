@@ -270,12 +270,78 @@ static void test_times(void **state)
 	assert_false(fleet_spire_time_format(INT64_C(253402300800), s));
 }
 
+/* The canonical head read from an encoding gives back its serial and time
+ * and points at the trust domain's line, whatever the serial's length; any
+ * other head, or one cut short, is not read (the writer then decodes the
+ * file whole, or replaces it). */
+static void test_head(void **state)
+{
+	(void)state;
+	struct fleet_spire_nodes d;
+	make_doc(&d, 3, 1, 1, false);
+	static const int64_t serials[] = {0, 1, 9, 10, 4242, FLEET_SPIRE_SERIAL_MAX};
+	static const int64_t times[] = {0, NOW, INT64_C(253402300799)};
+	for (size_t i = 0; i < sizeof(serials) / sizeof(serials[0]); i++)
+		for (size_t k = 0; k < sizeof(times) / sizeof(times[0]); k++) {
+			d.serial = serials[i];
+			d.generated_at = times[k];
+			size_t len;
+			char *t = encode_ok(&d, &len);
+			int64_t sv = -1, at = -1;
+			size_t body = 0;
+			assert_true(fleet_spire_nodes_head(t, len, &sv, &at, &body));
+			assert_int_equal(sv, serials[i]);
+			assert_int_equal(at, times[k]);
+			assert_true(body < len);
+			assert_memory_equal(t + body, "  \"trust_domain\": \"fleet.example\",\n", 35);
+			/* Every prefix short of the whole head is refused. */
+			for (size_t n = 0; n < body; n++)
+				assert_false(fleet_spire_nodes_head(t, n, &sv, &at, &body));
+			free(t);
+		}
+	/* Forms the encoder never writes. */
+	static const char *const bad[] = {
+		"{\n  \"version\": 1,\n  \"serial\": 01,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": -1,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 1.0,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": ,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		/* 2^53: one past FLEET_SPIRE_SERIAL_MAX; then 17 digits */
+		"{\n  \"version\": 1,\n  \"serial\": 9007199254740992,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 10000000000000000,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 99999999999999999999,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 1,\n  \"generated_at\": \"2026-02-30T05:00:00Z\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 1,\n  \"generated_at\": \"2026-11-30T05:00:00\",\n",
+		"{\n  \"version\": 1,\n  \"serial\": 1,\n  \"generated_at\": 1796014800,\n",
+		"{\n  \"version\": 1,\n  \"serial\": 1,\n  \"generated_at\": \"2026-11-30T05:00:00Z\"\n",
+		"{\n  \"version\": 2,\n  \"serial\": 1,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\"version\": 1, \"serial\": 1, \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+		"{\n  \"serial\": 1,\n  \"version\": 1,\n  \"generated_at\": \"2026-11-30T05:00:00Z\",\n",
+	};
+	for (size_t i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		int64_t sv = -1, at = -1;
+		size_t body = 99;
+		if (fleet_spire_nodes_head(bad[i], strlen(bad[i]), &sv, &at, &body))
+			fail_msg("head read from bad[%zu]", i);
+		assert_int_equal(sv, -1); /* nothing set on a refusal */
+		assert_int_equal(body, 99);
+	}
+	const char *ok =
+		"{\n  \"version\": 1,\n  \"serial\": 9007199254740991,\n  \"generated_at\": \"9999-12-31T23:59:59Z\",\n";
+	int64_t sv, at;
+	size_t body;
+	assert_true(fleet_spire_nodes_head(ok, strlen(ok), &sv, &at, &body));
+	assert_int_equal(sv, FLEET_SPIRE_SERIAL_MAX);
+	assert_int_equal(body, strlen(ok));
+	assert_false(fleet_spire_nodes_head(NULL, 0, &sv, &at, &body));
+	fleet_spire_nodes_free(&d);
+}
+
 int main(void)
 {
 	const struct CMUnitTest tests[] = {
 		cmocka_unit_test(test_sizes),    cmocka_unit_test(test_list_cap),
 		cmocka_unit_test(test_file_cap), cmocka_unit_test(test_order),
-		cmocka_unit_test(test_times),
+		cmocka_unit_test(test_times),    cmocka_unit_test(test_head),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
 }

@@ -363,6 +363,260 @@ static void test_devices_list_whole(void **state)
 	free(all);
 }
 
+static void verdict_for(struct fx *f, const char *device, int64_t time, bool pass)
+{
+	static const char *const reasons[] = {"pcr7-authority"};
+	struct fleet_store_verdict_in v = {.time = time, .device = device, .serial = "SER-V",
+					   .session = "0a1b", .pass = pass,
+					   .reasons = pass ? NULL : reasons, .n_reasons = pass ? 0 : 1};
+	if (fleet_store_verdict_insert(f->st, &v, NULL))
+		fail_msg("verdict: %s", fleet_store_errmsg(f->st));
+}
+
+static unsigned char *make_cert(size_t *len, time_t not_after);
+
+static void cert_for_dev(struct fx *f, const char *device, const char *kind, time_t not_after,
+			 time_t issued_at, bool revoke)
+{
+	size_t len;
+	unsigned char *der = make_cert(&len, not_after);
+	char sha1[41];
+	if (fleet_store_cert_insert(f->st, device, kind, der, len, issued_at, sha1))
+		fail_msg("cert: %s", fleet_store_errmsg(f->st));
+	if (revoke)
+		assert_int_equal(fleet_store_cert_revoke(f->st, sha1, issued_at + 10), 0);
+	free(der);
+}
+
+/* A store of several devices: several verdicts and certificates each
+ * (interleaved, so neither ids nor times follow the devices), two issued
+ * at the same time (the id decides), revoked ones, and devices with
+ * neither, with verdicts only, with certificates only; verdicts of no
+ * device and of a name no device has. */
+static void bulk_store(struct fx *f)
+{
+	admit(f, "w3", "SER-3", HC, NULL, 1000);
+	admit(f, "w1", "SER-1", HA, HB, 1000);
+	admit(f, "w2", "SER-2", HB, NULL, 1000);
+	admit(f, "w4", "SER-4", HD, NULL, 1000);
+	admit(f, "w5", "SER-5", HA, NULL, 1000);
+	assert_int_equal(fleet_store_device_set_quarantine(f->st, "w5", true, "pcr4-app", 2000), 0);
+	assert_int_equal(fleet_store_device_set_state(f->st, "w2", FLEET_STORE_STATE_RETIRED), 0);
+	verdict_for(f, "w1", 100, true);
+	verdict_for(f, "w5", 110, true);
+	verdict_for(f, "w1", 120, false);
+	verdict_for(f, NULL, 125, false);
+	verdict_for(f, "w2", 130, false);
+	verdict_for(f, "ghost", 135, true);
+	verdict_for(f, "w5", 90, false); /* the latest by id, though older in time */
+	verdict_for(f, "w1", 140, true);
+	cert_for_dev(f, "w1", "ldevid", 1900000000, 1500, false);
+	cert_for_dev(f, "w3", "ldevid", 1900000000, 1400, true);
+	cert_for_dev(f, "w1", "lak", 1900000000, 1500, false); /* same time: by id */
+	cert_for_dev(f, "w1", "ldevid", 1800000000, 1600, true);
+	cert_for_dev(f, "w5", "ldevid", 1900000000, 1300, false);
+	cert_for_dev(f, "w3", "lak", 1900000000, 1200, false);
+	cert_for_dev(f, "w1", "ldevid", 1850000000, 1100, false);
+}
+
+/* The bulk reads give exactly what the per-device calls give. */
+static void assert_bulk_matches(struct fx *f, struct fleet_store *st)
+{
+	struct fleet_store_device *all;
+	size_t n;
+	assert_int_equal(fleet_store_devices_list(st, &all, &n), FLEET_STORE_OK);
+	struct fleet_store_device_briefs br;
+	assert_int_equal(fleet_store_devices_brief(st, &br), FLEET_STORE_OK);
+	assert_int_equal(br.n, n);
+	for (size_t i = 0; i < n; i++) {
+		const struct fleet_store_device_brief *b = &br.v[i];
+		assert_int_equal(b->id, all[i].id);
+		assert_int_equal(b->inventory_id, all[i].inventory_id);
+		assert_string_equal(b->name, all[i].name);
+		assert_string_equal(b->serial, all[i].serial);
+		assert_string_equal(b->state, all[i].state);
+		assert_int_equal(b->quarantined, all[i].quarantined);
+		assert_string_equal(b->ek_hash, all[i].ek_hash);
+		assert_string_equal(b->ek_hash_ecc, all[i].ek_hash_ecc);
+	}
+	struct fleet_store_latest_verdict *lv;
+	size_t nlv;
+	assert_int_equal(fleet_store_latest_verdicts(st, &lv, &nlv), FLEET_STORE_OK);
+	struct fleet_store_cert_brief *cb;
+	size_t ncb;
+	assert_int_equal(fleet_store_certs_all(st, &cb, &ncb), FLEET_STORE_OK);
+	for (size_t i = 1; i < nlv; i++)
+		assert_true(lv[i - 1].device_id < lv[i].device_id);
+	for (size_t i = 1; i < ncb; i++)
+		assert_true(cb[i - 1].device_id <= cb[i].device_id);
+	size_t seen_v = 0, seen_c = 0, with_v = 0, with_c = 0, none = 0;
+	for (size_t i = 0; i < n; i++) {
+		struct fleet_store_verdict *v;
+		size_t nv;
+		assert_int_equal(fleet_store_verdicts_list(st, all[i].name, 1, &v, &nv), 0);
+		const struct fleet_store_latest_verdict *got = NULL;
+		for (size_t k = 0; k < nlv; k++)
+			if (lv[k].device_id == all[i].id)
+				got = &lv[k];
+		if (nv == 0) {
+			assert_null(got);
+		} else {
+			assert_non_null(got);
+			assert_int_equal(got->id, v[0].id);
+			assert_int_equal(got->time, v[0].time);
+			assert_int_equal(got->pass, v[0].pass);
+			seen_v++;
+		}
+		free(v);
+		struct fleet_store_cert *c;
+		size_t nc;
+		assert_int_equal(fleet_store_certs_for_device(st, all[i].name, &c, &nc), 0);
+		size_t k = 0;
+		while (k < ncb && cb[k].device_id != all[i].id)
+			k++;
+		for (size_t j = 0; j < nc; j++, k++) {
+			assert_true(k < ncb);
+			assert_int_equal(cb[k].device_id, all[i].id);
+			assert_string_equal(cb[k].kind, c[j].kind);
+			assert_string_equal(cb[k].sha1, c[j].sha1);
+			assert_int_equal(cb[k].not_after, c[j].not_after);
+			assert_int_equal(cb[k].issued_at, c[j].issued_at);
+			assert_int_equal(cb[k].revoked, c[j].revoked);
+			assert_int_equal(cb[k].revoked_at, c[j].revoked_at);
+		}
+		assert_true(k >= ncb || cb[k].device_id != all[i].id);
+		seen_c += nc;
+		with_v += nv > 0;
+		with_c += nc > 0;
+		none += nv == 0 && nc == 0;
+		fleet_store_certs_free(c, nc);
+	}
+	assert_int_equal(seen_v, nlv); /* no row of no device, none of "ghost" */
+	assert_int_equal(seen_c, ncb);
+	assert_int_equal(with_v, 3);
+	assert_int_equal(with_c, 3);
+	assert_int_equal(none, 1);
+	(void)f;
+	free(all);
+	fleet_store_device_briefs_free(&br);
+	free(lv);
+	free(cb);
+}
+
+static void test_bulk_reads(void **state)
+{
+	struct fx *f = *state;
+	/* An empty store: empty lists. */
+	struct fleet_store_device_briefs br;
+	assert_int_equal(fleet_store_devices_brief(f->st, &br), FLEET_STORE_OK);
+	assert_int_equal(br.n, 0);
+	fleet_store_device_briefs_free(&br);
+	struct fleet_store_latest_verdict *lv;
+	struct fleet_store_cert_brief *cb;
+	size_t n;
+	assert_int_equal(fleet_store_latest_verdicts(f->st, &lv, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 0);
+	free(lv);
+	assert_int_equal(fleet_store_certs_all(f->st, &cb, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 0);
+	free(cb);
+
+	bulk_store(f);
+	assert_bulk_matches(f, f->st);
+	/* The exact rows, beyond agreeing with the per-device calls. */
+	assert_int_equal(fleet_store_latest_verdicts(f->st, &lv, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 3);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "w1", &d), 0);
+	assert_int_equal(lv[0].device_id, d.id); /* w3 (id 1) has none: w1, w2, w5 */
+	assert_int_equal(lv[0].time, 140);
+	assert_true(lv[0].pass);
+	assert_false(lv[1].pass); /* w2 */
+	assert_int_equal(lv[2].time, 90); /* w5: the highest id, not the latest time */
+	free(lv);
+	assert_int_equal(fleet_store_certs_all(f->st, &cb, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 7);
+	/* w1's four: 1600, then the two of 1500 by id (lak inserted after),
+	 * then 1100. */
+	size_t k = 0;
+	while (cb[k].device_id != d.id)
+		k++;
+	assert_int_equal(cb[k].issued_at, 1600);
+	assert_true(cb[k].revoked);
+	assert_string_equal(cb[k + 1].kind, "lak");
+	assert_string_equal(cb[k + 2].kind, "ldevid");
+	assert_int_equal(cb[k + 2].issued_at, 1500);
+	assert_int_equal(cb[k + 3].issued_at, 1100);
+	free(cb);
+
+	/* In a snapshot, one state: what the other handle commits meanwhile is
+	 * not seen by the bulk reads either. */
+	struct fleet_store *ro;
+	struct fleet_errctx sec = {0};
+	assert_int_equal(fleet_store_open(f->loc, FLEET_STORE_READONLY, &ro, &sec), 0);
+	assert_int_equal(fleet_store_snapshot_begin(ro), FLEET_STORE_OK);
+	assert_int_equal(fleet_store_latest_verdicts(ro, &lv, &n), FLEET_STORE_OK);
+	free(lv);
+	admit(f, "w6", "SER-6", HB, NULL, 1000);
+	verdict_for(f, "w6", 150, true);
+	verdict_for(f, "w3", 150, true);
+	cert_for_dev(f, "w4", "ldevid", 1900000000, 1700, false);
+	assert_int_equal(fleet_store_devices_brief(ro, &br), FLEET_STORE_OK);
+	assert_int_equal(br.n, 5);
+	fleet_store_device_briefs_free(&br);
+	assert_int_equal(fleet_store_latest_verdicts(ro, &lv, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 3);
+	free(lv);
+	assert_int_equal(fleet_store_certs_all(ro, &cb, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 7);
+	free(cb);
+	fleet_store_snapshot_end(ro);
+	assert_int_equal(fleet_store_latest_verdicts(ro, &lv, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 5);
+	free(lv);
+	fleet_store_close(ro);
+}
+
+/* fleet_store_certs_all keeps certs_for_device's cap a device
+ * (FLEET_STORE_LIST_MAX, the newest), and devices after a capped one keep
+ * all of theirs. */
+static void test_bulk_certs_cap(void **state)
+{
+	struct fx *f = *state;
+	admit(f, "cap1", "SER-C1", HA, NULL, 1000);
+	admit(f, "cap2", "SER-C2", HB, NULL, 1000);
+	cert_for_dev(f, "cap2", "ldevid", 1900000000, 5, false);
+	char sql[768];
+	snprintf(sql, sizeof(sql),
+		 "WITH RECURSIVE k(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM k WHERE i < %d) "
+		 "INSERT INTO certificates (device_id, kind, sha1, not_after, issued_at, der) "
+		 "SELECT (SELECT id FROM devices WHERE name = 'cap1'), 'ldevid', "
+		 "printf('%%040x', i), 1900000000, i, %s FROM k",
+		 FLEET_STORE_LIST_MAX + 1, store_location_pg() ? "decode('30', 'hex')" : "X'30'");
+	struct raw *db = raw(f);
+	if (raw_exec(db, sql) != RAW_OK)
+		fail_msg("insert: %s", raw_errmsg(db));
+	raw_close(db);
+	struct fleet_store_cert_brief *cb;
+	size_t n;
+	assert_int_equal(fleet_store_certs_all(f->st, &cb, &n), FLEET_STORE_OK);
+	assert_int_equal(n, FLEET_STORE_LIST_MAX + 1); /* cap1's newest 10,000, cap2's one */
+	assert_int_equal(cb[0].issued_at, FLEET_STORE_LIST_MAX + 1);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX - 1].issued_at, 2);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX].issued_at, 5);
+	struct fleet_store_device d;
+	assert_int_equal(fleet_store_device_get_by_name(f->st, "cap2", &d), 0);
+	assert_int_equal(cb[FLEET_STORE_LIST_MAX].device_id, d.id);
+	struct fleet_store_cert *c;
+	size_t nc;
+	assert_int_equal(fleet_store_certs_for_device(f->st, "cap1", &c, &nc), 0);
+	assert_int_equal(nc, FLEET_STORE_LIST_MAX);
+	for (size_t i = 0; i < nc; i++)
+		assert_string_equal(c[i].sha1, cb[i].sha1);
+	fleet_store_certs_free(c, nc);
+	free(cb);
+}
+
 static void test_claims(void **state)
 {
 	struct fx *f = *state;
@@ -2151,7 +2405,9 @@ int main(void)
 		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
 		T(test_migrates_v2),           T(test_snapshot),
-		T(test_devices_list_whole),    T(test_renewal_issue),
+		T(test_devices_list_whole),    T(test_bulk_reads),
+		T(test_bulk_certs_cap),
+		T(test_renewal_issue),
 		T(test_join_pools_and_tokens), T(test_join_token_consume),
 		T(test_join_token_race),       T(test_join_attestation_uses),
 		T(test_join_nodes_commit),     T(test_join_nodes_reclaim),
