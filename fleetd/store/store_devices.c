@@ -408,20 +408,28 @@ fleet_err fleet_store_device_lift_quarantine(struct fleet_store *st, const char 
 	return st_unlock(st, device_lift_quarantine(st, name, prev_reason, prev_at));
 }
 
+/* Every device by name, for devices_list and devices_brief alike. No LIMIT
+ * that could cut the list short: the pass would take the devices past it
+ * for gone, revoked ones included. One more than the cap is read only to
+ * say so. */
+static fleet_err prepare_all_devices(struct fleet_store *st, struct db_stmt **s)
+{
+	fleet_err e = st_prepare(
+		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", s);
+	if (!e)
+		db_bind_int64(*s, 1, FLEET_STORE_MAX_DEVICES + 1);
+	return e;
+}
+
 static fleet_err devices_list(struct fleet_store *st,
 					 struct fleet_store_device **out, size_t *n)
 {
 	*out = NULL;
 	*n = 0;
 	struct db_stmt *s;
-	/* No LIMIT that could cut the list short: the pass would take the
-	 * devices past it for gone, revoked ones included. One more than the
-	 * cap is read only to say so. */
-	fleet_err e = st_prepare(
-		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
+	fleet_err e = prepare_all_devices(st, &s);
 	if (e)
 		return e;
-	db_bind_int64(s, 1, FLEET_STORE_MAX_DEVICES + 1);
 	void *v;
 	e = st_collect(st, s, sizeof(struct fleet_store_device), FLEET_STORE_MAX_DEVICES,
 		       "devices", device_row, NULL, NULL, &v, n);
@@ -497,11 +505,9 @@ static fleet_err devices_brief(struct fleet_store *st, struct fleet_store_device
 	struct db_stmt *s;
 	/* devices_list's statement: the same order, the same cap, said the
 	 * same way. */
-	fleet_err e = st_prepare(
-		st, "SELECT " DEVICE_COLS " FROM devices ORDER BY name LIMIT ?1", &s);
+	fleet_err e = prepare_all_devices(st, &s);
 	if (e)
 		return e;
-	db_bind_int64(s, 1, FLEET_STORE_MAX_DEVICES + 1);
 	struct brief_arena a = {0};
 	void *v;
 	size_t n;
