@@ -1076,7 +1076,8 @@ fleet_err fleet_store_node_certs(struct fleet_store *st, const char *node_id,
  *     replica gets each row.
  * SS4 Provisional certificates whose session has no row are orphans (a
  *     replica died between reaping and revoking): revoke_orphans revokes
- *     them, in one transaction.
+ *     them, in one transaction (test_store: test_provisional_revoke_orphans,
+ *     both engines).
  */
 #define FLEET_STORE_SESSION_SEALED_MAX 65536
 struct fleet_store_session {

@@ -1056,6 +1056,65 @@ static void test_provisional_revoke_and_prune(void **state)
 	assert_int_equal(n, 4);
 }
 
+/* SS4: on a shared store, start-up revokes only the certificates of
+ * sessions no replica holds any more (a row gone with its replica, or
+ * reaped before the revoke ran); a session that still has its row keeps
+ * them, whichever replica holds it. Run on both engines (the twin). */
+static void publish_session(struct fx *f, const char *handle, const char *sid,
+			    const char *serial)
+{
+	struct fleet_store_session r = {.busy_until = 2000};
+	enum fleet_store_session_cap cap;
+	snprintf(r.handle, sizeof(r.handle), "%s", handle);
+	snprintf(r.serial, sizeof(r.serial), "%s", serial);
+	snprintf(r.peer, sizeof(r.peer), "192.0.2.7");
+	snprintf(r.peer_key, sizeof(r.peer_key), "192.0.2.7");
+	assert_int_equal(fleet_store_session_reserve(f->st, &r, 1500, 4, 4, 16, &cap),
+			 FLEET_STORE_OK);
+	assert_int_equal(cap, FLEET_STORE_SESSION_RESERVED);
+	snprintf(r.sid, sizeof(r.sid), "%s", sid);
+	uint8_t sealed[16] = {1}; /* opaque to the store (SS: never read here) */
+	r.published = true;
+	r.sealed = sealed;
+	r.sealed_len = sizeof(sealed);
+	r.deadline = 9000;
+	r.answer_by = 9000;
+	assert_int_equal(fleet_store_session_put(f->st, &r), FLEET_STORE_OK);
+}
+
+static void test_provisional_revoke_orphans(void **state)
+{
+	struct fx *f = *state;
+	char a1[41], b1[41], a2[41], b2[41], sha1s[FLEET_STORE_REVOKE_SHA1S][41];
+	size_t n = 99;
+	issue(f, SESS1, "SER-1", "w1", a1, b1);
+	issue(f, SESS2, "SER-2", "w2", a2, b2);
+	publish_session(f, "0123456789abcdef0123456789abcdef", SESS1, "SER-1");
+	/* SESS2 has no row: its two are the orphans, and only they */
+	assert_int_equal(fleet_store_provisional_revoke_orphans(f->st, "fleetd-restart", 1800,
+								sha1s, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 2);
+	assert_true(!strcmp(sha1s[0], a2) && !strcmp(sha1s[1], b2));
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs WHERE "
+				      "revoked_at IS NULL AND session = '" SESS1 "'"), 2);
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs WHERE "
+				      "revoked_at IS NOT NULL AND revoke_reason = 'fleetd-restart'"),
+			 2);
+	/* nothing new: nothing revoked, and SESS1's still stand */
+	assert_int_equal(fleet_store_provisional_revoke_orphans(f->st, "fleetd-restart", 1900,
+								NULL, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 0);
+	/* its row gone (a replica died after reaping it): now SESS1's too */
+	assert_int_equal(fleet_store_session_delete(f->st, "0123456789abcdef0123456789abcdef"),
+			 FLEET_STORE_OK);
+	assert_int_equal(fleet_store_provisional_revoke_orphans(f->st, "fleetd-restart", 2000,
+								sha1s, &n), FLEET_STORE_OK);
+	assert_int_equal(n, 2);
+	assert_true(!strcmp(sha1s[0], a1) && !strcmp(sha1s[1], b1));
+	assert_int_equal(raw_count(f, "SELECT count(*) FROM provisional_certs WHERE "
+				      "revoked_at IS NULL"), 0);
+}
+
 /* A version-1 store (the tables before provisional certificates) is
  * migrated in place. */
 static void test_migrates_v1(void **state)
@@ -2401,6 +2460,7 @@ int main(void)
 		T(test_lift_quarantine),
 		T(test_damaged_row_is_corrupt), T(test_provisional_then_admit),
 		T(test_admit_is_one_transaction), T(test_provisional_revoke_and_prune),
+		T(test_provisional_revoke_orphans),
 		T(test_migrates_v1),           T(test_binding_authors),
 		T(test_binding_author_matches),
 		T(test_binding_author_input_refused), T(test_binding_author_cap),
