@@ -7,6 +7,14 @@
  * not counted) and prints key=value lines; see docs/benchmark-pass.md.
  *
  * Usage: bench_pass --fake PATH [--devices N] [--page-size N] [--passes N] [--keep DIR]
+ *                   [--store postgres://...]
+ *
+ * --store runs the pass on the PostgreSQL store instead (a libpq URI naming
+ * an empty database, which is seeded and left seeded): as a replica would.
+ * The server's CPU is another process's; pg_server_cpu_s adds up every
+ * process named postgres on this host over the pass (the cluster's
+ * backends: the pass's own is open throughout), so run it on a host with
+ * that one cluster.
  *
  * --passes 2 runs a pass first (its figures not printed) and measures the
  * second: the steady state, where the file already exists and the writer
@@ -36,6 +44,8 @@
 
 #include <curl/curl.h>
 #include <jansson.h>
+#include <dirent.h>
+#include <libpq-fe.h>
 #include <sqlite3.h>
 
 #include "fleetd/config/config.h"
@@ -56,6 +66,7 @@
 static size_t n_dev = 50000, n_active, n_listed;
 static const char *fake;
 static char dir[200];
+static const char *pg_uri; /* --store: NULL for SQLite in dir */
 
 static void die(const char *fmt, ...) __attribute__((format(printf, 1, 2), noreturn));
 static void die(const char *fmt, ...)
@@ -145,6 +156,76 @@ static void write_seed(const char *path)
 		die("cannot write %s", path);
 }
 
+/* The same rows on PostgreSQL, in one transaction: lpad for printf's %0Nd,
+ * generate_series for the recursive count. */
+static void seed_pg(void)
+{
+	char sql[2048];
+	time_t now = time(NULL);
+	PGconn *db = PQconnectdb(pg_uri);
+	if (PQstatus(db) != CONNECTION_OK)
+		die("--store: %s", PQerrorMessage(db));
+	PGresult *r = PQexec(db, "SELECT count(*) FROM devices");
+	if (PQresultStatus(r) != PGRES_TUPLES_OK || strcmp(PQgetvalue(r, 0, 0), "0") != 0)
+		die("--store: the database must be empty (a fresh one, migrated by fleetd): %s",
+		    PQresultErrorMessage(r));
+	PQclear(r);
+	snprintf(sql, sizeof(sql),
+		 "BEGIN;"
+		 "INSERT INTO devices (name, serial, inventory_id, ek_hash, ek_hash_ecc, "
+		 " first_admitted, last_seen) SELECT 'w' || lpad(i::text, 5, '0'), "
+		 " 'SN-' || lpad(i::text, 5, '0'), i + 1, lpad((2 * i + 1)::text, 64, '0'), "
+		 " CASE WHEN i %% 10 = 0 THEN lpad((2 * i + 2)::text, 64, '0') END, %lld, %lld "
+		 " FROM generate_series(0, %zu) AS i;"
+		 "INSERT INTO verdicts (time, device, serial, session, result, reasons, ek_hash, "
+		 " ek_hash_ecc) SELECT %lld, name, serial, '0a', 'pass', '[]', ek_hash, "
+		 " ek_hash_ecc FROM devices;"
+		 "INSERT INTO certificates (device_id, kind, sha1, not_after, issued_at, der) "
+		 " SELECT id, 'ldevid', lpad(id::text, 40, '0'), %lld, %lld, '\\x3000'::bytea "
+		 " FROM devices;"
+		 "COMMIT;",
+		 (long long)(now - 30 * DAY), (long long)(now - 30 * DAY), n_dev - 1,
+		 (long long)(now - DAY), (long long)(now + 300 * DAY), (long long)(now - DAY));
+	r = PQexec(db, sql);
+	if (PQresultStatus(r) != PGRES_COMMAND_OK)
+		die("seeding the store: %s", PQresultErrorMessage(r));
+	PQclear(r);
+	PQfinish(db);
+}
+
+/* utime + stime of every process named postgres on this host, in seconds
+ * (/proc/PID/stat fields 14 and 15, clock ticks). */
+static double postgres_cpu_s(void)
+{
+	DIR *d = opendir("/proc");
+	struct dirent *e;
+	unsigned long long ticks = 0;
+	if (!d)
+		return 0;
+	while ((e = readdir(d))) {
+		char path[300], buf[1024];
+		if (e->d_name[0] < '0' || e->d_name[0] > '9')
+			continue;
+		snprintf(path, sizeof(path), "/proc/%s/stat", e->d_name);
+		FILE *f = fopen(path, "r");
+		if (!f)
+			continue;
+		size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+		fclose(f);
+		buf[n] = 0;
+		char *open = strchr(buf, '('), *close = strrchr(buf, ')');
+		if (!open || !close || close - open - 1 != 8 || strncmp(open + 1, "postgres", 8))
+			continue;
+		unsigned long long ut, st;
+		/* after ") ": state is field 3; utime and stime are 14 and 15 */
+		if (sscanf(close + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %llu %llu", &ut,
+			   &st) == 2)
+			ticks += ut + st;
+	}
+	closedir(d);
+	return (double)ticks / (double)sysconf(_SC_CLK_TCK);
+}
+
 /* The rows admission writes, in one transaction (as test_spire_fleet_50k). */
 static void seed_store(void)
 {
@@ -152,9 +233,14 @@ static void seed_store(void)
 	struct fleet_errctx ec = {0};
 	char err[sizeof(ec.detail) + 80], path[600], sql[2048], *msg = NULL;
 	time_t now = time(NULL);
-	if (fleet_store_open(dir, FLEET_STORE_RW, &st, &ec) != FLEET_STORE_OK)
+	/* fleetd's own open creates (or migrates) the schema, on either engine */
+	if (fleet_store_open(pg_uri ? pg_uri : dir, FLEET_STORE_RW, &st, &ec) != FLEET_STORE_OK)
 		die("store: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	fleet_store_close(st);
+	if (pg_uri) {
+		seed_pg();
+		return;
+	}
 	snprintf(path, sizeof(path), "%s/" FLEET_STORE_FILE, dir);
 	sqlite3 *db;
 	if (sqlite3_open(path, &db) != SQLITE_OK)
@@ -340,9 +426,13 @@ int main(int argc, char **argv)
 			passes = (unsigned)strtoul(argv[++i], NULL, 10);
 		else if (!strcmp(argv[i], "--keep") && i + 1 < argc)
 			keep = argv[++i];
+		else if (!strcmp(argv[i], "--store") && i + 1 < argc &&
+			 fleet_store_location_is_postgres(argv[i + 1]))
+			pg_uri = argv[++i];
 		else {
 			fprintf(stderr, "usage: bench_pass --fake netbox_fake.py [--devices N] "
-					"[--page-size N] [--keep DIR]\n");
+					"[--page-size N] [--passes N] [--keep DIR] "
+					"[--store postgres://...]\n");
 			return 2;
 		}
 	}
@@ -399,7 +489,10 @@ int main(int argc, char **argv)
 	if (!inv)
 		die("netbox: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	struct fleet_store *ro;
-	if (fleet_store_open(dir, FLEET_STORE_READONLY, &ro, &ec) != FLEET_STORE_OK)
+	if (pg_uri)
+		snprintf(c.store, sizeof(c.store), "%s", pg_uri);
+	if (fleet_store_open(pg_uri ? pg_uri : dir, FLEET_STORE_READONLY, &ro, &ec) !=
+	    FLEET_STORE_OK)
 		die("store: %s", fleet_errctx_text(&ec, err, sizeof(err)));
 	struct fleet_pass_deps deps = {.config = &c, .inventory = inv, .store = ro};
 	struct fleet_pass *pass;
@@ -420,9 +513,10 @@ int main(int argc, char **argv)
 			die("pass %u of %u failed", k, passes);
 		fleet_netbox_stats(inv, &s0);
 	}
-	double w0 = mono_s(), c0 = cpu_s(RUSAGE_SELF);
+	double w0 = mono_s(), c0 = cpu_s(RUSAGE_SELF), pg0 = pg_uri ? postgres_cpu_s() : 0;
 	const char *result = fleet_pass_run(pass, time(NULL));
 	double cpu = cpu_s(RUSAGE_SELF) - c0, wall = mono_s() - w0;
+	double pg_cpu = pg_uri ? postgres_cpu_s() - pg0 : 0;
 	struct rusage ru;
 	getrusage(RUSAGE_SELF, &ru);
 	double rss_mib = (double)ru.ru_maxrss / 1024.0;
@@ -447,6 +541,7 @@ int main(int argc, char **argv)
 	double per10k = cpu * 10000.0 / (double)n_dev;
 	bool cpu_ok = per10k < TARGET_CPU_PER_10K, rss_ok = rss_mib < TARGET_RSS_MIB;
 	printf("devices=%zu\n", n_dev);
+	printf("store=%s\n", pg_uri ? "postgresql" : "sqlite");
 	printf("inventory_devices=%zu\n", n_listed);
 	printf("page_size=%u\n", c.netbox_page_size);
 	printf("pass_measured=%u\n", passes);
@@ -462,6 +557,8 @@ int main(int argc, char **argv)
 	printf("cpu_s_per_10k=%.3f\n", per10k);
 	printf("rss_max_mib=%.1f\n", rss_mib);
 	printf("wall_s=%.2f\n", wall);
+	if (pg_uri)
+		printf("pg_server_cpu_s=%.3f\n", pg_cpu);
 	printf("peer_bytes=%llu\n", peer_bytes);
 	printf("peer_pages=%u\n", peer_pages);
 	printf("jansson_parse_cpu_s=%.3f\n", parse_s);
