@@ -12,7 +12,7 @@ void fleet_hex_encode(const uint8_t *in, size_t n, char *out)
 	out[2 * n] = '\0';
 }
 
-static int nibble(char c)
+int fleet_hex_value(char c)
 {
 	if (c >= '0' && c <= '9')
 		return c - '0';
@@ -28,7 +28,7 @@ fleet_err fleet_hex_decode(const char *in, size_t inlen, uint8_t *out, size_t ou
 	if (inlen != 2 * outlen)
 		return FLEET_E_MALFORMED;
 	for (size_t i = 0; i < outlen; i++) {
-		int hi = nibble(in[2 * i]), lo = nibble(in[2 * i + 1]);
+		int hi = fleet_hex_value(in[2 * i]), lo = fleet_hex_value(in[2 * i + 1]);
 		if (hi < 0 || lo < 0)
 			return FLEET_E_MALFORMED;
 		out[i] = (uint8_t)(hi << 4 | lo);

@@ -40,6 +40,7 @@
 #include <jansson.h>
 #include <openssl/crypto.h>
 
+#include "fleetd/inventory/json_view.h"
 #include "fleetd/inventory/netbox_json.h"
 #include "lib/buf.h"
 #include "lib/file_read.h"
@@ -399,21 +400,54 @@ static bool retry_after(const struct resp *r, int retries, long long deadline,
 }
 
 /*
+ * Why a 200's body is not a JSON object, in the words fleetd has always used
+ * (jansson's line and text): this path is the rare one, so the body is read
+ * again by json_loadb for them. Only if jansson took what the view refused
+ * (json_view.h J1 says it cannot; fuzz_netbox_answer checks) does the
+ * view's own reason show, by offset.
+ */
+static fleet_err not_json(const char *method, const struct resp *r, bool other_value,
+			  const struct jv_error *jerr, struct fleet_errctx *ec)
+{
+	json_error_t je;
+	char why[61]; /* what %.60s below takes whole */
+	json_t *j = json_loadb((const char *)r->body.data, r->body.len, JSON_REJECT_DUPLICATES,
+			       &je);
+	bool jansson_object = json_is_object(j);
+	json_decref(j);
+	if (!other_value && jansson_object) {
+		fleet_sanitize(jerr->text, strlen(jerr->text), why, sizeof(why), SIZE_MAX);
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's answer to %s is not a JSON object (offset %zu: "
+					"%.60s)",
+					method, jerr->offset, why);
+	}
+	if (!j && json_error_code(&je) == json_error_out_of_memory)
+		return fleet_errctx_msg(ec, FLEET_INV_NOMEM,
+					"out of memory reading NetBox's answer to %s", method);
+	fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
+	return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+				"NetBox's answer to %s is not a JSON object (line %d: %.60s)",
+				method, je.line, other_value ? "another JSON value" : why);
+}
+
+/*
  * An exchange whose answer must be a JSON object with HTTP 200, within
  * timeout_ms all told (waits after a Retry-After and retries included). A
  * 404 is NOT_FOUND when not_found_ok (a device that does not exist), else
  * NetBox is not where base_url says it is. *over (may be NULL): the answer
- * was over FLEET_NETBOX_MAX_RESPONSE.
+ * was over FLEET_NETBOX_MAX_RESPONSE. On OK, out holds the answer (its root,
+ * token 0, an object) until jv_free; on anything else it is empty.
  */
 static fleet_err request_json(struct netbox *nb, const char *method, const char *url,
-			      const char *body, bool not_found_ok, json_t **out, bool *over,
-			      struct fleet_errctx *ec)
+			      const char *body, bool not_found_ok, struct jv_doc *out,
+			      bool *over, struct fleet_errctx *ec)
 {
 	struct resp r = {0};
 	char detail[400], note[160] = "";
 	long long deadline = now_ms() + nb->timeout_ms, wait_ms = 0;
 	fleet_err res;
-	*out = NULL;
+	memset(out, 0, sizeof(*out));
 	if (over)
 		*over = false;
 	fb_init_capped(&r.body, FLEET_NETBOX_MAX_RESPONSE); /* NetBox's answer: untrusted */
@@ -445,7 +479,8 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 		nb_error_detail((const char *)r.body.data, r.body.len, detail, sizeof(detail));
 	const char *sep = detail[0] ? ": " : "";
 	if (r.status == 200) {
-		json_error_t je;
+		struct jv_error jerr;
+		enum jv_result jr;
 		if (strncmp(r.ctype, "application/json", 16) != 0) {
 			res = fleet_errctx_msg(
 				ec, FLEET_INV_INVALID,
@@ -453,22 +488,16 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 				r.ctype);
 			goto done;
 		}
-		*out = json_loadb((const char *)r.body.data, r.body.len, JSON_REJECT_DUPLICATES,
-				  &je);
-		if (!*out && json_error_code(&je) == json_error_out_of_memory) {
+		/* One pass over the bytes into a flat view (json_view.h: it
+		 * accepts what json_loadb with JSON_REJECT_DUPLICATES accepts). */
+		jr = jv_parse(out, (const char *)r.body.data, r.body.len, &jerr);
+		if (jr == JV_NOMEM) {
 			res = fleet_errctx_msg(ec, FLEET_INV_NOMEM,
 					       "out of memory reading NetBox's answer to %s",
 					       method);
-		} else if (!json_is_object(*out)) {
-			char why[61]; /* what %.60s below takes whole */
-			fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
-			res = fleet_errctx_msg(
-				ec, FLEET_INV_INVALID,
-				"NetBox's answer to %s is not a JSON object (line %d: "
-				"%.60s)",
-				method, je.line, *out ? "another JSON value" : why);
-			json_decref(*out);
-			*out = NULL;
+		} else if (jr != JV_OK || jv_type(out, 0) != JV_OBJECT) {
+			res = not_json(method, &r, jr == JV_OK, &jerr, ec);
+			jv_free(out);
 		}
 	} else if (r.status == 404 && not_found_ok) {
 		/* NetBox restricts the queryset by the user's permission before it
@@ -534,10 +563,9 @@ static bool url_escape(const char *s, char *out, size_t outlen)
  * must be the endpoint we asked for, and the page is asked of our own origin
  * and prefix. The token goes to base_url and nowhere else.
  */
-static fleet_err next_url(struct netbox *nb, const json_t *next, const char *endpoint, char *url,
+static fleet_err next_url(struct netbox *nb, const char *s, const char *endpoint, char *url,
 			  size_t urllen, struct fleet_errctx *ec)
 {
-	const char *s = json_string_value(next);
 	const char *p = s ? strstr(s, "://") : NULL;
 	if (!p || !(p = strchr(p + 3, '/')))
 		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
@@ -566,8 +594,10 @@ static fleet_err next_url(struct netbox *nb, const json_t *next, const char *end
 	return FLEET_INV_OK;
 }
 
-/* Called for each result of a listing; a non-OK result stops the walk. */
-typedef fleet_err (*each_fn)(const json_t *item, void *ctx, struct fleet_errctx *ec);
+/* Called for each result of a listing, token item of j; a non-OK result
+ * stops the walk. */
+typedef fleet_err (*each_fn)(const struct jv_doc *j, uint32_t item, void *ctx,
+			     struct fleet_errctx *ec);
 
 /* The value of the query parameter name in url, as Django reads it (the
  * last one), into out; false when there is none. */
@@ -646,7 +676,7 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 		return fleet_errctx_msg(ec, FLEET_INV_INVALID, "request URL too long");
 	}
 	for (unsigned page = 0;; page++) {
-		json_t *j;
+		struct jv_doc j;
 		bool over;
 		/* Before each page: a listing of thousands of devices from a slow
 		 * NetBox must end within one request of its caller's bound. */
@@ -692,42 +722,42 @@ static fleet_err walk(struct netbox *nb, const char *endpoint, const char *query
 		}
 		if (r != FLEET_INV_OK)
 			return r;
-		const json_t *results = json_object_get(j, "results");
-		const json_t *next = json_object_get(j, "next");
-		if (!json_is_array(results) || !(json_is_null(next) || json_is_string(next))) {
-			json_decref(j);
+		uint32_t results = jv_get(&j, 0, "results");
+		uint32_t next = jv_get(&j, 0, "next");
+		if (jv_type(&j, results) != JV_ARRAY ||
+		    !(jv_type(&j, next) == JV_NULL || jv_type(&j, next) == JV_STRING)) {
+			jv_free(&j);
 			return fleet_errctx_msg(
 				ec, FLEET_INV_INVALID,
 				"NetBox's listing of %s has no results array or next "
 				"link",
 				endpoint);
 		}
-		size_t i;
-		const json_t *item;
-		json_array_foreach(results, i, item) {
+		uint32_t item = results + 1, count = jv_count(&j, results);
+		for (uint32_t i = 0; i < count; i++, item = j.tok[item].next) {
 			if (++seen > FLEET_NETBOX_MAX_OBJECTS) {
 				r = fleet_errctx_msg(ec, FLEET_INV_INVALID,
 						     "NetBox lists over %u objects under %s",
 						     FLEET_NETBOX_MAX_OBJECTS, endpoint);
 			} else {
-				r = fn(item, ctx, ec);
+				r = fn(&j, item, ctx, ec);
 			}
 			if (r != FLEET_INV_OK) {
-				json_decref(j);
+				jv_free(&j);
 				return r;
 			}
 		}
-		if (json_is_null(next)) {
-			json_decref(j);
+		if (jv_type(&j, next) == JV_NULL) {
+			jv_free(&j);
 			return FLEET_INV_OK;
 		}
-		if (json_array_size(results) == 0 || page + 1 >= FLEET_NETBOX_MAX_PAGES) {
-			json_decref(j);
+		if (count == 0 || page + 1 >= FLEET_NETBOX_MAX_PAGES) {
+			jv_free(&j);
 			return fleet_errctx_msg(ec, FLEET_INV_INVALID,
 						"NetBox's listing of %s does not end", endpoint);
 		}
-		r = next_url(nb, next, endpoint, url, sizeof(url), ec);
-		json_decref(j);
+		r = next_url(nb, jv_str(&j, next, NULL), endpoint, url, sizeof(url), ec);
+		jv_free(&j);
 		if (r != FLEET_INV_OK)
 			return r;
 		/* NetBox's link carries the limit it used; never above the ceiling */
@@ -758,19 +788,20 @@ static const char *const device_fields[] = {"id",     "name",        "serial",
  * NetBox ignored fields= (an older NetBox, or a proxy that dropped the
  * parameter): the answer is still whole, only larger, and it is counted.
  */
-static void check_fields(struct netbox *nb, const json_t *o, const char **missing)
+static void check_fields(struct netbox *nb, const struct jv_doc *j, uint32_t o,
+			 const char **missing)
 {
 	size_t n = sizeof(device_fields) / sizeof(device_fields[0]), present = 0;
 	*missing = NULL;
-	if (!json_is_object(o))
+	if (jv_type(j, o) != JV_OBJECT)
 		return;
 	for (size_t i = 0; i < n; i++) {
-		if (json_object_get(o, device_fields[i]))
+		if (jv_get(j, o, device_fields[i]) != JV_NONE)
 			present++;
 		else if (!*missing)
 			*missing = device_fields[i];
 	}
-	if (json_object_size(o) > present) {
+	if (jv_count(j, o) > present) {
 		pthread_mutex_lock(&nb->lock);
 		nb->stats.fields_ignored++;
 		pthread_mutex_unlock(&nb->lock);
@@ -779,12 +810,12 @@ static void check_fields(struct netbox *nb, const json_t *o, const char **missin
 
 /* A device answer (GET, or a listing's result) that passed nb_parse_device:
  * INVALID when a field asked for is missing. */
-static fleet_err device_complete(struct netbox *nb, const json_t *o,
+static fleet_err device_complete(struct netbox *nb, const struct jv_doc *j, uint32_t o,
 				 const struct fleet_inv_device *d, char *reason, size_t reasonlen,
 				 struct fleet_errctx *ec)
 {
 	const char *missing;
-	check_fields(nb, o, &missing);
+	check_fields(nb, j, o, &missing);
 	if (!missing)
 		return FLEET_INV_OK;
 	if (reason && reasonlen)
@@ -817,13 +848,14 @@ struct find_ctx {
 	long ids[2];
 };
 
-static fleet_err find_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
+static fleet_err find_each(const struct jv_doc *j, uint32_t item, void *ctx,
+			   struct fleet_errctx *ec)
 {
 	struct find_ctx *f = ctx;
 	struct fleet_inv_device d;
-	fleet_err r = nb_parse_device(item, &d, NULL, 0, ec);
+	fleet_err r = nb_parse_device(j, item, &d, NULL, 0, ec);
 	if (r == FLEET_INV_OK)
-		r = device_complete(f->nb, item, &d, NULL, 0, ec);
+		r = device_complete(f->nb, j, item, &d, NULL, 0, ec);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (!same_serial(d.serial, f->serial)) {
@@ -875,12 +907,13 @@ static fleet_err nb_find_by_serial(struct fleet_inventory *inv, const char *seri
 }
 
 /* Parse a single-device answer and check it is the device asked for. */
-static fleet_err device_answer(struct netbox *nb, json_t *j, long id, bool asked_fields,
-			       struct fleet_inv_device *out, struct fleet_errctx *ec)
+static fleet_err device_answer(struct netbox *nb, const struct jv_doc *j, long id,
+			       bool asked_fields, struct fleet_inv_device *out,
+			       struct fleet_errctx *ec)
 {
-	fleet_err r = nb_parse_device(j, out, NULL, 0, ec);
+	fleet_err r = nb_parse_device(j, 0, out, NULL, 0, ec);
 	if (r == FLEET_INV_OK && asked_fields)
-		r = device_complete(nb, j, out, NULL, 0, ec);
+		r = device_complete(nb, j, 0, out, NULL, 0, ec);
 	if (r == FLEET_INV_OK && out->id != id) {
 		r = fleet_errctx_msg(ec, FLEET_INV_INVALID,
 				     "NetBox answered for device %ld with device %ld", id, out->id);
@@ -895,7 +928,7 @@ static fleet_err nb_get(struct fleet_inventory *inv, long id, struct fleet_inv_d
 {
 	struct netbox *nb = (struct netbox *)inv;
 	char url[MAX_URL];
-	json_t *j;
+	struct jv_doc j;
 	memset(out, 0, sizeof(*out));
 	if (id <= 0)
 		return fleet_errctx_msg(ec, FLEET_INV_NOT_FOUND, "device id %ld cannot exist", id);
@@ -903,8 +936,8 @@ static fleet_err nb_get(struct fleet_inventory *inv, long id, struct fleet_inv_d
 	fleet_err r = request_json(nb, "GET", url, NULL, true, &j, NULL, ec);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(nb, j, id, true, out, ec);
-	json_decref(j);
+	r = device_answer(nb, &j, id, true, out, ec);
+	jv_free(&j);
 	return r;
 }
 
@@ -914,11 +947,12 @@ struct change_ctx {
 	bool found;
 };
 
-static fleet_err change_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
+static fleet_err change_each(const struct jv_doc *j, uint32_t item, void *ctx,
+			     struct fleet_errctx *ec)
 {
 	struct change_ctx *c = ctx;
 	struct nb_change ch;
-	fleet_err r = nb_parse_change(item, c->device_id, &ch, ec);
+	fleet_err r = nb_parse_change(j, item, c->device_id, &ch, ec);
 	if (r != FLEET_INV_OK || !ch.binding_changed)
 		return r;
 	/* Newest by time, then by id; the ordering we asked for is not trusted. */
@@ -959,7 +993,7 @@ static fleet_err patch(struct netbox *nb, long id, json_t *body, struct fleet_in
 		       struct fleet_errctx *ec)
 {
 	char url[MAX_URL];
-	json_t *j;
+	struct jv_doc j;
 	char *text = json_dumps(body, JSON_COMPACT);
 	if (!text)
 		return fleet_errctx_msg(ec, FLEET_INV_NOMEM, "out of memory");
@@ -968,8 +1002,8 @@ static fleet_err patch(struct netbox *nb, long id, json_t *body, struct fleet_in
 	free(text);
 	if (r != FLEET_INV_OK)
 		return r;
-	r = device_answer(nb, j, id, false, after, ec);
-	json_decref(j);
+	r = device_answer(nb, &j, id, false, after, ec);
+	jv_free(&j);
 	return r;
 }
 
@@ -1100,16 +1134,14 @@ static const char *name_fault(const char *name)
 }
 
 /* What can still be read of a malformed record, to find the device it is. */
-static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
+static void malformed_keys(const struct jv_doc *j, uint32_t item, struct fleet_inv_malformed *m)
 {
-	const json_t *id = json_object_get(item, "id");
-	const json_t *serial = json_object_get(item, "serial");
-	if (json_is_integer(id) && json_integer_value(id) > 0 &&
-	    json_integer_value(id) <= (json_int_t)LONG_MAX)
-		m->id = (long)json_integer_value(id);
-	if (json_is_string(serial)) {
-		const char *s = json_string_value(serial);
-		size_t n = json_string_length(serial);
+	uint32_t id = jv_get(j, item, "id");
+	size_t n;
+	const char *s = jv_str(j, jv_get(j, item, "serial"), &n);
+	if (jv_type(j, id) == JV_INT && j->tok[id].v.i > 0 && j->tok[id].v.i <= (int64_t)LONG_MAX)
+		m->id = (long)j->tok[id].v.i;
+	if (s) {
 		bool ok = strlen(s) == n && n < sizeof(m->serial) &&
 			  fleet_ascii_printable(s, n, FLEET_ASCII_SPACE | FLEET_ASCII_8BIT);
 		if (ok)
@@ -1119,7 +1151,8 @@ static void malformed_keys(const json_t *item, struct fleet_inv_malformed *m)
 
 /* Each device is judged on its own: a malformed one is reported in l->bad
  * and the walk goes on. */
-static fleet_err list_each(const json_t *item, void *ctx, struct fleet_errctx *ec)
+static fleet_err list_each(const struct jv_doc *j, uint32_t item, void *ctx,
+			   struct fleet_errctx *ec)
 {
 	struct list_ctx *l = ctx;
 	if ((!l->fn && !list_grow((void **)&l->v, &l->cap, l->n, sizeof(*l->v))) ||
@@ -1130,9 +1163,9 @@ static fleet_err list_each(const json_t *item, void *ctx, struct fleet_errctx *e
 	struct fleet_inv_malformed *m = &l->bad[l->n_bad];
 	struct fleet_errctx perr; /* a malformed device's: reported apart, by its reason */
 	memset(m, 0, sizeof(*m));
-	fleet_err r = nb_parse_device(item, d, m->reason, sizeof(m->reason), &perr);
+	fleet_err r = nb_parse_device(j, item, d, m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK)
-		r = device_complete(l->nb, item, d, m->reason, sizeof(m->reason), &perr);
+		r = device_complete(l->nb, j, item, d, m->reason, sizeof(m->reason), &perr);
 	if (r == FLEET_INV_OK) {
 		const char *fault = name_fault(d->name);
 		if (!fault) {
@@ -1154,7 +1187,7 @@ static fleet_err list_each(const json_t *item, void *ctx, struct fleet_errctx *e
 	}
 	if (!m->reason[0])
 		snprintf(m->reason, sizeof(m->reason), "device:invalid");
-	malformed_keys(item, m);
+	malformed_keys(j, item, m);
 	l->n_bad++;
 	return FLEET_INV_OK;
 }

@@ -13,10 +13,12 @@
 #include "fleetd/inventory/netbox_json.h"
 
 #include <arpa/inet.h>
+#include <jansson.h> /* nb_error_detail only: an error body is read as before */
 #include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
+#include "fleetd/inventory/json_view.h"
 #include "lib/sanitize.h"
 
 /* Printable ASCII or UTF-8 text without control characters. */
@@ -43,24 +45,26 @@ static fleet_err bad(struct why *w, const char *field, const char *problem)
  * "" when optional, else INVALID; any other type, an embedded NUL, a control
  * character or a length of cap or more is INVALID. what names the object.
  */
-static fleet_err get_text_as(const json_t *o, const char *key, const char *label, const char *field,
-			     struct why *w, bool optional, char *out, size_t cap, const char *what,
-			     struct fleet_errctx *ec)
+static fleet_err get_text_as(const struct jv_doc *j, uint32_t o, const char *key,
+			     const char *label, const char *field, struct why *w, bool optional,
+			     char *out, size_t cap, const char *what, struct fleet_errctx *ec)
 {
-	const json_t *v = json_object_get(o, key);
+	uint32_t v = jv_get(j, o, key);
 	out[0] = '\0';
-	if (!v || json_is_null(v)) {
+	if (jv_type(j, v) == JV_ABSENT || jv_type(j, v) == JV_NULL) {
 		if (optional)
 			return FLEET_INV_OK;
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is missing", what, label);
-		return bad(w, field, v ? "null" : "missing");
+		return bad(w, field, v != JV_NONE ? "null" : "missing");
 	}
-	if (!json_is_string(v)) {
+	if (jv_type(j, v) != JV_STRING) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is not a string", what, label);
 		return bad(w, field, "not-string");
 	}
-	const char *s = json_string_value(v);
-	size_t n = json_string_length(v);
+	size_t n;
+	const char *s = jv_str(j, v, &n);
+	/* the view refuses \u0000 as jansson does; the length check stays so
+	 * that a NUL could never shorten a value unseen */
 	if (strlen(s) != n || !clean_text(s, n)) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s holds a control character", what,
 				 label);
@@ -75,44 +79,45 @@ static fleet_err get_text_as(const json_t *o, const char *key, const char *label
 	return FLEET_INV_OK;
 }
 
-static fleet_err get_text(const json_t *o, const char *key, struct why *w, bool optional, char *out,
-			  size_t cap, const char *what, struct fleet_errctx *ec)
+static fleet_err get_text(const struct jv_doc *j, uint32_t o, const char *key, struct why *w,
+			  bool optional, char *out, size_t cap, const char *what,
+			  struct fleet_errctx *ec)
 {
-	return get_text_as(o, key, key, key, w, optional, out, cap, what, ec);
+	return get_text_as(j, o, key, key, key, w, optional, out, cap, what, ec);
 }
 
-static fleet_err get_custom_text(const json_t *cf, const char *key, struct why *w, char *out,
-				 size_t cap, const char *what, struct fleet_errctx *ec)
+static fleet_err get_custom_text(const struct jv_doc *j, uint32_t cf, const char *key,
+				 struct why *w, char *out, size_t cap, const char *what,
+				 struct fleet_errctx *ec)
 {
 	char label[64], field[64];
 	snprintf(label, sizeof(label), "custom field %s", key);
 	snprintf(field, sizeof(field), "custom_fields.%s", key);
-	return get_text_as(cf, key, label, field, w, true, out, cap, what, ec);
+	return get_text_as(j, cf, key, label, field, w, true, out, cap, what, ec);
 }
 
-static fleet_err get_id(const json_t *o, const char *key, struct why *w, long *out,
-			const char *what, struct fleet_errctx *ec)
+static fleet_err get_id(const struct jv_doc *j, uint32_t o, const char *key, struct why *w,
+			long *out, const char *what, struct fleet_errctx *ec)
 {
-	const json_t *v = json_object_get(o, key);
-	if (!json_is_integer(v) || json_integer_value(v) <= 0 ||
-	    json_integer_value(v) > (json_int_t)LONG_MAX) {
+	uint32_t v = jv_get(j, o, key);
+	if (jv_type(j, v) != JV_INT || j->tok[v].v.i <= 0 || j->tok[v].v.i > (int64_t)LONG_MAX) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s is not a positive integer", what,
 				 key);
 		return bad(w, key, "not-positive-integer");
 	}
-	*out = (long)json_integer_value(v);
+	*out = (long)j->tok[v].v.i;
 	return FLEET_INV_OK;
 }
 
 /* A boolean custom field: true, false, or null/absent (unset). */
-static fleet_err get_tristate(const json_t *cf, const char *key, struct why *w, int *out,
-			      const char *what, struct fleet_errctx *ec)
+static fleet_err get_tristate(const struct jv_doc *j, uint32_t cf, const char *key, struct why *w,
+			      int *out, const char *what, struct fleet_errctx *ec)
 {
-	const json_t *v = json_object_get(cf, key);
-	if (!v || json_is_null(v))
+	enum jv_type t = jv_type(j, jv_get(j, cf, key));
+	if (t == JV_ABSENT || t == JV_NULL)
 		*out = -1;
-	else if (json_is_boolean(v))
-		*out = json_is_true(v) ? 1 : 0;
+	else if (t == JV_TRUE || t == JV_FALSE)
+		*out = t == JV_TRUE ? 1 : 0;
 	else {
 		char field[64];
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: custom field %s is not a boolean",
@@ -142,11 +147,11 @@ bool nb_is_status_slug(const char *s)
 	return i >= 1 && i <= 31;
 }
 
-static fleet_err get_ek_hash(const json_t *cf, const char *key, struct why *w, char out[65],
-			     const char *what, struct fleet_errctx *ec)
+static fleet_err get_ek_hash(const struct jv_doc *j, uint32_t cf, const char *key, struct why *w,
+			     char out[65], const char *what, struct fleet_errctx *ec)
 {
 	char tmp[FLEET_INV_STR];
-	fleet_err r = get_custom_text(cf, key, w, tmp, sizeof(tmp), what, ec);
+	fleet_err r = get_custom_text(j, cf, key, w, tmp, sizeof(tmp), what, ec);
 	if (r != FLEET_INV_OK)
 		return r;
 	if (tmp[0] && !nb_is_ek_hash(tmp)) {
@@ -202,8 +207,8 @@ static const struct text_field text_fields[] = {
 };
 #undef TF
 
-fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
-			  size_t reasonlen, struct fleet_errctx *ec)
+fleet_err nb_parse_device(const struct jv_doc *j, uint32_t o, struct fleet_inv_device *d,
+			  char *reason, size_t reasonlen, struct fleet_errctx *ec)
 {
 	fleet_err r;
 	char what[48] = "device";
@@ -212,25 +217,25 @@ fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *rea
 		reason[0] = '\0';
 	memset(d, 0, sizeof(*d));
 	d->amt = d->secure_boot_expected = -1;
-	if (!json_is_object(o)) {
+	if (jv_type(j, o) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "a device is not a JSON object");
 		return bad(w, "device", "not-object");
 	}
-	if ((r = get_id(o, "id", w, &d->id, what, ec)) != FLEET_INV_OK)
+	if ((r = get_id(j, o, "id", w, &d->id, what, ec)) != FLEET_INV_OK)
 		return r;
 	snprintf(what, sizeof(what), "device %ld", d->id);
-	if ((r = get_text(o, "name", w, true, d->name, sizeof(d->name), what, ec)) ||
-	    (r = get_text(o, "serial", w, false, d->serial, sizeof(d->serial), what, ec)))
+	if ((r = get_text(j, o, "name", w, true, d->name, sizeof(d->name), what, ec)) ||
+	    (r = get_text(j, o, "serial", w, false, d->serial, sizeof(d->serial), what, ec)))
 		return r;
 
-	const json_t *st = json_object_get(o, "status");
-	if (!json_is_object(st)) {
+	uint32_t st = jv_get(j, o, "status");
+	if (jv_type(j, st) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: status is not an object with a value",
 				 what);
 		return bad(w, "status", "not-object");
 	}
-	if ((r = get_text_as(st, "value", "value", "status", w, false, d->status, sizeof(d->status),
-			     what, ec)))
+	if ((r = get_text_as(j, st, "value", "value", "status", w, false, d->status,
+			     sizeof(d->status), what, ec)))
 		return r;
 	if (!nb_is_status_slug(d->status)) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: status value is not a status slug",
@@ -238,14 +243,14 @@ fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *rea
 		return bad(w, "status", "not-slug");
 	}
 
-	const json_t *ip = json_object_get(o, "primary_ip4");
-	if (ip && !json_is_null(ip)) {
-		if (!json_is_object(ip)) {
+	uint32_t ip = jv_get(j, o, "primary_ip4");
+	if (jv_type(j, ip) != JV_ABSENT && jv_type(j, ip) != JV_NULL) {
+		if (jv_type(j, ip) != JV_OBJECT) {
 			fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: primary_ip4 is not an object",
 					 what);
 			return bad(w, "primary_ip4", "not-object");
 		}
-		if ((r = get_text_as(ip, "address", "address", "primary_ip4", w, false,
+		if ((r = get_text_as(j, ip, "address", "address", "primary_ip4", w, false,
 				     d->primary_ip4, sizeof(d->primary_ip4), what, ec)))
 			return r;
 		if (!is_ipv4_cidr(d->primary_ip4)) {
@@ -256,22 +261,24 @@ fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *rea
 		}
 	}
 
-	const json_t *cf = json_object_get(o, "custom_fields");
-	if (!json_is_object(cf)) {
+	uint32_t cf = jv_get(j, o, "custom_fields");
+	if (jv_type(j, cf) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: custom_fields is not an object", what);
 		return bad(w, "custom_fields", "not-object");
 	}
 	for (size_t i = 0; i < sizeof(text_fields) / sizeof(text_fields[0]); i++) {
 		const struct text_field *f = &text_fields[i];
-		if ((r = get_custom_text(cf, f->key, w, (char *)d + f->off, f->cap, what, ec)))
+		if ((r = get_custom_text(j, cf, f->key, w, (char *)d + f->off, f->cap, what, ec)))
 			return r;
 	}
-	if ((r = get_tristate(cf, "amt", w, &d->amt, what, ec)) ||
-	    (r = get_tristate(cf, "secure_boot_expected", w, &d->secure_boot_expected, what, ec)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash", w, d->approved_ek_hash, what, ec)) ||
-	    (r = get_ek_hash(cf, "approved_ek_hash_ecc", w, d->approved_ek_hash_ecc, what, ec)) ||
-	    (r = get_ek_hash(cf, "ek_hash", w, d->ek_hash, what, ec)) ||
-	    (r = get_ek_hash(cf, "ek_hash_ecc", w, d->ek_hash_ecc, what, ec)))
+	if ((r = get_tristate(j, cf, "amt", w, &d->amt, what, ec)) ||
+	    (r = get_tristate(j, cf, "secure_boot_expected", w, &d->secure_boot_expected, what,
+			      ec)) ||
+	    (r = get_ek_hash(j, cf, "approved_ek_hash", w, d->approved_ek_hash, what, ec)) ||
+	    (r = get_ek_hash(j, cf, "approved_ek_hash_ecc", w, d->approved_ek_hash_ecc, what,
+			     ec)) ||
+	    (r = get_ek_hash(j, cf, "ek_hash", w, d->ek_hash, what, ec)) ||
+	    (r = get_ek_hash(j, cf, "ek_hash_ecc", w, d->ek_hash_ecc, what, ec)))
 		return r;
 	return FLEET_INV_OK;
 }
@@ -335,53 +342,55 @@ bool nb_parse_time(const char *s, time_t *t, long *usec)
  * The binding value key from a change-log snapshot (prechange_data or
  * postchange_data, either may be null): absent, null and "" all mean unset.
  */
-static fleet_err snapshot_value(const json_t *snap, const char *key, const char **out,
-				const char *what, struct fleet_errctx *ec)
+static fleet_err snapshot_value(const struct jv_doc *j, uint32_t snap, const char *key,
+				const char **out, const char *what, struct fleet_errctx *ec)
 {
 	*out = "";
-	if (!snap || json_is_null(snap))
+	if (jv_type(j, snap) == JV_ABSENT || jv_type(j, snap) == JV_NULL)
 		return FLEET_INV_OK;
-	if (!json_is_object(snap)) {
+	if (jv_type(j, snap) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: change data is not an object", what);
 		return FLEET_INV_INVALID;
 	}
-	const json_t *cf = json_object_get(snap, "custom_fields");
-	if (!cf || json_is_null(cf))
+	uint32_t cf = jv_get(j, snap, "custom_fields");
+	if (jv_type(j, cf) == JV_ABSENT || jv_type(j, cf) == JV_NULL)
 		return FLEET_INV_OK;
-	if (!json_is_object(cf)) {
+	if (jv_type(j, cf) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID,
 				 "%s: custom_fields in change data is not an object", what);
 		return FLEET_INV_INVALID;
 	}
-	const json_t *v = json_object_get(cf, key);
-	if (!v || json_is_null(v))
+	uint32_t v = jv_get(j, cf, key);
+	if (jv_type(j, v) == JV_ABSENT || jv_type(j, v) == JV_NULL)
 		return FLEET_INV_OK;
-	if (!json_is_string(v) || strlen(json_string_value(v)) != json_string_length(v)) {
+	size_t n;
+	const char *s = jv_str(j, v, &n);
+	if (!s || strlen(s) != n) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: %s in change data is not a string",
 				 what, key);
 		return FLEET_INV_INVALID;
 	}
-	*out = json_string_value(v);
+	*out = s;
 	return FLEET_INV_OK;
 }
 
-fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
-			  struct fleet_errctx *ec)
+fleet_err nb_parse_change(const struct jv_doc *j, uint32_t o, long device_id,
+			  struct nb_change *c, struct fleet_errctx *ec)
 {
 	fleet_err r;
 	char what[64] = "object change";
 	char buf[64];
 	long obj_id;
 	memset(c, 0, sizeof(*c));
-	if (!json_is_object(o)) {
+	if (jv_type(j, o) != JV_OBJECT) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "an object change is not a JSON object");
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_id(o, "id", NULL, &c->id, what, ec)))
+	if ((r = get_id(j, o, "id", NULL, &c->id, what, ec)))
 		return r;
 	snprintf(what, sizeof(what), "object change %ld", c->id);
-	if ((r = get_text(o, "changed_object_type", NULL, false, buf, sizeof(buf), what, ec)) ||
-	    (r = get_id(o, "changed_object_id", NULL, &obj_id, what, ec)))
+	if ((r = get_text(j, o, "changed_object_type", NULL, false, buf, sizeof(buf), what, ec)) ||
+	    (r = get_id(j, o, "changed_object_id", NULL, &obj_id, what, ec)))
 		return r;
 	if (strcmp(buf, "dcim.device") != 0 || obj_id != device_id) {
 		/* The filter was not applied: never read another object's history
@@ -391,30 +400,30 @@ fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
 				 device_id);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "time", NULL, false, buf, sizeof(buf), what, ec)))
+	if ((r = get_text(j, o, "time", NULL, false, buf, sizeof(buf), what, ec)))
 		return r;
 	if (!nb_parse_time(buf, &c->when, &c->usec)) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID, "%s: time is not an ISO 8601 date and time",
 				 what);
 		return FLEET_INV_INVALID;
 	}
-	if ((r = get_text(o, "user_name", NULL, false, c->user, sizeof(c->user), what, ec)))
+	if ((r = get_text(j, o, "user_name", NULL, false, c->user, sizeof(c->user), what, ec)))
 		return r;
-	const json_t *act = json_object_get(o, "action");
-	if (!json_is_object(act) ||
-	    (r = get_text(act, "value", NULL, false, buf, sizeof(buf), what, ec)) ||
+	uint32_t act = jv_get(j, o, "action");
+	if (jv_type(j, act) != JV_OBJECT ||
+	    (r = get_text(j, act, "value", NULL, false, buf, sizeof(buf), what, ec)) ||
 	    (strcmp(buf, "create") && strcmp(buf, "update") && strcmp(buf, "delete"))) {
 		fleet_errctx_msg(ec, FLEET_INV_INVALID,
 				 "%s: action is not create, update or delete", what);
 		return FLEET_INV_INVALID;
 	}
 	static const char *const binding[] = {"approved_ek_hash", "approved_ek_hash_ecc"};
-	const json_t *pre = json_object_get(o, "prechange_data");
-	const json_t *post = json_object_get(o, "postchange_data");
+	uint32_t pre = jv_get(j, o, "prechange_data");
+	uint32_t post = jv_get(j, o, "postchange_data");
 	for (size_t i = 0; i < 2; i++) {
 		const char *a, *b;
-		if ((r = snapshot_value(pre, binding[i], &a, what, ec)) ||
-		    (r = snapshot_value(post, binding[i], &b, what, ec)))
+		if ((r = snapshot_value(j, pre, binding[i], &a, what, ec)) ||
+		    (r = snapshot_value(j, post, binding[i], &b, what, ec)))
 			return r;
 		if (strcmp(a, b) != 0)
 			c->binding_changed = true;

@@ -10,15 +10,14 @@
 #include <stddef.h>
 #include <time.h>
 
-#include <jansson.h>
-
 #include "fleetd/inventory/inventory.h"
+#include "fleetd/inventory/json_view.h"
 
-/* A device object (GET /api/dcim/devices/N/ or one list result). On
- * INVALID, reason (may be NULL) gets the stable "<field>:<problem>" of the
- * first fault, e.g. "custom_fields.class:too-long". */
-fleet_err nb_parse_device(const json_t *o, struct fleet_inv_device *d, char *reason,
-			  size_t reasonlen, struct fleet_errctx *ec);
+/* A device object, token o of j (GET /api/dcim/devices/N/ or one list
+ * result). On INVALID, reason (may be NULL) gets the stable
+ * "<field>:<problem>" of the first fault, e.g. "custom_fields.class:too-long". */
+fleet_err nb_parse_device(const struct jv_doc *j, uint32_t o, struct fleet_inv_device *d,
+			  char *reason, size_t reasonlen, struct fleet_errctx *ec);
 
 /* One object change, reduced to what the binding rule needs. */
 struct nb_change {
@@ -30,8 +29,8 @@ struct nb_change {
 };
 
 /* An entry of /api/core/object-changes/; it must be about dcim.device id. */
-fleet_err nb_parse_change(const json_t *o, long device_id, struct nb_change *c,
-			  struct fleet_errctx *ec);
+fleet_err nb_parse_change(const struct jv_doc *j, uint32_t o, long device_id,
+			  struct nb_change *c, struct fleet_errctx *ec);
 
 /* ISO 8601 as Django REST framework writes it: 2024-05-01T12:34:56[.ffffff]
  * then Z or +HH:MM / -HH:MM. Returns false on anything else. */

@@ -21,6 +21,7 @@
 
 #include <jansson.h>
 
+#include "fleetd/inventory/json_view.h"
 #include "fleetd/inventory/netbox.h"
 #include "tests/e2e/netbox_harness.h"
 
@@ -39,11 +40,18 @@
 void *__real_reallocarray(void *p, size_t n, size_t size);
 void *__wrap_reallocarray(void *p, size_t n, size_t size);
 
-static atomic_bool fail_reallocarray;
+/* What fails: nothing, the listing's arrays (devices and malformed
+ * records), or the reader's token array (json_view.c); told apart by the
+ * element size, which differs between the three. */
+enum { FAIL_NONE, FAIL_LIST, FAIL_READER };
+static atomic_int fail_reallocarray;
 
 void *__wrap_reallocarray(void *p, size_t n, size_t size)
 {
-	if (atomic_load(&fail_reallocarray)) {
+	int f = atomic_load(&fail_reallocarray);
+	if ((f == FAIL_LIST && (size == sizeof(struct fleet_inv_device) ||
+				size == sizeof(struct fleet_inv_malformed))) ||
+	    (f == FAIL_READER && size == sizeof(struct jv_tok))) {
 		errno = ENOMEM;
 		return NULL;
 	}
@@ -466,24 +474,27 @@ static void test_list_follows_pagination(void **st)
 	inv->ops->close(inv);
 }
 
-/* fleetd out of memory while listing: NOMEM, said as what it is, never
- * UNAVAILABLE (NetBox answered); nothing is handed out, and the next
- * listing, with memory again, is whole. */
-static void test_out_of_memory_is_not_netbox_down(void **st)
+/*
+ * A listing with allocations of kind `mode` failing: NOMEM, said as what it
+ * is (want in the detail), never UNAVAILABLE (NetBox answered); nothing is
+ * handed out, and the next listing, with memory again, is whole. What the
+ * refusal said goes to detail.
+ */
+static void listing_without_memory(struct fleet_inventory *inv, int mode, const char *want,
+				   char *detail, size_t detail_len)
 {
-	struct fleet_inventory *inv = open_v1();
 	struct fleet_inv_device *v = NULL;
 	struct fleet_inv_malformed *bad = NULL;
 	size_t n = 0, n_bad = 0;
 	struct fleet_errctx ec;
-	atomic_store(&fail_reallocarray, true);
+	atomic_store(&fail_reallocarray, mode);
 	fleet_err r = inv->ops->list(inv, &v, &n, &bad, &n_bad, &ec);
-	atomic_store(&fail_reallocarray, false);
+	atomic_store(&fail_reallocarray, FAIL_NONE);
 	print_message("refused: %s\n", ec.detail);
+	snprintf(detail, detail_len, "%s", ec.detail);
 	assert_int_equal(r, FLEET_INV_NOMEM);
 	assert_string_equal(fleet_err_str(r), "out-of-memory");
-	assert_non_null(strstr(ec.detail, "out of memory listing devices"));
-	assert_null(strstr(ec.detail, "NetBox"));
+	assert_non_null(strstr(ec.detail, want));
 	assert_null(v);
 	assert_null(bad);
 	assert_int_equal(n + n_bad, 0);
@@ -491,6 +502,35 @@ static void test_out_of_memory_is_not_netbox_down(void **st)
 	assert_int_equal(n, 10);
 	free(v);
 	free(bad);
+}
+
+/* fleetd out of memory growing the listing's arrays: NetBox is not named. */
+static void test_out_of_memory_is_not_netbox_down(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	char detail[sizeof(((struct fleet_errctx *)0)->detail)];
+	listing_without_memory(inv, FAIL_LIST, "out of memory listing devices", detail,
+			       sizeof(detail));
+	assert_null(strstr(detail, "NetBox"));
+	inv->ops->close(inv);
+}
+
+/* fleetd out of memory reading an answer (json_view.c's token array):
+ * NOMEM, said as fleetd's own, for a listing and a single GET alike. */
+static void test_out_of_memory_reading_an_answer(void **st)
+{
+	struct fleet_inventory *inv = open_v1();
+	struct fleet_inv_device d;
+	struct fleet_errctx ec;
+	char detail[sizeof(ec.detail)];
+	listing_without_memory(inv, FAIL_READER, "out of memory reading NetBox's answer to GET",
+			       detail, sizeof(detail));
+	atomic_store(&fail_reallocarray, FAIL_READER);
+	fleet_err g = inv->ops->get(inv, 1, &d, &ec);
+	atomic_store(&fail_reallocarray, FAIL_NONE);
+	assert_int_equal(g, FLEET_INV_NOMEM);
+	assert_string_equal(ec.detail, "out of memory reading NetBox's answer to GET");
+	assert_int_equal(inv->ops->get(inv, 1, &d, &ec), FLEET_INV_OK);
 	inv->ops->close(inv);
 }
 
@@ -1331,6 +1371,7 @@ int main(void)
 		cmocka_unit_test(test_set_status),
 		cmocka_unit_test(test_list_follows_pagination),
 		cmocka_unit_test(test_out_of_memory_is_not_netbox_down),
+		cmocka_unit_test(test_out_of_memory_reading_an_answer),
 		cmocka_unit_test(test_next_links_behind_a_prefix_stripping_proxy),
 		cmocka_unit_test(test_a_listing_reuses_one_connection),
 		cmocka_unit_test(test_a_page_over_the_cap_is_asked_in_halves),

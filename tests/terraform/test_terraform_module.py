@@ -205,7 +205,7 @@ def fleetd_custom_fields():
     """The custom fields fleetd's NetBox client reads (netbox_json.c)."""
     src = open(os.path.join(ROOT, "fleetd", "inventory", "netbox_json.c")).read()
     names = set(re.findall(r'\bTF\("([a-z0-9_]+)"', src))
-    names |= set(re.findall(r'\bget_(?:tristate|ek_hash|custom_text)\(cf, "([a-z0-9_]+)"', src))
+    names |= set(re.findall(r'\bget_(?:tristate|ek_hash|custom_text)\((?:j, )?cf, "([a-z0-9_]+)"', src))
     return names
 
 
