@@ -5,9 +5,9 @@
 # policy/attestors/tpm.c, fleetd/join/join_renew.c): a real swtpm with its
 # manufacturer's EK certificate, fleet-join --attestor tpm as the machine,
 # and TWO fleetd processes sharing only the store and the challenge key
-# behind one address: a TCP relay hands each connection to the next
-# fleetd in turn, so the challenge one process sealed is answered by the
-# other (spec 001: "any api replica can finish the join").
+# behind one address: an HTTP relay hands each request to the next fleetd
+# in turn, so the challenge one process sealed is answered by the other
+# (spec 001: "any api replica can finish the join").
 #
 # Checked: both rounds admitted, the node key certified (its certificate
 # names the AK: urn:bc:tpm-ak:), the EK bound to the node; a reinstall
@@ -120,34 +120,13 @@ url_a=$site_fleetd_url
 start b 1
 url_b=$site_fleetd_url
 
-# The relay: one address, each connection to the next fleetd in turn.
+# The relay (tests/e2e/http_relay.py): one address, each request to the
+# next fleetd in turn, as an HTTP load balancer in round-robin mode does:
+# fleet-join keeps one connection for both rounds, and a relay of
+# connections would hand both to one process.
 relay_port=$(site_free_port)
-python3 - "$relay_port" "$pa" "$pb" >relay.log 2>&1 <<'PY' &
-import socket, sys, threading, itertools
-port, backends = int(sys.argv[1]), itertools.cycle([int(p) for p in sys.argv[2:]])
-def pipe(a, b):
-    try:
-        while True:
-            d = a.recv(65536)
-            if not d:
-                break
-            b.sendall(d)
-    except OSError:
-        pass
-    finally:
-        for s in (a, b):
-            try: s.shutdown(socket.SHUT_RDWR)
-            except OSError: pass
-s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-s.bind(("127.0.0.1", port)); s.listen(64)
-while True:
-    c, _ = s.accept()
-    be = next(backends)
-    u = socket.create_connection(("127.0.0.1", be))
-    print("connection to", be, flush=True)
-    threading.Thread(target=pipe, args=(c, u), daemon=True).start()
-    threading.Thread(target=pipe, args=(u, c), daemon=True).start()
-PY
+python3 "$src/tests/e2e/http_relay.py" "$relay_port" tls/fleetd.crt tls/fleetd.key "$pa" "$pb" \
+	>relay.log 2>&1 &
 pids[2]=$!
 for _ in $(seq 1 50); do
 	curl -sf --cacert tls/fleetd.crt "https://127.0.0.1:$relay_port/healthz" >/dev/null && break
@@ -175,10 +154,12 @@ uris() { openssl x509 -in "$1" -noout -ext subjectAltName 2>/dev/null | tr ',' '
 	die "tpm join: exit $? $(cat join.err)"
 node=$(sql "SELECT node_id FROM node_bindings WHERE kind = 'ek' AND subject = '$ek_hash'")
 [ -n "$node" ] && ok "joined as $node, the EK bound to it" || fail "no EK binding after the join"
-grep -c 'connection to' relay.log | grep -qx '[2-9]' &&
-	grep -q "connection to $pa" relay.log && grep -q "connection to $pb" relay.log &&
+# the join's own requests, not the readiness probe's /healthz
+rounds=$(grep 'request to' relay.log | grep -v ' /healthz$' || true)
+[ "$(printf '%s\n' "$rounds" | grep -c .)" -ge 2 ] &&
+	grep -q "request to $pa " <<<"$rounds" && grep -q "request to $pb " <<<"$rounds" &&
 	ok "round 1 and round 2 went to different fleetd processes" ||
-	fail "the rounds did not reach both fleetd ($(cat relay.log | tr '\n' ' '))"
+	fail "the rounds did not reach both fleetd ($(tr '\n' ' ' <relay.log))"
 grep -h "event=node-joined FLEET_NODE=$node" a.log b.log | grep -q 'FLEET_NODE_KEY=tpm' &&
 	ok "the journal says the node key is the TPM's (FLEET_NODE_KEY=tpm)" ||
 	fail "node-joined does not say FLEET_NODE_KEY=tpm"
