@@ -301,11 +301,19 @@ static enum jv_result scan_number(struct scan *s)
 			return JV_NOMEM;
 		memcpy(text, b, n);
 		text[n] = '\0';
+		/* strtod reads the C locale's '.' only while nothing in the
+		 * process calls setlocale (fleetd never does); under another
+		 * locale it would stop at the '.', and a short read is refused
+		 * rather than taken as a smaller number */
+		char *end;
 		errno = 0;
-		double v = strtod(text, NULL);
+		double v = strtod(text, &end);
 		bool over = (v == HUGE_VAL || v == -HUGE_VAL) && errno == ERANGE;
+		bool whole = end == text + n;
 		if (text != small)
 			free(text);
+		if (!whole)
+			return fail(s, "real number not read whole (locale)");
 		if (over)
 			return fail(s, "real number overflow");
 		s->doc->tok[idx].v.d = v;

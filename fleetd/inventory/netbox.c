@@ -401,21 +401,28 @@ static bool retry_after(const struct resp *r, int retries, long long deadline,
 
 /*
  * Why a 200's body is not a JSON object, in the words fleetd has always used
- * (jansson's line and text): this path is the rare one, so the body is read
- * again by json_loadb for them. Only if jansson took what the view refused
- * (json_view.h J1 says it cannot; fuzz_netbox_answer checks) does the
- * view's own reason show, by offset.
+ * (jansson's line and text): this path is the rare one, so a refused body
+ * is read again by json_loadb for them. An array (other_value) needs no
+ * second read: jansson said "line -1" of every value it took. Where jansson
+ * took what the view refused (json_view.h J1: only a NUL after a number or
+ * a literal; fuzz_netbox_answer checks there is nothing else) the view's
+ * own reason shows, by offset.
  */
 static fleet_err not_json(const char *method, const struct resp *r, bool other_value,
 			  const struct jv_error *jerr, struct fleet_errctx *ec)
 {
 	json_error_t je;
 	char why[61]; /* what %.60s below takes whole */
+	if (other_value)
+		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
+					"NetBox's answer to %s is not a JSON object (line -1: "
+					"another JSON value)",
+					method);
 	json_t *j = json_loadb((const char *)r->body.data, r->body.len, JSON_REJECT_DUPLICATES,
 			       &je);
-	bool jansson_object = json_is_object(j);
+	bool jansson_took = j != NULL;
 	json_decref(j);
-	if (!other_value && jansson_object) {
+	if (jansson_took) {
 		fleet_sanitize(jerr->text, strlen(jerr->text), why, sizeof(why), SIZE_MAX);
 		return fleet_errctx_msg(ec, FLEET_INV_INVALID,
 					"NetBox's answer to %s is not a JSON object (offset %zu: "
@@ -428,7 +435,7 @@ static fleet_err not_json(const char *method, const struct resp *r, bool other_v
 	fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
 	return fleet_errctx_msg(ec, FLEET_INV_INVALID,
 				"NetBox's answer to %s is not a JSON object (line %d: %.60s)",
-				method, je.line, other_value ? "another JSON value" : why);
+				method, je.line, why);
 }
 
 /*
@@ -496,8 +503,9 @@ static fleet_err request_json(struct netbox *nb, const char *method, const char 
 					       "out of memory reading NetBox's answer to %s",
 					       method);
 		} else if (jr != JV_OK || jv_type(out, 0) != JV_OBJECT) {
-			res = not_json(method, &r, jr == JV_OK, &jerr, ec);
+			/* freed first: not_json may parse the body again */
 			jv_free(out);
+			res = not_json(method, &r, jr == JV_OK, &jerr, ec);
 		}
 	} else if (r.status == 404 && not_found_ok) {
 		/* NetBox restricts the queryset by the user's permission before it

@@ -1189,6 +1189,14 @@ static void test_malformed_answers_are_invalid(void **st)
 	const char *p1 = "/api/dcim/devices/1/";
 	nbf_canned(p1, 200, "application/json", "{\"id\": 1, ");
 	expect_invalid_get(inv, 1, "not a JSON object");
+	/* JSON, but an array: said as before the reader, in jansson's words */
+	nbf_canned(p1, 200, "application/json", "[{\"id\": 1}]");
+	expect_invalid_get(inv, 1, "is not a JSON object (line -1: another JSON value)");
+	/* a NUL after a number, which jansson skipped (json_view.h J1): refused,
+	 * with the reader's own reason, since jansson has none */
+	nbf_ctl("/_fake/raw", "{\"path\": \"/api/dcim/devices/1/\", \"status\": 200, "
+			      "\"body\": \"{\\\"id\\\": 1\\u0000}\"}");
+	expect_invalid_get(inv, 1, "is not a JSON object (offset 8: '}' expected)");
 	nbf_canned(p1, 200, "text/html", "<html>Log in</html>");
 	expect_invalid_get(inv, 1, "Content-Type");
 	nbf_canned(p1, 200, "application/json",
