@@ -73,7 +73,8 @@ static enum jv_result push(struct scan *s, enum jv_type t, uint32_t *idx)
 	return JV_OK;
 }
 
-/* \uXXXX at p (p[0] == '\\', p[1] == 'u'), within end: the code unit, or -1. */
+/* A \u escape and its four hex digits at p (p[0] == '\\', p[1] == 'u'),
+ * within end: the code unit, or -1. */
 static long unit(const unsigned char *p, const unsigned char *end)
 {
 	if (end - p < 6 || p[0] != '\\' || p[1] != 'u')
@@ -150,8 +151,9 @@ static size_t utf8_len(const unsigned char *p, const unsigned char *end)
 /*
  * The string at s->p (on its opening quote) as a JV_STRING token, decoded
  * into doc->str: jansson's lex_scan_string. Escapes: \" \\ \/ \b \f \n \r \t
- * and \uXXXX; a high surrogate only with a low one right after it, never a
- * low one alone, never \u0000; no byte below 0x20 unescaped.
+ * and \u with four hex digits; a high surrogate only with a low one right
+ * after it, never a low one alone, never \u0000; no byte below 0x20
+ * unescaped.
  */
 static enum jv_result scan_string(struct scan *s)
 {
