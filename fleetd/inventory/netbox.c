@@ -429,7 +429,7 @@ static fleet_err not_json(const char *method, const struct resp *r, bool other_v
 					"%.60s)",
 					method, jerr->offset, why);
 	}
-	if (!j && json_error_code(&je) == json_error_out_of_memory)
+	if (json_error_code(&je) == json_error_out_of_memory)
 		return fleet_errctx_msg(ec, FLEET_INV_NOMEM,
 					"out of memory reading NetBox's answer to %s", method);
 	fleet_sanitize(je.text, strlen(je.text), why, sizeof(why), SIZE_MAX);
