@@ -35,11 +35,13 @@ def headers(head):
     lines = head.split(b"\r\n")[1:]
     return [l for l in lines if l]
 
+def name(h):
+    return h.split(b":")[0].strip().lower()
+
 def length(hs):
     for h in hs:
-        k, _, v = h.partition(b":")
-        if k.strip().lower() == b"content-length":
-            return int(v.strip())
+        if name(h) == b"content-length":
+            return int(h.partition(b":")[2].strip())
     return 0
 
 def forward(req, what):
@@ -73,9 +75,8 @@ def serve(c):
             if head is None:
                 return
             hs = headers(head)
-            keep = [h for h in hs if h.split(b":")[0].strip().lower() not in
-                    (b"connection", b"expect", b"keep-alive")]
-            if any(h.lower().startswith(b"expect:") for h in hs):
+            keep = [h for h in hs if name(h) not in (b"connection", b"expect", b"keep-alive")]
+            if any(name(h) == b"expect" for h in hs):
                 c.sendall(b"HTTP/1.1 100 Continue\r\n\r\n")
             body = f.read(length(hs))
             req = b"\r\n".join([head.split(b"\r\n")[0]] + keep + [b"Connection: close", b"", b""]) + body
@@ -84,9 +85,8 @@ def serve(c):
             if not resp:
                 return  # no replica answered: the client sees the connection end
             rhead, _, rbody = resp.partition(b"\r\n\r\n")
-            rhs = [h for h in rhead.split(b"\r\n")[1:]
-                   if h.split(b":")[0].strip().lower() not in (b"connection", b"keep-alive")]
-            framed = any(h.split(b":")[0].strip().lower() == b"content-length" for h in rhs)
+            rhs = [h for h in headers(rhead + b"\r\n") if name(h) not in (b"connection", b"keep-alive")]
+            framed = any(name(h) == b"content-length" for h in rhs)
             c.sendall(b"\r\n".join([rhead.split(b"\r\n")[0]] + rhs +
                                     ([] if framed else [b"Connection: close"]) + [b"", b""]) + rbody)
             if not framed:
