@@ -15,6 +15,9 @@ packages=(
   # libfaketime: the renewal's end-to-end test runs fleetd and tpm-reattest
   # 61 days later than now (docs/testing.md, "Time"); tests only.
   faketime
+  # Locale sources and localedef: test_json_view builds a locale whose
+  # decimal point is a comma (docs/netbox.md); tests only.
+  locales
   # Nix for the NixOS module's evaluation (issue 15); checks only.
   nix-bin
   # The man pages' check (groff warnings as failures, man -l) and the

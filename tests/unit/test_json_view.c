@@ -13,11 +13,14 @@
  * J4: duplicates found at both sizes (pairwise up to 16 members, sorted
  * beyond), far apart, and an object of 100,000 keys, which a quadratic check
  * would not finish.
+ * J2's guard: under a locale whose decimal point is a comma a real is
+ * refused, never read short.
  * J5: out of memory at every allocation: JV_NOMEM and an empty view.
  */
 #include "tests/testutil.h"
 
 #include <jansson.h>
+#include <locale.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -355,6 +358,44 @@ static void test_many_keys(void **state)
 	free(b);
 }
 
+/*
+ * A real under a locale whose decimal point is a comma: strtod would stop
+ * at the '.', and the view must refuse rather than read 1.5 as 1 (fleetd
+ * never calls setlocale; this is the guard for a change that would). The
+ * locale is built with localedef into a scratch directory (LOCPATH); the
+ * case skips, saying so, where Debian's locales package is not installed.
+ */
+static void test_real_under_a_comma_locale(void **state)
+{
+	(void)state;
+	char dir[] = "/tmp/fleet-locale-XXXXXX", cmd[256];
+	if (!mkdtemp(dir))
+		fail_msg("mkdtemp");
+	snprintf(cmd, sizeof(cmd),
+		 "localedef -i de_DE -f UTF-8 %s/de_DE.UTF-8 >/dev/null 2>&1", dir);
+	int built = system(cmd) == 0;
+	setenv("LOCPATH", dir, 1);
+	int set = built && setlocale(LC_NUMERIC, "de_DE.UTF-8") != NULL;
+	/* loaded now: the scratch directory goes before anything can fail */
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	if (system(cmd) != 0)
+		print_message("could not remove %s\n", dir);
+	unsetenv("LOCPATH");
+	if (!set) {
+		print_message("SKIP: no de_DE locale could be built (Debian: locales)\n");
+		skip();
+	}
+	assert_true(strtod("1.5", NULL) == 1.0); /* the trap itself */
+	struct jv_doc d;
+	struct jv_error e;
+	assert_int_equal(jv_parse(&d, "[1.5]", 5, &e), JV_INVALID);
+	assert_string_equal(e.text, "real number not read whole (locale)");
+	assert_int_equal(jv_parse(&d, "[15,1e2]", 8, &e), JV_OK); /* no '.': read whole */
+	assert_true(d.tok[1].v.i == 15 && d.tok[2].v.d == 100.0);
+	jv_free(&d);
+	setlocale(LC_NUMERIC, "C");
+}
+
 /* J5: whichever allocation fails, JV_NOMEM and an empty view. The input
  * needs the token array to grow and a big object's key scratch. */
 static void test_nomem(void **state)
@@ -391,6 +432,7 @@ int main(void)
 		cmocka_unit_test(test_values),
 		cmocka_unit_test(test_depth),
 		cmocka_unit_test(test_many_keys),
+		cmocka_unit_test(test_real_under_a_comma_locale),
 		cmocka_unit_test(test_nomem),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
