@@ -149,8 +149,12 @@ for _ in range(50):
 			fi
 			sleep 0.1
 		done
-		kill -9 "$SWTPM_ENV_PID" 2>/dev/null
-		wait "$SWTPM_ENV_PID" 2>/dev/null
+		# A swtpm that lost the port race has exited already: kill and
+		# wait then fail, and under the caller's `set -e` that would end
+		# the caller silently (exit 1, no message) instead of trying the
+		# next pair. tests/tpm/swtpm_env_cli.sh forces such a clash.
+		kill -9 "$SWTPM_ENV_PID" 2>/dev/null || true
+		wait "$SWTPM_ENV_PID" 2>/dev/null || true
 		SWTPM_ENV_PID=
 	done
 	echo "swtpm-env: swtpm did not start; see $d/swtpm.log" >&2

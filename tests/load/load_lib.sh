@@ -158,8 +158,10 @@ _load_tpm_run() {
 			fi
 			sleep 0.1
 		done
-		kill -9 "$pid" 2>/dev/null
-		wait "$pid" 2>/dev/null
+		# Gone already after a port clash; under `set -e` a failed kill
+		# would end the run instead of trying the next pair.
+		kill -9 "$pid" 2>/dev/null || true
+		wait "$pid" 2>/dev/null || true
 	done
 	echo "load: swtpm $i did not start" >&2
 	return 1
@@ -279,7 +281,7 @@ load_flood_start() { # seconds sources
 
 load_flood_stop() {
 	[ -n "$load_flood_pid" ] || return 0
-	kill -TERM "$load_flood_pid" 2>/dev/null
+	kill -TERM "$load_flood_pid" 2>/dev/null || true # it may have ended on its own
 	wait "$load_flood_pid" 2>/dev/null || true
 	load_flood_pid=
 }
