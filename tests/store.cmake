@@ -1,6 +1,8 @@
 # fleetd's state: the SQLite store, verdicts.jsonl, the nodes-file
 # inventory, fleetd.yaml, and fleetctl's read-only store commands.
 fleet_test(test_store unit unit/test_store.c LIBS fleetdcore fleet_x509_mint fleet_store_location)
+# db.h DB8: the SQLite engine's statement cache.
+fleet_test(test_db_sqlite unit unit/test_db_sqlite.c LIBS fleetdcore)
 fleet_test(test_verdict_log unit unit/test_verdict_log.c LIBS fleetdcore)
 fleet_test(test_nodes_file unit unit/test_nodes_file.c LIBS fleetdcore)
 # calloc and realloc wrapped at link time: the test makes the nodes-file

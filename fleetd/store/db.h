@@ -35,6 +35,12 @@
  * DB7 Text columns come back as the bytes stored; integer columns as
  *     int64; boolean expressions as 0 or 1; NULL as DB_NULL. A blob column
  *     comes back as its bytes (PostgreSQL bytea, decoded from hex).
+ * DB8 A prepare of a text the connection prepared before may hand back
+ *     that statement, reset and with no bindings: in every way it is a
+ *     fresh one (a parameter not bound is NULL). SQLite keeps at most 48
+ *     such statements per connection, each for one text, never one in use
+ *     (a second prepare of a text in use gets its own); db_close finalizes
+ *     them. PostgreSQL prepares nothing on the server (db_pg.c).
  *
  * A connection and its statements belong to one thread at a time: the
  * store's handle mutex (store_int.h) provides that.

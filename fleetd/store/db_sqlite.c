@@ -6,16 +6,39 @@
 #include "fleetd/store/db.h"
 
 #include <sqlite3.h>
+#include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
+
+/* DB8: the connection's prepared statements, kept for the next prepare of
+ * the same SQL text. The store prepares every statement each time it runs
+ * it; parsing and planning was ~7 % of fleetd's CPU per admission (perf,
+ * 2026-12-06, docs/benchmark.md), for the same few dozen texts. A slot
+ * whose statement is in use (taken) is not handed out twice: a second
+ * prepare of that text while the first is live gets a statement of its
+ * own, finalized at its end. The least recently used free slot makes room
+ * for a new text, so the cache never holds more than L_SLOTS statements. */
+#define L_SLOTS 48
+
+struct l_slot {
+	char *sql;          /* NULL: empty */
+	size_t len;
+	uint64_t hash;
+	sqlite3_stmt *s;    /* NULL while taken */
+	uint64_t used;      /* the connection's clock at its last prepare */
+};
 
 struct db_sqlite {
 	struct db base;
 	sqlite3 *h;
+	uint64_t clock;
+	struct l_slot slot[L_SLOTS];
 };
 
 struct db_sqlite_stmt {
 	struct db_stmt base;
 	sqlite3_stmt *s;
+	int slot; /* its cache slot, or -1: finalized at its end */
 };
 
 #define H(db) (((struct db_sqlite *)(db))->h)
@@ -53,18 +76,81 @@ static int map(int rc)
 
 static int l_exec(struct db *db, const char *sql) { return map(sqlite3_exec(H(db), sql, NULL, NULL, NULL)); }
 
+static uint64_t l_hash(const char *sql, size_t len)
+{
+	uint64_t h = 0xcbf29ce484222325ULL; /* FNV-1a */
+	for (size_t i = 0; i < len; i++)
+		h = (h ^ (unsigned char)sql[i]) * 0x100000001b3ULL;
+	return h;
+}
+
+/* The slot holding this text (taken or not), or -1. */
+static int l_find(const struct db_sqlite *db, const char *sql, size_t len, uint64_t hash)
+{
+	for (int i = 0; i < L_SLOTS; i++) {
+		const struct l_slot *c = &db->slot[i];
+		if (c->sql && c->hash == hash && c->len == len && !memcmp(c->sql, sql, len))
+			return i;
+	}
+	return -1;
+}
+
+/* An empty slot, else the least recently used free one (emptied), else
+ * -1 (every slot taken). */
+static int l_make_room(struct db_sqlite *db)
+{
+	int lru = -1;
+	for (int i = 0; i < L_SLOTS; i++) {
+		struct l_slot *c = &db->slot[i];
+		if (!c->sql)
+			return i;
+		if (c->s && (lru < 0 || c->used < db->slot[lru].used))
+			lru = i;
+	}
+	if (lru >= 0) {
+		struct l_slot *c = &db->slot[lru];
+		sqlite3_finalize(c->s);
+		free(c->sql);
+		memset(c, 0, sizeof(*c));
+	}
+	return lru;
+}
+
 static int l_prepare(struct db *db, const char *sql, struct db_stmt **out)
 {
+	struct db_sqlite *d = (struct db_sqlite *)db;
+	size_t len = strlen(sql);
+	uint64_t hash = l_hash(sql, len);
 	struct db_sqlite_stmt *st = calloc(1, sizeof(*st));
 	if (!st)
 		return DB_NOMEM;
-	int rc = sqlite3_prepare_v2(H(db), sql, -1, &st->s, NULL);
+	st->base.db = db;
+	st->slot = -1;
+	int i = l_find(d, sql, len, hash);
+	if (i >= 0 && d->slot[i].s) {
+		/* Left reset and with no bindings by l_finalize: as new. */
+		st->s = d->slot[i].s;
+		d->slot[i].s = NULL;
+		d->slot[i].used = ++d->clock;
+		st->slot = i;
+		*out = &st->base;
+		return DB_OK;
+	}
+	int rc = sqlite3_prepare_v3(H(db), sql, (int)len + 1, SQLITE_PREPARE_PERSISTENT, &st->s,
+				    NULL);
 	if (rc != SQLITE_OK) {
 		sqlite3_finalize(st->s);
 		free(st);
 		return map(rc);
 	}
-	st->base.db = db;
+	/* A text taken already stays uncached here; a new one gets a slot
+	 * if one is free (a copy of the text: the caller's may not live). */
+	char *copy;
+	if (i < 0 && (i = l_make_room(d)) >= 0 && (copy = malloc(len + 1)) != NULL) {
+		memcpy(copy, sql, len + 1);
+		d->slot[i] = (struct l_slot){.sql = copy, .len = len, .hash = hash, .used = ++d->clock};
+		st->slot = i;
+	}
 	*out = &st->base;
 	return DB_OK;
 }
@@ -99,7 +185,19 @@ static const void *l_column_blob(struct db_stmt *s, int col) { return sqlite3_co
 static int l_column_bytes(struct db_stmt *s, int col) { return sqlite3_column_bytes(S(s), col); }
 static void l_finalize(struct db_stmt *s)
 {
-	sqlite3_finalize(S(s));
+	struct db_sqlite *d = (struct db_sqlite *)s->db;
+	struct db_sqlite_stmt *st = (struct db_sqlite_stmt *)s;
+	if (st->slot >= 0 && !d->slot[st->slot].s) {
+		/* Back as a fresh one would be: no bindings (they point at the
+		 * caller's memory, SQLITE_STATIC) and no position; a reset also
+		 * ends the statement's hold on the file. Its step's error was
+		 * the caller's to read already. */
+		sqlite3_reset(st->s);
+		sqlite3_clear_bindings(st->s);
+		d->slot[st->slot].s = st->s;
+	} else {
+		sqlite3_finalize(st->s);
+	}
 	free(s);
 }
 static int l_changes(struct db *db) { return sqlite3_changes(H(db)); }
@@ -121,6 +219,11 @@ static void l_rollback(struct db *db)
 static const char *l_errmsg(struct db *db) { return sqlite3_errmsg(H(db)); }
 static void l_close(struct db *db)
 {
+	struct db_sqlite *d = (struct db_sqlite *)db;
+	for (int i = 0; i < L_SLOTS; i++) {
+		sqlite3_finalize(d->slot[i].s); /* a taken one is its holder's */
+		free(d->slot[i].sql);
+	}
 	sqlite3_close(H(db));
 	free(db);
 }

@@ -9,10 +9,7 @@
 #include <string.h>
 
 #include <jansson.h>
-#include <openssl/evp.h>
-#include <openssl/x509.h>
 
-#include "lib/hex.h"
 
 static fleet_err verdict_insert(struct fleet_store *st,
 					   const struct fleet_store_verdict_in *v,
@@ -221,27 +218,6 @@ fleet_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
 
 /* Parse the DER as the store's own check: one whole certificate, nothing
  * after it; its notAfter and SHA-1 fingerprint. */
-bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1[41])
-{
-	const unsigned char *p = der;
-	X509 *x = d2i_X509(NULL, &p, (long)len);
-	if (!x)
-		return false;
-	bool ok = p == der + len;
-	struct tm tm;
-	ok = ok && ASN1_TIME_to_tm(X509_get0_notAfter(x), &tm) == 1;
-	X509_free(x);
-	if (!ok)
-		return false;
-	*not_after = (int64_t)timegm(&tm);
-	unsigned char md[EVP_MAX_MD_SIZE];
-	unsigned int mdlen = 0;
-	if (!EVP_Digest(der, len, md, &mdlen, EVP_sha1(), NULL) || mdlen != 20)
-		return false;
-	fleet_hex_encode(md, 20, sha1);
-	return true;
-}
-
 fleet_err st_cert_insert(struct fleet_store *st, const char *device,
 					const char *kind, const uint8_t *der, size_t der_len,
 					time_t issued_at, char *sha1_out)
