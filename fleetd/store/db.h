@@ -37,10 +37,12 @@
  *     comes back as its bytes (PostgreSQL bytea, decoded from hex).
  * DB8 A prepare of a text the connection prepared before may hand back
  *     that statement, reset and with no bindings: in every way it is a
- *     fresh one (a parameter not bound is NULL). SQLite keeps at most 48
- *     such statements per connection, each for one text, never one in use
+ *     fresh one (a parameter not bound is NULL). SQLite keeps at most
+ *     DB_SQLITE_STMT_CACHE such statements per connection, each for one
+ *     text, the least recently used free one making room, never one in use
  *     (a second prepare of a text in use gets its own); db_close finalizes
- *     them. PostgreSQL prepares nothing on the server (db_pg.c).
+ *     them (a statement still in use then ends the connection at its own
+ *     finalize). PostgreSQL prepares nothing on the server (db_pg.c).
  *
  * A connection and its statements belong to one thread at a time: the
  * store's handle mutex (store_int.h) provides that.
@@ -70,6 +72,7 @@ enum {
 enum { DB_INTEGER = 1, DB_TEXT = 3, DB_BLOB = 4, DB_NULL = 5 };
 
 #define DB_BUSY_MS 5000
+#define DB_SQLITE_STMT_CACHE 128 /* DB8 */
 
 /* The PostgreSQL store's advisory lock keys ('fleetd' in ASCII, then the
  * lock's number): the write lock serialises write transactions (DB3); the

@@ -6,6 +6,7 @@
 #include "fleetd/store/db.h"
 
 #include <sqlite3.h>
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,8 +18,10 @@
  * whose statement is in use (taken) is not handed out twice: a second
  * prepare of that text while the first is live gets a statement of its
  * own, finalized at its end. The least recently used free slot makes room
- * for a new text, so the cache never holds more than L_SLOTS statements. */
-#define L_SLOTS 48
+ * for a new text, so the cache never holds more than L_SLOTS statements.
+ * The store's texts are fixed literals (about 110), so the bound is set to
+ * hold them all: eviction is for a caller this file does not know. */
+#define L_SLOTS DB_SQLITE_STMT_CACHE
 
 struct l_slot {
 	char *sql;          /* NULL: empty */
@@ -32,6 +35,8 @@ struct db_sqlite {
 	struct db base;
 	sqlite3 *h;
 	uint64_t clock;
+	size_t taken;   /* statements prepared and not yet finalized */
+	bool closed;    /* db_close came while some were: the last frees it */
 	struct l_slot slot[L_SLOTS];
 };
 
@@ -133,6 +138,7 @@ static int l_prepare(struct db *db, const char *sql, struct db_stmt **out)
 		d->slot[i].s = NULL;
 		d->slot[i].used = ++d->clock;
 		st->slot = i;
+		d->taken++;
 		*out = &st->base;
 		return DB_OK;
 	}
@@ -143,10 +149,13 @@ static int l_prepare(struct db *db, const char *sql, struct db_stmt **out)
 		free(st);
 		return map(rc);
 	}
+	d->taken++;
 	/* A text taken already stays uncached here; a new one gets a slot
-	 * if one is free (a copy of the text: the caller's may not live). */
+	 * if one is free (a copy of the text: the caller's may not live).
+	 * Text with no statement in it (empty, a comment) compiles to no
+	 * statement at all: nothing to keep. */
 	char *copy;
-	if (i < 0 && (i = l_make_room(d)) >= 0 && (copy = malloc(len + 1)) != NULL) {
+	if (st->s && i < 0 && (i = l_make_room(d)) >= 0 && (copy = malloc(len + 1)) != NULL) {
 		memcpy(copy, sql, len + 1);
 		d->slot[i] = (struct l_slot){.sql = copy, .len = len, .hash = hash, .used = ++d->clock};
 		st->slot = i;
@@ -187,7 +196,17 @@ static void l_finalize(struct db_stmt *s)
 {
 	struct db_sqlite *d = (struct db_sqlite *)s->db;
 	struct db_sqlite_stmt *st = (struct db_sqlite_stmt *)s;
-	if (st->slot >= 0 && !d->slot[st->slot].s) {
+	d->taken--;
+	if (d->closed) {
+		/* After db_close: the connection is a zombie (sqlite3_close_v2)
+		 * until its last statement goes; then it and d are freed. */
+		sqlite3_finalize(st->s);
+		free(s);
+		if (d->taken == 0)
+			free(d);
+		return;
+	}
+	if (st->s && st->slot >= 0 && !d->slot[st->slot].s) {
 		/* Back as a fresh one would be: no bindings (they point at the
 		 * caller's memory, SQLITE_STATIC) and no position; a reset also
 		 * ends the statement's hold on the file. Its step's error was
@@ -217,15 +236,22 @@ static void l_rollback(struct db *db)
 		sqlite3_exec(H(db), "ROLLBACK", NULL, NULL, NULL);
 }
 static const char *l_errmsg(struct db *db) { return sqlite3_errmsg(H(db)); }
+/* A statement still taken at close is a caller's bug, but it must not
+ * turn into a use of freed memory at its finalize: the connection closes
+ * when its last statement goes (sqlite3_close_v2) and d lives until then. */
 static void l_close(struct db *db)
 {
 	struct db_sqlite *d = (struct db_sqlite *)db;
 	for (int i = 0; i < L_SLOTS; i++) {
 		sqlite3_finalize(d->slot[i].s); /* a taken one is its holder's */
 		free(d->slot[i].sql);
+		memset(&d->slot[i], 0, sizeof(d->slot[i]));
 	}
-	sqlite3_close(H(db));
-	free(db);
+	sqlite3_close_v2(H(db));
+	if (d->taken == 0)
+		free(db);
+	else
+		d->closed = true;
 }
 
 static const struct db_ops sqlite_ops = {

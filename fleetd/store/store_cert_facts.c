@@ -5,16 +5,21 @@
  *
  * Why not d2i_X509: OpenSSL 3.0 decodes the subject public key of every
  * certificate it parses, through OSSL_DECODER_CTX_new_for_pkey, which
- * builds its decoder chain afresh each time: ~0.1 ms a certificate, ~6 %
- * of fleetd's CPU per admission (two certificates; perf, 2026-12-06,
- * docs/benchmark.md). The store needs no key. This parses X.509's own
- * ASN.1 with OpenSSL's templates, the same items d2i_X509 uses (names,
- * algorithms, validity, extensions, bit strings), with the key's SPKI
- * read as X509_PUBKEY reads it before that decode: an AlgorithmIdentifier
- * and a BIT STRING. d2i_X509 never refuses a certificate over the decode
- * (it is opportunistic, its errors dropped), so both accept the same
- * bytes; tests/fuzz/fuzz_store_cert_facts.c holds them to that, and to the
- * same notAfter.
+ * builds its decoder chain afresh each time: 0.1-0.4 ms a certificate
+ * (by host), ~6 % of fleetd's CPU per admission (two certificates; perf,
+ * 2026-12-06, docs/benchmark.md). The store needs no key. This parses
+ * X.509's own ASN.1 with OpenSSL's templates, the same items d2i_X509 uses
+ * (names, algorithms, validity, extensions, bit strings), with the key's
+ * SPKI read as X509_PUBKEY reads it before that decode: an
+ * AlgorithmIdentifier and a BIT STRING. OpenSSL 3.0's decode is
+ * opportunistic (its errors dropped) except in two places
+ * (x509_pubkey_ex_d2i_ex): the key's algorithm OID must print with
+ * OBJ_obj2txt, which refuses an unregistered OID of over 586 bytes, and a
+ * key the decoder reads must end where the SPKI's TLV ends, which it
+ * always does (the decoder is handed exactly that TLV). The first is
+ * repeated below; so both accept the same bytes, and
+ * tests/fuzz/fuzz_store_cert_facts.c holds them to that and to the same
+ * notAfter.
  */
 #include "fleetd/store/store_int.h"
 
@@ -23,6 +28,7 @@
 
 #include <openssl/asn1t.h>
 #include <openssl/evp.h>
+#include <openssl/objects.h>
 #include <openssl/x509.h>
 
 #include "lib/hex.h"
@@ -86,7 +92,9 @@ bool st_cert_facts(const uint8_t *der, size_t len, int64_t *not_after, char sha1
 	if (!c)
 		return false;
 	struct tm tm;
-	bool ok = p == der + len && ASN1_TIME_to_tm(c->tbs->validity->notAfter, &tm) == 1;
+	char oid[50]; /* OSSL_MAX_NAME_SIZE, as x509_pubkey_ex_d2i_ex */
+	bool ok = p == der + len && ASN1_TIME_to_tm(c->tbs->validity->notAfter, &tm) == 1 &&
+		  OBJ_obj2txt(oid, sizeof(oid), c->tbs->key->algor->algorithm, 0) > 0;
 	ASN1_item_free((ASN1_VALUE *)c, ASN1_ITEM_rptr(STORE_CERT));
 	if (!ok)
 		return false;

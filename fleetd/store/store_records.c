@@ -10,7 +10,6 @@
 
 #include <jansson.h>
 
-
 static fleet_err verdict_insert(struct fleet_store *st,
 					   const struct fleet_store_verdict_in *v,
 					   int64_t *id_out)
@@ -216,8 +215,7 @@ fleet_err fleet_store_verdicts_after(struct fleet_store *st, int64_t after_id,
 	return st_unlock(st, verdicts_after(st, after_id, limit, out, n));
 }
 
-/* Parse the DER as the store's own check: one whole certificate, nothing
- * after it; its notAfter and SHA-1 fingerprint. */
+/* A device's certificate, checked by the store first (st_cert_facts). */
 fleet_err st_cert_insert(struct fleet_store *st, const char *device,
 					const char *kind, const uint8_t *der, size_t der_len,
 					time_t issued_at, char *sha1_out)

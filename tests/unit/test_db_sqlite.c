@@ -141,15 +141,27 @@ static void test_the_text_is_the_key(void **state)
 	db_close(db);
 }
 
-/* Bounded: 200 texts leave 48 statements, and the one used most
- * recently is among them (it is still taken from the cache). */
+/* The texts the cache holds, by asking the connection for its live
+ * statements' SQL: 1 when sql is among them. */
+static int cached(struct db *db, const char *sql)
+{
+	for (sqlite3_stmt *s = sqlite3_next_stmt(db_sqlite_handle(db), NULL); s;
+	     s = sqlite3_next_stmt(db_sqlite_handle(db), s))
+		if (!strcmp(sqlite3_sql(s), sql))
+			return 1;
+	return 0;
+}
+
+/* Bounded, least recently used out: 300 texts, SEL used after each, leave
+ * DB_SQLITE_STMT_CACHE statements: SEL and the last ones, exactly. */
 static void test_the_cache_is_bounded(void **state)
 {
 	(void)state;
 	struct db *db = open_mem();
 	char sql[64];
 	struct db_stmt *s;
-	for (int i = 0; i < 200; i++) {
+	const int texts = 300, keep = DB_SQLITE_STMT_CACHE - 1;
+	for (int i = 0; i < texts; i++) {
 		snprintf(sql, sizeof(sql), "SELECT %d, v FROM t WHERE k = 1", i);
 		assert_int_equal(db_prepare(db, sql, &s), DB_OK);
 		assert_int_equal(db_step(s), DB_ROW);
@@ -159,15 +171,54 @@ static void test_the_cache_is_bounded(void **state)
 		assert_int_equal(db_prepare(db, SEL, &s), DB_OK);
 		db_finalize(s);
 	}
-	assert_int_equal(live(db), 48);
+	assert_int_equal(live(db), DB_SQLITE_STMT_CACHE);
+	assert_true(cached(db, SEL));
+	for (int i = 0; i < texts; i++) {
+		snprintf(sql, sizeof(sql), "SELECT %d, v FROM t WHERE k = 1", i);
+		assert_int_equal(cached(db, sql), i >= texts - keep);
+	}
 	assert_int_equal(db_prepare(db, SEL, &s), DB_OK);
-	assert_int_equal(live(db), 48); /* taken from the cache, not compiled again */
+	assert_int_equal(live(db), DB_SQLITE_STMT_CACHE); /* from the cache, not compiled again */
 	db_finalize(s);
 	db_close(db);
 }
 
+/* Text with no statement in it compiles to none: nothing is kept, and
+ * its end is harmless. */
+static void test_text_without_a_statement(void **state)
+{
+	(void)state;
+	struct db *db = open_mem();
+	const char *empty[] = {"", "   ", "-- a comment"};
+	for (size_t i = 0; i < sizeof(empty) / sizeof(empty[0]); i++) {
+		for (int round = 0; round < 2; round++) {
+			struct db_stmt *s;
+			assert_int_equal(db_prepare(db, empty[i], &s), DB_OK);
+			db_finalize(s);
+		}
+	}
+	assert_int_equal(live(db), 0);
+	db_close(db);
+}
+
+/* A statement still in use at db_close (a caller's bug) ends the
+ * connection at its own finalize, not a use of freed memory (the ASan
+ * build checks that, and that nothing leaks). */
+static void test_close_with_a_statement_in_use(void **state)
+{
+	(void)state;
+	struct db *db = open_mem();
+	struct db_stmt *held, *s;
+	assert_int_equal(db_prepare(db, SEL, &s), DB_OK);
+	db_finalize(s); /* one cached */
+	assert_int_equal(db_prepare(db, "SELECT k FROM t", &held), DB_OK);
+	assert_int_equal(db_step(held), DB_ROW);
+	db_close(db);
+	db_finalize(held);
+}
+
 /* A statement in use is never evicted. SEL is taken first, so it is the
- * least recently used slot when 47 more texts have filled the cache; the
+ * least recently used slot when the other texts have filled the cache; the
  * next text (X) must take the oldest free slot, not SEL's. Were SEL's
  * slot given to X, SEL's statement would go back under X's text when it
  * ends (X still taken), and the next prepare of X would run SEL. */
@@ -178,7 +229,7 @@ static void test_a_taken_statement_is_never_evicted(void **state)
 	struct db_stmt *held, *x, *s;
 	char sql[64];
 	assert_int_equal(db_prepare(db, SEL, &held), DB_OK);
-	for (int i = 0; i < 47; i++) {
+	for (int i = 0; i < DB_SQLITE_STMT_CACHE - 1; i++) {
 		snprintf(sql, sizeof(sql), "SELECT %d", i);
 		assert_int_equal(db_prepare(db, sql, &s), DB_OK);
 		db_finalize(s);
@@ -233,6 +284,8 @@ int main(void)
 		cmocka_unit_test(test_the_text_is_the_key),
 		cmocka_unit_test(test_the_cache_is_bounded),
 		cmocka_unit_test(test_a_taken_statement_is_never_evicted),
+		cmocka_unit_test(test_text_without_a_statement),
+		cmocka_unit_test(test_close_with_a_statement_in_use),
 		cmocka_unit_test(test_a_failed_statement_goes_back_clean),
 	};
 	return cmocka_run_group_tests(tests, NULL, NULL);
