@@ -18,7 +18,7 @@ for tool in swtpm swtpm_setup swtpm_localca tpm2_getrandom tpm2_shutdown tpm2_re
 	command -v "$tool" >/dev/null 2>&1 || { echo "SKIP: $tool not found"; exit 77; }
 done
 
-work=$(mktemp -d "${TMPDIR:-/tmp}/fleet-swtpm-env.XXXXXX")
+work=$(mktemp -d) # under $TMPDIR, or /tmp
 holder=
 finish() {
 	local rc=$?
